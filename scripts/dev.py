@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Set everything up, then run the service or the tests: the README's two commands.
+
+    python3 scripts/dev.py serve    # the service, on its offline embedded default
+    python3 scripts/dev.py test     # ruff, the import contract and the whole test suite
+
+Needs only Python 3.11+ and the package registries. Creates .venv beside this
+folder and installs the project into it (again only when pyproject.toml changed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".ragchat-installed"
+
+
+def step(*command: str | Path) -> None:
+    print("+", " ".join(str(c) for c in command), flush=True)
+    subprocess.run([str(c) for c in command], cwd=ROOT, check=True)
+
+
+def setup() -> None:
+    if not (BIN / "python").exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    step(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip", "uv")
+    step(BIN / "uv", "pip", "install", "--quiet", "--python", BIN / "python", "-e", ".[test]")
+    STAMP.write_text(wanted)
+
+
+def main() -> int:
+    if sys.version_info < (3, 11):  # noqa: UP036 - the point is to say so on an old Python
+        print(f"ragchat needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+        return 2
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command not in ("serve", "test"):
+        print(__doc__)
+        return 2
+    try:
+        setup()
+    except subprocess.CalledProcessError as failed:
+        return failed.returncode or 1
+    if command == "serve":
+        os.execv(  # noqa: S606 - replace this process with the service
+            BIN / "ragchat", [str(BIN / "ragchat"), "serve", *sys.argv[2:]]
+        )
+    for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"]):
+        if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
+            return 1
+    result = subprocess.run([str(BIN / "pytest"), *sys.argv[2:]], cwd=ROOT)
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

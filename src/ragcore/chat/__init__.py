@@ -1,0 +1,1 @@
+"""Answering questions: prompts, citations, the offline answerer and the chat pipeline."""

@@ -1,0 +1,54 @@
+"""Citation markers: keep those that point at a supplied source, drop the rest."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from ragcore.chat.sources import Source
+
+_MARKER = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
+SNIPPET_CHARS = 240
+
+
+@attrs.frozen
+class Citation:
+    number: int
+    document_id: int
+    document_name: str
+    chunk_id: int
+    snippet: str
+    score: float
+
+
+def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Citation, ...]]:
+    """The answer with dangling markers removed, and the sources it cites, by number."""
+    by_number = {source.number: source for source in sources}
+    cited: set[int] = set()
+
+    def keep_known(match: re.Match[str]) -> str:
+        numbers = [int(n) for n in re.split(r"\s*,\s*", match.group(1))]
+        known = [n for n in numbers if n in by_number]
+        cited.update(known)
+        if not known:
+            return ""
+        lead = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip())]
+        return lead + "".join(f"[{n}]" for n in known)
+
+    cleaned = _MARKER.sub(keep_known, text).strip()
+    citations = tuple(_citation(by_number[n]) for n in sorted(cited))
+    return cleaned, citations
+
+
+def _citation(source: Source) -> Citation:
+    hit = source.hit
+    snippet = hit.text if len(hit.text) <= SNIPPET_CHARS else hit.text[: SNIPPET_CHARS - 1] + "…"
+    return Citation(
+        number=source.number,
+        document_id=hit.document_id,
+        document_name=hit.document_name,
+        chunk_id=hit.chunk_id,
+        snippet=snippet,
+        score=hit.score,
+    )

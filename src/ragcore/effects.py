@@ -1,0 +1,68 @@
+"""Effect requests: what a pipeline asks the outside world to do.
+
+A pipeline is a generator that yields one of these frozen values and receives
+the result back through ``send()``; its return value is the outcome. The runner
+in ``ragio.runner`` executes each effect; tests in ``tests/core`` answer them
+with recorded results instead. Each class documents the result it expects.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ragcore.chat.prompts import Prompt
+from ragcore.knowledge.chunking import Chunk
+
+
+@attrs.frozen
+class Embed:
+    """Embed texts. Result: a list of vectors (lists of floats), one per text, in order.
+
+    ``purpose`` lets providers that distinguish queries from documents do so.
+    """
+
+    texts: tuple[str, ...]
+    purpose: str = "document"  # "document" or "query"
+
+
+@attrs.frozen
+class SearchChunks:
+    """Nearest chunks to ``vector``. Result: a list of ``ragcore.chat.pipeline.Hit``, best first."""
+
+    vector: tuple[float, ...]
+    text: str
+    limit: int
+
+
+@attrs.frozen
+class Generate:
+    """Ask the answering provider. Result: a ``Reply``."""
+
+    prompt: Prompt
+    max_output_tokens: int
+    temperature: float
+
+
+@attrs.frozen
+class Reply:
+    text: str
+    provider: str
+    model: str
+
+
+@attrs.frozen
+class FindDocument:
+    """Look a document up by content hash. Result: its id, or None."""
+
+    content_hash: str
+
+
+@attrs.frozen
+class StoreDocument:
+    """Store a document with its chunks and their vectors, all or nothing. Result: its id."""
+
+    name: str
+    content_hash: str
+    text: str
+    chunks: tuple[Chunk, ...]
+    vectors: tuple[tuple[float, ...], ...]

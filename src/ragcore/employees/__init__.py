@@ -1,0 +1,1 @@
+"""AI employees: the roles the service can answer as."""

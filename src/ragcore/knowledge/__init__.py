@@ -1,0 +1,1 @@
+"""The knowledge base: turning documents into searchable chunks."""

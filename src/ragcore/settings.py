@@ -1,0 +1,580 @@
+"""Settings: every variable the service reads, parsed by one pure function.
+
+The table ``SETTINGS`` is the single source of truth: ``load_settings`` parses a
+mapping (the environment merged over an optional ``.env``) with it, and
+``.env.example`` and the docs are checked against it. Every bad variable is
+reported at once, each naming itself, so an operator fixes them in one go.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
+EMBEDDING_PROVIDERS = ("genai", "openai", "local")
+_IDENTIFIER = re.compile(r"^[a-z0-9_-]{1,64}$")
+_LANGUAGE = re.compile(r"^[a-z]{2,3}$")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class SettingsError(ValueError):
+    """One or more variables were bad; ``problems`` holds one line per variable."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid settings:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class _Bad(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------- parsers
+# Each parser takes the raw string (never empty: blank means "default") and
+# returns the typed value or raises _Bad with a message that says what to change.
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _integer(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise _Bad(f"must be a whole number, got {raw!r}") from None
+        if minimum is not None and value < minimum:
+            raise _Bad(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise _Bad(f"must be at most {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def _number(minimum: float, maximum: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise _Bad(f"must be a number, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise _Bad(f"must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def _boolean(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise _Bad(f"must be true or false, got {raw!r}")
+
+
+def _items(raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in options:
+            raise _Bad(f"unknown {raw!r}; choose one of {', '.join(options)}")
+        return value
+
+    return parse
+
+
+def _choices(options: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    def parse(raw: str) -> tuple[str, ...]:
+        values = tuple(item.lower() for item in _items(raw))
+        unknown = [v for v in values if v not in options]
+        if unknown:
+            raise _Bad(f"unknown {', '.join(unknown)}; choose from {', '.join(options)}")
+        return values
+
+    return parse
+
+
+def _languages(raw: str) -> tuple[str, ...]:
+    values = tuple(item.lower() for item in _items(raw))
+    bad = [v for v in values if not _LANGUAGE.match(v)]
+    if bad:
+        raise _Bad(f"{', '.join(bad)} is not an ISO 639-1 code such as en, de or fr")
+    return values
+
+
+def _language(raw: str) -> str:
+    value = raw.strip().lower()
+    if not _LANGUAGE.match(value):
+        raise _Bad(f"{raw!r} is not an ISO 639-1 code such as en, de or fr")
+    return value
+
+
+def _https_url(raw: str) -> str:
+    value = raw.strip()
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname:
+        raise _Bad(f"must be an https:// URL, got {value!r}")
+    return value
+
+
+def _http_url(raw: str) -> str:
+    value = raw.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _Bad(f"must be an http:// or https:// URL, got {value!r}")
+    return value
+
+
+def _database_url(raw: str) -> str:
+    value = raw.strip()
+    if urlsplit(value).scheme not in ("postgresql", "postgres"):
+        raise _Bad(
+            "must be a postgresql:// URL, e.g. postgresql://user:pass@localhost:5432/ragchat"
+        )
+    return value
+
+
+def _named_https_targets(raw: str) -> tuple[tuple[str, str], ...]:
+    targets: list[tuple[str, str]] = []
+    for pair in _items(raw):
+        name, sep, url = pair.partition("=")
+        name = name.strip()
+        if not sep or not name or not url.strip():
+            raise _Bad(f"{pair!r} is not a name=https://… pair")
+        if not _IDENTIFIER.match(name):
+            raise _Bad(f"target name {name!r} must be lowercase letters, digits, _ or -")
+        if any(existing == name for existing, _ in targets):
+            raise _Bad(f"target name {name!r} appears twice")
+        try:
+            targets.append((name, _https_url(url)))
+        except _Bad as bad:
+            raise _Bad(f"target {name!r} {bad}") from None
+    return tuple(targets)
+
+
+def _role_tokens(raw: str) -> tuple[tuple[str, int], ...]:
+    pairs: list[tuple[str, int]] = []
+    for pair in _items(raw):
+        role, sep, tokens = pair.partition("=")
+        role = role.strip().lower()
+        if not sep or not _IDENTIFIER.match(role):
+            raise _Bad(f"{pair!r} is not a role=<tokens> pair")
+        try:
+            pairs.append((role, _integer(minimum=0)(tokens)))
+        except _Bad as bad:
+            raise _Bad(f"role {role!r} tokens {bad}") from None
+    return tuple(pairs)
+
+
+def _roles(raw: str) -> tuple[str, ...]:
+    values = tuple(item.lower() for item in _items(raw))
+    bad = [v for v in values if not _IDENTIFIER.match(v)]
+    if bad:
+        raise _Bad(f"{', '.join(bad)}: role names are lowercase letters, digits, _ or -")
+    return values
+
+
+def _recipients(raw: str) -> tuple[str, ...]:
+    values = tuple(item.lower() for item in _items(raw))
+    for value in values:
+        local, at, domain = value.rpartition("@")
+        if not at or "." not in domain or " " in value:
+            raise _Bad(f"{value!r} is neither an address nor an @domain entry")
+    return values
+
+
+def _email(raw: str) -> str:
+    value = raw.strip()
+    local, at, domain = value.rpartition("@")
+    if not local or not at or "." not in domain:
+        raise _Bad(f"{value!r} is not an email address")
+    return value
+
+
+def _fernet_key(raw: str) -> str:
+    value = raw.strip()
+    try:
+        decoded = base64.urlsafe_b64decode(value.encode("ascii"))
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        decoded = b""
+    if len(decoded) != 32:
+        raise _Bad("must be a Fernet key (32 url-safe base64 bytes); `ragchat keygen` prints one")
+    return value
+
+
+def _alphanumeric(raw: str) -> str:
+    if not raw.isascii() or not raw.isalnum():
+        raise _Bad("must use letters and digits only, because it is placed in a URL")
+    return raw
+
+
+def _bind_address(raw: str) -> str:
+    value = raw.strip()
+    if value == "localhost":
+        return value
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise _Bad(f"must be an IP address such as 127.0.0.1 or 0.0.0.0, got {value!r}") from None
+    return value
+
+
+# ---------------------------------------------------------------- the table
+
+
+@attrs.frozen
+class Setting:
+    name: str
+    default: str
+    meaning: str
+    parse: Callable[[str], Any] = _text
+    secret: bool = False
+    #: the value when the variable is blank and has no default ("" or () for lists)
+    empty: Any = ""
+
+    @property
+    def field(self) -> str:
+        return self.name.lower()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # service and storage
+    Setting("APP_BIND", "127.0.0.1", "address the HTTP API listens on", _bind_address),
+    Setting("APP_PORT", "8000", "port the HTTP API listens on", _integer(1, 65535)),
+    Setting(
+        "SERVICE_API_KEY",
+        "",
+        "when set, every route but /health and /webhook/* needs the header X-API-Key",
+        secret=True,
+    ),
+    Setting(
+        "ALLOW_INSECURE_BIND",
+        "false",
+        "true lets a non-loopback APP_BIND start without SERVICE_API_KEY",
+        _boolean,
+    ),
+    Setting(
+        "DATABASE_URL",
+        "",
+        "PostgreSQL (with pgvector) to use; unset starts the embedded server under DATA_DIR",
+        _database_url,
+        secret=True,
+    ),
+    Setting("DATA_DIR", "./data", "folder for the embedded database and local state"),
+    Setting(
+        "POSTGRES_PASSWORD",
+        "",
+        "database password of the compose deployment (letters and digits only)",
+        _alphanumeric,
+        secret=True,
+    ),
+    # providers
+    Setting(
+        "LLM_PROVIDER",
+        "",
+        "answering provider: genai, openai, anthropic or extractive; unset follows the keys "
+        "present, else extractive (offline)",
+        _choice(LLM_PROVIDERS),
+    ),
+    Setting(
+        "LLM_FALLBACK_PROVIDERS",
+        "",
+        "comma-separated providers tried in order when the primary fails; blank: no fallback",
+        _choices(LLM_PROVIDERS),
+        empty=(),
+    ),
+    Setting(
+        "EMBEDDING_PROVIDER",
+        "",
+        "embedding provider: genai, openai or local; unset follows the keys present, else local",
+        _choice(EMBEDDING_PROVIDERS),
+    ),
+    Setting("GENAI_API_KEY", "", "Gemini API key (bring your own)", secret=True),
+    Setting("GENAI_CHAT_MODEL", "gemini-2.5-flash", "Gemini chat model"),
+    Setting("GENAI_EMBEDDING_MODEL", "gemini-embedding-001", "Gemini embedding model"),
+    Setting(
+        "EMBEDDING_DIMENSIONS",
+        "3072",
+        "vector size asked of the genai and openai embedders (the local one has its own)",
+        _integer(1, 4000),
+    ),
+    Setting("OPENAI_API_KEY", "", "OpenAI (or compatible server) API key", secret=True),
+    Setting(
+        "OPENAI_BASE_URL",
+        "",
+        "OpenAI-compatible server URL (Ollama, vLLM, OpenRouter…); unset: api.openai.com",
+        _http_url,
+    ),
+    Setting("OPENAI_CHAT_MODEL", "gpt-4o-mini", "OpenAI chat model"),
+    Setting("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small", "OpenAI embedding model"),
+    Setting("ANTHROPIC_API_KEY", "", "Anthropic API key", secret=True),
+    Setting("ANTHROPIC_CHAT_MODEL", "claude-sonnet-4-5", "Anthropic chat model"),
+    Setting(
+        "PROVIDER_TIMEOUT_SECONDS",
+        "60",
+        "timeout of each provider call",
+        _number(1, 600),
+    ),
+    # generation and retrieval
+    Setting("MAX_OUTPUT_TOKENS", "1024", "generation output length", _integer(1, 1_000_000)),
+    Setting("DEFAULT_TEMPERATURE", "0.3", "generation temperature", _number(0.0, 2.0)),
+    Setting(
+        "MAX_CONTEXT_CHARS",
+        "12000",
+        "retrieved-context budget in characters; 0 disables trimming",
+        _integer(minimum=0),
+    ),
+    Setting(
+        "MAX_UPLOAD_BYTES",
+        "26214400",
+        "largest document accepted (25 MB)",
+        _integer(minimum=1),
+    ),
+    # language
+    Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
+    Setting(
+        "LANGUAGE_DETECTION_CONFIDENCE_THRESHOLD",
+        "0.7",
+        "language detection threshold",
+        _number(0.0, 1.0),
+    ),
+    Setting(
+        "LANGUAGE_DETECTION_SUPPORTED_LANGUAGES",
+        "",
+        "comma-separated language codes to restrict detection; blank: unrestricted",
+        _languages,
+        empty=(),
+    ),
+    # knowledge graph
+    Setting("GRAPH_URI", "", "optional knowledge graph connection URI"),
+    Setting("GRAPH_USER", "", "knowledge graph user"),
+    Setting("GRAPH_PASSWORD", "", "knowledge graph password", secret=True),
+    Setting(
+        "DOMAIN_TERMS", "", "comma-separated terms that boost entity extraction", _items, empty=()
+    ),
+    # employees
+    Setting(
+        "SENSITIVE_ROLES_EXTRA",
+        "",
+        "comma-separated role names treated as sensitive",
+        _roles,
+        empty=(),
+    ),
+    Setting(
+        "SENSITIVE_ROLES_REVIEWED_SAFE",
+        "",
+        "comma-separated runtime roles exempted from marker-word sensitivity",
+        _roles,
+        empty=(),
+    ),
+    # integrations and outbound actions
+    Setting(
+        "ADDON_ENCRYPTION_KEY",
+        "",
+        "Fernet key encrypting stored connector credentials (`ragchat keygen`)",
+        _fernet_key,
+        secret=True,
+    ),
+    Setting(
+        "WEBHOOK_TARGETS",
+        "",
+        "comma-separated name=https://… pairs the AI may call by name",
+        _named_https_targets,
+        empty=(),
+    ),
+    Setting(
+        "CHATOPS_WEBHOOK_URL", "", "chat-ops incoming webhook (https)", _https_url, secret=True
+    ),
+    Setting("SMTP_HOST", "", "mail server host"),
+    Setting("SMTP_PORT", "587", "mail server port", _integer(1, 65535)),
+    Setting("SMTP_USER", "", "mail server user"),
+    Setting("SMTP_PASSWORD", "", "mail server password", secret=True),
+    Setting("EMAIL_FROM", "", "sender address of outbound mail", _email),
+    Setting(
+        "EMAIL_ALLOWED_RECIPIENTS",
+        "",
+        "comma-separated addresses or @domain entries mail may go to; empty: none",
+        _recipients,
+        empty=(),
+    ),
+    # text channels
+    Setting(
+        "TELEGRAM_WEBHOOK_SECRET",
+        "",
+        "secret_token registered with the Telegram webhook",
+        secret=True,
+    ),
+    Setting(
+        "TELEGRAM_ALLOW_UNSIGNED",
+        "false",
+        "true accepts Telegram requests without the secret (local testing only)",
+        _boolean,
+    ),
+    Setting(
+        "TELCO_AUTH_TOKEN",
+        "",
+        "telephony provider auth token that signs WhatsApp webhooks",
+        secret=True,
+    ),
+    Setting(
+        "WHATSAPP_ALLOW_UNSIGNED",
+        "false",
+        "true accepts unsigned WhatsApp requests (local testing only; warns each time)",
+        _boolean,
+    ),
+    # voice
+    Setting("VOICEAI_API_KEY", "", "speech-to-text and text-to-speech key", secret=True),
+    Setting("VOICE_BOT_NAME", "", "name the voice assistant introduces itself with"),
+    Setting("VOICE_GREETING", "", "first sentence spoken on a call"),
+    Setting("VOICE_TTS_VOICE", "", "text-to-speech voice"),
+    # usage ledger and budgets (0 or unset: unlimited; UTC days and months)
+    Setting("USAGE_LEDGER", "false", "true records every LLM call in the usage ledger", _boolean),
+    Setting("BUDGET_DAILY_TOKENS", "0", "global tokens per UTC day", _integer(minimum=0)),
+    Setting("BUDGET_MONTHLY_TOKENS", "0", "global tokens per UTC month", _integer(minimum=0)),
+    Setting("BUDGET_ROLE_DAILY_TOKENS", "0", "per-role tokens per UTC day", _integer(minimum=0)),
+    Setting(
+        "BUDGET_ROLE_MONTHLY_TOKENS",
+        "0",
+        "per-role tokens per UTC month",
+        _integer(minimum=0),
+    ),
+    Setting(
+        "BUDGET_ROLE_DAILY_OVERRIDES",
+        "",
+        "comma-separated role=<tokens> pairs overriding the per-role daily cap",
+        _role_tokens,
+        empty=(),
+    ),
+    Setting(
+        "BUDGET_ROLE_MONTHLY_OVERRIDES",
+        "",
+        "comma-separated role=<tokens> pairs overriding the per-role monthly cap",
+        _role_tokens,
+        empty=(),
+    ),
+)
+
+SETTING_NAMES = frozenset(s.name for s in SETTINGS)
+
+# Settings is generated from the table so the two can never drift apart.
+Settings = attrs.make_class(
+    "Settings",
+    {s.field: attrs.field() for s in SETTINGS},
+    frozen=True,
+    repr=False,
+)
+Settings.__doc__ = "Every setting, typed. Build it with load_settings()."
+Settings.__module__ = __name__
+
+
+def _settings_repr(self: Any) -> str:
+    def shown(s: Setting) -> str:
+        value = getattr(self, s.field)
+        return "***" if s.secret and value else repr(value)
+
+    return "Settings(" + ", ".join(f"{s.field}={shown(s)}" for s in SETTINGS) + ")"
+
+
+Settings.__repr__ = _settings_repr  # a secret never reaches a log through repr()
+
+
+def load_settings(environ: Mapping[str, str], dotenv: Mapping[str, str | None] = ()) -> Any:
+    """Parse settings from ``environ`` over ``dotenv``; raise SettingsError naming every bad one."""
+    merged = {k: v for k, v in dict(dotenv).items() if v is not None}
+    merged.update(environ)
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for setting in SETTINGS:
+        raw = merged.get(setting.name, "")
+        raw = raw if raw.strip() else setting.default
+        try:
+            values[setting.field] = setting.parse(raw) if raw.strip() else setting.empty
+        except _Bad as bad:
+            problems.append(f"{setting.name}: {bad}")
+    if not problems:
+        problems.extend(_cross_checks(values))
+    if problems:
+        raise SettingsError(problems)
+    return Settings(**values)
+
+
+def _cross_checks(values: dict[str, Any]) -> list[str]:
+    problems = []
+    if values["llm_provider"] in values["llm_fallback_providers"]:
+        problems.append(
+            f"LLM_FALLBACK_PROVIDERS: lists the primary provider {values['llm_provider']!r}"
+        )
+    return problems
+
+
+# ---------------------------------------------------------------- derived
+
+
+def answering_provider(settings: Any) -> str:
+    """LLM_PROVIDER, else the provider whose key is present, else offline extractive."""
+    if settings.llm_provider:
+        return settings.llm_provider
+    for name, key in (
+        ("genai", "genai_api_key"),
+        ("openai", "openai_api_key"),
+        ("anthropic", "anthropic_api_key"),
+    ):
+        if getattr(settings, key):
+            return name
+    return "extractive"
+
+
+def embedding_provider(settings: Any) -> str:
+    """EMBEDDING_PROVIDER, else the provider whose key is present, else offline local."""
+    if settings.embedding_provider:
+        return settings.embedding_provider
+    for name, key in (("genai", "genai_api_key"), ("openai", "openai_api_key")):
+        if getattr(settings, key):
+            return name
+    return "local"
+
+
+def is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    return ipaddress.ip_address(address).is_loopback
+
+
+def example_file() -> str:
+    """The text of .env.example: every setting, its default and its meaning."""
+    lines = [
+        "# ragchat settings. Every variable, its default and its meaning.",
+        "# Copy to .env and change what you need; the environment wins over .env.",
+        "",
+    ]
+    for setting in SETTINGS:
+        lines.append(f"# {setting.meaning}")
+        lines.append(f"{setting.name}={setting.default}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def bind_refusal(settings: Any) -> str | None:
+    """Why ``serve`` must not start on this bind address, or None when it may."""
+    if is_loopback(settings.app_bind) or settings.service_api_key or settings.allow_insecure_bind:
+        return None
+    return (
+        f"APP_BIND={settings.app_bind} would expose the API beyond this machine with no "
+        "authentication: set SERVICE_API_KEY (clients then send X-API-Key), bind to 127.0.0.1, "
+        "or set ALLOW_INSECURE_BIND=true if a proxy in front adds authentication"
+    )

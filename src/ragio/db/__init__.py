@@ -1,0 +1,1 @@
+"""PostgreSQL: the embedded server, the connection pool, migrations."""

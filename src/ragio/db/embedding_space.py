@@ -1,0 +1,61 @@
+"""Shape the embedding column for the active embedder (see ragcore.knowledge.embedding_space)."""
+
+from __future__ import annotations
+
+import psycopg
+
+from ragcore.knowledge.embedding_space import (
+    EmbeddingSpace,
+    Keep,
+    NeedsReindex,
+    Reshape,
+    index_kind,
+    plan_space,
+)
+from ragio.db.migrations import advisory_lock
+
+
+class EmbeddingSpaceMismatch(RuntimeError):
+    pass
+
+
+def recorded_space(conn: psycopg.Connection) -> EmbeddingSpace | None:
+    row = conn.execute("SELECT provider, model, dimensions FROM embedding_space").fetchone()
+    return EmbeddingSpace(*row) if row else None
+
+
+def prepare_space(conn: psycopg.Connection, active: EmbeddingSpace) -> None:
+    """Make the column fit ``active`` or raise EmbeddingSpaceMismatch naming the fix."""
+    with advisory_lock(conn):
+        count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        plan = plan_space(recorded_space(conn), active, count)
+        if isinstance(plan, Keep):
+            return
+        if isinstance(plan, NeedsReindex):
+            raise EmbeddingSpaceMismatch(plan.message)
+        assert isinstance(plan, Reshape)
+        with conn.transaction():
+            reshape(conn, plan.space)
+
+
+def reshape(conn: psycopg.Connection, space: EmbeddingSpace) -> None:
+    """Retype the embedding column and rebuild its HNSW index; record ``space``."""
+    dims = int(space.dimensions)  # DDL cannot take parameters; an int is safe to format
+    conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+    conn.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dims})")
+    if index_kind(dims) == "vector":
+        conn.execute(
+            "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+        )
+    else:
+        conn.execute(
+            "CREATE INDEX chunks_embedding_hnsw ON chunks "
+            f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops)"
+        )
+    conn.execute(
+        """INSERT INTO embedding_space (provider, model, dimensions) VALUES (%s, %s, %s)
+           ON CONFLICT (only_row) DO UPDATE
+           SET provider = excluded.provider, model = excluded.model,
+               dimensions = excluded.dimensions""",
+        (space.provider, space.model, dims),
+    )

@@ -1,0 +1,69 @@
+"""The Quart-Trio app: routes, the API key rule, and problem+json for every error."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from quart import Response, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from ragcore.errors import InvalidInput
+from ragio.http import chat, documents, health, openapi
+from ragio.http.context import EXTENSION
+from ragio.http.problems import Problem, problem_response
+from ragio.service import Service
+
+log = logging.getLogger(__name__)
+OPEN_PATHS = ("/health",)
+OPEN_PREFIXES = ("/webhook/",)
+
+
+def create_app(svc: Service) -> QuartTrio:
+    app = QuartTrio("ragchat", static_folder=None)
+    app.extensions[EXTENSION] = svc
+    app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_upload_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    for module in (health, chat, documents, openapi):
+        app.register_blueprint(module.blueprint)
+
+    api_key = svc.settings.service_api_key.encode("utf-8")
+
+    @app.before_request
+    async def require_api_key() -> Response | None:
+        if not api_key or request.path in OPEN_PATHS or request.path.startswith(OPEN_PREFIXES):
+            return None
+        given = request.headers.get("X-API-Key", "").encode("utf-8")
+        if hmac.compare_digest(given, api_key):
+            return None
+        detail = "wrong X-API-Key" if given else "send the API key in the X-API-Key header"
+        return problem_response(Problem(401, detail), headers={"WWW-Authenticate": "X-API-Key"})
+
+    @app.errorhandler(Problem)
+    async def on_problem(problem: Problem) -> Response:
+        return problem_response(problem)
+
+    @app.errorhandler(InvalidInput)
+    async def on_invalid(error: InvalidInput) -> Response:
+        return problem_response(Problem(422, error.message, field=error.field))
+
+    @app.errorhandler(HTTPException)
+    async def on_http(error: HTTPException) -> Response:
+        status = error.code or 500
+        detail = {
+            404: f"no route {request.path}; see /openapi.json",
+            405: f"{request.method} is not allowed on {request.path}",
+            413: f"the body is larger than the limit of {svc.settings.max_upload_bytes} bytes "
+            "(MAX_UPLOAD_BYTES)",
+        }.get(status, error.description or "")
+        allowed = getattr(error, "valid_methods", None)
+        headers = {"Allow": ", ".join(allowed)} if allowed else None
+        return problem_response(Problem(status, detail), headers=headers)
+
+    @app.errorhandler(Exception)
+    async def on_error(error: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return problem_response(Problem(500, "the service failed; the log has the details"))
+
+    return app

@@ -1,0 +1,173 @@
+"""GET /openapi.json: the API described. A test fails when a route is missing here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint
+
+from ragcore import __version__
+
+blueprint = Blueprint("openapi", __name__)
+
+PROBLEM = {"$ref": "#/components/responses/Problem"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+SPEC: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "ragchat",
+        "version": __version__,
+        "description": "Retrieval-augmented chat over your own documents, with citations.",
+    },
+    "components": {
+        "securitySchemes": {
+            "ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+        },
+        "responses": {
+            "Problem": {
+                "description": "An RFC 9457 problem",
+                "content": {"application/problem+json": {"schema": _ref("Problem")}},
+            },
+        },
+        "schemas": {
+            "Problem": {
+                "type": "object",
+                "required": ["type", "title", "status", "detail"],
+                "properties": {
+                    "type": {"type": "string"},
+                    "title": {"type": "string"},
+                    "status": {"type": "integer"},
+                    "detail": {"type": "string"},
+                    "field": {"type": "string", "description": "the input at fault, if one"},
+                },
+            },
+            "Citation": {
+                "type": "object",
+                "properties": {
+                    "number": {"type": "integer", "description": "the [n] marker in the answer"},
+                    "document_id": {"type": "integer"},
+                    "document_name": {"type": "string"},
+                    "chunk_id": {"type": "integer"},
+                    "snippet": {"type": "string"},
+                    "score": {"type": "number"},
+                },
+            },
+            "ChatAnswer": {
+                "type": "object",
+                "properties": {
+                    "answer": {"type": "string"},
+                    "citations": {"type": "array", "items": _ref("Citation")},
+                    "role": {"type": ["string", "null"]},
+                    "provider": {"type": ["string", "null"]},
+                    "model": {"type": ["string", "null"]},
+                },
+            },
+            "ChatQuestion": {
+                "type": "object",
+                "required": ["question"],
+                "properties": {
+                    "question": {"type": "string", "maxLength": 4000},
+                    "role": {"type": "string"},
+                },
+            },
+            "NewDocument": {
+                "type": "object",
+                "required": ["name", "text"],
+                "properties": {"name": {"type": "string"}, "text": {"type": "string"}},
+            },
+            "DocumentAdded": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "name": {"type": "string"},
+                    "chunk_count": {"type": "integer"},
+                    "duplicate": {
+                        "type": "boolean",
+                        "description": "true when the same content was already stored",
+                    },
+                },
+            },
+        },
+    },
+    "security": [{"ApiKey": []}],
+    "paths": {
+        "/health": {
+            "get": {
+                "summary": "Health, version, database, mode and active providers",
+                "security": [],
+                "responses": {"200": _json({"type": "object"}, "The service's state")},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
+            }
+        },
+        "/chat": {
+            "post": {
+                "summary": "Answer a question from the documents, with citations",
+                "parameters": [
+                    {
+                        "name": "question",
+                        "in": "query",
+                        "schema": {"type": "string"},
+                        "description": "the question (or send it in the JSON body)",
+                    },
+                    {
+                        "name": "role",
+                        "in": "query",
+                        "schema": {"type": "string"},
+                        "description": "answer as this AI employee",
+                    },
+                ],
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": _ref("ChatQuestion")}},
+                },
+                "responses": {
+                    "200": _json(_ref("ChatAnswer"), "The answer and its sources"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                    "422": PROBLEM,
+                },
+            }
+        },
+        "/documents": {
+            "get": {
+                "summary": "List the documents",
+                "responses": {"200": _json({"type": "object"}, "The documents")},
+            },
+            "post": {
+                "summary": "Add a plain text or markdown document",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("NewDocument")}},
+                },
+                "responses": {
+                    "201": _json(_ref("DocumentAdded"), "Stored"),
+                    "200": _json(_ref("DocumentAdded"), "Already stored (duplicate: true)"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "413": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+        },
+    },
+}
+
+
+@blueprint.get("/openapi.json")
+async def openapi() -> dict[str, Any]:
+    return SPEC

@@ -1,0 +1,1 @@
+"""The knowledge base on PostgreSQL: storing documents, searching chunks, reading files."""

@@ -1,0 +1,67 @@
+"""The running service: settings, database, providers. Opened and closed as one."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from ragio.db.embedded import EmbeddedPostgres
+from ragio.db.embedding_space import prepare_space
+from ragio.db.migrations import apply_migrations
+from ragio.db.pool import Database
+from ragio.providers import Answerer, Embedder, build_answerer, build_embedder
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class Service:
+    settings: Any
+    database: Database
+    embedder: Embedder
+    answerer: Answerer
+
+    @property
+    def mode(self) -> str:
+        """offline when no provider outside this machine is used."""
+        offline = self.embedder.name == "local" and self.answerer.name == "extractive"
+        return "offline" if offline else "online"
+
+
+@asynccontextmanager
+async def open_database(settings: Any) -> AsyncIterator[Database]:
+    """DATABASE_URL, or the embedded server under DATA_DIR; closed (and left) on the way out."""
+    embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
+    try:
+        if embedded is not None:
+            url = await trio.to_thread.run_sync(embedded.start)
+        else:
+            url = settings.database_url
+        database = Database(url, embedded=embedded is not None)
+        await database.open()
+        try:
+            yield database
+        finally:
+            with trio.CancelScope(shield=True):
+                await database.close()
+    finally:
+        if embedded is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(embedded.stop)
+
+
+@asynccontextmanager
+async def open_service(settings: Any) -> AsyncIterator[Service]:
+    """The database migrated and shaped for the active embedder, and the providers."""
+    embedder = build_embedder(settings)
+    answerer = build_answerer(settings)
+    async with open_database(settings) as database:
+        await database.run(apply_migrations)
+        await database.run(prepare_space, embedder.space)
+        yield Service(settings, database, embedder, answerer)
