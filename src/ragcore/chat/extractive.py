@@ -15,6 +15,8 @@ from ragcore.chat.prompts import Prompt
 NOT_FOUND = "The available documents do not answer this question."
 MAX_SENTENCES = 3
 MAX_ANSWER_CHARS = 900
+#: a sentence scoring under this share of the best one is left out
+RELATIVE_CUTOFF = 0.5
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -98,24 +100,30 @@ def words(text: str) -> list[str]:
 
 
 def extractive_answer(prompt: Prompt) -> str:
+    sentences = [
+        (source.number, position, sentence.strip(), set(words(sentence)))
+        for source in prompt.sources
+        for position, sentence in enumerate(_SENTENCE_END.split(source.hit.text))
+        if sentence.strip()
+    ]
     terms = set(words(prompt.question))
-    scored: list[tuple[float, int, int, str]] = []  # (score, source number, position, sentence)
-    for source in prompt.sources:
-        for position, sentence in enumerate(_SENTENCE_END.split(source.hit.text)):
-            sentence = sentence.strip()
-            sentence_words = words(sentence)
-            overlap = terms.intersection(sentence_words)
-            if not overlap:
-                continue
-            score = len(overlap) / math.sqrt(len(sentence_words))
-            scored.append((score, source.number, position, sentence))
+    # A question word found in every sentence ("days") tells less than a rare one ("return").
+    frequency = {t: sum(1 for *_, bag in sentences if t in bag) for t in terms}
+    weight = {t: math.log(1 + len(sentences) / n) for t, n in frequency.items() if n}
+    scored = []
+    for number, position, sentence, bag in sentences:
+        overlap = terms & bag
+        if overlap:
+            score = sum(weight[t] for t in overlap) / math.sqrt(len(bag))
+            scored.append((score, number, position, sentence))
     if not scored:
         return NOT_FOUND
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+    best = scored[0][0]
     chosen: list[tuple[int, int, str]] = []
     length = 0
-    for _, number, position, sentence in scored[:MAX_SENTENCES]:
-        if chosen and length + len(sentence) > MAX_ANSWER_CHARS:
+    for score, number, position, sentence in scored[:MAX_SENTENCES]:
+        if score < best * RELATIVE_CUTOFF or (chosen and length + len(sentence) > MAX_ANSWER_CHARS):
             break
         chosen.append((number, position, sentence))
         length += len(sentence)

@@ -1,0 +1,13 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragcore.settings import load_settings
+
+
+def make_settings(**overrides: Any) -> Any:
+    """Settings as the service would read them from an environment holding ``overrides``."""
+    environ = {name.upper(): str(value) for name, value in overrides.items()}
+    return load_settings(environ)
