@@ -1,0 +1,89 @@
+"""The chat pipeline driven with recorded effect results: no server, no network."""
+
+import pytest
+
+from ragcore.chat.extractive import NOT_FOUND
+from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
+from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
+from ragcore.chat.sources import Hit
+from ragcore.effects import Embed, Generate, Reply, SearchChunks
+from ragcore.errors import InvalidInput
+from tests.core.drive import drive
+
+POLICY = ChatPolicy(max_context_chars=12000, max_output_tokens=256, temperature=0.2)
+HITS = [
+    Hit(11, 1, "refunds.md", "Returns are accepted within 30 days.", 0.9, ("Returns",)),
+    Hit(12, 2, "shipping.md", "We ship to the EU.", 0.4),
+]
+
+
+def recorded(hits=HITS, reply="Within 30 days [1]."):
+    def answer(effect):
+        match effect:
+            case Embed():
+                return [[0.1, 0.2, 0.3]]
+            case SearchChunks():
+                return list(hits)
+            case Generate():
+                return Reply(reply, provider="recorded", model="m1")
+        raise AssertionError(effect)
+
+    return answer
+
+
+def test_embeds_searches_generates_and_cites():
+    request = ChatRequest("How long do I have to return something?")
+    outcome, effects = drive(answer_question(request, POLICY), recorded())
+    assert [type(e) for e in effects] == [Embed, SearchChunks, Generate]
+    assert outcome.answer == "Within 30 days [1]."
+    assert [(c.number, c.document_name, c.chunk_id) for c in outcome.citations] == [
+        (1, "refunds.md", 11)
+    ]
+    assert (outcome.provider, outcome.model) == ("recorded", "m1")
+
+
+def test_the_reminder_goes_to_generation_but_not_to_embedding_or_search():
+    question = "How long do I have to return something?"
+    _, (embed, search, generate) = drive(answer_question(ChatRequest(question), POLICY), recorded())
+    assert embed.texts == (question,) and embed.purpose == "query"
+    assert search.text == question and search.vector == (0.1, 0.2, 0.3)
+    assert REMINDER not in search.text
+    prompt = generate.prompt
+    assert prompt.system == GROUNDING_INSTRUCTIONS
+    assert prompt.user.endswith(f"Question: {question}\n\n{REMINDER}")
+    assert "[1] (refunds.md > Returns)\nReturns are accepted within 30 days." in prompt.user
+    assert "[2] (shipping.md)\nWe ship to the EU." in prompt.user
+    assert (generate.max_output_tokens, generate.temperature) == (256, 0.2)
+
+
+def test_context_over_the_budget_loses_the_lowest_ranked_chunks():
+    policy = ChatPolicy(max_context_chars=40, max_output_tokens=256, temperature=0.2)
+    _, effects = drive(answer_question(ChatRequest("return?"), policy), recorded())
+    sources = effects[-1].prompt.sources
+    assert [s.hit.chunk_id for s in sources] == [11]
+
+
+def test_a_marker_for_a_source_that_was_not_supplied_is_removed():
+    outcome, _ = drive(
+        answer_question(ChatRequest("return?"), POLICY), recorded(reply="30 days [1][5].")
+    )
+    assert outcome.answer == "30 days [1]."
+    assert [c.number for c in outcome.citations] == [1]
+
+
+def test_with_nothing_retrieved_the_provider_is_not_called():
+    outcome, effects = drive(answer_question(ChatRequest("anything?"), POLICY), recorded(hits=[]))
+    assert [type(e) for e in effects] == [Embed, SearchChunks]
+    assert outcome.answer == NOT_FOUND and outcome.citations == ()
+    assert outcome.provider is None
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [(None, "is required"), ("   ", "must not be blank"), ("x" * 4001, "the limit is 4000")],
+)
+def test_a_bad_question_is_refused_before_any_effect(question, message):
+    pipeline = answer_question(ChatRequest(question), POLICY)
+    with pytest.raises(InvalidInput, match=message) as raised:
+        next(pipeline)
+    assert raised.value.field == "question"

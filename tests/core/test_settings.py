@@ -1,0 +1,138 @@
+from pathlib import Path
+
+import pytest
+
+from ragcore.settings import (
+    SETTINGS,
+    SettingsError,
+    answering_provider,
+    bind_refusal,
+    embedding_provider,
+    example_file,
+    load_settings,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_are_specs():
+    s = load_settings({})
+    assert s.app_bind == "127.0.0.1"
+    assert s.app_port == 8000
+    assert s.embedding_dimensions == 3072
+    assert s.max_output_tokens == 1024
+    assert s.default_temperature == 0.3
+    assert s.max_context_chars == 12000
+    assert s.default_language == "en"
+    assert s.language_detection_confidence_threshold == 0.7
+    assert s.llm_fallback_providers == ()
+    assert s.webhook_targets == ()
+    assert s.usage_ledger is False
+    assert s.budget_daily_tokens == 0
+    assert s.service_api_key == ""
+
+
+def test_every_bad_variable_is_reported_at_once_by_name():
+    environ = {
+        "MAX_CONTEXT_CHARS": "lots",
+        "WEBHOOK_TARGETS": "crm=https://crm.example.com,broken",
+        "CHATOPS_WEBHOOK_URL": "http://chat.example.com/hook",
+        "LLM_PROVIDER": "skynet",
+        "POSTGRES_PASSWORD": "p@ss:word",
+        "APP_PORT": "70000",
+        "DEFAULT_TEMPERATURE": "hot",
+        "ADDON_ENCRYPTION_KEY": "not-a-key",
+        "BUDGET_ROLE_DAILY_OVERRIDES": "support=many",
+    }
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ)
+    named = {problem.split(":")[0] for problem in raised.value.problems}
+    assert named == set(environ)
+    text = str(raised.value)
+    assert "'lots'" in text
+    assert "'broken' is not a name=https://… pair" in text
+    assert "https://" in text and "letters and digits only" in text
+    assert "genai, openai, anthropic, extractive" in text
+
+
+def test_a_webhook_target_must_be_https():
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"WEBHOOK_TARGETS": "crm=http://crm.example.com/hook"})
+    assert raised.value.problems == [
+        "WEBHOOK_TARGETS: target 'crm' must be an https:// URL, got 'http://crm.example.com/hook'"
+    ]
+
+
+def test_list_and_pair_settings_are_parsed():
+    s = load_settings(
+        {
+            "WEBHOOK_TARGETS": " crm=https://crm.example.com/in , ops=https://ops.example.com ",
+            "LLM_FALLBACK_PROVIDERS": "OpenAI, anthropic",
+            "LLM_PROVIDER": "genai",
+            "BUDGET_ROLE_DAILY_OVERRIDES": "support=5000,sales=0",
+            "LANGUAGE_DETECTION_SUPPORTED_LANGUAGES": "en,DE,fr",
+            "EMAIL_ALLOWED_RECIPIENTS": "owner@shop.example, @shop.example",
+        }
+    )
+    assert s.webhook_targets == (
+        ("crm", "https://crm.example.com/in"),
+        ("ops", "https://ops.example.com"),
+    )
+    assert s.llm_fallback_providers == ("openai", "anthropic")
+    assert s.budget_role_daily_overrides == (("support", 5000), ("sales", 0))
+    assert s.language_detection_supported_languages == ("en", "de", "fr")
+    assert s.email_allowed_recipients == ("owner@shop.example", "@shop.example")
+
+
+def test_the_environment_wins_over_the_dotenv_file():
+    s = load_settings({"APP_PORT": "9000"}, {"APP_PORT": "8100", "MAX_CONTEXT_CHARS": "500"})
+    assert s.app_port == 9000
+    assert s.max_context_chars == 500
+
+
+def test_blank_means_default():
+    assert load_settings({"APP_PORT": "  ", "MAX_CONTEXT_CHARS": ""}).app_port == 8000
+
+
+def test_the_primary_cannot_be_its_own_fallback():
+    with pytest.raises(SettingsError, match="LLM_FALLBACK_PROVIDERS: lists the primary"):
+        load_settings({"LLM_PROVIDER": "openai", "LLM_FALLBACK_PROVIDERS": "openai"})
+
+
+def test_secrets_never_show_in_repr():
+    s = load_settings({"SERVICE_API_KEY": "hunter2", "OPENAI_API_KEY": "sk-secret"})
+    assert "hunter2" not in repr(s) and "sk-secret" not in repr(s)
+    assert "service_api_key=***" in repr(s)
+
+
+def test_providers_follow_the_keys_present_else_offline():
+    assert answering_provider(load_settings({})) == "extractive"
+    assert embedding_provider(load_settings({})) == "local"
+    keyed = load_settings({"OPENAI_API_KEY": "sk-x"})
+    assert answering_provider(keyed) == "openai"
+    assert embedding_provider(keyed) == "openai"
+    chosen = load_settings({"OPENAI_API_KEY": "sk-x", "LLM_PROVIDER": "extractive"})
+    assert answering_provider(chosen) == "extractive"
+
+
+@pytest.mark.parametrize(
+    ("environ", "refused"),
+    [
+        ({}, False),
+        ({"APP_BIND": "::1"}, False),
+        ({"APP_BIND": "0.0.0.0"}, True),
+        ({"APP_BIND": "0.0.0.0", "SERVICE_API_KEY": "k"}, False),
+        ({"APP_BIND": "192.168.1.10", "ALLOW_INSECURE_BIND": "true"}, False),
+    ],
+)
+def test_a_public_bind_needs_a_key_or_an_explicit_opt_out(environ, refused):
+    reason = bind_refusal(load_settings(environ))
+    assert (reason is not None) == refused
+    if refused:
+        assert "SERVICE_API_KEY" in reason and "ALLOW_INSECURE_BIND" in reason
+
+
+def test_env_example_lists_every_setting_with_its_default():
+    assert (ROOT / ".env.example").read_text() == example_file()
+    for setting in SETTINGS:
+        assert f"\n{setting.name}={setting.default}\n" in example_file()
