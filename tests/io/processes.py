@@ -1,0 +1,97 @@
+"""Start `ragchat` as a real process, the way a user does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+RAGCHAT = [sys.executable, "-m", "ragio.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_environ(**settings: object) -> dict[str, str]:
+    """This process's environment without any ragchat setting, plus ``settings``."""
+    from ragcore.settings import SETTING_NAMES
+
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
+    env.update({k.upper(): str(v) for k, v in settings.items()})
+    return env
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120, **settings: object):
+    return subprocess.run(
+        [*RAGCHAT, *args],
+        cwd=cwd,
+        env=clean_environ(**settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@contextmanager
+def running_service(cwd: Path, **settings: object) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`ragchat serve` on a free port; yields the process and its base URL once /health answers.
+
+    Stopped with SIGTERM on the way out (if the test has not stopped it already).
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [*RAGCHAT, "serve"],
+        cwd=cwd,
+        env=clean_environ(app_port=port, **settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(process, base_url)
+        yield process, base_url
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def wait_until_healthy(process: subprocess.Popen, base_url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"ragchat serve exited early:\n{process.stdout.read()}")
+        try:
+            if httpx.get(f"{base_url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("ragchat serve did not become healthy in time")
+
+
+def postgres_processes_for(pgdata: Path) -> list[int]:
+    """PIDs of PostgreSQL servers whose data directory is ``pgdata``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(attrs=["name", "cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if proc.info["name"] == "postgres" and str(pgdata.resolve()) in cmdline:
+            found.append(proc.pid)
+    return found

@@ -1,0 +1,109 @@
+"""The `ragchat` command as a user runs it."""
+
+from __future__ import annotations
+
+import psycopg
+from cryptography.fernet import Fernet
+
+from ragcore import __version__
+from tests.io.processes import run_cli
+
+
+def test_version(tmp_path):
+    result = run_cli("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"ragchat {__version__}"
+
+
+def test_help_explains_each_command(tmp_path):
+    result = run_cli("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for command in ("serve", "ingest", "ask", "migrate", "keygen"):
+        assert command in result.stdout
+
+
+def test_keygen_prints_a_working_fernet_key(tmp_path):
+    result = run_cli("keygen", cwd=tmp_path)
+    key = result.stdout.strip()
+    assert Fernet(key).decrypt(Fernet(key).encrypt(b"secret")) == b"secret"
+    assert run_cli("keygen", cwd=tmp_path).stdout.strip() != key
+
+
+def test_bad_settings_are_all_named_and_nothing_starts(tmp_path):
+    result = run_cli(
+        "serve",
+        cwd=tmp_path,
+        data_dir=tmp_path / "data",
+        max_context_chars="plenty",
+        webhook_targets="crm=http://crm.example.com",
+        llm_provider="skynet",
+        postgres_password="pa$$word",
+    )
+    assert result.returncode == 2
+    for name in ("MAX_CONTEXT_CHARS", "WEBHOOK_TARGETS", "LLM_PROVIDER", "POSTGRES_PASSWORD"):
+        assert name in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_dotenv_file_is_read_and_named_in_errors_the_same_way(tmp_path):
+    (tmp_path / ".env").write_text("APP_PORT=eighty\n")
+    result = run_cli("serve", cwd=tmp_path, data_dir=tmp_path / "data")
+    assert result.returncode == 2
+    assert "APP_PORT: must be a whole number, got 'eighty'" in result.stderr
+
+
+def test_a_public_bind_without_a_key_refuses_to_start_and_says_why(tmp_path):
+    result = run_cli("serve", cwd=tmp_path, data_dir=tmp_path / "data", app_bind="0.0.0.0")
+    assert result.returncode == 2
+    assert "SERVICE_API_KEY" in result.stderr and "ALLOW_INSECURE_BIND" in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_unreachable_database_is_a_clear_error(tmp_path):
+    result = run_cli(
+        "migrate",
+        cwd=tmp_path,
+        timeout=60,
+        database_url="postgresql://ragchat:secretpw@127.0.0.1:1/ragchat",
+    )
+    assert result.returncode == 2
+    assert "cannot connect to the database at DATABASE_URL" in result.stderr
+    assert "secretpw" not in result.stderr + result.stdout
+
+
+def test_migrate_applies_once(tmp_path, database_url):
+    first = run_cli("migrate", cwd=tmp_path, database_url=database_url)
+    assert first.returncode == 0, first.stderr
+    assert "001_documents" in first.stdout
+    again = run_cli("migrate", cwd=tmp_path, database_url=database_url)
+    assert again.stdout.strip() == "the database is up to date"
+
+
+def test_ingest_a_folder_then_ask(tmp_path, database_url):
+    docs = tmp_path / "docs"
+    (docs / "policies").mkdir(parents=True)
+    (docs / "policies" / "returns.md").write_text(
+        "# Returns\n\nItems can be returned within 30 days of delivery."
+    )
+    (docs / "hours.txt").write_text("The shop opens at 9 am on weekdays.")
+    (docs / "copy.txt").write_text("The shop opens at 9 am on weekdays.\n")
+    (docs / "logo.png").write_bytes(b"\x89PNG\r\n")
+    (docs / "empty.md").write_text("  \n")
+
+    result = run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url)
+    assert result.returncode == 0, result.stderr
+    assert "added 2 file(s), 2 chunks; skipped 1 duplicate(s); failed 2" in result.stdout
+    assert "logo.png: unsupported type" in result.stdout
+    assert "empty.md: text: has no words to index" in result.stdout
+
+    with psycopg.connect(database_url) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM documents ORDER BY name")]
+    assert names == ["copy.txt", "returns.md"]  # files go in path order: hours.txt is the copy
+
+    asked = run_cli(
+        "ask", "How long can items be returned?", cwd=tmp_path, database_url=database_url
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert "within 30 days of delivery. [1]" in asked.stdout
+    assert "[1] returns.md" in asked.stdout

@@ -1,0 +1,71 @@
+"""`ragchat serve` as a real process on the embedded PostgreSQL, as a newcomer runs it."""
+
+from __future__ import annotations
+
+import signal
+
+import httpx
+import pytest
+
+from tests.io.processes import postgres_processes_for, running_service
+
+MANUAL = (
+    "# Espresso machine manual\n\n"
+    "Descale the machine every 200 cups or once a month, whichever comes first. "
+    "Use only the descaling liquid sold with the machine.\n"
+)
+
+
+def test_a_document_added_over_http_is_cited_in_the_answer(tmp_path):
+    with running_service(tmp_path, data_dir=tmp_path / "data") as (_, url):
+        health = httpx.get(f"{url}/health").json()
+        assert health["status"] == "ok"
+        assert health["mode"] == "offline"
+        assert health["database"] == {"reachable": True, "embedded": True}
+        assert health["providers"]["llm"]["name"] == "extractive"
+        assert health["providers"]["embedding"]["name"] == "local"
+
+        added = httpx.post(f"{url}/documents", json={"name": "manual.md", "text": MANUAL})
+        assert added.status_code == 201
+
+        reply = httpx.post(f"{url}/chat", params={"question": "How often should I descale?"})
+        assert reply.status_code == 200
+        body = reply.json()
+        assert "every 200 cups" in body["answer"]
+        assert body["citations"][0]["document_name"] == "manual.md"
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_the_service_stops_its_embedded_database(tmp_path, stop_signal):
+    pgdata = tmp_path / "data" / "postgres"
+    with running_service(tmp_path, data_dir=tmp_path / "data") as (process, _):
+        assert postgres_processes_for(pgdata), "the embedded server should be running"
+        process.send_signal(stop_signal)
+        assert process.wait(30) in (0, 130)
+    assert postgres_processes_for(pgdata) == []
+
+
+def test_data_survives_a_restart(tmp_path):
+    with running_service(tmp_path, data_dir=tmp_path / "data") as (_, url):
+        httpx.post(f"{url}/documents", json={"name": "manual.md", "text": MANUAL})
+    with running_service(tmp_path, data_dir=tmp_path / "data") as (_, url):
+        documents = httpx.get(f"{url}/documents").json()["documents"]
+        assert [d["name"] for d in documents] == ["manual.md"]
+
+
+def test_with_an_api_key_every_route_but_health_needs_it(tmp_path):
+    key = "k3y-for-tests"
+    with running_service(tmp_path, data_dir=tmp_path / "data", service_api_key=key) as (_, url):
+        assert httpx.get(f"{url}/health").status_code == 200
+
+        refused = httpx.post(f"{url}/chat", params={"question": "hi?"})
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json()["status"] == 401
+        wrong = httpx.get(f"{url}/documents", headers={"X-API-Key": "wrong"})
+        assert wrong.status_code == 401
+        assert key not in wrong.text
+
+        allowed = httpx.post(f"{url}/chat", params={"question": "hi?"}, headers={"X-API-Key": key})
+        assert allowed.status_code == 200
+        assert httpx.get(f"{url}/documents", headers={"X-API-Key": key}).status_code == 200
