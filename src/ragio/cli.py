@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--role", help="answer as this AI employee")
     commands.add_parser("migrate", help="apply pending database migrations and exit")
+    commands.add_parser(
+        "reindex",
+        help="re-embed every chunk with the active embedder (after a model or dimension change)",
+    )
     commands.add_parser("keygen", help="print a fresh Fernet key for ADDON_ENCRYPTION_KEY")
     return parser
 
@@ -178,11 +182,29 @@ async def _startup_errors() -> AsyncIterator[None]:
         ) from None
 
 
+async def reindex_command(settings: Any, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ragio.db.migrations import apply_migrations
+    from ragio.knowledge.reindex import reindex
+    from ragio.providers import build_embedder
+    from ragio.service import open_database
+
+    async with _startup_errors(), open_database(settings) as database:
+        embedder = build_embedder(settings)
+        await database.run(apply_migrations)
+        with tqdm(unit="chunk", disable=None, desc="re-embedding") as progress:
+            count = await reindex(database, embedder, progress.update)
+    print(f"re-embedded {count} chunks with {embedder.space.describe()}")
+    return 0
+
+
 COMMANDS = {
     "serve": serve_command,
     "migrate": migrate_command,
     "ask": ask_command,
     "ingest": ingest_command,
+    "reindex": reindex_command,
 }
 
 

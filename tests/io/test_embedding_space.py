@@ -1,0 +1,79 @@
+"""A change of embedder: refused while old vectors are stored, until `ragchat reindex`."""
+
+from __future__ import annotations
+
+import psycopg
+
+from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragio.db.embedding_space import recorded_space
+from tests.io.processes import run_cli
+
+
+def index_definition(database_url: str) -> str:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_embedding_hnsw'"
+        ).fetchone()[0]
+
+
+def space(database_url: str) -> EmbeddingSpace | None:
+    with psycopg.connect(database_url) as conn:
+        return recorded_space(conn)
+
+
+async def test_the_local_embedder_gets_a_256_dimension_hnsw_index(service, database_url):
+    assert space(database_url) == EmbeddingSpace("local", "wordllama-l2_supercat", 256)
+    assert "hnsw (embedding vector_cosine_ops)" in index_definition(database_url)
+
+
+def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_path, database_url):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.md").write_text("# FAQ\n\nParcels leave the warehouse every weekday at noon.")
+    assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+
+    # The same knowledge base, now asked to use another embedder: OpenAI at 3,072 dimensions.
+    switched = {
+        "database_url": database_url,
+        "embedding_provider": "openai",
+        "openai_api_key": "sk-test",
+        "openai_base_url": "http://127.0.0.1:9/v1",
+    }
+    refused = run_cli("ask", "When do parcels leave?", cwd=tmp_path, **switched)
+    assert refused.returncode == 2
+    assert "1 chunks embedded with local model 'wordllama-l2_supercat' at 256" in refused.stderr
+    assert "ragchat reindex" in refused.stderr
+    assert space(database_url).provider == "local"  # nothing changed
+    assert "Traceback" not in refused.stderr
+
+
+def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, database_url):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.md").write_text("# FAQ\n\nParcels leave the warehouse every weekday at noon.")
+    assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # Pretend the stored vectors came from a larger model, as after a switch back to local.
+        conn.execute("DROP INDEX chunks_embedding_hnsw")
+        conn.execute(
+            "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector(3072) "
+            "USING (array_fill(0.001, ARRAY[3072]))::vector(3072)"
+        )
+        conn.execute(
+            "CREATE INDEX chunks_embedding_hnsw ON chunks "
+            "USING hnsw ((embedding::halfvec(3072)) halfvec_cosine_ops)"
+        )
+        conn.execute("UPDATE embedding_space SET provider='genai', model='gemini', dimensions=3072")
+
+    refused = run_cli("ask", "When do parcels leave?", cwd=tmp_path, database_url=database_url)
+    assert refused.returncode == 2 and "ragchat reindex" in refused.stderr
+
+    result = run_cli("reindex", cwd=tmp_path, database_url=database_url)
+    assert result.returncode == 0, result.stderr
+    assert "re-embedded 1 chunks with local model" in result.stdout
+    assert space(database_url).dimensions == 256
+    assert "vector_cosine_ops" in index_definition(database_url)
+
+    asked = run_cli("ask", "When do parcels leave?", cwd=tmp_path, database_url=database_url)
+    assert asked.returncode == 0, asked.stderr
+    assert "every weekday at noon. [1]" in asked.stdout
