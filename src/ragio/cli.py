@@ -169,16 +169,17 @@ async def _startup_errors() -> AsyncIterator[None]:
     from psycopg_pool import PoolTimeout
 
     from ragio.db.embedding_space import EmbeddingSpaceMismatch
+    from ragio.db.pool import DatabaseUnreachable
     from ragio.providers import ProviderUnavailable
 
     try:
         yield
     except (EmbeddingSpaceMismatch, ProviderUnavailable) as error:
         raise StartupError(str(error)) from None
-    except PoolTimeout:
+    except (DatabaseUnreachable, PoolTimeout) as error:
         raise StartupError(
-            "cannot connect to the database at DATABASE_URL; check that it is running and "
-            "that the URL, user and password are right"
+            f"cannot connect to the database at DATABASE_URL ({error}); check that it is "
+            "running and that the URL, user and password are right"
         ) from None
 
 

@@ -19,6 +19,10 @@ CONNECT_TIMEOUT_SECONDS = 10
 STATEMENT_TIMEOUT_MS = 30_000
 
 
+class DatabaseUnreachable(RuntimeError):
+    """The database refused or did not answer; the message is the server's reason."""
+
+
 class Database:
     def __init__(self, url: str, max_connections: int = 8, embedded: bool = False):
         self.embedded = embedded
@@ -37,7 +41,17 @@ class Database:
         self.limiter = trio.CapacityLimiter(max_connections)
 
     async def open(self) -> None:
-        await trio.to_thread.run_sync(lambda: self.pool.open(wait=True))
+        """Open the pool; DatabaseUnreachable (with the server's reason) when it cannot connect."""
+        await trio.to_thread.run_sync(self._open)
+
+    def _open(self) -> None:
+        # One direct attempt first: the pool would retry quietly until its timeout, while
+        # the first failure already says why (refused, unknown host, bad password, …).
+        try:
+            psycopg.connect(self.pool.conninfo, connect_timeout=CONNECT_TIMEOUT_SECONDS).close()
+        except psycopg.OperationalError as error:
+            raise DatabaseUnreachable(str(error).strip()) from None
+        self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
 
     async def close(self) -> None:
         await trio.to_thread.run_sync(self.pool.close)
