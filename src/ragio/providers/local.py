@@ -7,6 +7,7 @@ The model loads once, lazily, in a worker thread; embedding runs in one too.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class LocalEmbedder:
         self._lock = trio.Lock()
 
     @staticmethod
+    @functools.cache  # read-only weights: one copy per process, however many embedders
     def _load():  # type: ignore[no-untyped-def]
         import wordllama
         from safetensors import safe_open
