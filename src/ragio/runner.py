@@ -6,7 +6,7 @@ from collections.abc import Generator
 from typing import Any, TypeVar
 
 from ragcore.effects import Embed, FindDocument, Generate, SearchChunks, StoreDocument
-from ragio.knowledge import store
+from ragio.knowledge import search, store
 
 T = TypeVar("T")
 
@@ -33,7 +33,7 @@ async def execute(effect: Any, service: Any) -> Any:
             return await service.embedder.embed(texts, purpose)
         case SearchChunks(vector=vector, limit=limit):
             dims = service.embedder.space.dimensions
-            return await service.database.run(store.search_chunks, vector, limit, dims)
+            return await service.database.run(search.search_chunks, vector, limit, dims)
         case Generate():
             return await service.answerer.generate(effect)
         case FindDocument(content_hash=digest):
