@@ -1,62 +1,127 @@
 """OpenAI and OpenAI-compatible servers (Ollama, vLLM, llama.cpp, OpenRouter…).
 
-Through the official SDK's ``AsyncOpenAI``, which runs natively under Trio.
-Every call has the configured timeout; the SDK retries 429 and 5xx itself.
+Through the official SDK's ``AsyncOpenAI``, which runs natively under Trio, so
+every call is cancellable. The SDK retries 429 and 5xx itself, honouring the
+server's Retry-After; each request carries PROVIDER_TIMEOUT_SECONDS, passed on
+the call as well as the client so an injected client cannot drop it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 
 MAX_BATCH = 2048  # inputs per embeddings request, the API's limit
+MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
 
 
-def make_client(settings: Any) -> AsyncOpenAI:
+class EmbeddingDimensionsMismatch(RuntimeError):
+    """The server sent vectors of another size than EMBEDDING_DIMENSIONS.
+
+    Some OpenAI-compatible servers ignore the ``dimensions`` parameter; storing
+    their vectors would fail in the database or, worse, mix sizes, so we stop.
+    """
+
+
+def make_client(settings: Any, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
     return AsyncOpenAI(
         api_key=settings.openai_api_key or "unset",
         base_url=settings.openai_base_url or None,
         timeout=settings.provider_timeout_seconds,
-        max_retries=2,
+        max_retries=max_retries,
     )
+
+
+def _messages(request: Generate) -> list[ChatCompletionMessageParam]:
+    return [
+        {"role": "system", "content": request.prompt.system},
+        {"role": "user", "content": request.prompt.user},
+    ]
 
 
 class OpenAIAnswerer:
     name = "openai"
 
-    def __init__(self, settings: Any, client: AsyncOpenAI | None = None):
-        self.client = client or make_client(settings)
+    def __init__(
+        self, settings: Any, client: AsyncOpenAI | None = None, *, max_retries: int = MAX_RETRIES
+    ):
+        self.client = client or make_client(settings, max_retries)
         self.model = settings.openai_chat_model
+        self.timeout = settings.provider_timeout_seconds
+
+    async def aclose(self) -> None:
+        """Close the client's pooled connections; call it when the service shuts down."""
+        await self.client.close()
 
     async def generate(self, request: Generate) -> Reply:
+        """The whole reply; ``Reply.model`` is the model the server says answered (often a
+        dated snapshot of the configured name), so logs show what really ran."""
         completion = await self.client.chat.completions.create(
             model=self.model,
-            messages=[
-                {"role": "system", "content": request.prompt.system},
-                {"role": "user", "content": request.prompt.user},
-            ],
+            messages=_messages(request),
             max_tokens=request.max_output_tokens,
             temperature=request.temperature,
+            timeout=self.timeout,
         )
         text = completion.choices[0].message.content or ""
         return Reply(text, provider=self.name, model=completion.model or self.model)
+
+    async def stream(self, request: Generate) -> AsyncIterator[str]:
+        """The reply's text as the server produces it, one non-empty delta at a time.
+
+        So a client sees the first words long before the last are written. The
+        timeout applies to connecting and to each wait for the next event, not to
+        the whole reply. Stop early with ``aclose()`` (or ``contextlib.aclosing``):
+        that closes the HTTP response and frees the connection.
+        """
+        events = await self.client.chat.completions.create(
+            model=self.model,
+            messages=_messages(request),
+            max_tokens=request.max_output_tokens,
+            temperature=request.temperature,
+            stream=True,
+            timeout=self.timeout,
+        )
+        async with events:
+            async for chunk in events:
+                for choice in chunk.choices:  # empty in a trailing usage chunk
+                    if choice.delta.content:
+                        yield choice.delta.content
 
 
 class OpenAIEmbedder:
     name = "openai"
 
-    def __init__(self, settings: Any, client: AsyncOpenAI | None = None):
-        self.client = client or make_client(settings)
+    def __init__(
+        self, settings: Any, client: AsyncOpenAI | None = None, *, max_retries: int = MAX_RETRIES
+    ):
+        self.client = client or make_client(settings, max_retries)
         self.space = EmbeddingSpace(
             self.name, settings.openai_embedding_model, settings.embedding_dimensions
         )
+        self.timeout = settings.provider_timeout_seconds
+        # host[:port] only: a base URL may carry credentials, and this goes into error messages
+        self.where = (
+            urlsplit(settings.openai_base_url).netloc.rpartition("@")[2] or "api.openai.com"
+        )
+
+    async def aclose(self) -> None:
+        """Close the client's pooled connections; call it when the service shuts down."""
+        await self.client.close()
 
     async def embed(self, texts: Sequence[str], purpose: str) -> list[list[float]]:
+        """One vector per text, in order, in requests of at most MAX_BATCH inputs.
+
+        Asks for floats rather than the SDK's default base64: not every
+        OpenAI-compatible server can send base64.
+        """
         vectors: list[list[float]] = []
         for start in range(0, len(texts), MAX_BATCH):
             batch = list(texts[start : start + MAX_BATCH])
@@ -65,7 +130,19 @@ class OpenAIEmbedder:
                 input=batch,
                 dimensions=self.space.dimensions,
                 encoding_format="float",
+                timeout=self.timeout,
             )
             ordered = sorted(response.data, key=lambda item: item.index)
+            for item in ordered:
+                self._check_size(item.embedding)
             vectors.extend(item.embedding for item in ordered)
         return vectors
+
+    def _check_size(self, vector: Sequence[float]) -> None:
+        if len(vector) != self.space.dimensions:
+            raise EmbeddingDimensionsMismatch(
+                f"{self.where} returned {len(vector)}-dimensional vectors for model "
+                f"{self.space.model!r}, but EMBEDDING_DIMENSIONS is {self.space.dimensions}. "
+                f"Set EMBEDDING_DIMENSIONS={len(vector)}, or use a model and server that "
+                "honour the `dimensions` parameter."
+            )

@@ -1,0 +1,238 @@
+"""The OpenAI provider through the real ``openai`` SDK, against a fake server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import httpx
+import openai
+import pytest
+import trio
+
+from ragcore.chat.prompts import Prompt
+from ragcore.effects import Generate
+from ragio.providers.openai import (
+    MAX_BATCH,
+    MAX_RETRIES,
+    EmbeddingDimensionsMismatch,
+    OpenAIAnswerer,
+    OpenAIEmbedder,
+)
+from tests.conftest import make_settings
+from tests.io.conftest import serve_app
+from tests.io.fakes.openai_server import FakeOpenAI, bag_of_words
+
+P = TypeVar("P", OpenAIAnswerer, OpenAIEmbedder)
+DIMENSIONS = 64
+CHAT = "/v1/chat/completions"
+EMBEDDINGS = "/v1/embeddings"
+
+REQUEST = Generate(
+    Prompt(
+        system="Answer only from the numbered sources.",
+        user="Sources:\n\n[1] (refunds.md)\nRefunds take 5 days.\n\nQuestion: How long?",
+        question="How long?",
+        sources=(),
+    ),
+    max_output_tokens=200,
+    temperature=0.2,
+)
+
+
+@pytest.fixture
+async def fake(nursery: trio.Nursery) -> AsyncIterator[FakeOpenAI]:
+    server = FakeOpenAI(api_key="sk-test-key", reply="Refunds take 5 days [1].")
+    url, stop = await serve_app(server, nursery)
+    server.base_url = f"{url}/v1"
+    yield server
+    server.close()
+    stop.set()
+
+
+@pytest.fixture
+async def make(fake: FakeOpenAI) -> AsyncIterator[Callable[..., Any]]:
+    """``make(OpenAIAnswerer, **settings)``: a provider on the fake, its connections closed
+    after the test. Settings default to the fake's key and URL and 64 dimensions."""
+    made: list[Any] = []
+
+    def build(kind: type[P], max_retries: int = MAX_RETRIES, **overrides: Any) -> P:
+        defaults = {
+            "openai_api_key": fake.api_key,
+            "openai_base_url": fake.base_url,
+            "embedding_dimensions": DIMENSIONS,
+        }
+        provider = kind(make_settings(**{**defaults, **overrides}), max_retries=max_retries)
+        made.append(provider)
+        return provider
+
+    yield build
+    for provider in made:
+        await provider.aclose()
+
+
+async def test_generate_returns_the_servers_text_and_model_and_sends_the_prompt(fake, make):
+    fake.model = "gpt-4o-mini-2024-07-18"  # the real API names the snapshot that answered
+
+    reply = await make(OpenAIAnswerer).generate(REQUEST)
+
+    assert reply.text == "Refunds take 5 days [1]."
+    assert reply.provider == "openai"
+    assert reply.model == "gpt-4o-mini-2024-07-18"
+    [sent] = fake.requests_to(CHAT)
+    assert sent.headers["authorization"] == "Bearer sk-test-key"
+    assert sent.body["model"] == "gpt-4o-mini"
+    assert sent.body["messages"] == [
+        {"role": "system", "content": REQUEST.prompt.system},
+        {"role": "user", "content": REQUEST.prompt.user},
+    ]
+    assert sent.body["max_tokens"] == 200
+    assert sent.body["temperature"] == 0.2
+
+
+async def test_embed_returns_one_vector_per_text_in_order_at_the_configured_size(fake, make):
+    texts = ["refunds within 30 days", "shipping to the EU", "opening hours"]
+
+    vectors = await make(OpenAIEmbedder).embed(texts, "document")
+
+    assert len(vectors) == len(texts)
+    for text, vector in zip(texts, vectors, strict=True):
+        assert vector == pytest.approx(bag_of_words(text, DIMENSIONS))
+    [sent] = fake.requests_to(EMBEDDINGS)
+    assert sent.body["input"] == texts
+    assert sent.body["dimensions"] == DIMENSIONS
+    assert sent.body["model"] == "text-embedding-3-small"
+
+
+async def test_embed_splits_more_texts_than_one_request_takes_into_batches(fake, make):
+    texts = [f"passage number {n}" for n in range(MAX_BATCH + 1)]
+
+    vectors = await make(OpenAIEmbedder).embed(texts, "document")
+
+    assert [len(r.body["input"]) for r in fake.requests_to(EMBEDDINGS)] == [MAX_BATCH, 1]
+    assert len(vectors) == len(texts)
+    assert vectors[0] == pytest.approx(bag_of_words(texts[0], DIMENSIONS))
+    assert vectors[-1] == pytest.approx(bag_of_words(texts[-1], DIMENSIONS))
+
+
+async def test_embed_refuses_vectors_of_another_size_naming_the_setting(fake, make):
+    fake.honour_dimensions = False  # like compatible servers that ignore `dimensions`
+
+    with pytest.raises(EmbeddingDimensionsMismatch) as refused:
+        await make(OpenAIEmbedder).embed(["refunds"], "query")
+
+    assert "EMBEDDING_DIMENSIONS is 64" in str(refused.value)
+    assert "EMBEDDING_DIMENSIONS=1536" in str(refused.value)
+
+
+async def test_stream_yields_the_text_deltas_in_order(fake, make):
+    deltas = [delta async for delta in make(OpenAIAnswerer).stream(REQUEST)]
+
+    assert deltas == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+    [sent] = fake.requests_to(CHAT)
+    assert sent.body["stream"] is True
+    assert sent.body["max_tokens"] == 200
+
+
+async def test_a_rate_limit_is_retried_after_the_wait_the_server_asks_for(fake, make):
+    # Longer than the SDK's own first backoff (at most 0.5 s), so only Retry-After explains it.
+    fake.fail_next(429, retry_after="0.6")
+
+    reply = await make(OpenAIAnswerer).generate(REQUEST)
+
+    assert reply.text == "Refunds take 5 days [1]."
+    limited, retried = fake.requests_to(CHAT)
+    assert retried.at - limited.at >= 0.6
+
+
+async def test_server_errors_are_retried_until_one_succeeds(fake, make):
+    fake.fail_next(500, retry_after="0.01", times=2)
+
+    vectors = await make(OpenAIEmbedder, max_retries=2).embed(["hi"], "query")
+
+    assert len(vectors) == 1
+    assert len(fake.requests_to(EMBEDDINGS)) == 3
+
+
+async def test_a_wrong_key_raises_authentication_error_without_retrying(fake, make):
+    answerer = make(OpenAIAnswerer, openai_api_key="sk-wrong-key")
+
+    with pytest.raises(openai.AuthenticationError) as refused:
+        await answerer.generate(REQUEST)
+
+    assert refused.value.status_code == 401
+    assert refused.value.code == "invalid_api_key"
+    assert len(fake.requests) == 1
+
+
+HASTY = {"provider_timeout_seconds": 1, "max_retries": 0}  # give up after one second
+
+
+async def _generate(make: Callable[..., Any]) -> None:
+    await make(OpenAIAnswerer, **HASTY).generate(REQUEST)
+
+
+async def _embed(make: Callable[..., Any]) -> None:
+    await make(OpenAIEmbedder, **HASTY).embed(["refunds"], "query")
+
+
+async def _stream(make: Callable[..., Any]) -> None:
+    async for _ in make(OpenAIAnswerer, **HASTY).stream(REQUEST):
+        pass
+
+
+@pytest.mark.parametrize("call", [_generate, _embed, _stream], ids=["generate", "embed", "stream"])
+async def test_a_server_that_hangs_past_the_timeout_raises_a_timeout_error(fake, make, call):
+    fake.delay = 30
+
+    with trio.fail_after(10), pytest.raises(openai.APITimeoutError):
+        await call(make)
+
+
+# ---------------------------------------------------------------- the whole service
+
+
+@pytest.fixture
+async def settings_overrides(fake: FakeOpenAI) -> dict[str, Any]:
+    """The service on the fake: OPENAI_API_KEY alone selects openai for answers and embeddings."""
+    return {
+        "openai_api_key": fake.api_key,
+        "openai_base_url": fake.base_url,
+        "embedding_dimensions": DIMENSIONS,
+    }
+
+
+REFUNDS = """# Returns and refunds
+
+Customers can return any item within 30 days of delivery for a full refund.
+Refunds are paid to the original payment method within 5 business days.
+"""
+
+
+async def test_the_service_answers_through_openai_with_citations(
+    fake: FakeOpenAI, api: httpx.AsyncClient
+):
+    fake.reply = "You can return an item within 30 days of delivery [1]."
+    added = await api.post("/documents", json={"name": "refunds.md", "text": REFUNDS})
+    assert added.status_code == 201, added.text
+
+    response = await api.post("/chat", json={"question": "How long do I have to return an item?"})
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["answer"] == "You can return an item within 30 days of delivery [1]."
+    assert body["provider"] == "openai"
+    [citation] = body["citations"]
+    assert citation["document_id"] == added.json()["id"]
+    assert citation["document_name"] == "refunds.md"
+    [chat] = fake.requests_to(CHAT)
+    assert "within 30 days of delivery" in chat.body["messages"][1]["content"]
+
+    health = (await api.get("/health")).json()
+    assert health["mode"] == "online"
+    assert health["providers"]["llm"] == {"name": "openai", "model": "gpt-4o-mini"}
+    assert health["providers"]["embedding"] == {
+        "name": "openai",
+        "model": "text-embedding-3-small",
+        "dimensions": DIMENSIONS,
+    }
