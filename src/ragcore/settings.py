@@ -321,7 +321,10 @@ SETTINGS: tuple[Setting, ...] = (
         _http_url,
     ),
     Setting("OPENAI_CHAT_MODEL", "gpt-4o-mini", "OpenAI chat model"),
-    Setting("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small", "OpenAI embedding model"),
+    Setting(
+        "OPENAI_EMBEDDING_MODEL", "text-embedding-3-large",
+        "OpenAI embedding model (3,072 dimensions, the EMBEDDING_DIMENSIONS default)",
+    ),
     Setting("ANTHROPIC_API_KEY", "", "Anthropic API key", secret=True),
     Setting("ANTHROPIC_CHAT_MODEL", "claude-sonnet-4-5", "Anthropic chat model"),
     Setting(

@@ -101,7 +101,7 @@ async def test_embed_returns_one_vector_per_text_in_order_at_the_configured_size
     [sent] = fake.requests_to(EMBEDDINGS)
     assert sent.body["input"] == texts
     assert sent.body["dimensions"] == DIMENSIONS
-    assert sent.body["model"] == "text-embedding-3-small"
+    assert sent.body["model"] == "text-embedding-3-large"
 
 
 async def test_embed_splits_more_texts_than_one_request_takes_into_batches(fake, make):
@@ -233,6 +233,6 @@ async def test_the_service_answers_through_openai_with_citations(
     assert health["providers"]["llm"] == {"name": "openai", "model": "gpt-4o-mini"}
     assert health["providers"]["embedding"] == {
         "name": "openai",
-        "model": "text-embedding-3-small",
+        "model": "text-embedding-3-large",
         "dimensions": DIMENSIONS,
     }
