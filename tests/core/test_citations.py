@@ -41,7 +41,12 @@ def test_trimming_drops_the_lowest_ranked_first():
     hits = [hit(1, "a" * 50), hit(2, "b" * 50), hit(3, "c" * 50)]
     assert trim_hits(hits, 120) == hits[:2]
     assert trim_hits(hits, 150) == hits
-    assert trim_hits(hits, 10) == []
+
+
+def test_a_best_hit_over_the_budget_alone_is_cut_to_fit_not_dropped():
+    hits = [hit(1, "a" * 50), hit(2, "b" * 5)]
+    [kept] = trim_hits(hits, 10)
+    assert kept.text == "a" * 10 and kept.chunk_id == 101
 
 
 def test_a_zero_budget_disables_trimming():
