@@ -12,6 +12,7 @@ import attrs
 
 from ragcore.chat.prompts import Prompt
 from ragcore.knowledge.chunking import Chunk
+from ragcore.usage import Caps, TokenUsage
 
 
 @attrs.frozen
@@ -48,6 +49,8 @@ class Reply:
     text: str
     provider: str
     model: str
+    #: tokens as the provider reported them; None when it reported none
+    usage: TokenUsage | None = None
 
 
 @attrs.frozen
@@ -66,3 +69,32 @@ class StoreDocument:
     text: str
     chunks: tuple[Chunk, ...]
     vectors: tuple[tuple[float, ...], ...]
+
+
+@attrs.frozen
+class ReserveTokens:
+    """Hold ``tokens`` for a call against the caps, atomically with every other reservation.
+
+    Result: ``ragcore.usage.Reservation`` or ``ragcore.usage.Capped``.
+    """
+
+    role: str | None
+    tokens: int
+    caps: Caps
+
+
+@attrs.frozen
+class SettleTokens:
+    """Replace a reservation with what the call used, in the usage ledger. Result: None."""
+
+    reservation_id: int
+    provider: str
+    model: str
+    usage: TokenUsage
+
+
+@attrs.frozen
+class ReleaseTokens:
+    """Drop a reservation whose call never ran or failed. Result: None."""
+
+    reservation_id: int

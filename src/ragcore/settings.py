@@ -518,6 +518,17 @@ def load_settings(environ: Mapping[str, str], dotenv: Mapping[str, str | None] =
 
 def _cross_checks(values: dict[str, Any]) -> list[str]:
     problems = []
+    budgets = [
+        s.name for s in SETTINGS
+        if s.name.startswith("BUDGET_") and values[s.field] and (
+            not isinstance(values[s.field], tuple) or any(t for _, t in values[s.field])
+        )
+    ]
+    if budgets and not values["usage_ledger"]:
+        problems.append(
+            f"USAGE_LEDGER: budgets are counted from the usage ledger; set USAGE_LEDGER=true "
+            f"for {', '.join(budgets)} to take effect"
+        )
     if values["llm_provider"] in values["llm_fallback_providers"]:
         problems.append(
             f"LLM_FALLBACK_PROVIDERS: lists the primary provider {values['llm_provider']!r}"

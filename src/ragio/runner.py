@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from ragcore.effects import Embed, FindDocument, Generate, SearchChunks, StoreDocument
+from ragcore.effects import (
+    Embed,
+    FindDocument,
+    Generate,
+    ReleaseTokens,
+    ReserveTokens,
+    SearchChunks,
+    SettleTokens,
+    StoreDocument,
+)
 from ragio.knowledge import search, store
+from ragio.usage import ledger
 
 T = TypeVar("T")
 
@@ -40,4 +51,11 @@ async def execute(effect: Any, service: Any) -> Any:
             return await service.database.run(store.find_document, digest)
         case StoreDocument():
             return await service.database.run(store.store_document, effect)
+        case ReserveTokens(role=role, tokens=tokens, caps=caps):
+            now = datetime.now(UTC)
+            return await service.database.run(ledger.reserve, role, tokens, caps, now)
+        case SettleTokens(reservation_id=rid, provider=provider, model=model, usage=usage):
+            return await service.database.run(ledger.settle, rid, provider, model, usage)
+        case ReleaseTokens(reservation_id=rid):
+            return await service.database.run(ledger.release, rid)
     raise TypeError(f"no handler for effect {effect!r}")

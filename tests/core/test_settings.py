@@ -70,6 +70,7 @@ def test_list_and_pair_settings_are_parsed():
             "LLM_FALLBACK_PROVIDERS": "OpenAI, anthropic",
             "LLM_PROVIDER": "genai",
             "BUDGET_ROLE_DAILY_OVERRIDES": "support=5000,sales=0",
+            "USAGE_LEDGER": "true",
             "LANGUAGE_DETECTION_SUPPORTED_LANGUAGES": "en,DE,fr",
             "EMAIL_ALLOWED_RECIPIENTS": "owner@shop.example, @shop.example",
         }
@@ -136,3 +137,12 @@ def test_env_example_lists_every_setting_with_its_default():
     assert (ROOT / ".env.example").read_text() == example_file()
     for setting in SETTINGS:
         assert f"\n{setting.name}={setting.default}\n" in example_file()
+
+
+def test_budgets_without_the_ledger_are_refused_naming_both():
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"BUDGET_DAILY_TOKENS": "1000", "BUDGET_ROLE_MONTHLY_OVERRIDES": "hr=5"})
+    [problem] = raised.value.problems
+    assert problem.startswith("USAGE_LEDGER:")
+    assert "BUDGET_DAILY_TOKENS" in problem and "BUDGET_ROLE_MONTHLY_OVERRIDES" in problem
+    assert load_settings({"BUDGET_DAILY_TOKENS": "0"}).budget_daily_tokens == 0

@@ -16,8 +16,24 @@ from ragcore.chat.citations import Citation, resolve_citations
 from ragcore.chat.extractive import NOT_FOUND
 from ragcore.chat.prompts import build_prompt
 from ragcore.chat.sources import Hit, number_sources, trim_hits
-from ragcore.effects import Embed, Generate, Reply, SearchChunks
+from ragcore.effects import (
+    Embed,
+    Generate,
+    ReleaseTokens,
+    Reply,
+    ReserveTokens,
+    SearchChunks,
+    SettleTokens,
+)
 from ragcore.errors import InvalidInput
+from ragcore.usage import (
+    LIMIT_REACHED,
+    Capped,
+    Caps,
+    TokenUsage,
+    measured_usage,
+    reservation_for,
+)
 
 MAX_QUESTION_CHARS = 4000
 SEARCH_LIMIT = 8
@@ -37,6 +53,8 @@ class ChatPolicy:
     max_output_tokens: int
     temperature: float
     search_limit: int = SEARCH_LIMIT
+    usage_ledger: bool = False
+    caps: Caps = Caps()
 
     @classmethod
     def from_settings(cls, settings: Any) -> ChatPolicy:
@@ -44,6 +62,8 @@ class ChatPolicy:
             max_context_chars=settings.max_context_chars,
             max_output_tokens=settings.max_output_tokens,
             temperature=settings.default_temperature,
+            usage_ledger=settings.usage_ledger,
+            caps=Caps.from_settings(settings),
         )
 
 
@@ -54,6 +74,8 @@ class ChatAnswer:
     role: str | None
     provider: str | None  # None when no provider was asked
     model: str | None
+    usage: TokenUsage | None = None  # None when no provider was asked
+    limited: bool = False  # True when a token budget stopped the request
 
 
 def check_question(question: Any) -> str:
@@ -72,10 +94,30 @@ def check_question(question: Any) -> str:
     return question
 
 
-def answer_question(
-    request: ChatRequest, policy: ChatPolicy
-) -> Generator[Embed | SearchChunks | Generate, Any, ChatAnswer]:
+def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, Any, ChatAnswer]:
+    """The grounded answer, metered by the usage ledger and held to the budgets (rule 14)."""
     question = check_question(request.question)
+    if not policy.usage_ledger:
+        return (yield from _grounded_answer(question, request, policy))
+    hold = reservation_for(question, policy.max_context_chars, policy.max_output_tokens)
+    decision = yield ReserveTokens(request.role, hold, policy.caps)
+    if isinstance(decision, Capped):
+        return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
+    try:
+        answer = yield from _grounded_answer(question, request, policy)
+    except Exception:
+        yield ReleaseTokens(decision.id)
+        raise
+    if answer.usage is None:
+        yield ReleaseTokens(decision.id)
+    else:
+        yield SettleTokens(decision.id, answer.provider or "", answer.model or "", answer.usage)
+    return answer
+
+
+def _grounded_answer(
+    question: str, request: ChatRequest, policy: ChatPolicy
+) -> Generator[Embed | SearchChunks | Generate, Any, ChatAnswer]:
     [vector] = yield Embed((question,), purpose="query")
     hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
     kept = trim_hits(hits, policy.max_context_chars)
@@ -83,10 +125,14 @@ def answer_question(
         # Nothing to ground an answer on: say so without spending a provider call.
         return ChatAnswer(NOT_FOUND, (), request.role, provider=None, model=None)
     sources = number_sources(kept)
+    prompt = build_prompt(question, sources)
     reply: Reply = yield Generate(
-        build_prompt(question, sources),
+        prompt,
         max_output_tokens=policy.max_output_tokens,
         temperature=policy.temperature,
     )
     text, citations = resolve_citations(reply.text, sources)
-    return ChatAnswer(text, citations, request.role, provider=reply.provider, model=reply.model)
+    usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
+    return ChatAnswer(
+        text, citations, request.role, provider=reply.provider, model=reply.model, usage=usage
+    )

@@ -10,7 +10,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ragcore.errors import InvalidInput
-from ragio.http import chat, documents, health, openapi
+from ragio.http import chat, documents, health, openapi, usage
 from ragio.http.context import EXTENSION
 from ragio.http.problems import Problem, problem_response
 from ragio.service import Service
@@ -25,7 +25,7 @@ def create_app(svc: Service) -> QuartTrio:
     app.extensions[EXTENSION] = svc
     app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_upload_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    for module in (health, chat, documents, openapi):
+    for module in (health, chat, documents, usage, openapi):
         app.register_blueprint(module.blueprint)
 
     api_key = svc.settings.service_api_key.encode("utf-8")

@@ -69,6 +69,18 @@ SPEC: dict[str, Any] = {
                     "role": {"type": ["string", "null"]},
                     "provider": {"type": ["string", "null"]},
                     "model": {"type": ["string", "null"]},
+                    "usage": {
+                        "type": ["object", "null"],
+                        "properties": {
+                            "prompt_tokens": {"type": "integer"},
+                            "completion_tokens": {"type": "integer"},
+                            "estimated": {"type": "boolean"},
+                        },
+                    },
+                    "limited": {
+                        "type": "boolean",
+                        "description": "true when a token budget stopped the request",
+                    },
                 },
             },
             "ChatQuestion": {
@@ -111,6 +123,12 @@ SPEC: dict[str, Any] = {
             "get": {
                 "summary": "This document",
                 "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
+            }
+        },
+        "/usage": {
+            "get": {
+                "summary": "Tokens spent by day, month, role and provider, and the budgets",
+                "responses": {"200": _json({"type": "object"}, "The usage summary")},
             }
         },
         "/chat": {

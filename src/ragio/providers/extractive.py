@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragcore.chat.extractive import extractive_answer
 from ragcore.effects import Generate, Reply
+from ragcore.usage import TokenUsage
 
 
 class ExtractiveAnswerer:
@@ -11,4 +12,6 @@ class ExtractiveAnswerer:
     model = "extractive"
 
     async def generate(self, request: Generate) -> Reply:
-        return Reply(extractive_answer(request.prompt), provider=self.name, model=self.model)
+        text = extractive_answer(request.prompt)
+        # No model runs, so no tokens are spent: the ledger records the call at zero.
+        return Reply(text, provider=self.name, model=self.model, usage=TokenUsage(0, 0))

@@ -17,6 +17,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.usage import TokenUsage
 
 MAX_BATCH = 2048  # inputs per embeddings request, the API's limit
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
@@ -71,7 +72,13 @@ class OpenAIAnswerer:
             timeout=self.timeout,
         )
         text = completion.choices[0].message.content or ""
-        return Reply(text, provider=self.name, model=completion.model or self.model)
+        usage = completion.usage  # some compatible servers report none
+        return Reply(
+            text,
+            provider=self.name,
+            model=completion.model or self.model,
+            usage=TokenUsage(usage.prompt_tokens, usage.completion_tokens) if usage else None,
+        )
 
     async def stream(self, request: Generate) -> AsyncIterator[str]:
         """The reply's text as the server produces it, one non-empty delta at a time.

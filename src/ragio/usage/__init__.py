@@ -1,0 +1,1 @@
+"""The usage ledger on PostgreSQL (the rules are in ragcore.usage)."""

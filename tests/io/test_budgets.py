@@ -1,0 +1,131 @@
+"""Token budgets through the real service: the ledger, caps under concurrency, GET /usage."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+import trio
+
+from ragcore.usage import LIMIT_REACHED
+from tests.io.conftest import serve_app
+from tests.io.fakes.openai_server import FakeOpenAI
+
+CAP = 1000
+ALREADY_SPENT = 950
+FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
+
+
+@pytest.fixture
+async def fake(nursery: trio.Nursery) -> AsyncIterator[FakeOpenAI]:
+    server = FakeOpenAI(api_key="sk-test", reply="It opens at 9 am [1].")
+    url, stop = await serve_app(server, nursery)
+    server.base_url = f"{url}/v1"
+    yield server
+    server.close()
+    stop.set()
+
+
+@pytest.fixture
+async def settings_overrides(fake: FakeOpenAI) -> dict[str, Any]:
+    return {
+        "openai_api_key": fake.api_key,
+        "openai_base_url": fake.base_url,
+        "embedding_dimensions": 64,
+        "usage_ledger": "true",
+        "budget_daily_tokens": CAP,
+    }
+
+
+def spend(database_url: str, tokens: int, role: str | None = None) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            """INSERT INTO usage_records (at, role, state, reserved_tokens, provider, model,
+                                          prompt_tokens, completion_tokens)
+               VALUES (%s, %s, 'settled', 0, 'openai', 'gpt-4o-mini', %s, 0)""",
+            (datetime.now(UTC), role, tokens),
+        )
+
+
+def ledger_rows(database_url: str) -> list[tuple]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(
+            "SELECT state, provider, prompt_tokens, completion_tokens, estimated "
+            "FROM usage_records ORDER BY id"
+        ).fetchall()
+
+
+async def test_every_answer_is_recorded_in_the_ledger(api, fake, database_url):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    response = await api.post("/chat", params={"question": "When does the shop open?"})
+    body = response.json()
+    assert body["answer"] == "It opens at 9 am [1]."
+    assert body["usage"]["estimated"] is False
+    [row] = ledger_rows(database_url)
+    assert row[:2] == ("settled", "openai")
+    assert (row[2], row[3]) == (body["usage"]["prompt_tokens"], body["usage"]["completion_tokens"])
+    assert row[2] > 0 and row[3] > 0
+
+
+async def test_at_the_cap_the_answer_is_short_and_the_provider_is_not_called(
+    api, fake, database_url
+):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    spend(database_url, CAP)
+    embeddings_before = len(fake.requests_to("/v1/embeddings"))
+    response = await api.post("/chat", params={"question": "When does the shop open?"})
+    assert response.status_code == 200
+    assert response.json()["answer"] == LIMIT_REACHED
+    assert response.json()["limited"] is True
+    assert fake.requests_to("/v1/chat/completions") == []
+    assert len(fake.requests_to("/v1/embeddings")) == embeddings_before
+
+
+async def test_twenty_requests_at_once_against_a_nearly_spent_cap_do_not_overshoot(
+    api, fake, database_url
+):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    spend(database_url, ALREADY_SPENT)
+    fake.delay = 0.3  # keep the first answer in flight while the others arrive
+    replies: list[dict] = []
+
+    async def ask() -> None:
+        response = await api.post("/chat", params={"question": "When does the shop open?"})
+        assert response.status_code == 200
+        replies.append(response.json())
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(20):
+            nursery.start_soon(ask)
+
+    answered = [r for r in replies if not r["limited"]]
+    assert len(answered) == 1
+    assert all(r["answer"] == LIMIT_REACHED for r in replies if r["limited"])
+    assert len(fake.requests_to("/v1/chat/completions")) == 1
+    # The overshoot is at most the one request that was in flight when the cap was reached.
+    spent = sum(p + c for state, _, p, c, _ in ledger_rows(database_url) if state == "settled")
+    assert (
+        spent
+        == ALREADY_SPENT
+        + answered[0]["usage"]["prompt_tokens"]
+        + answered[0]["usage"]["completion_tokens"]
+    )
+    assert all(state == "settled" for state, *_ in ledger_rows(database_url))
+
+
+async def test_usage_summarises_by_day_month_role_and_provider(api, fake, database_url):
+    spend(database_url, 300, role="sales")
+    spend(database_url, 200, role=None)
+    response = await api.get("/usage")
+    body = response.json()
+    today = datetime.now(UTC).date().isoformat()
+    assert body["ledger"] is True
+    assert body["today"] == {"tokens": 500, "cap": CAP}
+    assert body["by_day"][-1]["day"] == today and body["by_day"][-1]["total_tokens"] == 500
+    assert body["by_month"][-1]["month"] == today[:7]
+    roles = {r["role"]: r["total_tokens"] for r in body["this_month_by_role"]}
+    assert roles == {"sales": 300, None: 200}
+    assert body["this_month_by_provider"][0]["provider"] == "openai"
