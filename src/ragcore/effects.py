@@ -36,6 +36,13 @@ class SearchChunks:
 
 
 @attrs.frozen
+class DetectLanguage:
+    """Guess the language of ``text``. Result: ``ragcore.language.LanguageGuess``es, best first."""
+
+    text: str
+
+
+@attrs.frozen
 class Generate:
     """Ask the answering provider. Result: a ``Reply``."""
 
@@ -62,13 +69,20 @@ class FindDocument:
 
 @attrs.frozen
 class StoreDocument:
-    """Store a document with its chunks and their vectors, all or nothing. Result: its id."""
+    """Store a document with its chunks and their vectors, all or nothing.
+
+    Result: a ``ragcore.knowledge.documents.StoredDocument`` (the one already stored
+    when the same content was stored meanwhile). ``content_type`` and ``size_bytes``
+    describe the file the text was read from.
+    """
 
     name: str
     content_hash: str
     text: str
     chunks: tuple[Chunk, ...]
     vectors: tuple[tuple[float, ...], ...]
+    content_type: str = "text/plain"
+    size_bytes: int = 0
 
 
 @attrs.frozen

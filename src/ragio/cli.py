@@ -128,38 +128,95 @@ async def ask_command(settings: Any, args: argparse.Namespace) -> int:
 
 
 async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
+    """Add files (folders walked) with a progress bar: files, chunks, rates and time left.
+
+    A file that cannot be added is reported with the reason and the rest go on; an
+    unexpected error (the embedding provider refusing, say) stops the run, and the
+    summary still says what was added before it.
+    """
+    import functools
+    from collections.abc import Callable, Generator
+
     from tqdm import tqdm
 
-    from ragcore.knowledge.documents import add_document
-    from ragio.knowledge.files import find_files, read_text
+    from ragcore.effects import Embed
+    from ragcore.knowledge.documents import prepare_document, store_new_document
+    from ragio.knowledge.files import find_files, read_document
     from ragio.runner import run
     from ragio.service import open_service
 
+    def counting(pipeline: Generator, on_embedded: Callable[[int], None]) -> Generator:
+        """``pipeline`` as is, calling ``on_embedded(n)`` after each batch of n chunks."""
+        result: Any = None
+        failure: BaseException | None = None
+        while True:
+            try:
+                effect = pipeline.throw(failure) if failure else pipeline.send(result)
+            except StopIteration as done:
+                return done.value
+            failure = None
+            try:
+                result = yield effect
+            except Exception as error:
+                failure = error
+                continue
+            if isinstance(effect, Embed):
+                on_embedded(len(effect.texts))
+
     files, failed = find_files(args.paths)
     added: list[tuple[Path, int]] = []
-    duplicates: list[Path] = []
+    duplicates: list[tuple[Path, str]] = []
+    stopped: str | None = None
     async with _startup_errors(), open_service(settings) as svc:
-        with tqdm(files, unit="file", disable=None) as progress:
-            for path in progress:
-                progress.set_postfix_str(path.name[-30:])
+        with tqdm(total=len(files), unit="file", disable=None, dynamic_ncols=True) as progress:
+            chunks = 0
+
+            def show(path: Path) -> None:
+                elapsed = progress.format_dict["elapsed"] or 0
+                rate = f", {chunks / elapsed:.1f} chunks/s" if elapsed else ""
+                progress.set_postfix_str(f"{chunks} chunks{rate}, {path.name[-30:]}")
+
+            def embedded(count: int) -> None:
+                nonlocal chunks
+                chunks += count
+                show(path)
+
+            for path in files:
+                show(path)
                 try:
-                    stored = await run(add_document(path.name, read_text(path)), svc)
+                    text, fmt, size = await read_document(path, settings.max_upload_bytes)
+                    prepare = functools.partial(  # CPU-bound for a large file
+                        prepare_document,
+                        path.name,
+                        text,
+                        content_type=fmt.content_type,
+                        size_bytes=size,
+                    )
+                    doc = await trio.to_thread.run_sync(prepare)
+                    stored = await run(counting(store_new_document(doc), embedded), svc)
                 except (InvalidInput, ValueError, OSError) as error:
                     failed.append((path, str(error)))
-                    continue
-                if stored.created:
-                    added.append((path, stored.chunk_count))
+                except Exception as error:
+                    stopped = f"stopped at {path}: {type(error).__name__}: {error}"
+                    break
                 else:
-                    duplicates.append(path)
-    chunks = sum(count for _, count in added)
+                    if stored.created:
+                        added.append((path, stored.chunk_count))
+                    else:
+                        duplicates.append((path, f"document {stored.id}, {stored.name}"))
+                progress.update(1)
+    chunk_total = sum(count for _, count in added)
     print(
-        f"added {len(added)} file(s), {chunks} chunks; skipped {len(duplicates)} duplicate(s); "
-        f"failed {len(failed)}"
+        f"added {len(added)} file(s), {chunk_total} chunks; "
+        f"skipped {len(duplicates)} duplicate(s); failed {len(failed)}"
     )
-    for path in duplicates:
-        print(f"  duplicate: {path}")
+    for path, existing in duplicates:
+        print(f"  duplicate: {path} (same content as {existing})")
     for path, reason in failed:
         print(f"  failed: {path}: {reason}")
+    if stopped:
+        print(f"ragchat: {stopped}", file=sys.stderr)
+        return 1
     return 1 if failed and not added and not duplicates else 0
 
 

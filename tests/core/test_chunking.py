@@ -1,4 +1,6 @@
-from ragcore.knowledge.chunking import chunk_text
+import pytest
+
+from ragcore.knowledge.chunking import chunk_text, count_tokens
 
 
 def test_chunks_follow_headings_and_remember_their_path():
@@ -13,28 +15,82 @@ def test_chunks_follow_headings_and_remember_their_path():
     assert [c.position for c in chunks] == [0, 1]
 
 
-def test_short_paragraphs_are_packed_together_up_to_the_target():
-    text = "\n\n".join(f"Paragraph number {i} is short." for i in range(10))
-    chunks = chunk_text(text, target_chars=100)
-    assert all(len(c.text) <= 100 for c in chunks)
-    assert len(chunks) < 10
-    assert " ".join(c.text.replace("\n\n", " ") for c in chunks) == text.replace("\n\n", " ")
+def test_a_deeper_heading_nests_and_a_higher_one_closes_the_path():
+    text = "# A\n\n## B\n\n### C\n\nin c\n\n## D\n\nin d\n\n# E\n\nin e"
+    assert [c.heading_path for c in chunk_text(text)] == [("A", "B", "C"), ("A", "D"), ("E",)]
+
+
+def test_tokens_are_counted_by_a_word_and_punctuation_rule():
+    assert count_tokens("We ship to the EU.") == 6
+    assert count_tokens("internationalization") == 4  # runs of up to five letters
+    assert count_tokens("東京都") == 3  # one per ideograph
+    assert count_tokens("  \n ") == 0
+
+
+def test_short_paragraphs_are_packed_whole_up_to_the_target():
+    paragraphs = [f"Paragraph number {i} is short." for i in range(10)]
+    chunks = chunk_text("\n\n".join(paragraphs), target_tokens=20, overlap_tokens=0)
+    assert all(count_tokens(c.text) <= 20 for c in chunks)
+    assert 1 < len(chunks) < 10
+    assert [p for c in chunks for p in c.text.split("\n\n")] == paragraphs
+
+
+def test_each_chunk_starts_with_the_end_of_the_one_before():
+    sentences = [f"Sentence {i} says something about the shop." for i in range(40)]
+    chunks = chunk_text(" ".join(sentences), target_tokens=50, overlap_tokens=10)
+    assert len(chunks) > 1
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        assert count_tokens(after.text) <= 50
+        first_sentence = after.text.split(". ")[0] + "."
+        assert before.text.endswith(first_sentence)
+    assert all(any(s in c.text for c in chunks) for s in sentences)
+
+
+def test_overlap_never_crosses_a_heading():
+    text = "# One\n\n" + "First part words here. " * 30 + "\n\n# Two\n\nSecond part."
+    chunks = chunk_text(text, target_tokens=40, overlap_tokens=10)
+    assert chunks[-1].heading_path == ("Two",)
+    assert chunks[-1].text == "Second part."
 
 
 def test_a_long_paragraph_is_cut_between_sentences():
     sentences = [f"Sentence {i} says something about the shop." for i in range(40)]
-    chunks = chunk_text(" ".join(sentences), target_chars=200)
+    chunks = chunk_text(" ".join(sentences), target_tokens=50, overlap_tokens=0)
     assert len(chunks) > 1
     for chunk in chunks:
-        assert len(chunk.text) <= 200
+        assert count_tokens(chunk.text) <= 50
         assert chunk.text.startswith("Sentence ") and chunk.text.endswith("shop.")
+    assert " ".join(c.text for c in chunks) == " ".join(sentences)
 
 
 def test_a_sentence_longer_than_the_target_is_cut_between_words():
-    chunks = chunk_text("word " * 300, target_chars=100)
-    assert all(0 < len(c.text) <= 100 for c in chunks)
+    chunks = chunk_text("word " * 300, target_tokens=25, overlap_tokens=0)
+    assert all(0 < count_tokens(c.text) <= 25 for c in chunks)
     assert sum(c.text.count("word") for c in chunks) == 300
+
+
+def test_a_word_longer_than_the_target_is_cut_too():
+    blob = "QUJD" * 500
+    chunks = chunk_text(f"Key: {blob}", target_tokens=30, overlap_tokens=0)
+    assert all(count_tokens(c.text) <= 30 for c in chunks)
+    assert "".join(c.text for c in chunks).replace(" ", "") == f"Key:{blob}"
+
+
+def test_text_written_without_spaces_is_cut_and_rejoined_without_adding_any():
+    text = "今日は晴れです。明日は雨です。" * 20
+    chunks = chunk_text(text, target_tokens=30, overlap_tokens=0)
+    assert len(chunks) > 1
+    assert "".join(c.text for c in chunks) == text
+    assert all(" " not in c.text for c in chunks)
 
 
 def test_text_without_words_gives_no_chunks():
     assert chunk_text("\n\n   \n") == []
+    assert chunk_text("# Heading only\n\n---\n") == []
+
+
+@pytest.mark.parametrize("target", [1, 3, 7, 64])
+def test_no_chunk_is_over_the_target_whatever_the_text(target):
+    text = "# T\n\nA fairly long sentence, with commas; and more words! " * 20 + "x" * 300
+    for chunk in chunk_text(text, target_tokens=target, overlap_tokens=target // 2):
+        assert 0 < count_tokens(chunk.text) <= target

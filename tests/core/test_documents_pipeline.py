@@ -2,28 +2,61 @@ import pytest
 
 from ragcore.effects import Embed, FindDocument, StoreDocument
 from ragcore.errors import InvalidInput
-from ragcore.knowledge.documents import StoredDocument, add_document, content_hash
+from ragcore.knowledge.documents import (
+    EMBED_BATCH,
+    StoredDocument,
+    add_document,
+    content_hash,
+)
 from tests.core.drive import drive
 
 
-def test_a_new_document_is_chunked_embedded_and_stored():
-    def answer(effect):
-        match effect:
-            case FindDocument():
-                return None
-            case Embed(texts=texts):
-                return [[float(i)] for i in range(len(texts))]
-            case StoreDocument():
-                return StoredDocument(7, effect.name, len(effect.chunks), created=True)
+def recorded(effect):
+    match effect:
+        case FindDocument():
+            return None
+        case Embed(texts=texts):
+            return [[float(len(text))] for text in texts]
+        case StoreDocument():
+            return StoredDocument(7, effect.name, len(effect.chunks), created=True)
 
-    outcome, effects = drive(add_document(" faq.md ", "# FAQ\n\nWe open at 9."), answer)
+
+def test_a_new_document_is_chunked_embedded_and_stored():
+    outcome, effects = drive(add_document(" faq.md ", "# FAQ\n\nWe open at 9."), recorded)
     find, embed, store = effects
     assert find.content_hash == content_hash("# FAQ\n\nWe open at 9.")
     assert embed.texts == ("We open at 9.",) and embed.purpose == "document"
     assert store.name == "faq.md"
-    assert store.vectors == ((0.0,),)
+    assert store.vectors == ((13.0,),)
     assert store.chunks[0].heading_path == ("FAQ",)
+    assert (store.content_type, store.size_bytes) == ("text/markdown", 20)
     assert outcome == StoredDocument(7, "faq.md", 1, created=True)
+
+
+def test_the_file_a_document_came_from_is_stored_with_it():
+    pipeline = add_document("r.pdf", "Text.", content_type="application/pdf", size_bytes=9000)
+    _, effects = drive(pipeline, recorded)
+    assert (effects[-1].content_type, effects[-1].size_bytes) == ("application/pdf", 9000)
+
+
+def test_a_long_document_is_embedded_in_batches_and_stored_once():
+    text = "\n\n".join(f"# Part {i}\n\nThe answer to part {i}." for i in range(EMBED_BATCH * 2 + 5))
+    _, effects = drive(add_document("long.md", text), recorded)
+    embeds = [e for e in effects if isinstance(e, Embed)]
+    assert [len(e.texts) for e in embeds] == [EMBED_BATCH, EMBED_BATCH, 5]
+    [store] = [e for e in effects if isinstance(e, StoreDocument)]
+    assert len(store.chunks) == len(store.vectors) == EMBED_BATCH * 2 + 5
+    assert store.vectors[-1] == (float(len(store.chunks[-1].text)),)
+
+
+def test_an_embedding_failure_midway_stores_nothing():
+    text = "\n\n".join(f"# Part {i}\n\nThe answer to part {i}." for i in range(EMBED_BATCH + 1))
+    pipeline = add_document("long.md", text)
+    assert isinstance(next(pipeline), FindDocument)
+    assert isinstance(pipeline.send(None), Embed)
+    assert isinstance(pipeline.send([[0.0]] * EMBED_BATCH), Embed)
+    with pytest.raises(RuntimeError, match="provider down"):
+        pipeline.throw(RuntimeError("provider down"))
 
 
 def test_a_duplicate_is_neither_embedded_nor_stored_again():

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import select
+import struct
+import subprocess
+import termios
+import time
+
 import psycopg
 from cryptography.fernet import Fernet
 
 from ragcore import __version__
-from tests.io.processes import run_cli
+from tests.io.processes import RAGCHAT, clean_environ, run_cli
+from tests.io.test_documents import CSV, DOCX, HTML, make_docx, make_pdf
 
 
 def test_version(tmp_path):
@@ -107,3 +116,75 @@ def test_ingest_a_folder_then_ask(tmp_path, database_url):
     assert asked.returncode == 0, asked.stderr
     assert "within 30 days of delivery. [1]" in asked.stdout
     assert "[1] returns.md" in asked.stdout
+
+
+def test_ingest_reads_every_format_and_says_why_a_file_failed(tmp_path, database_url):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "hours.html").write_bytes(HTML)
+    (docs / "policy.pdf").write_bytes(make_pdf([["Refunds are paid within 5 business days."]]))
+    (docs / "handbook.docx").write_bytes(make_docx())
+    (docs / "stock.csv").write_bytes(CSV)
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj\n<< /Type")
+    (docs / "again.csv").write_bytes(CSV)
+
+    result = run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url)
+    assert result.returncode == 0, result.stderr
+    assert "added 4 file(s)" in result.stdout
+    assert "skipped 1 duplicate(s); failed 1" in result.stdout
+    assert f"duplicate: {docs / 'stock.csv'} (same content as document " in result.stdout
+    assert f"failed: {docs / 'broken.pdf'}: file: is not a readable PDF" in result.stdout
+
+    with psycopg.connect(database_url) as conn:
+        stored = dict(conn.execute("SELECT name, content_type FROM documents").fetchall())
+    assert stored == {
+        "again.csv": "text/csv",
+        "handbook.docx": DOCX,
+        "hours.html": "text/html",
+        "policy.pdf": "application/pdf",
+    }
+
+    asked = run_cli(
+        "ask", "How many days of paid leave do staff get?", cwd=tmp_path, database_url=database_url
+    )
+    assert "25 days" in asked.stdout and "[1] handbook.docx" in asked.stdout
+
+
+def test_ingest_shows_progress_on_a_terminal(tmp_path, database_url):
+    """On a terminal, a bar counts files and chunks, with rates and the time left."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"note{i}.md").write_text(f"# Note {i}\n\nFact number {i} about the shop.")
+    master, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        [*RAGCHAT, "ingest", str(docs)],
+        cwd=tmp_path,
+        env=clean_environ(database_url=database_url),
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    shown = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal closed: the process is done
+                break
+            if not data:
+                break
+            shown += data
+        elif process.poll() is not None:
+            break
+    os.close(master)
+    out, _ = process.communicate(timeout=60)
+    bar = shown.decode("utf-8", "replace")
+    assert process.returncode == 0, bar
+    assert "3/3" in bar and "file/s" in bar
+    assert "3 chunks" in bar and "chunks/s" in bar
+    assert "<00:00" in bar  # the time left
+    assert "added 3 file(s), 3 chunks" in out.decode()

@@ -1,28 +1,169 @@
-"""Adding a document: check it, skip exact duplicates, chunk, embed, store whole."""
+"""Adding a document: know its format, check it, skip exact duplicates, chunk, embed, store whole.
+
+The rules here are pure. Reading the bytes of a PDF or a Word file into text
+happens in ``ragio.knowledge.formats``; what comes back is text with its
+structure kept as markdown (``#`` headings, one line per table row), which
+``chunk_text`` follows.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
+from datetime import datetime
 from typing import Any
 
 import attrs
 
 from ragcore.effects import Embed, FindDocument, StoreDocument
 from ragcore.errors import InvalidInput
-from ragcore.knowledge.chunking import chunk_text
+from ragcore.knowledge.chunking import (
+    DEFAULT_OVERLAP_TOKENS,
+    DEFAULT_TARGET_TOKENS,
+    Chunk,
+    chunk_text,
+)
 
 MAX_NAME_CHARS = 255
+# Texts per Embed effect: keeps each provider request small (OpenAI caps a request at
+# 300k tokens) and lets a runner report progress. A failure in any batch stores nothing.
+EMBED_BATCH = 64
 
 
 @attrs.frozen
 class StoredDocument:
-    """Result of FindDocument / StoreDocument."""
+    """Result of FindDocument / StoreDocument: the document as stored."""
 
     id: int
     name: str
     chunk_count: int
-    created: bool
+    created: bool  # False when the same content was already stored
+    content_type: str = "text/plain"
+    size_bytes: int = 0
+    created_at: datetime | None = None
+
+
+# --- formats -------------------------------------------------------------------------------
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+@attrs.frozen
+class Format:
+    """A kind of file we can read: its name, the suffixes and media types that say it is one."""
+
+    name: str
+    content_type: str  # the canonical media type, stored with the document
+    suffixes: tuple[str, ...]
+    other_types: tuple[str, ...] = ()  # other media types clients send for it
+
+
+FORMATS = (
+    Format("text", "text/plain", (".txt", ".text")),
+    Format("markdown", "text/markdown", (".md", ".markdown"), ("text/x-markdown",)),
+    Format("html", "text/html", (".html", ".htm"), ("application/xhtml+xml",)),
+    Format("pdf", "application/pdf", (".pdf",), ("application/x-pdf",)),
+    Format("docx", DOCX, (".docx",)),
+    Format("csv", "text/csv", (".csv",), ("application/csv", "text/comma-separated-values")),
+)
+FORMAT_NAMED = {f.name: f for f in FORMATS}
+SUPPORTED_SUFFIXES = tuple(suffix for f in FORMATS for suffix in f.suffixes)
+
+
+def supported_formats() -> str:
+    """The supported formats, for messages: 'txt, md, html, pdf, docx, csv (…)'."""
+    names = ", ".join(f.suffixes[0].lstrip(".") for f in FORMATS)
+    types = ", ".join(f.content_type for f in FORMATS)
+    return f"{names} ({types})"
+
+
+def suffix_of(filename: str) -> str:
+    """The lowercased suffix of the file's base name, with its dot; '' when it has none."""
+    base = upload_name(filename)
+    dot = base.rfind(".")
+    return base[dot:].lower() if dot > 0 else ""
+
+
+def format_for_suffix(filename: str) -> Format | None:
+    suffix = suffix_of(filename)
+    return next((f for f in FORMATS if suffix in f.suffixes), None) if suffix else None
+
+
+def format_for_type(content_type: str | None) -> Format | None:
+    """The format a media type names; parameters (``; charset=…``) and case do not count."""
+    if not content_type:
+        return None
+    media = content_type.split(";", 1)[0].strip().lower()
+    return next((f for f in FORMATS if media in (f.content_type, *f.other_types)), None)
+
+
+def detect_format(
+    filename: str | None, content_type: str | None, head: bytes = b""
+) -> Format | None:
+    """The format of an upload, or None when it is not one we read.
+
+    The file name's suffix decides first (clients often send a generic media type),
+    then the declared media type. A file with no suffix and no telling media type is
+    looked at: a PDF signature makes it a PDF, UTF-8 text without NUL bytes plain text.
+    """
+    if found := format_for_suffix(filename or ""):
+        return found
+    if found := format_for_type(content_type):
+        return found
+    if suffix_of(filename or ""):
+        return None  # logo.png sent as application/octet-stream: not ours
+    if head.startswith(b"%PDF-"):
+        return FORMAT_NAMED["pdf"]
+    if head and b"\x00" not in head and _is_utf8_start(head):
+        return FORMAT_NAMED["text"]
+    return None
+
+
+def _is_utf8_start(head: bytes) -> bool:
+    """True when ``head`` is UTF-8, allowing a character cut off at its end."""
+    for cut in range(4):
+        try:
+            head[: len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
+def upload_name(filename: str) -> str:
+    """The base name of an uploaded file: clients may send a whole path (C:\\docs\\a.pdf)."""
+    return filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
+
+
+def text_content_type(name: str) -> str:
+    """The media type of a document sent as text: markdown for .md names, else plain text."""
+    return "text/markdown" if suffix_of(name) in (".md", ".markdown") else "text/plain"
+
+
+def table_lines(rows: Sequence[Sequence[str]], *, header: bool) -> list[str]:
+    """A table as one line per row, so a chunk holding a row still makes sense alone.
+
+    With ``header`` (and at least one row under it) each row reads
+    ``Name: Ada; Role: engineer`` (empty cells left out, unnamed columns
+    ``column N``); without, the cells are joined with `` | ``. Blank rows are dropped.
+    """
+    cleaned = [[" ".join(str(cell).split()) for cell in row] for row in rows]
+    cleaned = [row for row in cleaned if any(row)]
+    if not header or len(cleaned) < 2:
+        return [" | ".join(cell for cell in row if cell) for row in cleaned]
+    names = cleaned[0]
+    lines = []
+    for row in cleaned[1:]:
+        pairs = [
+            f"{names[i] if i < len(names) and names[i] else f'column {i + 1}'}: {value}"
+            for i, value in enumerate(row)
+            if value
+        ]
+        lines.append("; ".join(pairs))
+    return lines
+
+
+# --- adding ----------------------------------------------------------------------------------
 
 
 def content_hash(text: str) -> str:
@@ -43,21 +184,79 @@ def check_document(name: Any, text: Any) -> tuple[str, str]:
     return name.strip(), text
 
 
-def add_document(
-    name: Any, text: Any
-) -> Generator[FindDocument | Embed | StoreDocument, Any, StoredDocument]:
+@attrs.frozen
+class NewDocument:
+    """A document checked, hashed and chunked, ready for ``store_new_document``."""
+
+    name: str
+    text: str
+    content_hash: str
+    content_type: str
+    size_bytes: int
+    chunks: tuple[Chunk, ...]
+
+
+def prepare_document(
+    name: Any,
+    text: Any,
+    *,
+    content_type: str | None = None,
+    size_bytes: int | None = None,
+    target_tokens: int = DEFAULT_TARGET_TOKENS,
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+) -> NewDocument:
+    """Check, hash and chunk a document; InvalidInput when it cannot be one.
+
+    ``content_type`` and ``size_bytes`` describe the file it was read from; without
+    them the document is taken as sent as text (see ``text_content_type``). This is
+    the CPU-heavy part of adding a large document (about 0.3 s a megabyte), so a
+    runner calls it in a worker thread and then runs ``store_new_document``.
+    """
     name, text = check_document(name, text)
-    digest = content_hash(text)
-    existing: StoredDocument | None = yield FindDocument(digest)
+    return NewDocument(
+        name=name,
+        text=text,
+        content_hash=content_hash(text),
+        content_type=content_type or text_content_type(name),
+        size_bytes=len(text.encode("utf-8")) if size_bytes is None else size_bytes,
+        chunks=tuple(chunk_text(text, target_tokens, overlap_tokens)),
+    )
+
+
+def store_new_document(
+    doc: NewDocument,
+) -> Generator[FindDocument | Embed | StoreDocument, Any, StoredDocument]:
+    """Store ``doc`` unless the same content is stored already (then: that one).
+
+    Chunks are embedded ``EMBED_BATCH`` at a time and stored together, with the
+    document, only once all are embedded: a failure midway stores nothing.
+    """
+    existing: StoredDocument | None = yield FindDocument(doc.content_hash)
     if existing is not None:
         return existing
-    chunks = tuple(chunk_text(text))
-    vectors = yield Embed(tuple(chunk.text for chunk in chunks), purpose="document")
+    vectors: list[tuple[float, ...]] = []
+    for start in range(0, len(doc.chunks), EMBED_BATCH):
+        batch = tuple(chunk.text for chunk in doc.chunks[start : start + EMBED_BATCH])
+        embedded = yield Embed(batch, purpose="document")
+        if len(embedded) != len(batch):
+            raise ValueError(
+                f"the embedder returned {len(embedded)} vectors for {len(batch)} texts"
+            )
+        vectors.extend(tuple(v) for v in embedded)
     stored: StoredDocument = yield StoreDocument(
-        name=name,
-        content_hash=digest,
-        text=text,
-        chunks=chunks,
-        vectors=tuple(tuple(v) for v in vectors),
+        name=doc.name,
+        content_hash=doc.content_hash,
+        text=doc.text,
+        chunks=doc.chunks,
+        vectors=tuple(vectors),
+        content_type=doc.content_type,
+        size_bytes=doc.size_bytes,
     )
     return stored
+
+
+def add_document(
+    name: Any, text: Any, **options: Any
+) -> Generator[FindDocument | Embed | StoreDocument, Any, StoredDocument]:
+    """``prepare_document`` then ``store_new_document``, in one pipeline (small texts)."""
+    return (yield from store_new_document(prepare_document(name, text, **options)))

@@ -1,34 +1,143 @@
-"""/documents: add documents to the knowledge base and list them."""
+"""/documents: add documents to the knowledge base (as JSON text or an uploaded file),
+list them, read one, delete one (its chunks go with it)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from quart import Blueprint
+import trio
+from quart import Blueprint, request
 
-from ragcore.knowledge.documents import add_document
+from ragcore.errors import InvalidInput
+from ragcore.knowledge.documents import (
+    StoredDocument,
+    detect_format,
+    prepare_document,
+    store_new_document,
+    supported_formats,
+    upload_name,
+)
 from ragio.http.context import service
 from ragio.http.inputs import json_body, reject_unknown
+from ragio.http.problems import Problem
 from ragio.knowledge import store
+from ragio.knowledge.formats import read_upload
 from ragio.runner import run
 
 blueprint = Blueprint("documents", __name__)
+UPLOAD_FIELDS = {"file", "name"}
+_MAX_ID = 2**63 - 1
+
+
+def document_json(doc: StoredDocument) -> dict[str, Any]:
+    return {
+        "id": doc.id,
+        "name": doc.name,
+        "chunk_count": doc.chunk_count,
+        "content_type": doc.content_type,
+        "size_bytes": doc.size_bytes,
+        "created_at": doc.created_at.isoformat() if doc.created_at else None,
+    }
 
 
 @blueprint.post("/documents")
-async def create_document() -> tuple[dict[str, Any], int]:
-    body = await json_body(required=True)
-    reject_unknown(body, {"name", "text"})
-    stored = await run(add_document(body.get("name"), body.get("text")), service())
-    result = {
-        "id": stored.id,
-        "name": stored.name,
-        "chunk_count": stored.chunk_count,
-        "duplicate": not stored.created,
-    }
-    return result, 201 if stored.created else 200
+async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
+    svc = service()
+    if request.mimetype == "multipart/form-data":
+        stored = await _add_upload(svc)
+    else:
+        if request.mimetype not in ("", "application/json") and not request.mimetype.endswith(
+            "+json"
+        ):
+            raise Problem(
+                415,
+                f"send application/json with name and text, or a multipart/form-data upload "
+                f"with the document in a field named file; not {request.mimetype}",
+            )
+        body = await json_body(required=True)
+        reject_unknown(body, {"name", "text"})
+        stored = await _add(svc, body.get("name"), body.get("text"))
+    result = {**document_json(stored), "duplicate": not stored.created}
+    if stored.created:
+        return result, 201, {"Location": f"/documents/{stored.id}"}
+    return result, 200, {}
+
+
+async def _add_upload(svc: Any) -> StoredDocument:
+    """A multipart upload: field ``file`` (the document) and, optionally, ``name``."""
+    files = await request.files
+    form = await request.form
+    unknown = sorted((set(files) | set(form)) - UPLOAD_FIELDS)
+    if unknown:
+        raise Problem(
+            422,
+            f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(UPLOAD_FIELDS))}",
+        )
+    uploads = files.getlist("file")
+    if not uploads:
+        detail = "must be a file part (with a filename)" if "file" in form else "is required"
+        raise InvalidInput("file", f"{detail}: the document to add, as a multipart file part")
+    if len(uploads) > 1:
+        raise InvalidInput("file", "send one file per request")
+    upload = uploads[0]
+    filename = upload_name(upload.filename or "")
+    name = form.get("name", "").strip() or filename
+    if not name:
+        raise InvalidInput("name", "is required: give the file a filename or send a name field")
+
+    data = await trio.to_thread.run_sync(upload.read)
+    limit = svc.settings.max_upload_bytes
+    if len(data) > limit:
+        raise Problem(
+            413, f"the file is {len(data)} bytes; the limit is {limit} (MAX_UPLOAD_BYTES)"
+        )
+    if not data:
+        raise InvalidInput("file", "is empty")
+    fmt = detect_format(filename or name, upload.mimetype, data[:1024]) or detect_format(name, None)
+    if fmt is None:
+        declared = upload.mimetype or "of no declared type"
+        raise Problem(
+            415, f"{name} is {declared}, which cannot be read; supported: {supported_formats()}"
+        )
+    text = await read_upload(data, fmt, upload.mimetype_params.get("charset"))
+    try:
+        return await _add(svc, name, text, content_type=fmt.content_type, size_bytes=len(data))
+    except InvalidInput as error:
+        if error.field == "text":
+            raise InvalidInput("file", "has no text to index") from None
+        raise
+
+
+async def _add(svc: Any, name: Any, text: Any, **source: Any) -> StoredDocument:
+    """Check and chunk in a worker thread (CPU-bound for a large text), then store."""
+    prepare = functools.partial(prepare_document, name, text, **source)
+    return await run(store_new_document(await trio.to_thread.run_sync(prepare)), svc)
 
 
 @blueprint.get("/documents")
 async def list_documents() -> dict[str, Any]:
-    return {"documents": await service().database.run(store.list_documents)}
+    documents = await service().database.run(store.list_documents)
+    return {"documents": [document_json(doc) for doc in documents]}
+
+
+@blueprint.get("/documents/<id>")
+async def get_document(id: str) -> dict[str, Any]:
+    found = await service().database.run(store.get_document, _document_id(id))
+    if found is None:
+        raise Problem(404, f"no document {id}; GET /documents lists them")
+    doc, text = found
+    return {**document_json(doc), "text": text}
+
+
+@blueprint.delete("/documents/<id>")
+async def delete_document(id: str) -> tuple[str, int]:
+    if not await service().database.run(store.delete_document, _document_id(id)):
+        raise Problem(404, f"no document {id}; GET /documents lists them")
+    return "", 204
+
+
+def _document_id(raw: str) -> int:
+    if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= _MAX_ID:
+        raise Problem(404, f"no document {raw!r}: document ids are positive whole numbers")
+    return int(raw)

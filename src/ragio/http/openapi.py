@@ -94,19 +94,73 @@ SPEC: dict[str, Any] = {
             "NewDocument": {
                 "type": "object",
                 "required": ["name", "text"],
-                "properties": {"name": {"type": "string"}, "text": {"type": "string"}},
+                "properties": {
+                    "name": {"type": "string", "maxLength": 255},
+                    "text": {"type": "string", "description": "plain text or markdown"},
+                },
             },
-            "DocumentAdded": {
+            "DocumentUpload": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "txt, md, html, pdf (text layer), docx or csv; "
+                        "at most MAX_UPLOAD_BYTES (default 25 MB)",
+                    },
+                    "name": {
+                        "type": "string",
+                        "maxLength": 255,
+                        "description": "the document's name; default: the file's name",
+                    },
+                },
+            },
+            "Document": {
                 "type": "object",
                 "properties": {
                     "id": {"type": "integer"},
                     "name": {"type": "string"},
                     "chunk_count": {"type": "integer"},
-                    "duplicate": {
-                        "type": "boolean",
-                        "description": "true when the same content was already stored",
+                    "content_type": {
+                        "type": "string",
+                        "description": "media type of the file it was read from",
                     },
+                    "size_bytes": {
+                        "type": "integer",
+                        "description": "size of that file (of the text, when sent as JSON)",
+                    },
+                    "created_at": {"type": "string", "format": "date-time"},
                 },
+            },
+            "DocumentAdded": {
+                "allOf": [
+                    _ref("Document"),
+                    {
+                        "type": "object",
+                        "properties": {
+                            "duplicate": {
+                                "type": "boolean",
+                                "description": "true when the same content was already stored: "
+                                "the response describes that document, nothing was added",
+                            },
+                        },
+                    },
+                ]
+            },
+            "DocumentWithText": {
+                "allOf": [
+                    _ref("Document"),
+                    {
+                        "type": "object",
+                        "properties": {
+                            "text": {
+                                "type": "string",
+                                "description": "the text as read from the file, headings as #",
+                            }
+                        },
+                    },
+                ]
             },
         },
     },
@@ -163,22 +217,60 @@ SPEC: dict[str, Any] = {
         },
         "/documents": {
             "get": {
-                "summary": "List the documents",
-                "responses": {"200": _json({"type": "object"}, "The documents")},
+                "summary": "List the documents, oldest first",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "documents": {"type": "array", "items": _ref("Document")}
+                            },
+                        },
+                        "The documents",
+                    ),
+                    "401": PROBLEM,
+                },
             },
             "post": {
-                "summary": "Add a plain text or markdown document",
+                "summary": "Add a document: JSON text, or an uploaded file",
+                "description": "The same content (after reading the file) is stored once: "
+                "adding it again answers 200 with duplicate: true.",
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": _ref("NewDocument")}},
+                    "content": {
+                        "application/json": {"schema": _ref("NewDocument")},
+                        "multipart/form-data": {"schema": _ref("DocumentUpload")},
+                    },
                 },
                 "responses": {
-                    "201": _json(_ref("DocumentAdded"), "Stored"),
+                    "201": _json(_ref("DocumentAdded"), "Stored (Location: /documents/{id})"),
                     "200": _json(_ref("DocumentAdded"), "Already stored (duplicate: true)"),
                     "400": PROBLEM,
                     "401": PROBLEM,
                     "413": PROBLEM,
+                    "415": PROBLEM,
                     "422": PROBLEM,
+                },
+            },
+        },
+        "/documents/{id}": {
+            "parameters": [
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+            ],
+            "get": {
+                "summary": "One document, with its text",
+                "responses": {
+                    "200": _json(_ref("DocumentWithText"), "The document"),
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                },
+            },
+            "delete": {
+                "summary": "Delete a document and its chunks; answers cite it no more",
+                "responses": {
+                    "204": {"description": "Deleted"},
+                    "401": PROBLEM,
+                    "404": PROBLEM,
                 },
             },
         },

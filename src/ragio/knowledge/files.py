@@ -1,42 +1,57 @@
-"""Finding and reading the files `ragchat ingest` adds."""
+"""Finding and reading the files `ragchat ingest` adds: every format ragchat reads."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+import trio
+
+from ragcore.errors import InvalidInput
+from ragcore.knowledge.documents import Format, format_for_suffix, supported_formats
+from ragio.knowledge.formats import read_upload
 
 
 def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """Files to ingest under ``paths`` (folders walked, sorted), and paths skipped with why."""
+    """Files to ingest under ``paths`` (folders walked, sorted), and paths skipped with why.
+
+    In a folder, hidden files and folders (a name starting with '.') are left out, and a
+    file is taken when its suffix is one of a supported format. A file named on the
+    command line is taken or refused the same way.
+    """
     found: list[Path] = []
     skipped: list[tuple[Path, str]] = []
+    unsupported = f"unsupported type; supported: {supported_formats()}"
     for path in paths:
         if path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 if any(part.startswith(".") for part in child.relative_to(path).parts):
                     continue
-                if child.suffix.lower() in TEXT_SUFFIXES:
+                if format_for_suffix(child.name):
                     found.append(child)
                 else:
-                    skipped.append(
-                        (child, f"unsupported type; supported: {', '.join(TEXT_SUFFIXES)}")
-                    )
+                    skipped.append((child, unsupported))
         elif path.is_file():
-            if path.suffix.lower() in TEXT_SUFFIXES:
+            if format_for_suffix(path.name):
                 found.append(path)
             else:
-                skipped.append((path, f"unsupported type; supported: {', '.join(TEXT_SUFFIXES)}"))
+                skipped.append((path, unsupported))
         else:
             skipped.append((path, "no such file or folder"))
     return found, skipped
 
 
-def read_text(path: Path) -> str:
-    """The file as UTF-8 text (a BOM is dropped); ValueError when it is not text."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
+async def read_document(path: Path, max_bytes: int) -> tuple[str, Format, int]:
+    """The file's text (structure kept, see ``ragio.knowledge.formats``), format and size.
+
+    InvalidInput (field ``file``) when it is over ``max_bytes`` (MAX_UPLOAD_BYTES, the
+    same limit as uploads) or cannot be read as its suffix says; OSError when unreadable.
+    """
+    fmt = format_for_suffix(path.name)
+    if fmt is None:
+        raise InvalidInput("file", f"unsupported type; supported: {supported_formats()}")
+    size = (await trio.Path(path).stat()).st_size
+    if size > max_bytes:
+        raise InvalidInput("file", f"is {size} bytes; the limit is {max_bytes} (MAX_UPLOAD_BYTES)")
+    data = await trio.Path(path).read_bytes()
+    return await read_upload(data, fmt), fmt, len(data)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 
 from ragcore.effects import StoreDocument
 from ragcore.knowledge.documents import StoredDocument
+
+# The columns a StoredDocument is read from, for a documents row ``d``.
+_DOCUMENT = """d.id, d.name, d.content_type, d.size_bytes, d.created_at,
+               (SELECT count(*) FROM chunks c WHERE c.document_id = d.id)"""
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -15,15 +20,23 @@ def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
+def _stored(row: Sequence[Any], created: bool = False) -> StoredDocument:
+    return StoredDocument(
+        id=row[0],
+        name=row[1],
+        content_type=row[2],
+        size_bytes=row[3],
+        created_at=row[4],
+        chunk_count=row[5],
+        created=created,
+    )
+
+
 def find_document(conn: psycopg.Connection, content_hash: str) -> StoredDocument | None:
     row = conn.execute(
-        """SELECT d.id, d.name, (SELECT count(*) FROM chunks c WHERE c.document_id = d.id)
-           FROM documents d WHERE d.content_hash = %s""",
-        (content_hash,),
+        f"SELECT {_DOCUMENT} FROM documents d WHERE d.content_hash = %s", (content_hash,)
     ).fetchone()
-    return (
-        StoredDocument(id=row[0], name=row[1], chunk_count=row[2], created=False) if row else None
-    )
+    return _stored(row) if row else None
 
 
 def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocument:
@@ -35,9 +48,10 @@ def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocume
         raise ValueError(f"{len(doc.chunks)} chunks but {len(doc.vectors)} vectors")
     with conn.transaction():
         row = conn.execute(
-            """INSERT INTO documents (name, content_hash, text) VALUES (%s, %s, %s)
-               ON CONFLICT (content_hash) DO NOTHING RETURNING id""",
-            (doc.name, doc.content_hash, doc.text),
+            """INSERT INTO documents (name, content_hash, text, content_type, size_bytes)
+               VALUES (%s, %s, %s, %s, %s)
+               ON CONFLICT (content_hash) DO NOTHING RETURNING id, created_at""",
+            (doc.name, doc.content_hash, doc.text, doc.content_type, doc.size_bytes),
         ).fetchone()
         if row is None:
             existing = find_document(conn, doc.content_hash)
@@ -52,16 +66,35 @@ def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocume
                     for c, v in zip(doc.chunks, doc.vectors, strict=True)
                 ],
             )
-    return StoredDocument(id=row[0], name=doc.name, chunk_count=len(doc.chunks), created=True)
+    return StoredDocument(
+        id=row[0],
+        name=doc.name,
+        chunk_count=len(doc.chunks),
+        created=True,
+        content_type=doc.content_type,
+        size_bytes=doc.size_bytes,
+        created_at=row[1],
+    )
 
 
-def list_documents(conn: psycopg.Connection) -> list[dict]:
-    rows = conn.execute(
-        """SELECT d.id, d.name, d.created_at, count(c.id)
-           FROM documents d LEFT JOIN chunks c ON c.document_id = d.id
-           GROUP BY d.id ORDER BY d.id"""
-    ).fetchall()
-    return [
-        {"id": r[0], "name": r[1], "created_at": r[2].isoformat(), "chunk_count": r[3]}
-        for r in rows
-    ]
+def list_documents(conn: psycopg.Connection) -> list[StoredDocument]:
+    """Every document, oldest first."""
+    rows = conn.execute(f"SELECT {_DOCUMENT} FROM documents d ORDER BY d.id").fetchall()
+    return [_stored(row) for row in rows]
+
+
+def get_document(conn: psycopg.Connection, document_id: int) -> tuple[StoredDocument, str] | None:
+    """The document and its text, or None when there is no such document."""
+    row = conn.execute(
+        f"SELECT {_DOCUMENT}, d.text FROM documents d WHERE d.id = %s", (document_id,)
+    ).fetchone()
+    return (_stored(row), row[6]) if row else None
+
+
+def delete_document(conn: psycopg.Connection, document_id: int) -> bool:
+    """Delete the document and its chunks (one statement: the foreign key cascades).
+
+    False when there was no such document.
+    """
+    row = conn.execute("DELETE FROM documents WHERE id = %s RETURNING id", (document_id,))
+    return row.fetchone() is not None
