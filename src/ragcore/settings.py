@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ragcore.language import NAMES as DETECTABLE_LANGUAGES
+
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
 _IDENTIFIER = re.compile(r"^[a-z0-9_-]{1,64}$")
@@ -111,9 +113,11 @@ def _choices(options: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
 
 def _languages(raw: str) -> tuple[str, ...]:
     values = tuple(item.lower() for item in _items(raw))
-    bad = [v for v in values if not _LANGUAGE.match(v)]
+    bad = [v for v in values if v not in DETECTABLE_LANGUAGES]
     if bad:
-        raise _Bad(f"{', '.join(bad)} is not an ISO 639-1 code such as en, de or fr")
+        raise _Bad(
+            f"{', '.join(bad)}: not an ISO 639-1 code of a detectable language such as en, de or fr"
+        )
     return values
 
 
@@ -322,7 +326,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("OPENAI_CHAT_MODEL", "gpt-4o-mini", "OpenAI chat model"),
     Setting(
-        "OPENAI_EMBEDDING_MODEL", "text-embedding-3-large",
+        "OPENAI_EMBEDDING_MODEL",
+        "text-embedding-3-large",
         "OpenAI embedding model (3,072 dimensions, the EMBEDDING_DIMENSIONS default)",
     ),
     Setting("ANTHROPIC_API_KEY", "", "Anthropic API key", secret=True),
@@ -519,10 +524,11 @@ def load_settings(environ: Mapping[str, str], dotenv: Mapping[str, str | None] =
 def _cross_checks(values: dict[str, Any]) -> list[str]:
     problems = []
     budgets = [
-        s.name for s in SETTINGS
-        if s.name.startswith("BUDGET_") and values[s.field] and (
-            not isinstance(values[s.field], tuple) or any(t for _, t in values[s.field])
-        )
+        s.name
+        for s in SETTINGS
+        if s.name.startswith("BUDGET_")
+        and values[s.field]
+        and (not isinstance(values[s.field], tuple) or any(t for _, t in values[s.field]))
     ]
     if budgets and not values["usage_ledger"]:
         problems.append(

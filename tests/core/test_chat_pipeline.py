@@ -2,12 +2,12 @@
 
 import pytest
 
-from ragcore.chat.extractive import NOT_FOUND
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
 from ragcore.chat.sources import Hit
-from ragcore.effects import Embed, Generate, Reply, SearchChunks
+from ragcore.effects import DetectLanguage, Embed, Generate, Reply, SearchChunks
 from ragcore.errors import InvalidInput
+from ragcore.language import LanguageGuess, not_found
 from tests.core.drive import drive
 
 POLICY = ChatPolicy(max_context_chars=12000, max_output_tokens=256, temperature=0.2)
@@ -20,6 +20,8 @@ HITS = [
 def recorded(hits=HITS, reply="Within 30 days [1]."):
     def answer(effect):
         match effect:
+            case DetectLanguage():
+                return [LanguageGuess("en", "English", 0.9)]
             case Embed():
                 return [[0.1, 0.2, 0.3]]
             case SearchChunks():
@@ -34,7 +36,7 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
 def test_embeds_searches_generates_and_cites():
     request = ChatRequest("How long do I have to return something?")
     outcome, effects = drive(answer_question(request, POLICY), recorded())
-    assert [type(e) for e in effects] == [Embed, SearchChunks, Generate]
+    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks, Generate]
     assert outcome.answer == "Within 30 days [1]."
     assert [(c.number, c.document_name, c.chunk_id) for c in outcome.citations] == [
         (1, "refunds.md", 11)
@@ -44,12 +46,15 @@ def test_embeds_searches_generates_and_cites():
 
 def test_the_reminder_goes_to_generation_but_not_to_embedding_or_search():
     question = "How long do I have to return something?"
-    _, (embed, search, generate) = drive(answer_question(ChatRequest(question), POLICY), recorded())
+    _, (_, embed, search, generate) = drive(
+        answer_question(ChatRequest(question), POLICY), recorded()
+    )
     assert embed.texts == (question,) and embed.purpose == "query"
     assert search.text == question and search.vector == (0.1, 0.2, 0.3)
     assert REMINDER not in search.text
     prompt = generate.prompt
-    assert prompt.system == GROUNDING_INSTRUCTIONS
+    assert prompt.system.startswith(GROUNDING_INSTRUCTIONS)
+    assert prompt.system.endswith("Write the answer in English.")
     assert prompt.user.endswith(f"Question: {question}\n\n{REMINDER}")
     assert "[1] (refunds.md > Returns)\nReturns are accepted within 30 days." in prompt.user
     assert "[2] (shipping.md)\nWe ship to the EU." in prompt.user
@@ -73,8 +78,8 @@ def test_a_marker_for_a_source_that_was_not_supplied_is_removed():
 
 def test_with_nothing_retrieved_the_provider_is_not_called():
     outcome, effects = drive(answer_question(ChatRequest("anything?"), POLICY), recorded(hits=[]))
-    assert [type(e) for e in effects] == [Embed, SearchChunks]
-    assert outcome.answer == NOT_FOUND and outcome.citations == ()
+    assert [type(e) for e in effects] == [Embed, SearchChunks]  # too short to detect a language
+    assert outcome.answer == not_found("en") and outcome.citations == ()
     assert outcome.provider is None
 
 
@@ -87,3 +92,28 @@ def test_a_bad_question_is_refused_before_any_effect(question, message):
     with pytest.raises(InvalidInput, match=message) as raised:
         next(pipeline)
     assert raised.value.field == "question"
+
+
+def test_the_answer_is_asked_for_in_the_detected_language():
+    def german(effect):
+        if isinstance(effect, DetectLanguage):
+            return [LanguageGuess("de", "German", 0.95)]
+        return recorded()(effect)
+
+    outcome, effects = drive(
+        answer_question(ChatRequest("Wie lange kann ich etwas zurückgeben?"), POLICY), german
+    )
+    assert effects[-1].prompt.system.endswith("Write the answer in German.")
+    assert effects[-1].prompt.language == "de"
+    assert outcome.language == "de"
+
+
+def test_with_nothing_retrieved_the_answer_says_so_in_the_users_language():
+    def german(effect):
+        if isinstance(effect, DetectLanguage):
+            return [LanguageGuess("de", "German", 0.95)]
+        return recorded(hits=[])(effect)
+
+    outcome, _ = drive(answer_question(ChatRequest("Wann öffnet der Laden?"), POLICY), german)
+    assert outcome.answer == not_found("de")
+    assert outcome.language == "de"

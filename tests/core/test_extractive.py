@@ -1,6 +1,7 @@
-from ragcore.chat.extractive import NOT_FOUND, extractive_answer
+from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.prompts import build_prompt
 from ragcore.chat.sources import Hit, number_sources
+from ragcore.language import not_found
 
 
 def prompt(question: str, *texts: str):
@@ -31,7 +32,7 @@ def test_sentences_from_several_sources_keep_their_own_numbers():
 
 def test_says_so_when_no_source_shares_a_word_with_the_question():
     p = prompt("Who founded the company?", "Standard shipping takes 3 to 5 working days.")
-    assert extractive_answer(p) == NOT_FOUND
+    assert extractive_answer(p) == not_found("en")
 
 
 def test_an_instruction_inside_a_document_is_only_content():
@@ -41,3 +42,14 @@ def test_an_instruction_inside_a_document_is_only_content():
         "The refund policy allows returns within 30 days.",
     )
     assert extractive_answer(p) == "The refund policy allows returns within 30 days. [1]"
+
+
+def test_inflected_words_match_in_any_language():
+    p = prompt(
+        "Wie viele Tage habe ich für die Rückgabe eines Artikels?",
+        "Artikel können innerhalb von 30 Tagen nach der Lieferung zurückgegeben werden.",
+        "Der Versand dauert drei Werktage.",
+    )
+    assert extractive_answer(p) == (
+        "Artikel können innerhalb von 30 Tagen nach der Lieferung zurückgegeben werden. [1]"
+    )

@@ -7,6 +7,7 @@ import pytest
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
 from ragcore.effects import (
+    DetectLanguage,
     Embed,
     Generate,
     ReleaseTokens,
@@ -85,6 +86,8 @@ def responder(decision, reply=Reply("At 9 [1].", "openai", "gpt", TokenUsage(40,
         match effect:
             case ReserveTokens():
                 return decision
+            case DetectLanguage():
+                return []
             case Embed():
                 return [[1.0]]
             case SearchChunks():
@@ -117,6 +120,7 @@ def test_an_allowed_request_settles_what_the_provider_reported():
     )
     assert [type(e) for e in effects] == [
         ReserveTokens,
+        DetectLanguage,
         Embed,
         SearchChunks,
         Generate,
@@ -131,6 +135,7 @@ def test_a_failed_call_releases_its_reservation_and_fails():
     pipeline = answer_question(ChatRequest("When do you open?"), POLICY)
     answer = responder(Reservation(7))
     effect = next(pipeline)
+    effect = pipeline.send(answer(effect))  # DetectLanguage
     effect = pipeline.send(answer(effect))  # Embed
     effect = pipeline.send(answer(effect))  # SearchChunks
     effect = pipeline.send(answer(effect))  # Generate
@@ -152,4 +157,5 @@ def test_with_nothing_retrieved_the_reservation_is_released():
 def test_with_the_ledger_off_nothing_is_reserved_or_recorded():
     policy = ChatPolicy(max_context_chars=12000, max_output_tokens=100, temperature=0.3)
     _, effects = drive(answer_question(ChatRequest("When?"), policy), responder(None))
+    # "When?" is too short to detect a language in: no detection either
     assert [type(e) for e in effects] == [Embed, SearchChunks, Generate]

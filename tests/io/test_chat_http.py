@@ -63,3 +63,25 @@ async def test_the_same_document_twice_is_stored_once(api, database_url):
     assert again.json() == {**first, "duplicate": True}
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM documents").fetchone() == (1,)
+
+
+async def test_the_answer_comes_in_the_language_of_the_question(api):
+    await add(
+        api,
+        "rueckgabe.md",
+        "# Rückgabe\n\nArtikel können innerhalb von 30 Tagen nach der Lieferung zurückgegeben werden.",
+    )
+    response = await api.post(
+        "/chat", params={"question": "Wie viele Tage habe ich für die Rückgabe eines Artikels?"}
+    )
+    body = response.json()
+    assert body["language"] == "de"
+    assert "innerhalb von 30 Tagen" in body["answer"]
+
+    english = await api.post("/chat", params={"question": "Who is the founder of the company?"})
+    assert english.json()["language"] == "en"
+
+
+async def test_a_short_message_falls_back_to_the_default_language(api):
+    response = await api.post("/chat", params={"question": "Hallo?"})
+    assert response.json()["language"] == "en"

@@ -11,8 +11,8 @@ import math
 import re
 
 from ragcore.chat.prompts import Prompt
+from ragcore.language import not_found
 
-NOT_FOUND = "The available documents do not answer this question."
 MAX_SENTENCES = 3
 MAX_ANSWER_CHARS = 900
 #: a sentence scoring under this share of the best one is left out
@@ -20,83 +20,43 @@ RELATIVE_CUTOFF = 0.5
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# Function words of the languages most of our owners write in: they match everywhere.
 _STOPWORDS = frozenset(
-    (
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "tell",
-        "us",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "about",
-        "any",
-        "some",
-    )
+    """a about an and any are as at be been but by can could did do does for from had has have
+    how i if in into is it its me my no not of on or our please so some than that the their
+    them then there these they this to tell us was we were what when where which who whom why
+    will with would you your
+    aber als am an auf aus bei bin bis das dass dem den der des die du ein eine einem einen
+    einer eines es für hat habe haben ich ihr im in ist ja kann mein mit nach nicht noch oder
+    sie sind so um und uns von vor was wer wie wir wird zu zum zur
+    au aux avec ce ces dans de des du elle en est et il je la le les leur mais me mon ne nous
+    on ou par pas pour qu que qui sa se ses son sur ta te tu un une vos votre vous
+    al como con cual cuando de del el en es esta este la las lo los me mi no para por que se
+    su sus un una y yo
+    aan al bij dat de den der die dit een en het hoe ik in is je met mijn naar niet of om op
+    te van voor wat we wie zijn
+    """.split()
 )
 
 
 def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1]
+
+
+def same_word(a: str, b: str) -> bool:
+    """Equal, or one a short inflection of the other ("refund"/"refunds", "tage"/"tagen").
+
+    A stemmer for no language in particular: it must work for whatever language the
+    owner's documents are in.
+    """
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return len(short) >= 4 and long.startswith(short) and len(long) - len(short) <= 3
+
+
+def _in(term: str, bag: set[str]) -> bool:
+    return term in bag or any(same_word(term, word) for word in bag)
 
 
 def extractive_answer(prompt: Prompt) -> str:
@@ -107,17 +67,20 @@ def extractive_answer(prompt: Prompt) -> str:
         if sentence.strip()
     ]
     terms = set(words(prompt.question))
+    found = [
+        (number, position, sentence, bag, {t for t in terms if _in(t, bag)})
+        for number, position, sentence, bag in sentences
+    ]
     # A question word found in every sentence ("days") tells less than a rare one ("return").
-    frequency = {t: sum(1 for *_, bag in sentences if t in bag) for t in terms}
+    frequency = {t: sum(1 for *_, overlap in found if t in overlap) for t in terms}
     weight = {t: math.log(1 + len(sentences) / n) for t, n in frequency.items() if n}
     scored = []
-    for number, position, sentence, bag in sentences:
-        overlap = terms & bag
+    for number, position, sentence, bag, overlap in found:
         if overlap:
             score = sum(weight[t] for t in overlap) / math.sqrt(len(bag))
             scored.append((score, number, position, sentence))
     if not scored:
-        return NOT_FOUND
+        return not_found(prompt.language)
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     best = scored[0][0]
     chosen: list[tuple[int, int, str]] = []

@@ -13,10 +13,10 @@ from typing import Any
 import attrs
 
 from ragcore.chat.citations import Citation, resolve_citations
-from ragcore.chat.extractive import NOT_FOUND
 from ragcore.chat.prompts import build_prompt
 from ragcore.chat.sources import Hit, number_sources, trim_hits
 from ragcore.effects import (
+    DetectLanguage,
     Embed,
     Generate,
     ReleaseTokens,
@@ -26,6 +26,7 @@ from ragcore.effects import (
     SettleTokens,
 )
 from ragcore.errors import InvalidInput
+from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
 from ragcore.usage import (
     LIMIT_REACHED,
     Capped,
@@ -55,6 +56,7 @@ class ChatPolicy:
     search_limit: int = SEARCH_LIMIT
     usage_ledger: bool = False
     caps: Caps = Caps()
+    language: LanguagePolicy = LanguagePolicy()
 
     @classmethod
     def from_settings(cls, settings: Any) -> ChatPolicy:
@@ -64,6 +66,7 @@ class ChatPolicy:
             temperature=settings.default_temperature,
             usage_ledger=settings.usage_ledger,
             caps=Caps.from_settings(settings),
+            language=LanguagePolicy.from_settings(settings),
         )
 
 
@@ -76,6 +79,7 @@ class ChatAnswer:
     model: str | None
     usage: TokenUsage | None = None  # None when no provider was asked
     limited: bool = False  # True when a token budget stopped the request
+    language: str | None = None  # ISO 639-1 code of the answer; None when not answered
 
 
 def check_question(question: Any) -> str:
@@ -117,15 +121,17 @@ def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, 
 
 def _grounded_answer(
     question: str, request: ChatRequest, policy: ChatPolicy
-) -> Generator[Embed | SearchChunks | Generate, Any, ChatAnswer]:
+) -> Generator[Any, Any, ChatAnswer]:
+    guesses = (yield DetectLanguage(question)) if worth_detecting(question) else ()
+    language = choose_language(guesses, policy.language)
     [vector] = yield Embed((question,), purpose="query")
     hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
     kept = trim_hits(hits, policy.max_context_chars)
     if not kept:
         # Nothing to ground an answer on: say so without spending a provider call.
-        return ChatAnswer(NOT_FOUND, (), request.role, provider=None, model=None)
+        return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
     sources = number_sources(kept)
-    prompt = build_prompt(question, sources)
+    prompt = build_prompt(question, sources, language)
     reply: Reply = yield Generate(
         prompt,
         max_output_tokens=policy.max_output_tokens,
@@ -134,5 +140,5 @@ def _grounded_answer(
     text, citations = resolve_citations(reply.text, sources)
     usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
     return ChatAnswer(
-        text, citations, request.role, provider=reply.provider, model=reply.model, usage=usage
+        text, citations, request.role, reply.provider, reply.model, usage=usage, language=language
     )
