@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the HTTP API on APP_BIND:APP_PORT (default 127.0.0.1:8000)"
     )
     ingest = commands.add_parser(
-        "ingest", help="add text and markdown files (folders are walked) to the knowledge base"
+        "ingest",
+        help="add documents (txt, md, html, pdf, docx, csv; folders walked) to the knowledge base",
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ask = commands.add_parser("ask", help="answer a question and print its sources")

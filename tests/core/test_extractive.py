@@ -53,3 +53,12 @@ def test_inflected_words_match_in_any_language():
     assert extractive_answer(p) == (
         "Artikel können innerhalb von 30 Tagen nach der Lieferung zurückgegeben werden. [1]"
     )
+
+
+def test_a_sentence_repeated_by_overlapping_chunks_is_quoted_once():
+    p = prompt(
+        "When does the shop open?",
+        "We sell coffee. The shop opens at 9 am.",
+        "The shop opens at 9 am. It closes at 6 pm.",
+    )
+    assert extractive_answer(p) == "The shop opens at 9 am. [1]"

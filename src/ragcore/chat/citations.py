@@ -20,6 +20,7 @@ class Citation:
     chunk_id: int
     snippet: str
     score: float
+    heading_path: tuple[str, ...] = ()  # where in the document: headings, or "Page 3"
 
 
 def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Citation, ...]]:
@@ -51,4 +52,5 @@ def _citation(source: Source) -> Citation:
         chunk_id=hit.chunk_id,
         snippet=snippet,
         score=hit.score,
+        heading_path=hit.heading_path,
     )

@@ -60,12 +60,14 @@ def _in(term: str, bag: set[str]) -> bool:
 
 
 def extractive_answer(prompt: Prompt) -> str:
-    sentences = [
-        (source.number, position, sentence.strip(), set(words(sentence)))
-        for source in prompt.sources
-        for position, sentence in enumerate(_SENTENCE_END.split(source.hit.text))
-        if sentence.strip()
-    ]
+    sentences = []
+    seen = set()  # overlapping chunks repeat sentences: quote each once, from the best source
+    for source in prompt.sources:
+        for position, sentence in enumerate(_SENTENCE_END.split(source.hit.text)):
+            sentence = sentence.strip()
+            if sentence and sentence not in seen:
+                seen.add(sentence)
+                sentences.append((source.number, position, sentence, set(words(sentence))))
     terms = set(words(prompt.question))
     found = [
         (number, position, sentence, bag, {t for t in terms if _in(t, bag)})

@@ -55,6 +55,13 @@ async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
                 f"send application/json with name and text, or a multipart/form-data upload "
                 f"with the document in a field named file; not {request.mimetype}",
             )
+        limit = svc.settings.max_upload_bytes
+        if (request.content_length or 0) > limit:
+            raise Problem(
+                413,
+                f"the body is {request.content_length} bytes; the limit is {limit} "
+                "(MAX_UPLOAD_BYTES)",
+            )
         body = await json_body(required=True)
         reject_unknown(body, {"name", "text"})
         stored = await _add(svc, body.get("name"), body.get("text"))

@@ -59,6 +59,11 @@ SPEC: dict[str, Any] = {
                     "chunk_id": {"type": "integer"},
                     "snippet": {"type": "string"},
                     "score": {"type": "number"},
+                    "heading_path": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "the headings (or PDF page) the passage sits under",
+                    },
                 },
             },
             "ChatAnswer": {
