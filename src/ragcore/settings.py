@@ -331,7 +331,7 @@ SETTINGS: tuple[Setting, ...] = (
         "OpenAI embedding model (3,072 dimensions, the EMBEDDING_DIMENSIONS default)",
     ),
     Setting("ANTHROPIC_API_KEY", "", "Anthropic API key", secret=True),
-    Setting("ANTHROPIC_CHAT_MODEL", "claude-sonnet-4-5", "Anthropic chat model"),
+    Setting("ANTHROPIC_CHAT_MODEL", "claude-sonnet-4-6", "Anthropic chat model"),
     Setting(
         "PROVIDER_TIMEOUT_SECONDS",
         "60",

@@ -15,7 +15,8 @@ from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
-from ragio.providers import Answerer, Embedder, build_answerer, build_embedder
+from ragio.language import LanguageDetection
+from ragio.providers import AnswererChain, Embedder, aclose_all, build_answerers, build_embedder
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,8 @@ class Service:
     settings: Any
     database: Database
     embedder: Embedder
-    answerer: Answerer
+    answerer: AnswererChain  # the primary, then the fallbacks (rule 6); see ragio.runner
+    language: LanguageDetection
 
     @property
     def mode(self) -> str:
@@ -58,10 +60,20 @@ async def open_database(settings: Any) -> AsyncIterator[Database]:
 
 @asynccontextmanager
 async def open_service(settings: Any) -> AsyncIterator[Service]:
-    """The database migrated and shaped for the active embedder, and the providers."""
+    """The database migrated and shaped for the active embedder, and the providers;
+    the providers' connections are closed on the way out."""
     embedder = build_embedder(settings)
-    answerer = build_answerer(settings)
-    async with open_database(settings) as database:
-        await database.run(apply_migrations)
-        await database.run(prepare_space, embedder.space)
-        yield Service(settings, database, embedder, answerer)
+    answerer = build_answerers(settings)
+    try:
+        async with open_database(settings) as database:
+            await database.run(apply_migrations)
+            await database.run(prepare_space, embedder.space)
+            yield Service(
+                settings,
+                database,
+                embedder,
+                answerer,
+                LanguageDetection(settings.language_detection_supported_languages),
+            )
+    finally:
+        await aclose_all(embedder, answerer)

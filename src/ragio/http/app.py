@@ -13,17 +13,21 @@ from ragcore.errors import InvalidInput
 from ragio.http import chat, documents, health, openapi, usage
 from ragio.http.context import EXTENSION
 from ragio.http.problems import Problem, problem_response
+from ragio.runner import AnswerFailed
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
+MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/",)
 
 
 def create_app(svc: Service) -> QuartTrio:
     app = QuartTrio("ragchat", static_folder=None)
     app.extensions[EXTENSION] = svc
-    app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_upload_bytes
+    # The file itself is held to MAX_UPLOAD_BYTES by the route; the body may be a little
+    # larger for the multipart framing around a file just under the limit.
+    app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_upload_bytes + MULTIPART_HEADROOM
     app.json.sort_keys = False  # type: ignore[attr-defined]
     for module in (health, chat, documents, usage, openapi):
         app.register_blueprint(module.blueprint)
@@ -47,6 +51,14 @@ def create_app(svc: Service) -> QuartTrio:
     @app.errorhandler(InvalidInput)
     async def on_invalid(error: InvalidInput) -> Response:
         return problem_response(Problem(422, error.message, field=error.field))
+
+    @app.errorhandler(AnswerFailed)  # AllProvidersFailed: 503; ProviderRejected: 502
+    async def on_answer_failed(error: AnswerFailed) -> Response:
+        log.warning("%s %s: %s", request.method, request.path, error)  # names no key
+        providers = [attempt.as_dict() for attempt in error.attempts]
+        return problem_response(
+            Problem(error.status, str(error), title=error.title, providers=providers)
+        )
 
     @app.errorhandler(HTTPException)
     async def on_http(error: HTTPException) -> Response:

@@ -1,0 +1,116 @@
+"""Anthropic's Messages API through the official ``anthropic`` SDK.
+
+``AsyncAnthropic`` runs on anyio, so natively under Trio and every call is
+cancellable. The SDK retries 408, 409, 429 and 5xx (529 "overloaded" too)
+itself, honouring ``retry-after``; each request carries
+PROVIDER_TIMEOUT_SECONDS, passed on the call as well as the client so an
+injected client cannot drop it. Credentials come only from the settings: the
+SDK is given the key explicitly, so it never reads ANTHROPIC_API_KEY or a
+profile from the environment or the disk on its own.
+
+DEFAULT_TEMPERATURE: the SDK (since 1.0) no longer takes ``temperature``, and
+the newest models refuse it with a 400 ("`temperature` is deprecated for this
+model") while older ones (the 4.5 and 4.6 families) still honour it. So it is
+sent in the body, capped at the API's maximum of 1; a model that refuses it is
+asked again without it, and not sent it again by this answerer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from anthropic import AsyncAnthropic, BadRequestError
+from anthropic.types import Message, MessageParam
+
+from ragcore.effects import Generate, Reply
+from ragcore.usage import TokenUsage
+
+MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
+MAX_TEMPERATURE = 1.0  # the Messages API takes 0..1; DEFAULT_TEMPERATURE may go up to 2
+
+
+def make_client(
+    settings: Any, base_url: str | None = None, max_retries: int = MAX_RETRIES
+) -> AsyncAnthropic:
+    """``base_url`` None: api.anthropic.com (or ANTHROPIC_BASE_URL, as the SDK reads it)."""
+    return AsyncAnthropic(
+        api_key=settings.anthropic_api_key or "unset",
+        base_url=base_url,
+        timeout=settings.provider_timeout_seconds,
+        max_retries=max_retries,
+    )
+
+
+class AnthropicAnswerer:
+    name = "anthropic"
+
+    def __init__(
+        self,
+        settings: Any,
+        client: AsyncAnthropic | None = None,
+        *,
+        base_url: str | None = None,
+        max_retries: int = MAX_RETRIES,
+    ) -> None:
+        self.client = client or make_client(settings, base_url, max_retries)
+        self.model = settings.anthropic_chat_model
+        self.timeout = settings.provider_timeout_seconds
+        self.sends_temperature = True  # until the model refuses it
+
+    async def aclose(self) -> None:
+        """Close the client's pooled connections; call it when the service shuts down."""
+        await self.client.close()
+
+    async def _create(self, request: Generate, **extra: Any) -> Any:
+        messages: list[MessageParam] = [{"role": "user", "content": request.prompt.user}]
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "system": request.prompt.system,
+            "messages": messages,
+            "max_tokens": request.max_output_tokens,
+            "timeout": self.timeout,
+            **extra,
+        }
+        if self.sends_temperature:
+            temperature = min(request.temperature, MAX_TEMPERATURE)
+            try:
+                return await self.client.messages.create(
+                    **arguments, extra_body={"temperature": temperature}
+                )
+            except BadRequestError as error:
+                if not _refuses_temperature(error):
+                    raise
+                self.sends_temperature = False
+        return await self.client.messages.create(**arguments)
+
+    async def generate(self, request: Generate) -> Reply:
+        """The whole reply: its text blocks joined; ``Reply.model`` is the model that answered."""
+        message: Message = await self._create(request)
+        text = "".join(block.text for block in message.content if block.type == "text")
+        usage = TokenUsage(message.usage.input_tokens, message.usage.output_tokens)
+        return Reply(text, provider=self.name, model=message.model or self.model, usage=usage)
+
+    async def stream(self, request: Generate) -> AsyncIterator[str]:
+        """The reply's text as the server produces it: each ``text_delta``, when not empty.
+
+        The timeout applies to connecting and to each wait for the next event, not to
+        the whole reply. An ``error`` event mid-stream (say, ``overloaded_error``) raises
+        the SDK's error. Stop early with ``aclose()``: that closes the HTTP response.
+        """
+        events = await self._create(request, stream=True)
+        async with events:
+            async for event in events:
+                if (
+                    event.type == "content_block_delta"
+                    and event.delta.type == "text_delta"
+                    and event.delta.text
+                ):
+                    yield event.delta.text
+
+
+def _refuses_temperature(error: BadRequestError) -> bool:
+    body = error.body if isinstance(error.body, dict) else {}
+    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    message = str(inner.get("message", ""))
+    return "temperature" in message and "deprecated" in message

@@ -1,0 +1,306 @@
+"""Gemini through the official ``google-genai`` SDK, on an injected ``httpx.AsyncClient``.
+
+The SDK's own async client keeps one connection pool per *asyncio* loop and so
+cannot run under Trio; handed a plain ``httpx.AsyncClient`` it uses that as is,
+and httpx runs natively on Trio, so every call is cancellable. The SDK's
+timeout is given in ``HttpOptions`` (milliseconds): without it the SDK sends
+each request with no timeout at all, whatever the injected client says.
+
+Retries are ours, not the SDK's: its backoff ignores the wait the server asks
+for, which Gemini states in a ``google.rpc.RetryInfo`` detail (``"retryDelay":
+"37s"``) and proxies in a ``Retry-After`` header. 429, 408 and 5xx are retried;
+a timeout is not, so a hanging server costs one PROVIDER_TIMEOUT_SECONDS.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import itertools
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+import trio
+from google import genai
+from google.genai import errors, types
+
+from ragcore.effects import Generate, Reply
+from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.usage import TokenUsage
+from ragio.providers.openai import EmbeddingDimensionsMismatch
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MAX_BATCH = 100  # texts per batchEmbedContents request, the API's limit
+MAX_CONCURRENT_BATCHES = 4  # batch requests in flight at once for one embed() call
+MAX_RETRIES = 2  # for answers: rides out a brief rate limit without stalling a reply
+EMBED_MAX_RETRIES = 4  # for embeddings: ingestion can afford to wait a little longer
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+FIRST_BACKOFF = 0.5  # seconds; doubled on each retry, with jitter, when the server names no wait
+MAX_BACKOFF = 8.0
+MAX_ASKED_WAIT = 60.0  # a server asking for a longer wait is not waited for: the error is raised
+
+TASK_TYPES = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
+
+
+def make_client(
+    settings: Any, http: httpx.AsyncClient, base_url: str | None = None
+) -> genai.Client:
+    """A client on ``http``; ``base_url`` None: the Gemini API (or GOOGLE_GEMINI_BASE_URL)."""
+    options = types.HttpOptions(
+        base_url=base_url,
+        timeout=int(settings.provider_timeout_seconds * 1000),
+        httpx_async_client=http,
+    )
+    return genai.Client(api_key=settings.genai_api_key, http_options=options)
+
+
+def make_http_client(settings: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=settings.provider_timeout_seconds)
+
+
+class _GenaiProvider:
+    def __init__(
+        self,
+        settings: Any,
+        *,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_retries: int,
+    ) -> None:
+        self.http = http_client or make_http_client(settings)
+        self.client = make_client(settings, self.http, base_url)
+        self.max_retries = max_retries
+        # host[:port] only, for error messages
+        self.where = urlsplit(base_url or "").netloc.rpartition("@")[2] or "the Gemini API"
+
+    async def aclose(self) -> None:
+        """Close the pooled connections; call it when the service shuts down."""
+        self.client.close()  # the SDK's sync client, never used, holds no connection
+        await self.http.aclose()
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        for attempt in itertools.count():
+            try:
+                return await call()
+            except errors.APIError as error:
+                wait = retry_wait(error, attempt) if attempt < self.max_retries else None
+                if wait is None or trio.current_time() + wait >= trio.current_effective_deadline():
+                    raise  # a wait the caller's deadline would cut short: say why, now
+                log.info("%s answered %s; retrying in %.2f s", self.where, error.code, wait)
+                await trio.sleep(wait)
+        raise AssertionError("unreachable")
+
+
+class GenaiAnswerer(_GenaiProvider):
+    name = "genai"
+
+    def __init__(
+        self,
+        settings: Any,
+        *,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_retries: int = MAX_RETRIES,
+    ) -> None:
+        super().__init__(
+            settings, base_url=base_url, http_client=http_client, max_retries=max_retries
+        )
+        self.model = settings.genai_chat_model
+
+    async def generate(self, request: Generate) -> Reply:
+        """The whole reply; ``Reply.model`` is the model version the server says answered."""
+        response = await self._retrying(
+            lambda: self.client.aio.models.generate_content(
+                model=self.model, contents=request.prompt.user, config=_config(request)
+            )
+        )
+        return Reply(
+            _text(response),
+            provider=self.name,
+            model=response.model_version or self.model,
+            usage=_usage(response.usage_metadata),
+        )
+
+    async def stream(self, request: Generate) -> AsyncIterator[str]:
+        """The reply's text as the server produces it (streamGenerateContent with alt=sse), one
+        non-empty delta at a time. Opening the stream is retried like ``generate`` until the
+        first event arrives, never after. Stop early with ``aclose()``: that closes the response.
+        """
+
+        async def open_stream() -> tuple[AsyncIterator[types.GenerateContentResponse], Any]:
+            chunks = await self.client.aio.models.generate_content_stream(
+                model=self.model, contents=request.prompt.user, config=_config(request)
+            )
+            try:
+                return chunks, await anext(chunks)
+            except StopAsyncIteration:
+                return chunks, None
+            except BaseException:
+                await chunks.aclose()  # type: ignore[attr-defined]
+                raise
+
+        chunks, first = await self._retrying(open_stream)
+        async with aclosing(chunks):  # type: ignore[type-var]
+            if first is None:
+                return
+            if text := _text(first):
+                yield text
+            async for chunk in chunks:
+                if text := _text(chunk):
+                    yield text
+
+
+class GenaiEmbedder(_GenaiProvider):
+    name = "genai"
+
+    def __init__(
+        self,
+        settings: Any,
+        *,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_retries: int = EMBED_MAX_RETRIES,
+    ) -> None:
+        super().__init__(
+            settings, base_url=base_url, http_client=http_client, max_retries=max_retries
+        )
+        self.space = EmbeddingSpace(
+            self.name, settings.genai_embedding_model, settings.embedding_dimensions
+        )
+
+    async def embed(self, texts: Sequence[str], purpose: str) -> list[list[float]]:
+        """One vector per text, in order: batchEmbedContents requests of at most MAX_BATCH texts,
+        at most MAX_CONCURRENT_BATCHES of them in flight, each retried on 429 and 5xx."""
+        batches = [
+            list(texts[start : start + MAX_BATCH]) for start in range(0, len(texts), MAX_BATCH)
+        ]
+        results: list[list[list[float]]] = [[] for _ in batches]
+        limiter = trio.CapacityLimiter(MAX_CONCURRENT_BATCHES)
+        config = types.EmbedContentConfig(
+            task_type=TASK_TYPES.get(purpose, TASK_TYPES["document"]),
+            output_dimensionality=self.space.dimensions,
+        )
+
+        async def embed_batch(index: int) -> None:
+            async with limiter:
+                response = await self._retrying(
+                    lambda: self.client.aio.models.embed_content(
+                        model=self.space.model, contents=batches[index], config=config
+                    )
+                )
+            vectors = [list(item.values or ()) for item in response.embeddings or ()]
+            if len(vectors) != len(batches[index]):
+                raise RuntimeError(
+                    f"{self.where} returned {len(vectors)} embeddings "
+                    f"for {len(batches[index])} texts"
+                )
+            for vector in vectors:
+                self._check_size(vector)
+            results[index] = vectors
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for index in range(len(batches)):
+                    nursery.start_soon(embed_batch, index)
+        except BaseExceptionGroup as group:  # one failed batch cancels the rest: raise its error
+            raise _first_leaf(group) from None
+        return [vector for batch in results for vector in batch]
+
+    def _check_size(self, vector: Sequence[float]) -> None:
+        if len(vector) != self.space.dimensions:
+            raise EmbeddingDimensionsMismatch(
+                f"{self.where} returned {len(vector)}-dimensional vectors for model "
+                f"{self.space.model!r}, but EMBEDDING_DIMENSIONS is {self.space.dimensions}. "
+                f"Set EMBEDDING_DIMENSIONS={len(vector)}, or use a model that honours "
+                "`outputDimensionality`."
+            )
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _config(request: Generate) -> types.GenerateContentConfig:
+    return types.GenerateContentConfig(
+        system_instruction=request.prompt.system,
+        max_output_tokens=request.max_output_tokens,
+        temperature=request.temperature,
+    )
+
+
+def _text(response: types.GenerateContentResponse) -> str:
+    """The answer's text: the first candidate's text parts, without any "thought" parts.
+
+    Empty when the prompt was blocked (no candidates) or a chunk carries only usage.
+    """
+    if not response.candidates:
+        return ""
+    content = response.candidates[0].content
+    parts = (content.parts if content else None) or ()
+    return "".join(part.text for part in parts if part.text and not part.thought)
+
+
+def _usage(metadata: types.GenerateContentResponseUsageMetadata | None) -> TokenUsage | None:
+    """Prompt and output tokens; thinking tokens are billed as output, so they count as such."""
+    if metadata is None or metadata.prompt_token_count is None:
+        return None
+    output = (metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0)
+    return TokenUsage(metadata.prompt_token_count, output)
+
+
+def retry_wait(error: errors.APIError, retry: int) -> float | None:
+    """Seconds to wait before retry number ``retry`` (0-based) after ``error``; None: don't.
+
+    The server's own wait (Retry-After, or Gemini's RetryInfo) wins when it names one,
+    unless it is longer than MAX_ASKED_WAIT; otherwise exponential backoff with jitter.
+    """
+    if error.code not in RETRIED_STATUSES:
+        return None
+    asked = asked_wait(error)
+    if asked is not None:
+        return asked if asked <= MAX_ASKED_WAIT else None
+    backoff = min(FIRST_BACKOFF * 2**retry, MAX_BACKOFF)
+    return backoff * (0.5 + random.random() / 2)
+
+
+def asked_wait(error: errors.APIError) -> float | None:
+    """The wait the server asked for: ``Retry-After`` (seconds or a date), or the
+    ``retryDelay`` of a ``google.rpc.RetryInfo`` detail in the error body."""
+    headers = getattr(error.response, "headers", None) or {}
+    header = headers.get("retry-after")
+    if header:
+        try:
+            return max(0.0, float(header))
+        except ValueError:
+            pass
+        try:
+            return max(0.0, email.utils.parsedate_to_datetime(header).timestamp() - time.time())
+        except (TypeError, ValueError):
+            pass
+    body = error.details if isinstance(error.details, dict) else {}
+    inner = body.get("error", body)
+    for detail in inner.get("details") or () if isinstance(inner, dict) else ():
+        if isinstance(detail, dict) and detail.get("@type", "").endswith("google.rpc.RetryInfo"):
+            return _duration(detail.get("retryDelay"))
+    return None
+
+
+def _duration(value: Any) -> float | None:
+    """A protobuf Duration in JSON ("37s", "0.5s"), in seconds."""
+    if isinstance(value, str) and value.endswith("s"):
+        try:
+            return max(0.0, float(value[:-1]))
+        except ValueError:
+            return None
+    return None
+
+
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first

@@ -1,0 +1,406 @@
+"""A fake Gemini API: a plain ASGI app speaking the documented wire format.
+
+Serve it with ``tests.io.conftest.serve_app`` and give the SDK its URL as ``base_url``
+(or as GOOGLE_GEMINI_BASE_URL); call ``close()`` before stopping the server.
+It answers ``POST /{version}/models/{model}:generateContent``,
+``:streamGenerateContent?alt=sse`` (server-sent events, one GenerateContentResponse
+per event) and ``:batchEmbedContents`` (at most 100 requests per batch), checks the
+``x-goog-api-key`` header (or ``?key=``), and records every request. Errors are
+Google's: ``{"error": {"code", "message", "status", "details"}}`` — including the
+real API's answer to a wrong key, which is a 400 INVALID_ARGUMENT with the reason
+API_KEY_INVALID, not a 401. Tests script it through its attributes:
+
+- ``reply``: the model's text; streamed, it arrives word by word;
+- ``model_version``: the model named in responses (None echoes the requested one);
+- ``embed``: ``(text, dimensions) -> vector``, by default a hashed bag of words;
+- ``honour_dimensions``: False returns ``NATIVE_DIMENSIONS`` whatever was asked;
+- ``delay``: seconds to hang before answering (for timeouts);
+- ``fail_next(status, retry_delay=…, retry_after=…)``: failures returned before any success;
+- ``break_stream_after``: send an error event after this many streamed text events;
+- ``hold_first(n)``: the first ``n`` requests wait until all ``n`` are in flight together,
+  so a client that never has ``n`` in flight hangs, and ``peak`` shows the most at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import attrs
+import trio
+
+from tests.io.fakes.openai_server import (
+    Receive,
+    Recorded,
+    Scope,
+    Send,
+    _lifespan,
+    _read_body,
+    bag_of_words,
+    count_tokens,
+    words,
+)
+
+NATIVE_DIMENSIONS = 3072  # gemini-embedding-001's size when outputDimensionality is not sent
+MAX_BATCH = 100  # the API's limit of requests per batchEmbedContents call
+_PATH = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>\w+)$")
+
+
+@attrs.frozen
+class Failure:
+    status: int
+    retry_delay: str | None = None  # a google.rpc.RetryInfo retryDelay, such as "0.5s"
+    retry_after: str | None = None  # a Retry-After header, as a proxy in front might add
+
+
+class GoogleError(Exception):
+    """Answered as Google's error body: {"error": {"code", "message", "status", "details"}}."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        status: str,
+        details: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.code = code
+        error: dict[str, Any] = {"code": code, "message": message, "status": status}
+        if details:
+            error["details"] = details
+        self.body = {"error": error}
+        self.headers = headers or {}
+
+
+class FakeGemini:
+    def __init__(self, api_key: str = "gemini-test-key", reply: str = "Hello from Gemini.") -> None:
+        self.api_key = api_key
+        self.base_url = ""  # set by whoever serves it
+        self.reply = reply
+        self.model_version: str | None = None
+        self.embed: Callable[[str, int], list[float]] = bag_of_words
+        self.honour_dimensions = True
+        self.delay = 0.0
+        self.break_stream_after: int | None = None
+        self.failures: deque[Failure] = deque()
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.peak = 0
+        self._hold = 0
+        self._held = trio.Event()
+        self._closing = trio.Event()
+
+    # ------------------------------------------------------------ scripting
+
+    def fail_next(
+        self,
+        status: int,
+        *,
+        retry_delay: str | None = None,
+        retry_after: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` authorised requests with ``status``."""
+        self.failures.extend(Failure(status, retry_delay, retry_after) for _ in range(times))
+
+    def hold_first(self, count: int) -> None:
+        self._hold = count
+
+    def requests_to(self, method: str) -> list[Recorded]:
+        """Requests to one method, such as ``generateContent`` or ``batchEmbedContents``."""
+        return [r for r in self.requests if r.path.endswith(f":{method}")]
+
+    def close(self) -> None:
+        """Release requests still hanging in ``delay`` so the server can shut down at once."""
+        self._closing.set()
+        self._held.set()
+
+    # ------------------------------------------------------------ ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        raw = await _read_body(receive)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.requests.append(
+            Recorded(scope["method"], scope["path"], headers, body, trio.current_time())
+        )
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await self._answer(scope["method"], scope["path"], query, headers, raw, body, send)
+        except GoogleError as error:
+            await _send_json(send, error.code, error.body, error.headers)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        headers: dict[str, str],
+        raw: bytes,
+        body: Any,
+        send: Send,
+    ) -> None:
+        self._check_key(headers.get("x-goog-api-key") or (query.get("key") or [""])[0])
+        if self._hold:
+            if len(self.requests) >= self._hold:
+                self._held.set()
+            if len(self.requests) <= self._hold:
+                await self._held.wait()
+        if self.delay:
+            with trio.move_on_after(self.delay):
+                await self._closing.wait()
+        if self.failures:
+            raise _failure(self.failures.popleft())
+        if raw and body is None:
+            raise GoogleError(
+                400, "Invalid JSON payload received. Unexpected token.", "INVALID_ARGUMENT"
+            )
+        match = _PATH.match(path)
+        if method != "POST" or match is None:
+            raise GoogleError(404, f"The requested URL {path} was not found.", "NOT_FOUND")
+        model, verb = match["model"], match["method"]
+        if verb == "generateContent":
+            await _send_json(send, 200, self._generate(model, _object(body)))
+        elif verb == "streamGenerateContent":
+            if (query.get("alt") or [""])[0] != "sse":
+                raise GoogleError(400, "This fake streams only with alt=sse.", "INVALID_ARGUMENT")
+            await self._stream(model, _object(body), send)
+        elif verb == "batchEmbedContents":
+            await _send_json(send, 200, self._batch_embed(model, _object(body)))
+        else:
+            raise GoogleError(
+                404,
+                f"models/{model} is not found for API version {match['version']}, or is not "
+                f"supported for {verb}. Call ListModels to see the list of available models "
+                "and their supported methods.",
+                "NOT_FOUND",
+            )
+
+    def _check_key(self, key: str) -> None:
+        if not key:
+            raise GoogleError(
+                403,
+                "Method doesn't allow unregistered callers (callers without established "
+                "identity). Please use API Key or other form of API consumer identity to call "
+                "this API.",
+                "PERMISSION_DENIED",
+            )
+        if key != self.api_key:
+            message = "API key not valid. Please pass a valid API key."
+            raise GoogleError(
+                400,
+                message,
+                "INVALID_ARGUMENT",
+                details=[
+                    {
+                        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                        "reason": "API_KEY_INVALID",
+                        "domain": "googleapis.com",
+                        "metadata": {"service": "generativelanguage.googleapis.com"},
+                    },
+                    {
+                        "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+                        "locale": "en-US",
+                        "message": message,
+                    },
+                ],
+            )
+
+    # ------------------------------------------------------------ generation
+
+    def _prompt_tokens(self, body: dict[str, Any]) -> int:
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not contents:
+            raise GoogleError(
+                400,
+                "* GenerateContentRequest.contents: contents is not specified\n",
+                "INVALID_ARGUMENT",
+            )
+        texts = [
+            str(part.get("text") or "")
+            for content in [*contents, body.get("systemInstruction") or {}]
+            for part in content.get("parts") or ()
+        ]
+        return sum(count_tokens(text) for text in texts)
+
+    def _response(
+        self,
+        model: str,
+        response_id: str,
+        parts: list[dict[str, Any]],
+        usage: dict[str, Any],
+        finish: str | None,
+    ) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": self.model_version or model,
+            "responseId": response_id,
+        }
+
+    def _generate(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = self._prompt_tokens(body)
+        output = count_tokens(self.reply)
+        usage = {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": output,
+            "totalTokenCount": prompt + output,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+        }
+        return self._response(model, _response_id(), [{"text": self.reply}], usage, "STOP")
+
+    async def _stream(self, model: str, body: dict[str, Any], send: Send) -> None:
+        prompt = self._prompt_tokens(body)
+        response_id = _response_id()
+        pieces = words(self.reply)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": _headers({"content-type": "text/event-stream"}),
+            }
+        )
+        sent = 0
+        for number, piece in enumerate(pieces, start=1):
+            if self.break_stream_after is not None and number > self.break_stream_after:
+                error = _failure(Failure(503)).body
+                await _event(send, error, more=False)
+                return
+            sent += count_tokens(piece)
+            last = number == len(pieces)
+            usage = {"promptTokenCount": prompt, "totalTokenCount": prompt + sent}
+            if last:
+                usage["candidatesTokenCount"] = sent
+            finish = "STOP" if last else None
+            response = self._response(model, response_id, [{"text": piece}], usage, finish)
+            await _event(send, response, more=not last)
+
+    # ------------------------------------------------------------ embeddings
+
+    def _batch_embed(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            raise GoogleError(
+                400,
+                "* BatchEmbedContentsRequest.requests: requests is not specified\n",
+                "INVALID_ARGUMENT",
+            )
+        if len(requests) > MAX_BATCH:
+            raise GoogleError(
+                400,
+                f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} requests can be "
+                "in one batch\n",
+                "INVALID_ARGUMENT",
+            )
+        embeddings = []
+        for request in requests:
+            if request.get("model") != f"models/{model}":
+                raise GoogleError(
+                    400,
+                    f"* BatchEmbedContentsRequest.model: model must be the same as "
+                    f"BatchEmbedContentsRequest.requests[].model, got {request.get('model')!r}\n",
+                    "INVALID_ARGUMENT",
+                )
+            text = "".join(
+                str(part.get("text") or "") for part in request["content"].get("parts") or ()
+            )
+            asked = request.get("outputDimensionality") if self.honour_dimensions else None
+            embeddings.append({"values": self.embed(text, asked or NATIVE_DIMENSIONS)})
+        return {"embeddings": embeddings}
+
+
+# ---------------------------------------------------------------- plumbing
+
+_STATUS = {
+    400: ("INVALID_ARGUMENT", "Request contains an invalid argument."),
+    401: (
+        "UNAUTHENTICATED",
+        "Request had invalid authentication credentials. Expected OAuth 2 access token, "
+        "login cookie or other valid authentication credential.",
+    ),
+    403: ("PERMISSION_DENIED", "Your API key was reported as leaked. Please use another API key."),
+    404: ("NOT_FOUND", "Requested entity was not found."),
+    429: (
+        "RESOURCE_EXHAUSTED",
+        "You exceeded your current quota, please check your plan and billing details.",
+    ),
+    500: (
+        "INTERNAL",
+        "An internal error has occurred. Please retry or report in "
+        "https://developers.generativeai.google/guide/troubleshooting",
+    ),
+    503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
+    504: ("DEADLINE_EXCEEDED", "The request timed out. Please try again."),
+}
+
+
+def _failure(failure: Failure) -> GoogleError:
+    status, message = _STATUS.get(failure.status, ("UNKNOWN", "Unknown error."))
+    details = []
+    if failure.retry_delay is not None:
+        details.append(
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": failure.retry_delay}
+        )
+    headers = {"retry-after": failure.retry_after} if failure.retry_after is not None else {}
+    return GoogleError(failure.status, message, status, details, headers)
+
+
+def _response_id() -> str:
+    return uuid.uuid4().hex[:22]
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise GoogleError(400, "Invalid JSON payload received.", "INVALID_ARGUMENT")
+    return body
+
+
+def _headers(extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    merged = {
+        "x-goog-request-id": uuid.uuid4().hex,
+        "server": "scaffolding on HTTPServer2",
+        **extra,
+    }
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
+
+
+async def _send_json(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": _headers(
+                {"content-type": "application/json; charset=UTF-8", **(headers or {})}
+            ),
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body, indent=2).encode()})
+
+
+async def _event(send: Send, data: dict[str, Any], *, more: bool) -> None:
+    """One server-sent event, framed as the API frames them: ``data: <json>\\r\\n\\r\\n``."""
+    payload = f"data: {json.dumps(data)}\r\n\r\n".encode()
+    await send({"type": "http.response.body", "body": payload, "more_body": more})
