@@ -223,16 +223,17 @@ async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
 
 @asynccontextmanager
 async def _startup_errors() -> AsyncIterator[None]:
-    """Turn the known ways start-up fails into one clear message (and exit code 2)."""
+    """Turn the known ways a command fails into one clear message (and exit code 2)."""
     from psycopg_pool import PoolTimeout
 
     from ragio.db.embedding_space import EmbeddingSpaceMismatch
     from ragio.db.pool import DatabaseUnreachable
     from ragio.providers import ProviderUnavailable
+    from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 
     try:
         yield
-    except (EmbeddingSpaceMismatch, ProviderUnavailable) as error:
+    except (EmbeddingSpaceMismatch, ProviderUnavailable, AnswerFailed, EmbeddingFailed) as error:
         raise StartupError(str(error)) from None
     except (DatabaseUnreachable, PoolTimeout) as error:
         raise StartupError(
@@ -246,14 +247,18 @@ async def reindex_command(settings: Any, args: argparse.Namespace) -> int:
 
     from ragio.db.migrations import apply_migrations
     from ragio.knowledge.reindex import reindex
-    from ragio.providers import build_embedder
+    from ragio.providers import aclose_all, build_embedder
     from ragio.service import open_database
 
-    async with _startup_errors(), open_database(settings) as database:
+    async with _startup_errors():
         embedder = build_embedder(settings)
-        await database.run(apply_migrations)
-        with tqdm(unit="chunk", disable=None, desc="re-embedding") as progress:
-            count = await reindex(database, embedder, progress.update)
+        try:
+            async with open_database(settings) as database:
+                await database.run(apply_migrations)
+                with tqdm(unit="chunk", disable=None, desc="re-embedding") as progress:
+                    count = await reindex(database, embedder, progress.update)
+        finally:
+            await aclose_all(embedder)
     print(f"re-embedded {count} chunks with {embedder.space.describe()}")
     return 0
 

@@ -69,7 +69,8 @@ async def test_the_answer_comes_in_the_language_of_the_question(api):
     await add(
         api,
         "rueckgabe.md",
-        "# Rückgabe\n\nArtikel können innerhalb von 30 Tagen nach der Lieferung zurückgegeben werden.",
+        "# Rückgabe\n\n"
+        "Artikel können innerhalb von 30 Tagen nach der Lieferung zurückgegeben werden.",
     )
     response = await api.post(
         "/chat", params={"question": "Wie viele Tage habe ich für die Rückgabe eines Artikels?"}

@@ -21,7 +21,8 @@ from ragcore.chat.fallback import FailureKind
 from ragcore.chat.prompts import Prompt
 from ragcore.effects import Generate
 from ragio.providers import ProviderUnavailable, build_answerers
-from ragio.runner import AllProvidersFailed, classify_failure, open_stream
+from ragio.providers.chain import open_stream
+from ragio.providers.failures import AllProvidersFailed, classify_failure
 from ragio.service import Service, open_service
 from tests.conftest import make_settings
 from tests.io.conftest import serve_app

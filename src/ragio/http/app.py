@@ -12,8 +12,8 @@ from werkzeug.exceptions import HTTPException
 from ragcore.errors import InvalidInput
 from ragio.http import chat, documents, health, openapi, usage
 from ragio.http.context import EXTENSION
-from ragio.http.problems import Problem, problem_response
-from ragio.runner import AnswerFailed
+from ragio.http.problems import Problem, problem_for, problem_response
+from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
@@ -45,20 +45,13 @@ def create_app(svc: Service) -> QuartTrio:
         return problem_response(Problem(401, detail), headers={"WWW-Authenticate": "X-API-Key"})
 
     @app.errorhandler(Problem)
-    async def on_problem(problem: Problem) -> Response:
-        return problem_response(problem)
-
     @app.errorhandler(InvalidInput)
-    async def on_invalid(error: InvalidInput) -> Response:
-        return problem_response(Problem(422, error.message, field=error.field))
-
-    @app.errorhandler(AnswerFailed)  # AllProvidersFailed: 503; ProviderRejected: 502
-    async def on_answer_failed(error: AnswerFailed) -> Response:
-        log.warning("%s %s: %s", request.method, request.path, error)  # names no key
-        providers = [attempt.as_dict() for attempt in error.attempts]
-        return problem_response(
-            Problem(error.status, str(error), title=error.title, providers=providers)
-        )
+    @app.errorhandler(AnswerFailed)
+    @app.errorhandler(EmbeddingFailed)
+    async def on_known(error: Exception) -> Response:
+        if isinstance(error, AnswerFailed | EmbeddingFailed):
+            log.warning("%s %s: %s", request.method, request.path, error)  # names no key
+        return problem_response(problem_for(error))
 
     @app.errorhandler(HTTPException)
     async def on_http(error: HTTPException) -> Response:
@@ -76,6 +69,6 @@ def create_app(svc: Service) -> QuartTrio:
     @app.errorhandler(Exception)
     async def on_error(error: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.path)
-        return problem_response(Problem(500, "the service failed; the log has the details"))
+        return problem_response(problem_for(error))
 
     return app

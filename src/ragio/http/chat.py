@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import cattrs
-from quart import Blueprint, request
+import trio
+from quart import Blueprint, Response, current_app, request
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question, check_question
 from ragcore.employees.roles import BUILT_IN_ROLES, check_role_identifier
 from ragio.http.context import service
 from ragio.http.inputs import json_body, reject_unknown
-from ragio.http.problems import Problem
+from ragio.http.problems import Problem, problem_body, problem_for
 from ragio.runner import run
 
 blueprint = Blueprint("chat", __name__)
+log = logging.getLogger(__name__)
 _converter = cattrs.Converter()
 
 
@@ -38,3 +43,68 @@ async def chat() -> dict[str, Any]:
     svc = service()
     answer = await run(answer_question(req, ChatPolicy.from_settings(svc.settings)), svc)
     return _converter.unstructure(answer)
+
+
+@blueprint.post("/chat/stream")
+async def chat_stream() -> Response:
+    """The same answer as server-sent events: ``token`` events with the text as it is
+    written, then one ``done`` event with the whole answer as /chat gives it (citations,
+    usage, language). A failure before the first event is an ordinary problem+json
+    response; after it, an ``error`` event carrying the problem."""
+    req = await chat_request()
+    svc = service()
+    pipeline = answer_question(req, ChatPolicy.from_settings(svc.settings))
+    send, receive = trio.open_memory_channel[tuple[str, Any]](64)
+
+    async def produce(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            async with send:
+                try:
+                    answer = await run(pipeline, svc, on_delta=lambda d: send.send(("token", d)))
+                except Exception as error:  # handed over to the response, which reports it
+                    await send.send(("failed", error))
+                else:
+                    await send.send(("done", answer))
+
+    producer = await current_app.nursery.start(produce)  # type: ignore[attr-defined]
+    try:
+        first = await receive.receive()
+    except BaseException:
+        producer.cancel()
+        raise
+    if first[0] == "failed":
+        raise first[1]  # nothing sent yet: the app's error handlers answer with its status
+
+    async def events() -> AsyncIterator[bytes]:
+        streamed = False
+        try:
+            async for kind, payload in _chain(first, receive):
+                if kind == "token":
+                    streamed = True
+                    yield _event("token", {"text": payload})
+                elif kind == "done":
+                    if not streamed and payload.answer:  # nothing generated: say it anyway
+                        yield _event("token", {"text": payload.answer})
+                    yield _event("done", _converter.unstructure(payload))
+                else:
+                    log.error("chat stream failed", exc_info=payload)
+                    yield _event("error", problem_body(problem_for(payload)))
+        finally:
+            producer.cancel()  # the client went away, or we are done
+
+    return Response(
+        events(),
+        content_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _chain(first: tuple[str, Any], rest: Any) -> AsyncIterator[tuple[str, Any]]:
+    yield first
+    async for item in rest:
+        yield item
+
+
+def _event(kind: str, data: Any) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()

@@ -184,6 +184,32 @@ SPEC: dict[str, Any] = {
                 "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
             }
         },
+        "/chat/stream": {
+            "post": {
+                "summary": "The same answer as server-sent events",
+                "description": (
+                    "`token` events (`{\"text\": …}`) as the answer is written, then one `done` "
+                    "event whose data is the ChatAnswer /chat returns. A failure after the first "
+                    "event arrives as an `error` event whose data is a problem."
+                ),
+                "parameters": [
+                    {"name": "question", "in": "query", "schema": {"type": "string"}},
+                    {"name": "role", "in": "query", "schema": {"type": "string"}},
+                ],
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": _ref("ChatQuestion")}},
+                },
+                "responses": {
+                    "200": {
+                        "description": "An event stream",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    "400": PROBLEM, "401": PROBLEM, "404": PROBLEM, "422": PROBLEM,
+                    "502": PROBLEM, "503": PROBLEM,
+                },
+            }
+        },
         "/usage": {
             "get": {
                 "summary": "Tokens spent by day, month, role and provider, and the budgets",

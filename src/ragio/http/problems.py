@@ -21,14 +21,38 @@ class Problem(Exception):
         super().__init__(detail)
 
 
-def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
-    body = {
+def problem_for(error: BaseException) -> Problem:
+    """The problem an error is reported as: its own status and detail for the errors we
+    know, a plain 500 that reveals nothing for the rest."""
+    from ragcore.errors import InvalidInput
+    from ragio.providers.failures import AnswerFailed, EmbeddingFailed
+
+    if isinstance(error, Problem):
+        return error
+    if isinstance(error, InvalidInput):
+        return Problem(422, error.message, field=error.field)
+    if isinstance(error, AnswerFailed):  # AllProvidersFailed: 503; ProviderRejected: 502
+        providers = [attempt.as_dict() for attempt in error.attempts]
+        return Problem(error.status, str(error), title=error.title, providers=providers)
+    if isinstance(error, EmbeddingFailed):
+        return Problem(error.status, str(error), title=error.title)
+    return Problem(500, "the service failed; the log has the details")
+
+
+def problem_body(problem: Problem) -> dict[str, object]:
+    return {
         "type": "about:blank",
         "title": problem.title,
         "status": problem.status,
         "detail": problem.detail,
         **problem.extra,
     }
+
+
+def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        json.dumps(body), status=problem.status, content_type=PROBLEM_JSON, headers=headers
+        json.dumps(problem_body(problem)),
+        status=problem.status,
+        content_type=PROBLEM_JSON,
+        headers=headers,
     )

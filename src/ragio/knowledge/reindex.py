@@ -18,6 +18,7 @@ from ragio.db.migrations import advisory_lock
 from ragio.db.pool import Database
 from ragio.knowledge.store import vector_literal
 from ragio.providers import Embedder
+from ragio.providers.chain import embed
 
 BATCH = 128
 
@@ -76,7 +77,7 @@ async def reindex(
     ids = await database.run(start_staging, embedder.space.dimensions)
     for start in range(0, len(ids), BATCH):
         rows = await database.run(chunk_texts, ids[start : start + BATCH])
-        vectors = await embedder.embed([text for _, text in rows], "document")
+        vectors = await embed(embedder, [text for _, text in rows], "document")
         await database.run(stage, [(cid, v) for (cid, _), v in zip(rows, vectors, strict=True)])
         progress(len(rows))
     await database.run(swap_in, embedder.space)
