@@ -28,11 +28,18 @@ class Embed:
 
 @attrs.frozen
 class SearchChunks:
-    """Nearest chunks to ``vector``. Result: a list of ``ragcore.chat.pipeline.Hit``, best first."""
+    """The chunks that best match a question: hybrid search by ``vector`` (the question's
+    embedding) and ``text`` (the question, for full-text search), fused by reciprocal rank
+    fusion (see ``ragcore.knowledge.retrieval``). Only chunks of ``document_ids`` when given.
+
+    Result: at most ``limit`` ``ragcore.knowledge.retrieval.RetrievedHit``s (``Hit``s that
+    carry the evidence that found them), best first.
+    """
 
     vector: tuple[float, ...]
     text: str
     limit: int
+    document_ids: tuple[int, ...] | None = None
 
 
 @attrs.frozen
@@ -61,19 +68,18 @@ class Reply:
 
 
 @attrs.frozen
-class FindDocument:
-    """Look a document up by content hash. Result: its id, or None."""
+class FindDocuments:
+    """Look documents up by content hash. Result: for each hash, its
+    ``ragcore.knowledge.documents.StoredDocument`` or None, in order."""
 
-    content_hash: str
+    content_hashes: tuple[str, ...]
 
 
 @attrs.frozen
 class StoreDocument:
-    """Store a document with its chunks and their vectors, all or nothing.
+    """A document to store with its chunks and their vectors (see StoreDocuments).
 
-    Result: a ``ragcore.knowledge.documents.StoredDocument`` (the one already stored
-    when the same content was stored meanwhile). ``content_type`` and ``size_bytes``
-    describe the file the text was read from.
+    ``content_type`` and ``size_bytes`` describe the file the text was read from.
     """
 
     name: str
@@ -83,6 +89,18 @@ class StoreDocument:
     vectors: tuple[tuple[float, ...], ...]
     content_type: str = "text/plain"
     size_bytes: int = 0
+
+
+@attrs.frozen
+class StoreDocuments:
+    """Store documents, each with all its chunks, in one transaction: all or nothing.
+
+    Result: a ``ragcore.knowledge.documents.StoredDocument`` for each, in order (the
+    one already stored when the same content was stored meanwhile). A group in one
+    step is what makes bulk ingestion fast (scripts/bench_ingest.py).
+    """
+
+    documents: tuple[StoreDocument, ...]
 
 
 @attrs.frozen

@@ -135,90 +135,39 @@ async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
     unexpected error (the embedding provider refusing, say) stops the run, and the
     summary still says what was added before it.
     """
-    import functools
-    from collections.abc import Callable, Generator
-
     from tqdm import tqdm
 
-    from ragcore.effects import Embed
-    from ragcore.knowledge.documents import prepare_document, store_new_document
-    from ragio.knowledge.files import find_files, read_document
-    from ragio.runner import run
+    from ragio.knowledge.ingest import ingest_paths
     from ragio.service import open_service
 
-    def counting(pipeline: Generator, on_embedded: Callable[[int], None]) -> Generator:
-        """``pipeline`` as is, calling ``on_embedded(n)`` after each batch of n chunks."""
-        result: Any = None
-        failure: BaseException | None = None
-        while True:
-            try:
-                effect = pipeline.throw(failure) if failure else pipeline.send(result)
-            except StopIteration as done:
-                return done.value
-            failure = None
-            try:
-                result = yield effect
-            except Exception as error:
-                failure = error
-                continue
-            if isinstance(effect, Embed):
-                on_embedded(len(effect.texts))
-
-    files, failed = find_files(args.paths)
-    added: list[tuple[Path, int]] = []
-    duplicates: list[tuple[Path, str]] = []
-    stopped: str | None = None
     async with _startup_errors(), open_service(settings) as svc:
-        with tqdm(total=len(files), unit="file", disable=None, dynamic_ncols=True) as progress:
+        with tqdm(unit="file", disable=None, dynamic_ncols=True) as progress:
             chunks = 0
 
-            def show(path: Path) -> None:
+            def total(files: int) -> None:
+                progress.reset(total=files)
+
+            def advance(files: int, new_chunks: int) -> None:
+                nonlocal chunks
+                chunks += new_chunks
                 elapsed = progress.format_dict["elapsed"] or 0
                 rate = f", {chunks / elapsed:.1f} chunks/s" if elapsed else ""
-                progress.set_postfix_str(f"{chunks} chunks{rate}, {path.name[-30:]}")
+                progress.set_postfix_str(f"{chunks} chunks{rate}", refresh=False)
+                progress.update(files)
 
-            def embedded(count: int) -> None:
-                nonlocal chunks
-                chunks += count
-                show(path)
-
-            for path in files:
-                show(path)
-                try:
-                    text, fmt, size = await read_document(path, settings.max_upload_bytes)
-                    prepare = functools.partial(  # CPU-bound for a large file
-                        prepare_document,
-                        path.name,
-                        text,
-                        content_type=fmt.content_type,
-                        size_bytes=size,
-                    )
-                    doc = await trio.to_thread.run_sync(prepare)
-                    stored = await run(counting(store_new_document(doc), embedded), svc)
-                except (InvalidInput, ValueError, OSError) as error:
-                    failed.append((path, str(error)))
-                except Exception as error:
-                    stopped = f"stopped at {path}: {type(error).__name__}: {error}"
-                    break
-                else:
-                    if stored.created:
-                        added.append((path, stored.chunk_count))
-                    else:
-                        duplicates.append((path, f"document {stored.id}, {stored.name}"))
-                progress.update(1)
-    chunk_total = sum(count for _, count in added)
+            report = await ingest_paths(svc, args.paths, advance, on_total=total)
     print(
-        f"added {len(added)} file(s), {chunk_total} chunks; "
-        f"skipped {len(duplicates)} duplicate(s); failed {len(failed)}"
+        f"added {len(report.added)} file(s), {report.chunks} chunks; "
+        f"skipped {len(report.duplicates)} duplicate(s); failed {len(report.failed)}"
     )
-    for path, existing in duplicates:
+    for path, existing in report.duplicates:
         print(f"  duplicate: {path} (same content as {existing})")
-    for path, reason in failed:
+    for path, reason in report.failed:
         print(f"  failed: {path}: {reason}")
-    if stopped:
-        print(f"ragchat: {stopped}", file=sys.stderr)
+    if report.stopped:
+        print(f"ragchat: {report.stopped}", file=sys.stderr)
         return 1
-    return 1 if failed and not added and not duplicates else 0
+    return 1 if report.failed and not report.added and not report.duplicates else 0
 
 
 @asynccontextmanager

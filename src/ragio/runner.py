@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 from ragcore.effects import (
     DetectLanguage,
     Embed,
-    FindDocument,
+    FindDocuments,
     Generate,
     ReleaseTokens,
     ReserveTokens,
     SearchChunks,
     SettleTokens,
-    StoreDocument,
+    StoreDocuments,
 )
 from ragio.knowledge import search, store
 from ragio.providers.chain import (
@@ -66,10 +66,10 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
             if on_delta is not None:
                 return await stream_with_fallback(service.answerer, effect, timeout, on_delta)
             return await generate_with_fallback(service.answerer, effect, timeout)
-        case FindDocument(content_hash=digest):
-            return await service.database.run(store.find_document, digest)
-        case StoreDocument():
-            return await service.database.run(store.store_document, effect)
+        case FindDocuments(content_hashes=digests):
+            return await service.database.run(store.find_documents, digests)
+        case StoreDocuments(documents=documents):
+            return await service.database.run(store.store_documents, documents)
         case DetectLanguage(text=text):
             return await service.language.detect(text)
         case ReserveTokens(role=role, tokens=tokens, caps=caps):

@@ -1,6 +1,6 @@
 import pytest
 
-from ragcore.effects import Embed, FindDocument, StoreDocument
+from ragcore.effects import Embed, FindDocuments, StoreDocuments
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     EMBED_BATCH,
@@ -13,18 +13,25 @@ from tests.core.drive import drive
 
 def recorded(effect):
     match effect:
-        case FindDocument():
-            return None
+        case FindDocuments(content_hashes=digests):
+            return [None] * len(digests)
         case Embed(texts=texts):
             return [[float(len(text))] for text in texts]
-        case StoreDocument():
-            return StoredDocument(7, effect.name, len(effect.chunks), created=True)
+        case StoreDocuments(documents=docs):
+            return [StoredDocument(7, d.name, len(d.chunks), created=True) for d in docs]
+
+
+def stored_one(effects):
+    [store] = [e for e in effects if isinstance(e, StoreDocuments)]
+    [doc] = store.documents
+    return doc
 
 
 def test_a_new_document_is_chunked_embedded_and_stored():
     outcome, effects = drive(add_document(" faq.md ", "# FAQ\n\nWe open at 9."), recorded)
-    find, embed, store = effects
-    assert find.content_hash == content_hash("# FAQ\n\nWe open at 9.")
+    find, embed, stores = effects
+    [store] = stores.documents
+    assert find.content_hashes == (content_hash("# FAQ\n\nWe open at 9."),)
     assert embed.texts == ("We open at 9.",) and embed.purpose == "document"
     assert store.name == "faq.md"
     assert store.vectors == ((13.0,),)
@@ -36,7 +43,8 @@ def test_a_new_document_is_chunked_embedded_and_stored():
 def test_the_file_a_document_came_from_is_stored_with_it():
     pipeline = add_document("r.pdf", "Text.", content_type="application/pdf", size_bytes=9000)
     _, effects = drive(pipeline, recorded)
-    assert (effects[-1].content_type, effects[-1].size_bytes) == ("application/pdf", 9000)
+    store = stored_one(effects)
+    assert (store.content_type, store.size_bytes) == ("application/pdf", 9000)
 
 
 def test_a_long_document_is_embedded_in_batches_and_stored_once():
@@ -44,7 +52,7 @@ def test_a_long_document_is_embedded_in_batches_and_stored_once():
     _, effects = drive(add_document("long.md", text), recorded)
     embeds = [e for e in effects if isinstance(e, Embed)]
     assert [len(e.texts) for e in embeds] == [EMBED_BATCH, EMBED_BATCH, 5]
-    [store] = [e for e in effects if isinstance(e, StoreDocument)]
+    store = stored_one(effects)
     assert len(store.chunks) == len(store.vectors) == EMBED_BATCH * 2 + 5
     assert store.vectors[-1] == (float(len(store.chunks[-1].text)),)
 
@@ -52,8 +60,17 @@ def test_a_long_document_is_embedded_in_batches_and_stored_once():
 def test_an_embedding_failure_midway_stores_nothing():
     text = "\n\n".join(f"# Part {i}\n\nThe answer to part {i}." for i in range(EMBED_BATCH + 1))
     pipeline = add_document("long.md", text)
-    assert isinstance(next(pipeline), FindDocument)
-    assert isinstance(pipeline.send(None), Embed)
+    assert isinstance(next(pipeline), FindDocuments)
+    assert isinstance(pipeline.send([None]), Embed)
+    with pytest.raises(RuntimeError, match="provider down"):
+        pipeline.throw(RuntimeError("provider down"))
+
+
+def test_an_embedding_failure_in_a_later_batch_stores_nothing():
+    text = "\n\n".join(f"# Part {i}\n\nThe answer to part {i}." for i in range(EMBED_BATCH + 1))
+    pipeline = add_document("long.md", text)
+    assert isinstance(next(pipeline), FindDocuments)
+    assert isinstance(pipeline.send([None]), Embed)
     assert isinstance(pipeline.send([[0.0]] * EMBED_BATCH), Embed)
     with pytest.raises(RuntimeError, match="provider down"):
         pipeline.throw(RuntimeError("provider down"))
@@ -61,8 +78,8 @@ def test_an_embedding_failure_midway_stores_nothing():
 
 def test_a_duplicate_is_neither_embedded_nor_stored_again():
     existing = StoredDocument(3, "faq.md", 1, created=False)
-    outcome, effects = drive(add_document("copy.md", "We open at 9."), lambda e: existing)
-    assert [type(e) for e in effects] == [FindDocument]
+    outcome, effects = drive(add_document("copy.md", "We open at 9."), lambda e: [existing])
+    assert [type(e) for e in effects] == [FindDocuments]
     assert outcome is existing
 
 
@@ -84,3 +101,37 @@ def test_bad_documents_are_refused_before_any_effect(name, text, field):
     with pytest.raises(InvalidInput) as raised:
         next(add_document(name, text))
     assert raised.value.field == field
+
+
+def test_a_group_embeds_all_new_chunks_together_and_skips_duplicates():
+    from ragcore.knowledge.documents import prepare_document, store_new_documents
+
+    docs = [
+        prepare_document("a.md", "Alpha opens at nine."),
+        prepare_document("b.md", "Beta closes at six."),
+        prepare_document("c.md", "Alpha opens at nine."),  # the same content as a.md
+        prepare_document("d.md", "Delta is stored already."),
+    ]
+    stored_before = StoredDocument(9, "d-old.md", 1, created=False)
+    next_id = iter(range(100, 200))
+
+    def answer(effect):
+        match effect:
+            case FindDocuments(content_hashes=digests):
+                return [stored_before if d == docs[3].content_hash else None for d in digests]
+            case Embed(texts=texts):
+                return [[float(len(t))] for t in texts]
+            case StoreDocuments(documents=new):
+                return [StoredDocument(next(next_id), d.name, len(d.chunks), True) for d in new]
+
+    outcome, effects = drive(store_new_documents(docs), answer)
+    [embed] = [e for e in effects if isinstance(e, Embed)]
+    assert embed.texts == ("Alpha opens at nine.", "Beta closes at six.")
+    [store] = [e for e in effects if isinstance(e, StoreDocuments)]
+    assert [d.name for d in store.documents] == ["a.md", "b.md"]
+    assert [(s.id, s.created) for s in outcome] == [
+        (100, True),
+        (101, True),
+        (100, False),
+        (9, False),
+    ]

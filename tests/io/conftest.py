@@ -1,12 +1,14 @@
 """Real parts for tests/io: one embedded PostgreSQL per session, a fresh database per test,
-the service opened on it, and the HTTP app served by Hypercorn on a free port."""
+the service opened on it, and the HTTP app and fake providers served by Hypercorn on free
+ports; and what the provider tests send, shared so they state one contract alike."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psycopg
@@ -15,10 +17,16 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from ragcore.chat.prompts import Prompt
+from ragcore.effects import Generate
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.http.app import create_app
 from ragio.service import Service, open_service
 from tests.conftest import make_settings
+from tests.io.fakes.asgi import FakeServer
+
+F = TypeVar("F", bound=FakeServer)
+C = TypeVar("C")
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +79,45 @@ async def serve_app(app: Any, nursery: trio.Nursery) -> tuple[str, trio.Event]:
     return binds[0], stop
 
 
+@asynccontextmanager
+async def serving(fake: F, nursery: trio.Nursery) -> AsyncIterator[F]:
+    """Serve a fake provider with its ``base_url`` set; on exit release its hanging requests
+    first, or stopping the server would wait for them."""
+    url, stop = await serve_app(fake, nursery)
+    fake.base_url = url + fake.base_path
+    try:
+        yield fake
+    finally:
+        fake.close()
+        stop.set()
+
+
+@pytest.fixture
+async def serve_fake(nursery: trio.Nursery) -> AsyncIterator[Callable[[F], Awaitable[F]]]:
+    """``await serve_fake(FakeOpenAI(...))``: the fake, served until the test ends."""
+    async with AsyncExitStack() as stack:
+
+        async def start(fake: F) -> F:
+            return await stack.enter_async_context(serving(fake, nursery))
+
+        yield start
+
+
+@pytest.fixture
+async def closing() -> AsyncIterator[Callable[[C], C]]:
+    """``closing(provider)``: the provider, its connections closed (``aclose()``) after the
+    test, in the order they were made."""
+    made: list[Any] = []
+
+    def keep(provider: C) -> C:
+        made.append(provider)
+        return provider
+
+    yield keep
+    for provider in made:
+        await provider.aclose()
+
+
 @pytest.fixture
 async def api(service: Service, nursery: trio.Nursery) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client talking to the real app served by Hypercorn."""
@@ -78,3 +125,33 @@ async def api(service: Service, nursery: trio.Nursery) -> AsyncIterator[httpx.As
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
         yield client
     stop.set()
+
+
+# ---------------------------------------------------------------- calling a provider
+
+# The one request the provider tests send, so their expected replies and token counts agree.
+REQUEST = Generate(
+    Prompt(
+        system="Answer only from the numbered sources.",
+        user="Sources:\n\n[1] (refunds.md)\nRefunds take 5 days.\n\nQuestion: How long?",
+        question="How long?",
+        sources=(),
+    ),
+    max_output_tokens=200,
+    temperature=0.2,
+)
+
+HASTY = {"provider_timeout_seconds": 1, "max_retries": 0}  # settings: give up after one second
+
+
+async def generate(answerer: Any) -> None:
+    await answerer.generate(REQUEST)
+
+
+async def embed(embedder: Any) -> None:
+    await embedder.embed(["refunds"], "query")
+
+
+async def stream(answerer: Any) -> None:
+    async for _ in answerer.stream(REQUEST):
+        pass

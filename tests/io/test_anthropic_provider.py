@@ -3,61 +3,41 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 import pytest
 import trio
 
-from ragcore.chat.prompts import Prompt
 from ragcore.effects import Generate
 from ragcore.usage import TokenUsage
 from ragio.providers.anthropic import MAX_RETRIES, AnthropicAnswerer
 from tests.conftest import make_settings
-from tests.io.conftest import serve_app
+from tests.io.conftest import HASTY, REQUEST, generate, stream
 from tests.io.fakes.anthropic_server import FakeAnthropic
 
 MESSAGES = "/v1/messages"
 MODEL = "claude-sonnet-4-6"
 
-REQUEST = Generate(
-    Prompt(
-        system="Answer only from the numbered sources.",
-        user="Sources:\n\n[1] (refunds.md)\nRefunds take 5 days.\n\nQuestion: How long?",
-        question="How long?",
-        sources=(),
-    ),
-    max_output_tokens=200,
-    temperature=0.2,
-)
+
+@pytest.fixture
+async def fake(serve_fake) -> FakeAnthropic:
+    return await serve_fake(
+        FakeAnthropic(api_key="sk-ant-test-key", reply="Refunds take 5 days [1].")
+    )
 
 
 @pytest.fixture
-async def fake(nursery: trio.Nursery) -> AsyncIterator[FakeAnthropic]:
-    server = FakeAnthropic(api_key="sk-ant-test-key", reply="Refunds take 5 days [1].")
-    url, stop = await serve_app(server, nursery)
-    server.base_url = url
-    yield server
-    server.close()
-    stop.set()
-
-
-@pytest.fixture
-async def make(fake: FakeAnthropic) -> AsyncIterator[Callable[..., AnthropicAnswerer]]:
+def make(fake: FakeAnthropic, closing) -> Callable[..., AnthropicAnswerer]:
     """``make(**settings)``: an answerer on the fake, its connections closed after the test."""
-    made: list[AnthropicAnswerer] = []
 
     def build(max_retries: int = MAX_RETRIES, **overrides: Any) -> AnthropicAnswerer:
         defaults = {"anthropic_api_key": fake.api_key, "anthropic_chat_model": MODEL}
         settings = make_settings(**{**defaults, **overrides})
-        answerer = AnthropicAnswerer(settings, base_url=fake.base_url, max_retries=max_retries)
-        made.append(answerer)
-        return answerer
+        return closing(AnthropicAnswerer(settings, base_url=fake.base_url, max_retries=max_retries))
 
-    yield build
-    for answerer in made:
-        await answerer.aclose()
+    return build
 
 
 async def test_generate_returns_the_text_model_and_usage_and_sends_the_prompt(fake, make):
@@ -155,21 +135,9 @@ async def test_a_wrong_key_raises_authentication_error_without_retrying(fake, ma
     assert len(fake.requests) == 1
 
 
-HASTY = {"provider_timeout_seconds": 1, "max_retries": 0}  # give up after one second
-
-
-async def _generate(make: Callable[..., AnthropicAnswerer]) -> None:
-    await make(**HASTY).generate(REQUEST)
-
-
-async def _stream(make: Callable[..., AnthropicAnswerer]) -> None:
-    async for _ in make(**HASTY).stream(REQUEST):
-        pass
-
-
-@pytest.mark.parametrize("call", [_generate, _stream], ids=["generate", "stream"])
+@pytest.mark.parametrize("call", [generate, stream], ids=["generate", "stream"])
 async def test_a_server_that_hangs_past_the_timeout_raises_a_timeout_error(fake, make, call):
     fake.delay = 30
 
     with trio.fail_after(10), pytest.raises(anthropic.APITimeoutError):
-        await call(make)
+        await call(make(**HASTY))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 import trio
 
 from ragcore.usage import LIMIT_REACHED
-from tests.io.conftest import serve_app
 from tests.io.fakes.openai_server import FakeOpenAI
 
 CAP = 1000
@@ -20,13 +18,8 @@ FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays.
 
 
 @pytest.fixture
-async def fake(nursery: trio.Nursery) -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI(api_key="sk-test", reply="It opens at 9 am [1].")
-    url, stop = await serve_app(server, nursery)
-    server.base_url = f"{url}/v1"
-    yield server
-    server.close()
-    stop.set()
+async def fake(serve_fake) -> FakeOpenAI:
+    return await serve_fake(FakeOpenAI(api_key="sk-test", reply="It opens at 9 am [1]."))
 
 
 @pytest.fixture

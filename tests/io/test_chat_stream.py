@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import trio
 
-from tests.io.conftest import serve_app
 from tests.io.fakes.openai_server import FakeOpenAI
 
 FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
@@ -52,13 +49,8 @@ async def test_a_bad_question_is_an_ordinary_problem_before_any_event(api):
 
 
 @pytest.fixture
-async def fake(nursery: trio.Nursery) -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI(api_key="sk-test", reply="It opens at 9 am [1] [4].")
-    url, stop = await serve_app(server, nursery)
-    server.base_url = f"{url}/v1"
-    yield server
-    server.close()
-    stop.set()
+async def fake(serve_fake) -> FakeOpenAI:
+    return await serve_fake(FakeOpenAI(api_key="sk-test", reply="It opens at 9 am [1] [4]."))
 
 
 class TestWithAStreamingProvider:

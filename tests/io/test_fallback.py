@@ -7,7 +7,7 @@ variables (GOOGLE_GEMINI_BASE_URL, ANTHROPIC_BASE_URL) and OPENAI_BASE_URL.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -25,7 +25,6 @@ from ragio.providers.chain import open_stream
 from ragio.providers.failures import AllProvidersFailed, classify_failure
 from ragio.service import Service, open_service
 from tests.conftest import make_settings
-from tests.io.conftest import serve_app
 from tests.io.fakes.anthropic_server import FakeAnthropic
 from tests.io.fakes.gemini_server import FakeGemini
 from tests.io.fakes.openai_server import FakeOpenAI
@@ -44,33 +43,19 @@ Refunds are paid to the original payment method within 5 business days.
 QUESTION = {"question": "How long do I have to return an item?"}
 
 
-async def _served(server: Any, nursery: trio.Nursery) -> AsyncIterator[Any]:
-    url, stop = await serve_app(server, nursery)
-    server.base_url = url
-    yield server
-    server.close()
-    stop.set()
+@pytest.fixture
+async def gemini(serve_fake) -> FakeGemini:
+    return await serve_fake(FakeGemini(GEMINI_KEY, reply="Gemini says: within 30 days [1]."))
 
 
 @pytest.fixture
-async def gemini(nursery: trio.Nursery) -> AsyncIterator[FakeGemini]:
-    server = FakeGemini(GEMINI_KEY, reply="Gemini says: within 30 days [1].")
-    async for served in _served(server, nursery):
-        yield served
+async def claude(serve_fake) -> FakeAnthropic:
+    return await serve_fake(FakeAnthropic(ANTHROPIC_KEY, reply="Claude says: within 30 days [1]."))
 
 
 @pytest.fixture
-async def claude(nursery: trio.Nursery) -> AsyncIterator[FakeAnthropic]:
-    server = FakeAnthropic(ANTHROPIC_KEY, reply="Claude says: within 30 days [1].")
-    async for served in _served(server, nursery):
-        yield served
-
-
-@pytest.fixture
-async def gpt(nursery: trio.Nursery) -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI(OPENAI_KEY, reply="GPT says: within 30 days [1].")
-    async for served in _served(server, nursery):
-        yield served
+async def gpt(serve_fake) -> FakeOpenAI:
+    return await serve_fake(FakeOpenAI(OPENAI_KEY, reply="GPT says: within 30 days [1]."))
 
 
 @pytest.fixture
@@ -97,7 +82,7 @@ def settings_overrides(
         "anthropic_api_key": ANTHROPIC_KEY,
         "anthropic_chat_model": "claude-sonnet-4-6",
         "openai_api_key": OPENAI_KEY,
-        "openai_base_url": f"{gpt.base_url}/v1",
+        "openai_base_url": gpt.base_url,
         "provider_timeout_seconds": TIMEOUT,
     }
 

@@ -3,7 +3,7 @@ Trio, against a fake Gemini API on 127.0.0.1."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -11,18 +11,12 @@ import pytest
 import trio
 from google.genai import errors
 
-from ragcore.chat.prompts import Prompt
-from ragcore.effects import Generate
 from ragcore.usage import TokenUsage
-from ragio.providers.genai import (
-    MAX_BATCH,
-    MAX_CONCURRENT_BATCHES,
-    GenaiAnswerer,
-    GenaiEmbedder,
-)
-from ragio.providers.openai import EmbeddingDimensionsMismatch
+from ragio.providers.batching import MAX_IN_FLIGHT as MAX_CONCURRENT_BATCHES
+from ragio.providers.batching import EmbeddingDimensionsMismatch
+from ragio.providers.genai import MAX_BATCH, GenaiAnswerer, GenaiEmbedder
 from tests.conftest import make_settings
-from tests.io.conftest import serve_app
+from tests.io.conftest import HASTY, REQUEST, embed, generate, stream
 from tests.io.fakes.gemini_server import FakeGemini
 from tests.io.fakes.openai_server import bag_of_words
 
@@ -32,45 +26,24 @@ GENERATE = "generateContent"
 STREAM = "streamGenerateContent"
 EMBED = "batchEmbedContents"
 
-REQUEST = Generate(
-    Prompt(
-        system="Answer only from the numbered sources.",
-        user="Sources:\n\n[1] (refunds.md)\nRefunds take 5 days.\n\nQuestion: How long?",
-        question="How long?",
-        sources=(),
-    ),
-    max_output_tokens=200,
-    temperature=0.2,
-)
+
+@pytest.fixture
+async def fake(serve_fake) -> FakeGemini:
+    return await serve_fake(FakeGemini(api_key="gemini-test-key", reply="Refunds take 5 days [1]."))
 
 
 @pytest.fixture
-async def fake(nursery: trio.Nursery) -> AsyncIterator[FakeGemini]:
-    server = FakeGemini(api_key="gemini-test-key", reply="Refunds take 5 days [1].")
-    url, stop = await serve_app(server, nursery)
-    server.base_url = url
-    yield server
-    server.close()
-    stop.set()
-
-
-@pytest.fixture
-async def make(fake: FakeGemini) -> AsyncIterator[Callable[..., Any]]:
+def make(fake: FakeGemini, closing) -> Callable[..., Any]:
     """``make(GenaiAnswerer, **settings)``: a provider on the fake, closed after the test.
     Settings default to the fake's key and 64 dimensions."""
-    made: list[Any] = []
 
     def build(kind: type[P], max_retries: int | None = None, **overrides: Any) -> P:
         defaults = {"genai_api_key": fake.api_key, "embedding_dimensions": DIMENSIONS}
         settings = make_settings(**{**defaults, **overrides})
         retries = {} if max_retries is None else {"max_retries": max_retries}
-        provider = kind(settings, base_url=fake.base_url, **retries)
-        made.append(provider)
-        return provider
+        return closing(kind(settings, base_url=fake.base_url, **retries))
 
-    yield build
-    for provider in made:
-        await provider.aclose()
+    return build
 
 
 async def test_generate_returns_the_text_model_and_usage_and_sends_the_prompt(fake, make):
@@ -237,25 +210,13 @@ async def test_an_error_event_mid_stream_raises_after_the_deltas_before_it(fake,
     assert broken.value.code == 503
 
 
-HASTY = {"provider_timeout_seconds": 1, "max_retries": 0}  # give up after one second
-
-
-async def _generate(make: Callable[..., Any]) -> None:
-    await make(GenaiAnswerer, **HASTY).generate(REQUEST)
-
-
-async def _embed(make: Callable[..., Any]) -> None:
-    await make(GenaiEmbedder, **HASTY).embed(["refunds"], "query")
-
-
-async def _stream(make: Callable[..., Any]) -> None:
-    async for _ in make(GenaiAnswerer, **HASTY).stream(REQUEST):
-        pass
-
-
-@pytest.mark.parametrize("call", [_generate, _embed, _stream], ids=["generate", "embed", "stream"])
-async def test_a_server_that_hangs_past_the_timeout_raises_a_timeout_error(fake, make, call):
+@pytest.mark.parametrize(
+    ("kind", "call"),
+    [(GenaiAnswerer, generate), (GenaiEmbedder, embed), (GenaiAnswerer, stream)],
+    ids=["generate", "embed", "stream"],
+)
+async def test_a_server_that_hangs_past_the_timeout_raises_a_timeout_error(fake, make, kind, call):
     fake.delay = 30
 
     with trio.fail_after(10), pytest.raises(httpx.TimeoutException):
-        await call(make)
+        await call(make(kind, **HASTY))

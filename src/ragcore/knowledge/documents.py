@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.effects import Embed, FindDocument, StoreDocument
+from ragcore.effects import Embed, FindDocuments, StoreDocument, StoreDocuments
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.chunking import (
     DEFAULT_OVERLAP_TOKENS,
@@ -27,12 +27,12 @@ from ragcore.knowledge.chunking import (
 MAX_NAME_CHARS = 255
 # Texts per Embed effect: keeps each provider request small (OpenAI caps a request at
 # 300k tokens) and lets a runner report progress. A failure in any batch stores nothing.
-EMBED_BATCH = 64
+EMBED_BATCH = 512
 
 
 @attrs.frozen
 class StoredDocument:
-    """Result of FindDocument / StoreDocument: the document as stored."""
+    """Result of FindDocuments / StoreDocuments: the document as stored."""
 
     id: int
     name: str
@@ -223,40 +223,72 @@ def prepare_document(
     )
 
 
-def store_new_document(
-    doc: NewDocument,
-) -> Generator[FindDocument | Embed | StoreDocument, Any, StoredDocument]:
-    """Store ``doc`` unless the same content is stored already (then: that one).
+def store_new_documents(
+    docs: Sequence[NewDocument],
+) -> Generator[FindDocuments | Embed | StoreDocuments, Any, list[StoredDocument]]:
+    """Store each of ``docs`` unless the same content is stored already (then: that one).
 
-    Chunks are embedded ``EMBED_BATCH`` at a time and stored together, with the
-    document, only once all are embedded: a failure midway stores nothing.
+    The new documents' chunks are embedded together, ``EMBED_BATCH`` at a time (the
+    provider splits a batch to its own request limit and sends the parts
+    concurrently), so many small documents cost few provider round trips. Each
+    document is stored with all its chunks in one step once every chunk of the
+    group is embedded: a failure midway stores nothing.
     """
-    existing: StoredDocument | None = yield FindDocument(doc.content_hash)
-    if existing is not None:
-        return existing
+    found: list[StoredDocument | None] = yield FindDocuments(tuple(d.content_hash for d in docs))
+    new: list[NewDocument] = []
+    for doc, existing in zip(docs, found, strict=True):
+        if existing is None and all(doc.content_hash != n.content_hash for n in new):
+            new.append(doc)
+    texts = [chunk.text for doc in new for chunk in doc.chunks]
     vectors: list[tuple[float, ...]] = []
-    for start in range(0, len(doc.chunks), EMBED_BATCH):
-        batch = tuple(chunk.text for chunk in doc.chunks[start : start + EMBED_BATCH])
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = tuple(texts[start : start + EMBED_BATCH])
         embedded = yield Embed(batch, purpose="document")
         if len(embedded) != len(batch):
             raise ValueError(
                 f"the embedder returned {len(embedded)} vectors for {len(batch)} texts"
             )
         vectors.extend(tuple(v) for v in embedded)
-    stored: StoredDocument = yield StoreDocument(
-        name=doc.name,
-        content_hash=doc.content_hash,
-        text=doc.text,
-        chunks=doc.chunks,
-        vectors=tuple(vectors),
-        content_type=doc.content_type,
-        size_bytes=doc.size_bytes,
-    )
+    to_store = []
+    offset = 0
+    for doc in new:
+        doc_vectors = tuple(vectors[offset : offset + len(doc.chunks)])
+        offset += len(doc.chunks)
+        to_store.append(
+            StoreDocument(
+                name=doc.name,
+                content_hash=doc.content_hash,
+                text=doc.text,
+                chunks=doc.chunks,
+                vectors=doc_vectors,
+                content_type=doc.content_type,
+                size_bytes=doc.size_bytes,
+            )
+        )
+    stored: dict[str, StoredDocument] = {}
+    if to_store:
+        results = yield StoreDocuments(tuple(to_store))
+        stored = {doc.content_hash: result for doc, result in zip(new, results, strict=True)}
+    results: list[StoredDocument] = []
+    firsts = {id(doc) for doc in new}
+    for doc, existing in zip(docs, found, strict=True):
+        if existing is None:  # stored by this call; a copy later in the group is a duplicate
+            existing = stored[doc.content_hash]
+            existing = existing if id(doc) in firsts else attrs.evolve(existing, created=False)
+        results.append(existing)
+    return results
+
+
+def store_new_document(
+    doc: NewDocument,
+) -> Generator[FindDocuments | Embed | StoreDocuments, Any, StoredDocument]:
+    """``store_new_documents`` for one document."""
+    [stored] = yield from store_new_documents([doc])
     return stored
 
 
 def add_document(
     name: Any, text: Any, **options: Any
-) -> Generator[FindDocument | Embed | StoreDocument, Any, StoredDocument]:
+) -> Generator[FindDocuments | Embed | StoreDocuments, Any, StoredDocument]:
     """``prepare_document`` then ``store_new_document``, in one pipeline (small texts)."""
     return (yield from store_new_document(prepare_document(name, text, **options)))

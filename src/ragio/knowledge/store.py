@@ -39,42 +39,80 @@ def find_document(conn: psycopg.Connection, content_hash: str) -> StoredDocument
     return _stored(row) if row else None
 
 
-def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocument:
-    """Insert the document and all its chunks in one transaction (all or nothing).
+def find_documents(
+    conn: psycopg.Connection, content_hashes: Sequence[str]
+) -> list[StoredDocument | None]:
+    rows = conn.execute(
+        f"SELECT {_DOCUMENT}, d.content_hash FROM documents d WHERE d.content_hash = ANY(%s)",
+        (list(content_hashes),),
+    ).fetchall()
+    found = {row[-1]: _stored(row[:-1]) for row in rows}
+    return [found.get(digest) for digest in content_hashes]
 
-    When the same content was stored meanwhile, the existing document is returned.
+
+def store_documents(
+    conn: psycopg.Connection, docs: Sequence[StoreDocument]
+) -> list[StoredDocument]:
+    """Insert the documents and all their chunks in one transaction (all or nothing).
+
+    A document whose content was stored meanwhile comes back as the one stored. The
+    chunks of all the documents go in with one COPY: one statement, so the
+    statement-level triggers that keep the full-text statistics run once, not per chunk.
     """
-    if len(doc.chunks) != len(doc.vectors):
-        raise ValueError(f"{len(doc.chunks)} chunks but {len(doc.vectors)} vectors")
+    for doc in docs:
+        if len(doc.chunks) != len(doc.vectors):
+            raise ValueError(f"{len(doc.chunks)} chunks but {len(doc.vectors)} vectors")
+    results: list[StoredDocument] = []
     with conn.transaction():
-        row = conn.execute(
-            """INSERT INTO documents (name, content_hash, text, content_type, size_bytes)
-               VALUES (%s, %s, %s, %s, %s)
-               ON CONFLICT (content_hash) DO NOTHING RETURNING id, created_at""",
-            (doc.name, doc.content_hash, doc.text, doc.content_type, doc.size_bytes),
-        ).fetchone()
-        if row is None:
-            existing = find_document(conn, doc.content_hash)
-            assert existing is not None
-            return existing
-        with conn.cursor() as cur:
-            cur.executemany(
-                """INSERT INTO chunks (document_id, position, heading_path, text, embedding)
-                   VALUES (%s, %s, %s, %s, %s::vector)""",
-                [
-                    (row[0], c.position, list(c.heading_path), c.text, vector_literal(v))
-                    for c, v in zip(doc.chunks, doc.vectors, strict=True)
-                ],
+        new: list[tuple[int, StoreDocument]] = []
+        for doc in docs:
+            row = conn.execute(
+                """INSERT INTO documents (name, content_hash, text, content_type, size_bytes)
+                   VALUES (%s, %s, %s, %s, %s)
+                   ON CONFLICT (content_hash) DO NOTHING RETURNING id, created_at""",
+                (doc.name, doc.content_hash, doc.text, doc.content_type, doc.size_bytes),
+            ).fetchone()
+            if row is None:
+                existing = find_document(conn, doc.content_hash)
+                assert existing is not None
+                results.append(existing)
+                continue
+            new.append((row[0], doc))
+            results.append(
+                StoredDocument(
+                    id=row[0],
+                    name=doc.name,
+                    chunk_count=len(doc.chunks),
+                    created=True,
+                    content_type=doc.content_type,
+                    size_bytes=doc.size_bytes,
+                    created_at=row[1],
+                )
             )
-    return StoredDocument(
-        id=row[0],
-        name=doc.name,
-        chunk_count=len(doc.chunks),
-        created=True,
-        content_type=doc.content_type,
-        size_bytes=doc.size_bytes,
-        created_at=row[1],
-    )
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY chunks (document_id, position, heading_path, text, embedding) FROM STDIN"
+            ) as copy,
+        ):
+            for doc_id, doc in new:
+                for chunk, vector in zip(doc.chunks, doc.vectors, strict=True):
+                    copy.write_row(
+                        (
+                            doc_id,
+                            chunk.position,
+                            list(chunk.heading_path),
+                            chunk.text,
+                            vector_literal(vector),
+                        )
+                    )
+    return results
+
+
+def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocument:
+    """One document, with all its chunks, in one transaction."""
+    [stored] = store_documents(conn, [doc])
+    return stored
 
 
 def list_documents(conn: psycopg.Connection) -> list[StoredDocument]:

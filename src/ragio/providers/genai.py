@@ -32,13 +32,12 @@ from google.genai import errors, types
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.usage import TokenUsage
-from ragio.providers.openai import EmbeddingDimensionsMismatch
+from ragio.providers.batching import check_dimensions, embed_in_batches
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_BATCH = 100  # texts per batchEmbedContents request, the API's limit
-MAX_CONCURRENT_BATCHES = 4  # batch requests in flight at once for one embed() call
 MAX_RETRIES = 2  # for answers: rides out a brief rate limit without stalling a reply
 EMBED_MAX_RETRIES = 4  # for embeddings: ingestion can afford to wait a little longer
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -176,51 +175,24 @@ class GenaiEmbedder(_GenaiProvider):
         )
 
     async def embed(self, texts: Sequence[str], purpose: str) -> list[list[float]]:
-        """One vector per text, in order: batchEmbedContents requests of at most MAX_BATCH texts,
-        at most MAX_CONCURRENT_BATCHES of them in flight, each retried on 429 and 5xx."""
-        batches = [
-            list(texts[start : start + MAX_BATCH]) for start in range(0, len(texts), MAX_BATCH)
-        ]
-        results: list[list[list[float]]] = [[] for _ in batches]
-        limiter = trio.CapacityLimiter(MAX_CONCURRENT_BATCHES)
+        """One vector per text, in order: batchEmbedContents requests of at most MAX_BATCH
+        texts, a few in flight at once, each retried on 429 and 5xx."""
         config = types.EmbedContentConfig(
             task_type=TASK_TYPES.get(purpose, TASK_TYPES["document"]),
             output_dimensionality=self.space.dimensions,
         )
 
-        async def embed_batch(index: int) -> None:
-            async with limiter:
-                response = await self._retrying(
-                    lambda: self.client.aio.models.embed_content(
-                        model=self.space.model, contents=batches[index], config=config
-                    )
+        async def send(batch: list[str]) -> list[list[float]]:
+            response = await self._retrying(
+                lambda: self.client.aio.models.embed_content(
+                    model=self.space.model, contents=batch, config=config
                 )
-            vectors = [list(item.values or ()) for item in response.embeddings or ()]
-            if len(vectors) != len(batches[index]):
-                raise RuntimeError(
-                    f"{self.where} returned {len(vectors)} embeddings "
-                    f"for {len(batches[index])} texts"
-                )
-            for vector in vectors:
-                self._check_size(vector)
-            results[index] = vectors
-
-        try:
-            async with trio.open_nursery() as nursery:
-                for index in range(len(batches)):
-                    nursery.start_soon(embed_batch, index)
-        except BaseExceptionGroup as group:  # one failed batch cancels the rest: raise its error
-            raise _first_leaf(group) from None
-        return [vector for batch in results for vector in batch]
-
-    def _check_size(self, vector: Sequence[float]) -> None:
-        if len(vector) != self.space.dimensions:
-            raise EmbeddingDimensionsMismatch(
-                f"{self.where} returned {len(vector)}-dimensional vectors for model "
-                f"{self.space.model!r}, but EMBEDDING_DIMENSIONS is {self.space.dimensions}. "
-                f"Set EMBEDDING_DIMENSIONS={len(vector)}, or use a model that honours "
-                "`outputDimensionality`."
             )
+            vectors = [list(item.values or ()) for item in response.embeddings or ()]
+            check_dimensions(vectors, self.space, self.where, "outputDimensionality")
+            return vectors
+
+        return await embed_in_batches(texts, MAX_BATCH, send)
 
 
 # ---------------------------------------------------------------- helpers
@@ -300,7 +272,3 @@ def _duration(value: Any) -> float | None:
             return None
     return None
 
-
-def _first_leaf(group: BaseExceptionGroup) -> BaseException:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first

@@ -1,7 +1,7 @@
 """A fake Anthropic Messages API: a plain ASGI app speaking the documented wire format.
 
-Serve it with ``tests.io.conftest.serve_app`` and give the SDK its URL as ``base_url``
-(or as ANTHROPIC_BASE_URL); call ``close()`` before stopping the server.
+Serve it with the ``serve_fake`` fixture and give the SDK its ``base_url``
+(or set it as ANTHROPIC_BASE_URL).
 It answers ``POST /v1/messages``, whole or streamed as server-sent events
 (``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``…,
 ``message_delta``, ``message_stop``), checks the key (``x-api-key``, or
@@ -23,41 +23,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import deque
 from typing import Any
 
-import attrs
-import trio
-
-from tests.io.fakes.openai_server import (
-    Receive,
-    Recorded,
-    Scope,
-    Send,
-    _lifespan,
-    _read_body,
-    count_tokens,
-    words,
-)
+from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
+from tests.io.fakes.openai_server import count_tokens, words
 
 
-@attrs.frozen
-class Failure:
-    status: int
-    retry_after: str | None = None
-
-
-class AnthropicError(Exception):
+class AnthropicError(WireError):
     def __init__(self, status: int, type: str, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.request_id = f"req_{uuid.uuid4().hex[:24]}"
-        self.body = {
+        request_id = f"req_{uuid.uuid4().hex[:24]}"
+        body = {
             "type": "error",
             "error": {"type": type, "message": message},
-            "request_id": self.request_id,
+            "request_id": request_id,
         }
-        self.headers = {"request-id": self.request_id, **(headers or {})}
+        super().__init__(status, message, body, {"request-id": request_id, **(headers or {})})
 
 
 _FAILURES = {
@@ -71,57 +51,18 @@ _FAILURES = {
 }
 
 
-class FakeAnthropic:
+class FakeAnthropic(FakeServer):
     def __init__(self, api_key: str = "sk-ant-test-key", reply: str = "Hello from Claude.") -> None:
-        self.api_key = api_key
-        self.base_url = ""  # set by whoever serves it
-        self.reply = reply
+        super().__init__(api_key, reply)
         self.model: str | None = None
-        self.delay = 0.0
         self.break_stream_after: int | None = None
         self.rejects_temperature = False
-        self.failures: deque[Failure] = deque()
-        self.requests: list[Recorded] = []
-        self._closing = trio.Event()
 
-    # ------------------------------------------------------------ scripting
+    def _response_headers(self) -> dict[str, str]:
+        return {"request-id": f"req_{uuid.uuid4().hex[:24]}"}
 
-    def fail_next(self, status: int, *, retry_after: str | None = None, times: int = 1) -> None:
-        """Answer the next ``times`` authorised requests with ``status``."""
-        self.failures.extend(Failure(status, retry_after) for _ in range(times))
-
-    def requests_to(self, path: str) -> list[Recorded]:
-        return [r for r in self.requests if r.path == path]
-
-    def close(self) -> None:
-        """Release requests still hanging in ``delay`` so the server can shut down at once."""
-        self._closing.set()
-
-    # ------------------------------------------------------------ ASGI
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        raw = await _read_body(receive)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            Recorded(scope["method"], scope["path"], headers, body, trio.current_time())
-        )
-        try:
-            await self._answer(scope["method"], scope["path"], headers, raw, body, send)
-        except AnthropicError as error:
-            await _send_json(send, error.status, error.body, error.headers)
-
-    async def _answer(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes, body: Any, send: Send
-    ) -> None:
+    async def _answer(self, request: Recorded, send: Send) -> None:
+        headers = request.headers
         key = headers.get("x-api-key", "") or _bearer(headers.get("authorization", ""))
         if not key:
             raise AnthropicError(401, "authentication_error", "x-api-key header is required")
@@ -131,16 +72,17 @@ class FakeAnthropic:
             raise AnthropicError(
                 400, "invalid_request_error", "anthropic-version: header is required"
             )
-        if self.delay:
-            with trio.move_on_after(self.delay):
-                await self._closing.wait()
-        if self.failures:
-            raise _failure(self.failures.popleft())
+        await self._scripted()
+        method, path = request.method, request.path
         if method != "POST" or path != "/v1/messages":
             raise AnthropicError(404, "not_found_error", f"Not Found: {method} {path}")
-        if not isinstance(body, dict):
+        if not isinstance(request.body, dict):
             raise AnthropicError(400, "invalid_request_error", "Request body is not valid JSON")
-        await self._messages(body, send)
+        await self._messages(request.body, send)
+
+    def _failure(self, failure: Failure) -> AnthropicError:
+        type, message = _FAILURES.get(failure.status, ("api_error", "Internal server error"))
+        return AnthropicError(failure.status, type, message, failure.headers)
 
     async def _messages(self, body: dict[str, Any], send: Send) -> None:
         for field in ("model", "max_tokens", "messages"):
@@ -166,7 +108,7 @@ class FakeAnthropic:
         output_tokens = count_tokens(self.reply)
         ident = f"msg_{uuid.uuid4().hex[:24]}"
         if not body.get("stream"):
-            await _send_json(
+            await self._send_json(
                 send,
                 200,
                 {
@@ -182,13 +124,7 @@ class FakeAnthropic:
             )
             return
 
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": _headers({"content-type": "text/event-stream; charset=utf-8"}),
-            }
-        )
+        await self._start(send, 200, {"content-type": "text/event-stream; charset=utf-8"})
         start = {
             "id": ident,
             "type": "message",
@@ -240,35 +176,10 @@ class FakeAnthropic:
 # ---------------------------------------------------------------- plumbing
 
 
-def _failure(failure: Failure) -> AnthropicError:
-    type, message = _FAILURES.get(failure.status, ("api_error", "Internal server error"))
-    headers = {"retry-after": failure.retry_after} if failure.retry_after is not None else {}
-    return AnthropicError(failure.status, type, message, headers)
-
-
 def _bearer(authorization: str) -> str:
     scheme, _, token = authorization.partition(" ")
     return token if scheme.lower() == "bearer" else ""
 
 
-def _headers(extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    merged = {"request-id": f"req_{uuid.uuid4().hex[:24]}", **extra}
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
-
-
-async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": _headers({"content-type": "application/json", **(headers or {})}),
-        }
-    )
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
-
-
 async def _event(send: Send, name: str, data: dict[str, Any], *, more: bool = True) -> None:
-    payload = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-    await send({"type": "http.response.body", "body": payload, "more_body": more})
+    await send_event(send, f"event: {name}\ndata: {json.dumps(data)}\n\n", more=more)

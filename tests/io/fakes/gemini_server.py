@@ -1,7 +1,7 @@
 """A fake Gemini API: a plain ASGI app speaking the documented wire format.
 
-Serve it with ``tests.io.conftest.serve_app`` and give the SDK its URL as ``base_url``
-(or as GOOGLE_GEMINI_BASE_URL); call ``close()`` before stopping the server.
+Serve it with the ``serve_fake`` fixture and give the SDK its ``base_url``
+(or set it as GOOGLE_GEMINI_BASE_URL).
 It answers ``POST /{version}/models/{model}:generateContent``,
 ``:streamGenerateContent?alt=sse`` (server-sent events, one GenerateContentResponse
 per event) and ``:batchEmbedContents`` (at most 100 requests per batch), checks the
@@ -26,39 +26,20 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections import deque
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs
 
-import attrs
 import trio
 
-from tests.io.fakes.openai_server import (
-    Receive,
-    Recorded,
-    Scope,
-    Send,
-    _lifespan,
-    _read_body,
-    bag_of_words,
-    count_tokens,
-    words,
-)
+from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
+from tests.io.fakes.openai_server import bag_of_words, count_tokens, words
 
 NATIVE_DIMENSIONS = 3072  # gemini-embedding-001's size when outputDimensionality is not sent
 MAX_BATCH = 100  # the API's limit of requests per batchEmbedContents call
 _PATH = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>\w+)$")
 
 
-@attrs.frozen
-class Failure:
-    status: int
-    retry_delay: str | None = None  # a google.rpc.RetryInfo retryDelay, such as "0.5s"
-    retry_after: str | None = None  # a Retry-After header, as a proxy in front might add
-
-
-class GoogleError(Exception):
+class GoogleError(WireError):
     """Answered as Google's error body: {"error": {"code", "message", "status", "details"}}."""
 
     def __init__(
@@ -69,32 +50,24 @@ class GoogleError(Exception):
         details: list[dict[str, Any]] | None = None,
         headers: dict[str, str] | None = None,
     ):
-        super().__init__(message)
-        self.code = code
         error: dict[str, Any] = {"code": code, "message": message, "status": status}
         if details:
             error["details"] = details
-        self.body = {"error": error}
-        self.headers = headers or {}
+        super().__init__(code, message, {"error": error}, headers)
 
 
-class FakeGemini:
+class FakeGemini(FakeServer):
+    json_type = "application/json; charset=UTF-8"
+    json_indent = 2
+
     def __init__(self, api_key: str = "gemini-test-key", reply: str = "Hello from Gemini.") -> None:
-        self.api_key = api_key
-        self.base_url = ""  # set by whoever serves it
-        self.reply = reply
+        super().__init__(api_key, reply)
         self.model_version: str | None = None
         self.embed: Callable[[str, int], list[float]] = bag_of_words
         self.honour_dimensions = True
-        self.delay = 0.0
         self.break_stream_after: int | None = None
-        self.failures: deque[Failure] = deque()
-        self.requests: list[Recorded] = []
-        self.in_flight = 0
-        self.peak = 0
         self._hold = 0
         self._held = trio.Event()
-        self._closing = trio.Event()
 
     # ------------------------------------------------------------ scripting
 
@@ -107,7 +80,8 @@ class FakeGemini:
         times: int = 1,
     ) -> None:
         """Answer the next ``times`` authorised requests with ``status``."""
-        self.failures.extend(Failure(status, retry_delay, retry_after) for _ in range(times))
+        failure = Failure(status, retry_after=retry_after, retry_delay=retry_delay)
+        self.failures.extend(failure for _ in range(times))
 
     def hold_first(self, count: int) -> None:
         self._hold = count
@@ -117,74 +91,40 @@ class FakeGemini:
         return [r for r in self.requests if r.path.endswith(f":{method}")]
 
     def close(self) -> None:
-        """Release requests still hanging in ``delay`` so the server can shut down at once."""
-        self._closing.set()
-        self._held.set()
+        super().close()
+        self._held.set()  # and those held by hold_first
 
-    # ------------------------------------------------------------ ASGI
+    # ------------------------------------------------------------ wire format
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        raw = await _read_body(receive)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            Recorded(scope["method"], scope["path"], headers, body, trio.current_time())
-        )
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            await self._answer(scope["method"], scope["path"], query, headers, raw, body, send)
-        except GoogleError as error:
-            await _send_json(send, error.code, error.body, error.headers)
-        finally:
-            self.in_flight -= 1
+    def _response_headers(self) -> dict[str, str]:
+        return {"x-goog-request-id": uuid.uuid4().hex, "server": "scaffolding on HTTPServer2"}
 
-    async def _answer(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, list[str]],
-        headers: dict[str, str],
-        raw: bytes,
-        body: Any,
-        send: Send,
-    ) -> None:
-        self._check_key(headers.get("x-goog-api-key") or (query.get("key") or [""])[0])
+    async def _answer(self, request: Recorded, send: Send) -> None:
+        query = request.query
+        self._check_key(request.headers.get("x-goog-api-key") or (query.get("key") or [""])[0])
         if self._hold:
             if len(self.requests) >= self._hold:
                 self._held.set()
             if len(self.requests) <= self._hold:
                 await self._held.wait()
-        if self.delay:
-            with trio.move_on_after(self.delay):
-                await self._closing.wait()
-        if self.failures:
-            raise _failure(self.failures.popleft())
-        if raw and body is None:
+        await self._scripted()
+        if request.malformed:
             raise GoogleError(
                 400, "Invalid JSON payload received. Unexpected token.", "INVALID_ARGUMENT"
             )
+        method, path, body = request.method, request.path, request.body
         match = _PATH.match(path)
         if method != "POST" or match is None:
             raise GoogleError(404, f"The requested URL {path} was not found.", "NOT_FOUND")
         model, verb = match["model"], match["method"]
         if verb == "generateContent":
-            await _send_json(send, 200, self._generate(model, _object(body)))
+            await self._send_json(send, 200, self._generate(model, _object(body)))
         elif verb == "streamGenerateContent":
             if (query.get("alt") or [""])[0] != "sse":
                 raise GoogleError(400, "This fake streams only with alt=sse.", "INVALID_ARGUMENT")
             await self._stream(model, _object(body), send)
         elif verb == "batchEmbedContents":
-            await _send_json(send, 200, self._batch_embed(model, _object(body)))
+            await self._send_json(send, 200, self._batch_embed(model, _object(body)))
         else:
             raise GoogleError(
                 404,
@@ -193,6 +133,18 @@ class FakeGemini:
                 "and their supported methods.",
                 "NOT_FOUND",
             )
+
+    def _failure(self, failure: Failure) -> GoogleError:
+        status, message = _STATUS.get(failure.status, ("UNKNOWN", "Unknown error."))
+        details = []
+        if failure.retry_delay is not None:
+            details.append(
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": failure.retry_delay,
+                }
+            )
+        return GoogleError(failure.status, message, status, details, failure.headers)
 
     def _check_key(self, key: str) -> None:
         if not key:
@@ -274,17 +226,11 @@ class FakeGemini:
         prompt = self._prompt_tokens(body)
         response_id = _response_id()
         pieces = words(self.reply)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": _headers({"content-type": "text/event-stream"}),
-            }
-        )
+        await self._start(send, 200, {"content-type": "text/event-stream"})
         sent = 0
         for number, piece in enumerate(pieces, start=1):
             if self.break_stream_after is not None and number > self.break_stream_after:
-                error = _failure(Failure(503)).body
+                error = self._failure(Failure(503)).body
                 await _event(send, error, more=False)
                 return
             sent += count_tokens(piece)
@@ -355,17 +301,6 @@ _STATUS = {
 }
 
 
-def _failure(failure: Failure) -> GoogleError:
-    status, message = _STATUS.get(failure.status, ("UNKNOWN", "Unknown error."))
-    details = []
-    if failure.retry_delay is not None:
-        details.append(
-            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": failure.retry_delay}
-        )
-    headers = {"retry-after": failure.retry_after} if failure.retry_after is not None else {}
-    return GoogleError(failure.status, message, status, details, headers)
-
-
 def _response_id() -> str:
     return uuid.uuid4().hex[:22]
 
@@ -376,31 +311,6 @@ def _object(body: Any) -> dict[str, Any]:
     return body
 
 
-def _headers(extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    merged = {
-        "x-goog-request-id": uuid.uuid4().hex,
-        "server": "scaffolding on HTTPServer2",
-        **extra,
-    }
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
-
-
-async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": _headers(
-                {"content-type": "application/json; charset=UTF-8", **(headers or {})}
-            ),
-        }
-    )
-    await send({"type": "http.response.body", "body": json.dumps(body, indent=2).encode()})
-
-
 async def _event(send: Send, data: dict[str, Any], *, more: bool) -> None:
     """One server-sent event, framed as the API frames them: ``data: <json>\\r\\n\\r\\n``."""
-    payload = f"data: {json.dumps(data)}\r\n\r\n".encode()
-    await send({"type": "http.response.body", "body": payload, "more_body": more})
+    await send_event(send, f"data: {json.dumps(data)}\r\n\r\n", more=more)

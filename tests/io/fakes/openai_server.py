@@ -1,7 +1,7 @@
 """A fake OpenAI API: a plain ASGI app speaking the documented wire format.
 
-Serve it with ``tests.io.conftest.serve_app``, set ``base_url`` to ``<url>/v1`` for the
-SDK, and call ``close()`` before stopping the server.
+Serve it with the ``serve_fake`` fixture, which sets ``base_url`` to ``<url>/v1`` for
+the SDK.
 It answers ``POST /v1/chat/completions`` (whole or streamed as server-sent
 events) and ``POST /v1/embeddings`` (float or base64), checks the bearer key,
 and records every request. Tests script it through its attributes:
@@ -15,9 +15,6 @@ and records every request. Tests script it through its attributes:
   ``dimensions`` and always return ``NATIVE_DIMENSIONS``;
 - ``delay``: seconds to hang before answering (for timeouts);
 - ``fail_next(status, retry_after=…)``: failures returned before any success.
-
-A plain ASGI callable rather than a framework keeps every byte on the wire
-visible here: status, headers, and each SSE event as its own body message.
 """
 
 from __future__ import annotations
@@ -30,16 +27,10 @@ import re
 import struct
 import time
 import uuid
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-import attrs
-import trio
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
 
 NATIVE_DIMENSIONS = 1536  # text-embedding-3-small's size when `dimensions` is not sent
 MAX_EMBEDDING_INPUTS = 2048  # the API's limit of inputs per embeddings request
@@ -68,24 +59,7 @@ def count_tokens(text: str) -> int:
     return len(text.split())
 
 
-@attrs.frozen
-class Recorded:
-    """One request as the fake received it; ``at`` is ``trio.current_time()`` on arrival."""
-
-    method: str
-    path: str
-    headers: dict[str, str]  # names lowercased
-    body: Any  # the parsed JSON, or None
-    at: float
-
-
-@attrs.frozen
-class Failure:
-    status: int
-    retry_after: str | None = None
-
-
-class ApiError(Exception):
+class ApiError(WireError):
     """Answered as OpenAI's error body: {"error": {"message", "type", "param", "code"}}."""
 
     def __init__(
@@ -97,79 +71,52 @@ class ApiError(Exception):
         param: str | None = None,
         headers: dict[str, str] | None = None,
     ):
-        super().__init__(message)
-        self.status = status
-        self.body = {"error": {"message": message, "type": type, "param": param, "code": code}}
-        self.headers = headers or {}
+        body = {"error": {"message": message, "type": type, "param": param, "code": code}}
+        super().__init__(status, message, body, headers)
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
+    base_path = "/v1"
+
     def __init__(self, api_key: str = "sk-test-key", reply: str = "Hello from the fake.") -> None:
-        self.api_key = api_key
-        self.base_url = ""  # "<served at>/v1", set by whoever serves it
-        self.reply = reply
+        super().__init__(api_key, reply)
         self.model: str | None = None
         self.embed: Callable[[str, int], list[float]] = bag_of_words
         self.honour_dimensions = True
-        self.delay = 0.0
-        self.failures: deque[Failure] = deque()
-        self.requests: list[Recorded] = []
-        self._closing = trio.Event()
 
-    # ------------------------------------------------------------ scripting
+    def _response_headers(self) -> dict[str, str]:
+        return {"x-request-id": f"req_{uuid.uuid4().hex}"}
 
-    def fail_next(self, status: int, *, retry_after: str | None = None, times: int = 1) -> None:
-        """Answer the next ``times`` authorised requests with ``status`` (429 or 5xx)."""
-        self.failures.extend(Failure(status, retry_after) for _ in range(times))
-
-    def requests_to(self, path: str) -> list[Recorded]:
-        return [r for r in self.requests if r.path == path]
-
-    def close(self) -> None:
-        """Release requests still hanging in ``delay`` so the server can shut down at once."""
-        self._closing.set()
-
-    # ------------------------------------------------------------ ASGI
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        raw = await _read_body(receive)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            Recorded(scope["method"], scope["path"], headers, body, trio.current_time())
-        )
-        try:
-            await self._answer(scope["method"], scope["path"], headers, raw, body, send)
-        except ApiError as error:
-            await _send_json(send, error.status, error.body, error.headers)
-
-    async def _answer(
-        self, method: str, path: str, headers: dict[str, str], raw: bytes, body: Any, send: Send
-    ) -> None:
-        self._check_key(headers.get("authorization", ""))
-        if self.delay:
-            with trio.move_on_after(self.delay):
-                await self._closing.wait()
-        if self.failures:
-            raise _failure(self.failures.popleft())
-        if raw and body is None:
+    async def _answer(self, request: Recorded, send: Send) -> None:
+        self._check_key(request.headers.get("authorization", ""))
+        await self._scripted()
+        if request.malformed:
             raise ApiError(
                 400, "We could not parse the JSON body of your request.", "invalid_request_error"
             )
+        method, path = request.method, request.path
         if method == "POST" and path == "/v1/chat/completions":
-            await self._chat(_object(body), send)
+            await self._chat(_object(request.body), send)
         elif method == "POST" and path == "/v1/embeddings":
-            await _send_json(send, 200, self._embeddings(_object(body)))
+            await self._send_json(send, 200, self._embeddings(_object(request.body)))
         else:
             raise ApiError(404, f"Invalid URL ({method} {path})", "invalid_request_error")
+
+    def _failure(self, failure: Failure) -> ApiError:
+        if failure.status == 429:
+            return ApiError(
+                429,
+                "Rate limit reached for requests. Please try again later.",
+                "requests",
+                code="rate_limit_exceeded",
+                headers=failure.headers,
+            )
+        return ApiError(
+            failure.status,
+            "The server had an error while processing your request. Sorry about that!",
+            "server_error",
+            headers=failure.headers,
+        )
 
     def _check_key(self, authorization: str) -> None:
         scheme, _, key = authorization.partition(" ")
@@ -211,7 +158,7 @@ class FakeOpenAI:
         }
         ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         if not body.get("stream"):
-            await _send_json(
+            await self._send_json(
                 send,
                 200,
                 {
@@ -260,17 +207,10 @@ class FakeOpenAI:
         events.append(chunk(delta({}, finish="stop")))
         if include_usage:
             events.append(chunk([], usage=usage))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": _headers({"content-type": "text/event-stream; charset=utf-8"}),
-            }
-        )
+        await self._start(send, 200, {"content-type": "text/event-stream; charset=utf-8"})
         for event in events:
-            data = f"data: {json.dumps(event)}\n\n".encode()
-            await send({"type": "http.response.body", "body": data, "more_body": True})
-        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+            await send_event(send, f"data: {json.dumps(event)}\n\n")
+        await send_event(send, "data: [DONE]\n\n", more=False)
 
     # ------------------------------------------------------------ embeddings
 
@@ -330,65 +270,7 @@ class FakeOpenAI:
 # ---------------------------------------------------------------- plumbing
 
 
-def _failure(failure: Failure) -> ApiError:
-    headers = {"retry-after": failure.retry_after} if failure.retry_after is not None else {}
-    if failure.status == 429:
-        return ApiError(
-            429,
-            "Rate limit reached for requests. Please try again later.",
-            "requests",
-            code="rate_limit_exceeded",
-            headers=headers,
-        )
-    return ApiError(
-        failure.status,
-        "The server had an error while processing your request. Sorry about that!",
-        "server_error",
-        headers=headers,
-    )
-
-
 def _object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.", "invalid_request_error")
     return body
-
-
-def _headers(extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    merged = {"x-request-id": f"req_{uuid.uuid4().hex}", **extra}
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
-
-
-async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": _headers({"content-type": "application/json", **(headers or {})}),
-        }
-    )
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
-
-
-async def _read_body(receive: Receive) -> bytes:
-    parts = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        parts.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(parts)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

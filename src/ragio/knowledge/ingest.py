@@ -1,0 +1,116 @@
+"""Adding many files at once (`ragchat ingest`, scripts/bench_ingest.py).
+
+Files are read and chunked one by one in worker threads, then stored in groups:
+the chunks of a whole group go to the embedder together (see
+ragcore.knowledge.documents.store_new_documents), so a folder of small files
+costs a few provider round trips rather than one per file. Each document is
+still stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from ragcore.errors import InvalidInput
+from ragcore.knowledge.documents import NewDocument, prepare_document, store_new_documents
+from ragio.knowledge.files import find_files, read_document
+from ragio.runner import run
+
+#: a group is stored once it holds this many chunks (or files)
+GROUP_CHUNKS = 512
+GROUP_FILES = 256
+#: groups being embedded and stored at once: the embedder and the database overlap
+GROUPS_IN_FLIGHT = 3
+
+
+@attrs.define
+class IngestReport:
+    added: list[tuple[Path, int]] = attrs.Factory(list)  # (file, chunks)
+    duplicates: list[tuple[Path, str]] = attrs.Factory(list)  # (file, the document it repeats)
+    failed: list[tuple[Path, str]] = attrs.Factory(list)  # (file, why)
+    stopped: str | None = None  # why the run stopped early, if it did
+
+    @property
+    def chunks(self) -> int:
+        return sum(count for _, count in self.added)
+
+
+async def ingest_paths(
+    service: Any,
+    paths: Iterable[Path],
+    on_progress: Callable[[int, int], None] = lambda files, chunks: None,
+    *,
+    on_total: Callable[[int], None] = lambda files: None,
+) -> IngestReport:
+    """Add every supported file under ``paths``. ``on_total(files)`` is called once the
+    files are found, ``on_progress(files, chunks)`` as each group is done (and for each
+    file that fails). A file that cannot be added is reported and the rest go on; a
+    provider or database failure stops the run (``stopped`` says why).
+
+    While one group waits on the embedder or the database, the next is read and
+    chunked, and up to GROUPS_IN_FLIGHT groups are being embedded and stored at once.
+    """
+    files, skipped = find_files(paths)
+    report = IngestReport(failed=list(skipped))
+    on_total(len(files))
+    in_flight = trio.Semaphore(GROUPS_IN_FLIGHT)
+
+    async def store_group(group: list[tuple[Path, NewDocument]]) -> None:
+        try:
+            docs = [doc for _, doc in group]
+            stored = await run(store_new_documents(docs), service)
+        except Exception as error:
+            where = ", ".join(str(path) for path, _ in group[:3])
+            report.stopped = (
+                report.stopped or f"stopped at {where}: {type(error).__name__}: {error}"
+            )
+            raise _Stop from error
+        finally:
+            in_flight.release()
+        for (path, _), result in zip(group, stored, strict=True):
+            if result.created:
+                report.added.append((path, result.chunk_count))
+            else:
+                report.duplicates.append((path, f"document {result.id}, {result.name}"))
+        on_progress(len(group), sum(len(doc.chunks) for doc in docs))
+
+    try:
+        async with trio.open_nursery() as nursery:
+            group: list[tuple[Path, NewDocument]] = []
+            for path in files:
+                try:
+                    doc = await _read_and_chunk(path, service.settings.max_upload_bytes)
+                except (InvalidInput, ValueError, OSError) as error:
+                    report.failed.append((path, str(error)))
+                    on_progress(1, 0)
+                    continue
+                group.append((path, doc))
+                chunks = sum(len(d.chunks) for _, d in group)
+                if len(group) >= GROUP_FILES or chunks >= GROUP_CHUNKS:
+                    await in_flight.acquire()
+                    nursery.start_soon(store_group, group)
+                    group = []
+            if group:
+                await in_flight.acquire()
+                nursery.start_soon(store_group, group)
+    except* _Stop:
+        pass  # report.stopped says why; what was stored before stays stored
+    return report
+
+
+class _Stop(Exception):
+    """A group could not be stored: the run ends."""
+
+
+async def _read_and_chunk(path: Path, max_bytes: int) -> NewDocument:
+    text, fmt, size = await read_document(path, max_bytes)
+    prepare = functools.partial(  # CPU-bound for a large file
+        prepare_document, path.name, text, content_type=fmt.content_type, size_bytes=size
+    )
+    return await trio.to_thread.run_sync(prepare)

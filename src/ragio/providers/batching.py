@@ -1,0 +1,66 @@
+"""Embedding many texts: split to a provider's request limit, a few requests in flight.
+
+Shared by the remote embedders, which differ only in how one batch is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+import trio
+
+from ragcore.knowledge.embedding_space import EmbeddingSpace
+
+MAX_IN_FLIGHT = 4  # batch requests at once for one embed() call: fast, and polite to limits
+
+
+class EmbeddingDimensionsMismatch(RuntimeError):
+    """The provider's vectors are not EMBEDDING_DIMENSIONS long."""
+
+
+async def embed_in_batches(
+    texts: Sequence[str],
+    batch_size: int,
+    send: Callable[[list[str]], Awaitable[list[list[float]]]],
+    max_in_flight: int = MAX_IN_FLIGHT,
+) -> list[list[float]]:
+    """``send`` each batch of at most ``batch_size`` texts, ``max_in_flight`` at once;
+    the vectors come back in the order of ``texts``. The first failure cancels the
+    other batches and is raised as itself."""
+    batches = [list(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
+    results: list[list[list[float]]] = [[] for _ in batches]
+    limiter = trio.CapacityLimiter(max_in_flight)
+
+    async def one(index: int) -> None:
+        async with limiter:
+            vectors = await send(batches[index])
+        if len(vectors) != len(batches[index]):
+            raise RuntimeError(f"{len(vectors)} vectors came back for {len(batches[index])} texts")
+        results[index] = vectors
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for index in range(len(batches)):
+                nursery.start_soon(one, index)
+    except BaseExceptionGroup as group:
+        raise _first_leaf(group) from None
+    return [vector for batch in results for vector in batch]
+
+
+def check_dimensions(
+    vectors: Sequence[Sequence[float]], space: EmbeddingSpace, where: str, parameter: str
+) -> None:
+    """Refuse vectors of the wrong size, saying which setting to change."""
+    for vector in vectors:
+        if len(vector) != space.dimensions:
+            raise EmbeddingDimensionsMismatch(
+                f"{where} returned {len(vector)}-dimensional vectors for model "
+                f"{space.model!r}, but EMBEDDING_DIMENSIONS is {space.dimensions}. "
+                f"Set EMBEDDING_DIMENSIONS={len(vector)}, or use a model and server that "
+                f"honour `{parameter}`."
+            )
+
+
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first

@@ -1,0 +1,193 @@
+"""What every fake provider server shares: the ASGI plumbing, request recording and the
+scripted delay and failures. A subclass keeps only its provider's wire format: how it checks
+the key, routes, frames errors and streams.
+
+A plain ASGI callable rather than a framework keeps every byte on the wire visible:
+status, headers, and each SSE event as its own body message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import attrs
+import trio
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@attrs.frozen
+class Recorded:
+    """One request as the fake received it; ``at`` is ``trio.current_time()`` on arrival."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # names lowercased
+    body: Any  # the parsed JSON, or None
+    at: float
+    query: dict[str, list[str]] = attrs.field(factory=dict, repr=False)
+    raw: bytes = attrs.field(default=b"", repr=False)
+
+    @property
+    def malformed(self) -> bool:
+        """A body was sent but it is not JSON."""
+        return bool(self.raw) and self.body is None
+
+
+@attrs.frozen
+class Failure:
+    status: int
+    retry_after: str | None = None  # a Retry-After header
+    retry_delay: str | None = None  # Gemini only: a google.rpc.RetryInfo retryDelay, "0.5s"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": self.retry_after} if self.retry_after is not None else {}
+
+
+class WireError(Exception):
+    """An error response: each fake's subclass builds its provider's ``body``."""
+
+    def __init__(
+        self, status: int, message: str, body: dict[str, Any], headers: dict[str, str] | None
+    ):
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+def encode_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+class FakeServer:
+    """Records every request, answers it with ``_answer`` and sends a raised ``WireError``
+    as its error response. ``in_flight`` and ``peak`` count requests being answered."""
+
+    base_path = ""  # where the SDK expects the API below the served URL
+    json_type = "application/json"
+    json_indent: int | None = None
+
+    def __init__(self, api_key: str, reply: str) -> None:
+        self.api_key = api_key
+        self.base_url = ""  # "<served at><base_path>", set by whoever serves it
+        self.reply = reply
+        self.delay = 0.0
+        self.failures: deque[Failure] = deque()
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.peak = 0
+        self._closing = trio.Event()
+
+    # ------------------------------------------------------------ scripting
+
+    def fail_next(self, status: int, *, retry_after: str | None = None, times: int = 1) -> None:
+        """Answer the next ``times`` authorised requests with ``status``."""
+        self.failures.extend(Failure(status, retry_after) for _ in range(times))
+
+    def requests_to(self, path: str) -> list[Recorded]:
+        return [r for r in self.requests if r.path == path]
+
+    def close(self) -> None:
+        """Release requests still hanging in ``delay`` so the server can shut down at once."""
+        self._closing.set()
+
+    # ------------------------------------------------------------ for subclasses
+
+    async def _answer(self, request: Recorded, send: Send) -> None:
+        raise NotImplementedError
+
+    def _failure(self, failure: Failure) -> WireError:
+        """The provider's error response for a scripted failure."""
+        raise NotImplementedError
+
+    def _response_headers(self) -> dict[str, str]:
+        """Headers on every response, such as a request id."""
+        return {}
+
+    async def _scripted(self) -> None:
+        """Hang for ``delay``, then raise the next scripted failure, if any."""
+        if self.delay:
+            with trio.move_on_after(self.delay):
+                await self._closing.wait()
+        if self.failures:
+            raise self._failure(self.failures.popleft())
+
+    async def _send_json(
+        self, send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        await self._start(send, status, {"content-type": self.json_type, **(headers or {})})
+        await send(
+            {
+                "type": "http.response.body",
+                "body": json.dumps(body, indent=self.json_indent).encode(),
+            }
+        )
+
+    async def _start(self, send: Send, status: int, headers: dict[str, str]) -> None:
+        merged = {**self._response_headers(), **headers}
+        await send(
+            {"type": "http.response.start", "status": status, "headers": encode_headers(merged)}
+        )
+
+    # ------------------------------------------------------------ ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        raw = await _read_body(receive)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        request = Recorded(
+            scope["method"], scope["path"], headers, body, trio.current_time(), query, raw
+        )
+        self.requests.append(request)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await self._answer(request, send)
+        except WireError as error:
+            await self._send_json(send, error.status, error.body, error.headers)
+        finally:
+            self.in_flight -= 1
+
+
+async def send_event(send: Send, payload: str, *, more: bool = True) -> None:
+    """One server-sent event, already framed, as its own body message."""
+    await send({"type": "http.response.body", "body": payload.encode(), "more_body": more})
+
+
+async def _read_body(receive: Receive) -> bytes:
+    parts = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(parts)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
