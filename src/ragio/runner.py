@@ -57,9 +57,8 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
     match effect:
         case Embed(texts=texts, purpose=purpose):
             return await embed(service.embedder, texts, purpose)
-        case SearchChunks(vector=vector, limit=limit):
-            dims = service.embedder.space.dimensions
-            return await service.database.run(search.search_chunks, vector, limit, dims)
+        case SearchChunks():
+            return await service.database.run(search.search, effect, service.embedder.space)
         case Generate():
             # rule 6: the primary, then LLM_FALLBACK_PROVIDERS; see "Answering with fallback"
             timeout = service.settings.provider_timeout_seconds

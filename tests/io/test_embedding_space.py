@@ -21,8 +21,8 @@ def space(database_url: str) -> EmbeddingSpace | None:
         return recorded_space(conn)
 
 
-async def test_the_local_embedder_gets_a_256_dimension_hnsw_index(service, database_url):
-    assert space(database_url) == EmbeddingSpace("local", "wordllama-l2_supercat", 256)
+async def test_the_local_embedder_gets_a_384_dimension_hnsw_index(service, database_url):
+    assert space(database_url) == EmbeddingSpace("local", "all-MiniLM-L6-v2-onnx-int8", 384)
     assert "hnsw (embedding vector_cosine_ops)" in index_definition(database_url)
 
 
@@ -41,7 +41,8 @@ def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_pa
     }
     refused = run_cli("ask", "When do parcels leave?", cwd=tmp_path, **switched)
     assert refused.returncode == 2
-    assert "1 chunks embedded with local model 'wordllama-l2_supercat' at 256" in refused.stderr
+    stored = "1 chunks embedded with local model 'all-MiniLM-L6-v2-onnx-int8' at 384"
+    assert stored in refused.stderr
     assert "ragchat reindex" in refused.stderr
     assert space(database_url).provider == "local"  # nothing changed
     assert "Traceback" not in refused.stderr
@@ -71,7 +72,7 @@ def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, d
     result = run_cli("reindex", cwd=tmp_path, database_url=database_url)
     assert result.returncode == 0, result.stderr
     assert "re-embedded 1 chunks with local model" in result.stdout
-    assert space(database_url).dimensions == 256
+    assert space(database_url).dimensions == 384
     assert "vector_cosine_ops" in index_definition(database_url)
 
     asked = run_cli("ask", "When do parcels leave?", cwd=tmp_path, database_url=database_url)

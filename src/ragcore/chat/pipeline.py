@@ -26,6 +26,7 @@ from ragcore.effects import (
     SettleTokens,
 )
 from ragcore.errors import InvalidInput
+from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
 from ragcore.usage import (
     LIMIT_REACHED,
@@ -126,9 +127,10 @@ def _grounded_answer(
     language = choose_language(guesses, policy.language)
     [vector] = yield Embed((question,), purpose="query")
     hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
-    kept = trim_hits(hits, policy.max_context_chars)
+    kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
     if not kept:
-        # Nothing to ground an answer on: say so without spending a provider call.
+        # Nothing relevant to ground an answer on (see ragcore.knowledge.retrieval):
+        # say so without spending a provider call.
         return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
     sources = number_sources(kept)
     prompt = build_prompt(question, sources, language)

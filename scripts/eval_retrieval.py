@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""Retrieval quality of the real service code on a BEIR-format folder.
+
+    .venv/bin/python scripts/eval_retrieval.py ../shared/datasets/scifact
+    .venv/bin/python scripts/eval_retrieval.py ../shared/datasets/scifact \
+        --lexical bm25 ts_rank --text-config english simple --floors
+
+For each local embedder asked for (``--embedder``, default: all), it embeds the
+corpus with ``ragio.providers.local.LocalEmbedder`` (cached under ``--cache``,
+so a second run skips that), stores every document as one chunk
+(``title + " " + text``, as BEIR and MTEB encode them) through
+``ragio.knowledge.store.store_document`` in an embedded PostgreSQL migrated by
+``ragio.db.migrations``, then asks every test query through
+``ragio.knowledge.search`` in each mode, dense, full-text and hybrid, and prints
+nDCG@10 and recall@10 as BEIR computes them (binary relevance, log2 discount,
+ideal ranking from the qrels), with each query's search time.
+
+Measurement variants of the full-text side: ``--lexical ts_rank`` (PostgreSQL's
+own ranking instead of BM25), ``--text-config simple`` (the column rebuilt with
+that configuration after the migrations), ``--budget`` (the candidate budget of
+``ragcore.knowledge.retrieval``). ``--floors`` prints the similarity figures the
+relevance floors come from.
+
+The database lives under ``--cache`` too and is rebuilt on every run (its
+schema follows the code); only the vectors are reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from ragcore.effects import StoreDocument  # noqa: E402
+from ragcore.knowledge.chunking import Chunk  # noqa: E402
+from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
+from ragio.db.embedding_space import prepare_space  # noqa: E402
+from ragio.db.migrations import apply_migrations  # noqa: E402
+from ragio.db.pool import Database  # noqa: E402
+from ragio.knowledge import search  # noqa: E402
+from ragio.knowledge.store import store_document  # noqa: E402
+from ragio.providers.local import MODELS, LocalEmbedder  # noqa: E402
+
+K = 10
+MODES = ("dense", "fulltext", "hybrid")  # the order of the table
+
+
+# ------------------------------------------------------------------ the dataset
+
+
+def load_beir(folder: Path, split: str) -> tuple[dict, dict, dict]:
+    """corpus {id: text}, queries {id: text} of the split, qrels {qid: {docid: score}}."""
+    corpus = {}
+    with open(folder / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            corpus[doc["_id"]] = (doc.get("title") or "") + " " + doc["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    with open(folder / "qrels" / f"{split}.tsv", encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="\t")
+        next(reader)  # header
+        for row in reader:
+            if len(row) < 3:
+                continue
+            qid, docid, score = row[0].strip(), row[1].strip(), int(row[2].strip())
+            if score > 0:
+                qrels.setdefault(qid, {})[docid] = score
+    queries = {}
+    with open(folder / "queries.jsonl", encoding="utf-8") as f:
+        for line in f:
+            query = json.loads(line)
+            if query["_id"] in qrels:
+                queries[query["_id"]] = query["text"]
+    return corpus, queries, qrels
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: dict[str, int], k: int = K) -> float:
+    """BEIR's nDCG@k (pytrec_eval): gain = relevance grade, discount log2(rank + 1)."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(grade / math.log2(rank + 2) for rank, grade in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], relevant: dict[str, int], k: int = K) -> float:
+    found = sum(1 for doc in ranked[:k] if relevant.get(doc, 0) > 0)
+    total = sum(1 for grade in relevant.values() if grade > 0)
+    return found / total if total else 0.0
+
+
+# ------------------------------------------------------------------ embedding, cached
+
+
+def fingerprint(ids: Sequence[str], texts: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for key, text in zip(ids, texts, strict=True):
+        digest.update(key.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+async def embed_cached(
+    embedder: LocalEmbedder, ids: list[str], texts: list[str], path: Path, purpose: str
+) -> tuple[np.ndarray, float | None]:
+    """Vectors for ``texts`` from ``path`` (.npy) when its fingerprint matches, else embedded
+    now and saved. Returns the vectors and the seconds spent embedding (None: cached)."""
+    stamp = path.with_suffix(".sha256")
+    wanted = fingerprint(ids, texts)
+    if path.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return np.load(path), None
+    started = time.perf_counter()
+    vectors: list[list[float]] = []
+    step = 256
+    for start in range(0, len(texts), step):
+        vectors += await embedder.embed(texts[start : start + step], purpose)
+        print(f"\r  embedded {len(vectors)}/{len(texts)} {purpose}s", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    seconds = time.perf_counter() - started
+    array = np.asarray(vectors, dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, array)
+    stamp.write_text(wanted)
+    return array, seconds
+
+
+# ------------------------------------------------------------------ the database
+
+
+async def fresh_database(admin_url: str, name: str) -> str:
+    """An empty database ``name`` on the embedded server (dropped first if it exists)."""
+
+    def create() -> None:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
+
+    await trio.to_thread.run_sync(create)
+    return admin_url.replace("/ragchat?", f"/{name}?")
+
+
+async def load_corpus(
+    database: Database, embedder: LocalEmbedder, corpus: dict[str, str], vectors: np.ndarray
+) -> float:
+    """Migrate, shape for the embedder and store one chunk per document; returns seconds."""
+    started = time.perf_counter()
+    await database.run(apply_migrations)
+    await database.run(prepare_space, embedder.space)
+    for n, ((doc_id, text), vector) in enumerate(zip(corpus.items(), vectors, strict=True)):
+        doc = StoreDocument(
+            name=doc_id,
+            content_hash=hashlib.sha256(f"{doc_id}\0{text}".encode()).hexdigest(),
+            text=text,
+            chunks=(Chunk(position=0, text=text),),
+            vectors=(tuple(float(x) for x in vector),),
+        )
+        await database.run(store_document, doc)
+        if n % 500 == 0:
+            print(f"\r  stored {n}/{len(corpus)} documents", end="", file=sys.stderr)
+    print(f"\r  stored {len(corpus)}/{len(corpus)} documents", file=sys.stderr)
+    await database.run(lambda conn: conn.execute("VACUUM ANALYZE chunks"))
+    return time.perf_counter() - started
+
+
+def use_text_config(conn: psycopg.Connection, config: str) -> None:
+    """Measurement only: rebuild the full-text column and its statistics with ``config``."""
+    config = {"english": "english", "simple": "simple"}[config]  # formatted into DDL
+    with conn.transaction():
+        conn.execute("ALTER TABLE chunks DROP COLUMN search_vector, DROP COLUMN search_length")
+        conn.execute(
+            f"""ALTER TABLE chunks
+                ADD COLUMN search_vector tsvector
+                    GENERATED ALWAYS AS (to_tsvector('{config}'::regconfig, text)) STORED,
+                ADD COLUMN search_length integer GENERATED ALWAYS AS
+                    (fulltext_word_count(to_tsvector('{config}'::regconfig, text))) STORED"""
+        )
+        conn.execute("CREATE INDEX chunks_search_vector_gin ON chunks USING gin (search_vector)")
+        conn.execute("TRUNCATE fulltext_terms")
+        conn.execute(
+            "INSERT INTO fulltext_terms"
+            " SELECT word, ndoc FROM ts_stat('SELECT search_vector FROM chunks')"
+        )
+        conn.execute(
+            "UPDATE fulltext_totals SET chunks = (SELECT count(*) FROM chunks),"
+            " words = (SELECT coalesce(sum(search_length), 0) FROM chunks)"
+        )
+    conn.execute("ANALYZE chunks")
+
+
+# ------------------------------------------------------------------ evaluation
+
+
+async def evaluate(
+    database: Database,
+    embedder: LocalEmbedder,
+    queries: dict[str, str],
+    query_vectors: np.ndarray,
+    qrels: dict,
+    mode: str,
+    **options: object,
+) -> dict[str, float]:
+    ndcg = recall = 0.0
+    seconds: list[float] = []
+    for (qid, text), vector in zip(queries.items(), query_vectors, strict=True):
+        started = time.perf_counter()
+        hits = await database.run(
+            search.rank_chunks,
+            vector.tolist(),
+            text,
+            K,
+            embedder.space,
+            None,
+            mode,
+            *(
+                options.get(name, default)
+                for name, default in (
+                    ("lexical", "bm25"),
+                    ("text_config", search.TEXT_SEARCH_CONFIG),
+                    ("lexical_budget", search.LEXICAL_BUDGET),
+                )
+            ),
+        )
+        seconds.append(time.perf_counter() - started)
+        ranked = [hit.document_name for hit in hits]
+        ndcg += ndcg_at_k(ranked, qrels[qid])
+        recall += recall_at_k(ranked, qrels[qid])
+    n = len(queries)
+    return {
+        "ndcg": ndcg / n,
+        "recall": recall / n,
+        "ms_p50": 1000 * float(np.percentile(seconds, 50)),
+        "ms_p95": 1000 * float(np.percentile(seconds, 95)),
+    }
+
+
+OFF_TOPIC = [
+    "What time does the shop open on Saturdays?",
+    "How do I return a pair of shoes I bought online?",
+    "Can I pay my invoice by bank transfer?",
+    "Do you deliver pizza to the city centre?",
+    "What is the capital of France?",
+    "Who won the football world cup in 2018?",
+    "How much does a haircut cost?",
+    "Is there parking near the office?",
+    "What is your refund policy for concert tickets?",
+    "Can I change the colour of my new car before delivery?",
+    "How do I reset my email password?",
+    "When is the next train to Berlin?",
+    "Which wine goes well with fish?",
+    "How many vacation days do employees get?",
+    "What is the warranty on a washing machine?",
+    "Do you offer gift cards?",
+    "Where can I download my payslip?",
+    "What are the opening hours on public holidays?",
+    "How do I book a table for six people?",
+    "Can I bring my dog into the store?",
+]
+
+
+async def similarity_report(
+    embedder: LocalEmbedder,
+    queries: dict[str, str],
+    query_vectors: np.ndarray,
+    corpus_vectors: np.ndarray,
+) -> str:
+    """Best cosine similarity in the corpus for its own questions and for unrelated ones."""
+    off = np.asarray(await embedder.embed(OFF_TOPIC, "query"), dtype=np.float32)
+    on_best = (query_vectors @ corpus_vectors.T).max(axis=1)
+    off_best = (off @ corpus_vectors.T).max(axis=1)
+
+    def q(values: np.ndarray) -> str:
+        return " / ".join(f"{np.percentile(values, p):.2f}" for p in (5, 50, 95))
+
+    return (
+        f"  best similarity, p5 / p50 / p95: questions about the corpus {q(on_best)}; "
+        f"unrelated questions {q(off_best)} (max {off_best.max():.2f})"
+    )
+
+
+async def run(args: argparse.Namespace) -> None:
+    corpus, queries, qrels = load_beir(Path(args.dataset), args.split)
+    print(
+        f"{args.dataset}: {len(corpus)} documents, {len(queries)} {args.split} queries, "
+        f"{sum(len(v) for v in qrels.values())} judgements\n"
+    )
+    cache = Path(args.cache)
+    server = EmbeddedPostgres(cache / "pg")
+    admin_url = await trio.to_thread.run_sync(server.start)
+    rows: list[str] = []
+    try:
+        for key in args.embedder:
+            embedder = LocalEmbedder(key)
+            model = embedder.space.model
+            print(f"== {key} ({model}, {embedder.space.dimensions} dimensions)")
+            folder = cache / model
+            corpus_vectors, doc_seconds = await embed_cached(
+                embedder, list(corpus), list(corpus.values()), folder / "corpus.npy", "document"
+            )
+            query_vectors, _ = await embed_cached(
+                embedder, list(queries), list(queries.values()), folder / "queries.npy", "query"
+            )
+            timing = folder / "corpus.seconds"
+            if doc_seconds is not None:
+                timing.write_text(f"{doc_seconds:.1f}")
+            measured = timing.read_text() if timing.exists() else "?"
+            cached = " (vectors from the cache)" if doc_seconds is None else ""
+            print(f"  embedding the corpus took {measured} s{cached}")
+            if args.floors:
+                print(await similarity_report(embedder, queries, query_vectors, corpus_vectors))
+
+            name = f"eval_{key}_{uuid.uuid4().hex[:6]}"
+            url = await fresh_database(admin_url, name)
+            database = Database(url, max_connections=2)
+            await database.open()
+            try:
+                seconds = await load_corpus(database, embedder, corpus, corpus_vectors)
+                print(f"  stored {len(corpus)} chunks in {seconds:.0f} s")
+                current = search.TEXT_SEARCH_CONFIG  # as migration 004 made it
+                for config, lexical, budget, mode in variants(args):
+                    if config != current:
+                        await database.run(use_text_config, config)
+                        current = config
+                    result = await evaluate(
+                        database,
+                        embedder,
+                        queries,
+                        query_vectors,
+                        qrels,
+                        mode,
+                        lexical=lexical,
+                        text_config=config,
+                        lexical_budget=budget,
+                    )
+                    label = "-" if mode == "dense" else f"{lexical} {config}"
+                    if mode != "dense" and lexical == "bm25" and budget != search.LEXICAL_BUDGET:
+                        label += f" budget {budget}"
+                    row = (
+                        f"| {key} | {mode} | {label} | {result['ndcg']:.3f} "
+                        f"| {result['recall']:.3f} | {result['ms_p50']:.1f} "
+                        f"| {result['ms_p95']:.1f} |"
+                    )
+                    print(row, flush=True)
+                    rows.append(row)
+            finally:
+                await database.close()
+                await trio.to_thread.run_sync(_drop, admin_url, name)
+    finally:
+        await trio.to_thread.run_sync(server.stop)
+    print(
+        "\n| embedder | mode | full-text side | nDCG@10 | recall@10 | ms p50 | ms p95 |\n"
+        "|---|---|---|---|---|---|---|"
+    )
+    print("\n".join(rows))
+
+
+def variants(args: argparse.Namespace) -> list[tuple[str, str, int, str]]:
+    """(text configuration, lexical ranking, budget, mode) to measure, grouped by
+    configuration; dense search once (it uses none of the others)."""
+    found = []
+    if "dense" in args.mode:
+        found.append((args.text_config[0], "bm25", search.LEXICAL_BUDGET, "dense"))
+    for config in args.text_config:
+        for lexical in args.lexical:
+            # ts_rank is PostgreSQL's ranking as it comes: over every term
+            budgets = args.budget if lexical == "bm25" else [10**9]
+            for budget in budgets:
+                for mode in args.mode:
+                    if mode != "dense":
+                        found.append((config, lexical, budget, mode))
+    return found
+
+
+def _drop(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", help="a BEIR-format folder: corpus.jsonl, queries.jsonl, qrels/")
+    parser.add_argument(
+        "--cache",
+        default=str(ROOT / "data" / "eval-cache"),
+        help="folder for the embedded corpus and the database (default %(default)s)",
+    )
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--embedder", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--mode", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument(
+        "--lexical",
+        nargs="+",
+        choices=("bm25", "ts_rank"),
+        default=["bm25"],
+        help="full-text ranking: BM25 (the service's) or PostgreSQL's ts_rank",
+    )
+    parser.add_argument(
+        "--text-config",
+        nargs="+",
+        choices=("english", "simple"),
+        default=["english"],
+        help="text search configuration; english is the service's",
+    )
+    parser.add_argument(
+        "--budget",
+        nargs="+",
+        type=int,
+        default=[search.LEXICAL_BUDGET],
+        help="full-text candidate budget (see ragcore.knowledge.retrieval)",
+    )
+    parser.add_argument(
+        "--floors",
+        action="store_true",
+        help="also print the similarity of the best chunk for questions about "
+        "the corpus and for unrelated ones",
+    )
+    trio.run(run, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
