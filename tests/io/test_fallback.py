@@ -129,7 +129,10 @@ async def test_when_the_primary_fails_the_fallback_answers_and_the_response_says
     assert len(claude.requests_to(MESSAGES)) == 1
 
 
-async def test_a_healthy_primary_answers_and_the_fallback_is_not_asked(gemini, claude, ask):
+async def test_a_healthy_primary_answers_and_the_fallback_is_not_asked(gemini, claude, ask, api):
+    health = (await api.get("/health")).json()
+    assert health["providers"]["llm"]["name"] == "genai"
+    assert health["providers"]["llm_fallbacks"] == ["anthropic"]
     response = await ask()
 
     assert response.status_code == 200, response.text

@@ -23,6 +23,7 @@ async def health() -> dict[str, Any]:
         "mode": svc.mode,
         "providers": {
             "llm": {"name": svc.answerer.name, "model": svc.answerer.model},
+            "llm_fallbacks": [a.name for a in list(svc.answerer)[1:]],
             "embedding": {
                 "name": svc.embedder.name,
                 "model": svc.embedder.space.model,
