@@ -344,7 +344,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "MAX_CONTEXT_CHARS",
         "12000",
-        "retrieved-context budget in characters; 0 disables trimming",
+        "retrieved-context budget in characters (lowest-ranked chunks dropped first; a chunk "
+        "is about 1,000 characters); 0 disables trimming",
         _integer(minimum=0),
     ),
     Setting(

@@ -60,7 +60,7 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
         case SearchChunks():
             return await service.database.run(search.search, effect, service.embedder.space)
         case Generate():
-            # rule 6: the primary, then LLM_FALLBACK_PROVIDERS; see "Answering with fallback"
+            # rule 6: the primary, then LLM_FALLBACK_PROVIDERS (ragio.providers.chain)
             timeout = service.settings.provider_timeout_seconds
             if on_delta is not None:
                 return await stream_with_fallback(service.answerer, effect, timeout, on_delta)

@@ -43,10 +43,9 @@ def test_trimming_drops_the_lowest_ranked_first():
     assert trim_hits(hits, 150) == hits
 
 
-def test_a_best_hit_over_the_budget_alone_is_cut_to_fit_not_dropped():
+def test_a_budget_below_the_best_hit_drops_everything_as_rule_5_says():
     hits = [hit(1, "a" * 50), hit(2, "b" * 5)]
-    [kept] = trim_hits(hits, 10)
-    assert kept.text == "a" * 10 and kept.chunk_id == 101
+    assert trim_hits(hits, 10) == []
 
 
 def test_a_zero_budget_disables_trimming():

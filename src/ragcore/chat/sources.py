@@ -31,13 +31,11 @@ def trim_hits(hits: Sequence[Hit], max_chars: int) -> list[Hit]:
     """Keep the best-ranked hits whose texts fit in ``max_chars`` together (rule 5).
 
     Hits come best first; the lowest-ranked are dropped first. 0 disables trimming.
-    When the best hit alone is over the budget, it is cut to fit rather than
-    dropped, so a small budget still leaves something to ground the answer on.
+    A budget smaller than the best hit alone leaves nothing (rule 5, exactly): a
+    chunk is about 1,000 characters, so MAX_CONTEXT_CHARS should be well above that.
     """
     if max_chars <= 0:
         return list(hits)
-    if hits and len(hits[0].text) > max_chars:
-        return [attrs.evolve(hits[0], text=hits[0].text[:max_chars])]
     kept: list[Hit] = []
     total = 0
     for hit in hits:
