@@ -47,7 +47,3 @@ class LanguageDetection:
             guesses.append(LanguageGuess(code, language_name(code), value.value))
         return guesses
 
-
-def check_supported(codes: Sequence[str]) -> list[str]:
-    """The codes lingua does not know (for a clear start-up error)."""
-    return [c for c in codes if not hasattr(IsoCode639_1, c.upper())]
