@@ -109,6 +109,20 @@ async def ask_command(settings: Any, args: argparse.Namespace) -> int:
     from ragio.runner import run
     from ragio.service import open_service
 
+    if args.role is not None:
+        from ragcore.employees.roles import BUILT_IN_ROLES, check_role_identifier
+
+        try:
+            check_role_identifier(args.role)
+        except InvalidInput as error:
+            print(f"ragchat: --role {error.message}", file=sys.stderr)
+            return 2
+        if args.role not in BUILT_IN_ROLES:
+            print(
+                f"ragchat: unknown role {args.role!r}; known roles: {', '.join(BUILT_IN_ROLES)}",
+                file=sys.stderr,
+            )
+            return 2
     async with _startup_errors(), open_service(settings) as svc:
         try:
             answer = await run(

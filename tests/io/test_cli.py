@@ -188,3 +188,11 @@ def test_ingest_shows_progress_on_a_terminal(tmp_path, database_url):
     assert "3 chunks" in bar and "chunks/s" in bar
     assert "<00:00" in bar  # the time left
     assert "added 3 file(s), 3 chunks" in out.decode()
+
+
+def test_ask_refuses_an_unknown_role_as_the_api_does(tmp_path, database_url):
+    result = run_cli(
+        "ask", "When do you open?", "--role", "pirate", cwd=tmp_path, database_url=database_url
+    )
+    assert result.returncode == 2
+    assert "unknown role 'pirate'" in result.stderr and "support" in result.stderr

@@ -196,3 +196,15 @@ async def test_the_service_answers_through_openai_with_citations(
         "model": "text-embedding-3-large",
         "dimensions": DIMENSIONS,
     }
+
+
+async def test_vectors_of_the_wrong_size_are_a_502_naming_the_setting(
+    fake: FakeOpenAI, api: httpx.AsyncClient, database_url: str
+):
+    fake.honour_dimensions = False  # like a compatible server that ignores `dimensions`
+    response = await api.post("/documents", json={"name": "a.md", "text": "Refunds take 5 days."})
+    assert response.status_code == 502
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "EMBEDDING_DIMENSIONS=1536" in response.json()["detail"]
+    documents = await api.get("/documents")
+    assert documents.json()["documents"] == []

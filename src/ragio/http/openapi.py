@@ -86,6 +86,10 @@ SPEC: dict[str, Any] = {
                         "type": "boolean",
                         "description": "true when a token budget stopped the request",
                     },
+                    "language": {
+                        "type": ["string", "null"],
+                        "description": "ISO 639-1 code of the answer's language",
+                    },
                 },
             },
             "ChatQuestion": {
@@ -243,6 +247,8 @@ SPEC: dict[str, Any] = {
                     "401": PROBLEM,
                     "404": PROBLEM,
                     "422": PROBLEM,
+                    "502": PROBLEM,
+                    "503": PROBLEM,
                 },
             }
         },
@@ -281,6 +287,8 @@ SPEC: dict[str, Any] = {
                     "413": PROBLEM,
                     "415": PROBLEM,
                     "422": PROBLEM,
+                    "502": PROBLEM,
+                    "503": PROBLEM,
                 },
             },
         },

@@ -25,6 +25,7 @@ def problem_for(error: BaseException) -> Problem:
     """The problem an error is reported as: its own status and detail for the errors we
     know, a plain 500 that reveals nothing for the rest."""
     from ragcore.errors import InvalidInput
+    from ragio.providers.batching import EmbeddingDimensionsMismatch
     from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 
     if isinstance(error, Problem):
@@ -36,6 +37,8 @@ def problem_for(error: BaseException) -> Problem:
         return Problem(error.status, str(error), title=error.title, providers=providers)
     if isinstance(error, EmbeddingFailed):
         return Problem(error.status, str(error), title=error.title)
+    if isinstance(error, EmbeddingDimensionsMismatch):  # a configuration to change: says which
+        return Problem(502, str(error), title="The embedding provider's vectors do not fit")
     return Problem(500, "the service failed; the log has the details")
 
 
