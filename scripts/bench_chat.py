@@ -48,7 +48,7 @@ import ragio.runner  # noqa: E402
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question  # noqa: E402
 from ragcore.effects import Generate, Reply, SearchChunks  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
-from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
+from ragio.db.embedded import EmbeddedPostgres, size_shared_buffers  # noqa: E402
 from ragio.db.embedding_space import reshape  # noqa: E402
 from ragio.http.app import create_app  # noqa: E402
 from ragio.knowledge import search  # noqa: E402
@@ -287,9 +287,11 @@ async def run(args: argparse.Namespace) -> None:
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
     server = EmbeddedPostgres(cache / "pg")
     admin_url = await trio.to_thread.run_sync(server.start)
-    # The embedded server as it comes, unless --pg asks otherwise (applied by a restart)
+    # The embedded server as the service runs it from its second start on (its own
+    # start-up sizes shared_buffers), unless --pg asks otherwise; applied by a restart.
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM RESET ALL")
+        size_shared_buffers(conn)
         for setting in args.pg:
             name, _, value = setting.partition("=")
             if not re.fullmatch(r"[a-z_]+", name):

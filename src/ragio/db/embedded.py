@@ -44,7 +44,7 @@ class EmbeddedPostgres:
                 # another process of ours may create it first
                 with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                     conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
-            _size_shared_buffers(conn)
+            size_shared_buffers(conn)
         log.info("embedded PostgreSQL ready in %s", self.pgdata)
         return self._server.get_uri(DATABASE_NAME)
 
@@ -78,7 +78,7 @@ def _forget_dead_users(server_class: type, pgdata: Path) -> None:
             handles.write_text(json.dumps(alive))
 
 
-def _size_shared_buffers(conn: psycopg.Connection) -> None:
+def size_shared_buffers(conn: psycopg.Connection) -> None:
     """Give the server a cache the size of a knowledge base's indexes, once.
 
     PostgreSQL's default 128 MB holds a few tens of thousands of chunks' HNSW and
