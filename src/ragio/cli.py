@@ -106,31 +106,32 @@ async def migrate_command(settings: Any, args: argparse.Namespace) -> int:
 
 async def ask_command(settings: Any, args: argparse.Namespace) -> int:
     from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
+    from ragio.employees.lookup import UnknownRole, stored_role
     from ragio.runner import run
     from ragio.service import open_service
 
     if args.role is not None:
-        from ragcore.employees.roles import BUILT_IN_ROLES, check_role_identifier
+        from ragcore.employees.roles import check_role_identifier
 
         try:
             check_role_identifier(args.role)
         except InvalidInput as error:
             print(f"ragchat: --role {error.message}", file=sys.stderr)
             return 2
-        if args.role not in BUILT_IN_ROLES:
-            print(
-                f"ragchat: unknown role {args.role!r}; known roles: {', '.join(BUILT_IN_ROLES)}",
-                file=sys.stderr,
-            )
-            return 2
     async with _startup_errors(), open_service(settings) as svc:
         try:
+            # the stored role, runtime roles included, as POST /chat?role= finds it
+            employee = None if args.role is None else await stored_role(svc.database, args.role)
             answer = await run(
                 answer_question(
-                    ChatRequest(args.question, args.role), ChatPolicy.from_settings(settings)
+                    ChatRequest(args.question, args.role, employee),
+                    ChatPolicy.from_settings(settings),
                 ),
                 svc,
             )
+        except UnknownRole as error:
+            print(f"ragchat: {error}", file=sys.stderr)
+            return 2
         except InvalidInput as error:
             print(f"ragchat: {error}", file=sys.stderr)
             return 2

@@ -25,6 +25,9 @@ from ragcore.effects import (
     SearchChunks,
     SettleTokens,
 )
+from ragcore.employees.layering import role_instructions
+from ragcore.employees.roles import Role
+from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
@@ -43,8 +46,22 @@ SEARCH_LIMIT = 8
 
 @attrs.frozen
 class ChatRequest:
+    """A question, answered as ``employee`` when given.
+
+    ``employee`` is the stored role the runner looked up (runtime roles included; an
+    unknown role never gets this far). ``role`` is its identifier, which the usage ledger
+    counts under; it defaults to the employee's. A ``role`` without its ``employee`` is a
+    programming error once the answer would be generated: the role is never dropped
+    silently.
+    """
+
     question: str
     role: str | None = None
+    employee: Role | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.employee is not None and self.role is None:
+            object.__setattr__(self, "role", self.employee.identifier)
 
 
 @attrs.frozen
@@ -58,6 +75,8 @@ class ChatPolicy:
     usage_ledger: bool = False
     caps: Caps = Caps()
     language: LanguagePolicy = LanguagePolicy()
+    sensitive_extra: tuple[str, ...] = ()  # SENSITIVE_ROLES_EXTRA
+    reviewed_safe: tuple[str, ...] = ()  # SENSITIVE_ROLES_REVIEWED_SAFE
 
     @classmethod
     def from_settings(cls, settings: Any) -> ChatPolicy:
@@ -68,7 +87,13 @@ class ChatPolicy:
             usage_ledger=settings.usage_ledger,
             caps=Caps.from_settings(settings),
             language=LanguagePolicy.from_settings(settings),
+            sensitive_extra=tuple(settings.sensitive_roles_extra),
+            reviewed_safe=tuple(settings.sensitive_roles_reviewed_safe),
         )
+
+    def sensitivity(self, role: Role) -> Sensitivity:
+        """Rule 13 for ``role`` under these settings."""
+        return assess_sensitivity(role, self.sensitive_extra, self.reviewed_safe)
 
 
 @attrs.frozen
@@ -133,7 +158,7 @@ def _grounded_answer(
         # say so without spending a provider call.
         return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
     sources = number_sources(kept)
-    prompt = build_prompt(question, sources, language)
+    prompt = build_prompt(question, sources, language, role_block(request, policy))
     reply: Reply = yield Generate(
         prompt,
         max_output_tokens=policy.max_output_tokens,
@@ -144,3 +169,16 @@ def _grounded_answer(
     return ChatAnswer(
         text, citations, request.role, reply.provider, reply.model, usage=usage, language=language
     )
+
+
+def role_block(request: ChatRequest, policy: ChatPolicy) -> str:
+    """The role's instructions, layered after the grounding rules (rule 1); empty without
+    a role (rule 2). The role context is empty for now: role memory and the business
+    profile that fill it are a later part. The sensitivity is passed so a sensitive role
+    gets the reasoning-mode text; the grounding check is a later part too."""
+    if request.employee is None:
+        if request.role is not None:
+            raise ValueError(f"role {request.role!r} given without the stored role to answer as")
+        return ""
+    employee = request.employee
+    return role_instructions(employee, "", sensitivity=policy.sensitivity(employee))

@@ -33,10 +33,17 @@ class Prompt:
     language: str = "en"  # ISO 639-1 code of the answer's language
 
 
-def build_prompt(question: str, sources: tuple[Source, ...], language: str = "en") -> Prompt:
+def build_prompt(
+    question: str, sources: tuple[Source, ...], language: str = "en", role_block: str = ""
+) -> Prompt:
+    """The prompt for ``question`` over ``sources``. The system message is the grounding
+    instructions, intact, then the language line, then ``role_block`` when answering as a
+    role (``ragcore.employees.layering.role_instructions``): layered on top, never instead."""
     blocks = [_source_block(source) for source in sources]
     user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{REMINDER}"
     system = f"{GROUNDING_INSTRUCTIONS}\n- Write the answer in {language_name(language)}."
+    if role_block.strip():
+        system = f"{system}\n\n{role_block.strip()}"
     return Prompt(system, user, question, sources, language)
 
 

@@ -12,7 +12,7 @@ import trio
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question, check_question
-from ragcore.employees.roles import BUILT_IN_ROLES, check_role_identifier
+from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body, reject_unknown
 from ragio.http.problems import Problem, problem_body, problem_for
@@ -24,17 +24,22 @@ _converter = cattrs.Converter()
 
 
 async def chat_request() -> ChatRequest:
-    """Query parameters ``question`` and ``role``; a JSON body with the same fields also works."""
+    """Query parameters ``question`` and ``role``; a JSON body with the same fields also works.
+
+    ``role`` is looked up among the stored roles (built-in and runtime): an unknown one is
+    404, never a silent fallback to answering without a role."""
     body = await json_body(required=False)
     reject_unknown(body, {"question", "role"})
     fields: dict[str, Any] = {**body, **request.args.to_dict()}
     question = check_question(fields.get("question"))
     role = fields.get("role") or None
-    if role is not None:
-        role = check_role_identifier(role)
-        if role not in BUILT_IN_ROLES:
-            raise Problem(404, f"unknown role {role!r}; known roles: {', '.join(BUILT_IN_ROLES)}")
-    return ChatRequest(question=question, role=role)
+    if role is None:
+        return ChatRequest(question=question)
+    try:
+        employee = await stored_role(service().database, role)
+    except UnknownRole as error:
+        raise Problem(404, str(error)) from None
+    return ChatRequest(question=question, employee=employee)
 
 
 @blueprint.post("/chat")

@@ -171,6 +171,67 @@ SPEC: dict[str, Any] = {
                     },
                 ]
             },
+            "Employee": {
+                "type": "object",
+                "properties": {
+                    "identifier": {
+                        "type": "string",
+                        "pattern": "^[a-z0-9_-]{1,64}$",
+                        "description": "lowercase letters, digits, _ and -, at most 64 characters",
+                    },
+                    "display_name": {"type": "string", "maxLength": 100},
+                    "personality": {
+                        "type": "string",
+                        "maxLength": 8000,
+                        "description": "tone, focus and limits; layered on top of the "
+                        "grounding instructions, never in place of them",
+                    },
+                    "channels": {"type": "array", "items": {"type": "string"}},
+                    "skill_tags": {"type": "array", "items": {"type": "string"}},
+                    "autonomy": {"type": "string", "enum": ["off", "semi", "full"]},
+                    "effective_autonomy": {
+                        "type": "string",
+                        "enum": ["off", "semi", "full"],
+                        "description": "the autonomy it acts with: a sensitive role is capped "
+                        "at semi whatever is configured",
+                    },
+                    "built_in": {"type": "boolean"},
+                    "sensitive": {"type": "boolean"},
+                    "sensitivity": {
+                        "type": "object",
+                        "description": "why the role is (or is not) sensitive",
+                        "properties": {
+                            "reason": {
+                                "type": "string",
+                                "enum": ["marker", "built-in", "setting", "error", "none"],
+                            },
+                            "marker": {"type": ["string", "null"]},
+                            "field": {"type": ["string", "null"]},
+                            "setting": {
+                                "type": ["string", "null"],
+                                "description": "SENSITIVE_ROLES_EXTRA or "
+                                "SENSITIVE_ROLES_REVIEWED_SAFE when a setting decided",
+                            },
+                            "explanation": {"type": "string"},
+                        },
+                    },
+                    "created_at": {"type": "string", "format": "date-time"},
+                    "updated_at": {"type": "string", "format": "date-time"},
+                },
+            },
+            "EmployeePatch": {
+                "type": "object",
+                "additionalProperties": False,
+                "description": "the fields to change; display_name and personality are "
+                "required to create a runtime role. Unknown fields are refused (422).",
+                "properties": {
+                    "display_name": {"type": "string", "maxLength": 100},
+                    "personality": {"type": "string", "maxLength": 8000},
+                    "channels": {"type": "array", "items": {"type": "string"}, "maxItems": 32},
+                    "skill_tags": {"type": "array", "items": {"type": "string"}, "maxItems": 32},
+                    "autonomy": {"type": "string", "enum": ["off", "semi", "full"]},
+                },
+            },
         },
     },
     "security": [{"ApiKey": []}],
@@ -289,6 +350,52 @@ SPEC: dict[str, Any] = {
                     "422": PROBLEM,
                     "502": PROBLEM,
                     "503": PROBLEM,
+                },
+            },
+        },
+        "/employees": {
+            "get": {
+                "summary": "List the AI employees (the first call seeds the nine built-in roles)",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "employees": {"type": "array", "items": _ref("Employee")}
+                            },
+                        },
+                        "The roles, built-in first",
+                    ),
+                    "401": PROBLEM,
+                },
+            }
+        },
+        "/employees/{role}": {
+            "parameters": [
+                {"name": "role", "in": "path", "required": True, "schema": {"type": "string"}}
+            ],
+            "get": {
+                "summary": "One AI employee",
+                "responses": {
+                    "200": _json(_ref("Employee"), "The role"),
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+            "patch": {
+                "summary": "Change a role's fields, or create a runtime role",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("EmployeePatch")}},
+                },
+                "responses": {
+                    "200": _json(_ref("Employee"), "Updated"),
+                    "201": _json(_ref("Employee"), "Created (Location: /employees/{role})"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "415": PROBLEM,
+                    "422": PROBLEM,
                 },
             },
         },

@@ -1,0 +1,1 @@
+"""AI employees on the outside: the roles as stored in PostgreSQL."""
