@@ -35,13 +35,14 @@ import httpx
 import numpy as np
 import psycopg
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
+
+from tests.io.conftest import serve_app  # noqa: E402
 
 import eval_retrieval  # noqa: E402
 import ragio.runner  # noqa: E402
@@ -171,30 +172,6 @@ def percentiles(seconds: list[float]) -> str:
     return f"p50 {np.percentile(ms, 50):6.1f} ms   p95 {np.percentile(ms, 95):6.1f} ms"
 
 
-async def serve_app(app: Any, nursery: trio.Nursery) -> tuple[str, trio.Event]:
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    stop = trio.Event()
-    binds = await nursery.start(
-        lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
-    )
-    return binds[0], stop
-
-
-def route_hybrid_search() -> None:
-    """Until ragio.runner hands the whole SearchChunks effect to ragio.knowledge.search
-    (it passes only the vector today), execute it the way the service will."""
-    original = ragio.runner.execute
-
-    async def execute(effect: Any, service: Any, *args: Any) -> Any:
-        if isinstance(effect, SearchChunks):
-            return await service.database.run(search.search, effect, service.embedder.space)
-        return await original(effect, service, *args)
-
-    ragio.runner.execute = execute
-
-
 async def timed(questions: list[str], work: Any) -> list[float]:
     seconds = []
     for question in questions:
@@ -282,7 +259,6 @@ async def run(args: argparse.Namespace) -> None:
     questions = claims(Path(args.dataset))
     if len(questions) < WARM_UP + 4 * args.questions:
         raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
-    route_hybrid_search()
     embedder = LocalEmbedder()
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
     server = EmbeddedPostgres(cache / "pg")
