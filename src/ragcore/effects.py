@@ -130,3 +130,17 @@ class ReleaseTokens:
     """Drop a reservation whose call never ran or failed. Result: None."""
 
     reservation_id: int
+
+
+@attrs.frozen
+class FetchRoleMemory:
+    """The role memory a role context is assembled from: every ``owner`` and ``profile``
+    item of ``role``, and its ``learned_limit`` learned items nearest ``vector`` (the
+    query's embedding), each with its ``similarity``.
+
+    Result: ``ragcore.employees.memory.MemoryItem``s, in any order.
+    """
+
+    role: str
+    vector: tuple[float, ...]
+    learned_limit: int

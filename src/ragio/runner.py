@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from ragcore.effects import (
     DetectLanguage,
     Embed,
+    FetchRoleMemory,
     FindDocuments,
     Generate,
     ReleaseTokens,
@@ -20,6 +21,7 @@ from ragcore.effects import (
     SettleTokens,
     StoreDocuments,
 )
+from ragio.employees import memory
 from ragio.knowledge import search, store
 from ragio.providers.chain import (
     OnDelta,
@@ -69,6 +71,9 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
             return await service.database.run(store.find_documents, digests)
         case StoreDocuments(documents=documents):
             return await service.database.run(store.store_documents, documents)
+        case FetchRoleMemory(role=role):
+            await memory.ensure_embedded(service, role)
+            return await service.database.run(memory.context_items, effect)
         case DetectLanguage(text=text):
             return await service.language.detect(text)
         case ReserveTokens(role=role, tokens=tokens, caps=caps):

@@ -5,7 +5,14 @@ import pytest
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
 from ragcore.chat.sources import Hit
-from ragcore.effects import DetectLanguage, Embed, Generate, Reply, SearchChunks
+from ragcore.effects import (
+    DetectLanguage,
+    Embed,
+    FetchRoleMemory,
+    Generate,
+    Reply,
+    SearchChunks,
+)
 from ragcore.errors import InvalidInput
 from ragcore.language import LanguageGuess, not_found
 from tests.core.drive import drive
@@ -28,6 +35,8 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
                 return list(hits)
             case Generate():
                 return Reply(reply, provider="recorded", model="m1")
+            case FetchRoleMemory():
+                return []
         raise AssertionError(effect)
 
     return answer

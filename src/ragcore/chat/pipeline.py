@@ -26,6 +26,7 @@ from ragcore.effects import (
     SettleTokens,
 )
 from ragcore.employees.layering import role_instructions
+from ragcore.employees.memory import role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput
@@ -158,7 +159,12 @@ def _grounded_answer(
         # say so without spending a provider call.
         return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
     sources = number_sources(kept)
-    prompt = build_prompt(question, sources, language, role_block(request, policy))
+    context_text = ""
+    if request.employee is not None:
+        # the same pipeline GET /employees/{role}/context runs, with the question's vector
+        context = yield from role_context(request.employee.identifier, question, vector)
+        context_text = context.text
+    prompt = build_prompt(question, sources, language, role_block(request, policy, context_text))
     reply: Reply = yield Generate(
         prompt,
         max_output_tokens=policy.max_output_tokens,
@@ -171,14 +177,14 @@ def _grounded_answer(
     )
 
 
-def role_block(request: ChatRequest, policy: ChatPolicy) -> str:
+def role_block(request: ChatRequest, policy: ChatPolicy, context_text: str = "") -> str:
     """The role's instructions, layered after the grounding rules (rule 1); empty without
-    a role (rule 2). The role context is empty for now: role memory and the business
-    profile that fill it are a later part. The sensitivity is passed so a sensitive role
-    gets the reasoning-mode text; the grounding check is a later part too."""
+    a role (rule 2). ``context_text`` is the role context (``ragcore.employees.memory``:
+    owner instructions, business profile, learned patterns). The sensitivity is passed so
+    a sensitive role gets the reasoning-mode text; the grounding check is a later part."""
     if request.employee is None:
         if request.role is not None:
             raise ValueError(f"role {request.role!r} given without the stored role to answer as")
         return ""
     employee = request.employee
-    return role_instructions(employee, "", sensitivity=policy.sensitivity(employee))
+    return role_instructions(employee, context_text, sensitivity=policy.sensitivity(employee))

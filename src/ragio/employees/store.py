@@ -16,7 +16,9 @@ import psycopg
 
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.editing import RolePatch, apply_patch
+from ragcore.employees.memory import seed_memories
 from ragcore.employees.roles import BUILT_IN_ROLES, Role
+from ragio.employees import memory
 
 _COLUMNS = "identifier, display_name, personality, channels, skill_tags, autonomy"
 _SELECT = f"SELECT {_COLUMNS}, created_at, updated_at FROM roles"
@@ -43,13 +45,21 @@ def _stored(row: Sequence[Any], created: bool = False) -> StoredRole:
 
 
 def seed_roles(conn: psycopg.Connection) -> None:
-    """Insert the built-in roles that are not stored yet; leave the others as they are."""
-    with conn.transaction(), conn.cursor() as cur:
-        cur.executemany(
-            f"""INSERT INTO roles ({_COLUMNS}, built_in)
-                VALUES (%s, %s, %s, %s, %s, %s, true)
-                ON CONFLICT (identifier) DO NOTHING""",
-            [
+    """Insert the built-in roles that are not stored yet, each with its starter memory
+    seeds (stored by the call that inserted the role, so a seed the owner deleted never
+    comes back); leave the others as they are."""
+    stored = conn.execute(
+        "SELECT count(*) FROM roles WHERE identifier = ANY (%s)", (list(BUILT_IN_ROLES),)
+    ).fetchone()[0]
+    if stored == len(BUILT_IN_ROLES):
+        return
+    with conn.transaction():
+        for role in BUILT_IN.values():
+            inserted = conn.execute(
+                f"""INSERT INTO roles ({_COLUMNS}, built_in)
+                    VALUES (%s, %s, %s, %s, %s, %s, true)
+                    ON CONFLICT (identifier) DO NOTHING
+                    RETURNING identifier""",
                 (
                     role.identifier,
                     role.display_name,
@@ -57,10 +67,10 @@ def seed_roles(conn: psycopg.Connection) -> None:
                     list(role.channels),
                     list(role.skill_tags),
                     role.autonomy,
-                )
-                for role in BUILT_IN.values()
-            ],
-        )
+                ),
+            ).fetchone()
+            if inserted is not None:
+                memory.insert_seeds(conn, role.identifier, seed_memories(role.memory_seeds))
 
 
 def list_roles(conn: psycopg.Connection) -> list[StoredRole]:

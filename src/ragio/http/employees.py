@@ -1,19 +1,30 @@
 """/employees: the AI employees. List them (the first call seeds the nine built-in
-roles), read one, and edit one or create a runtime role with PATCH."""
+roles), read one, and edit one or create a runtime role with PATCH; a role's memory
+(``/employees/{role}/memory``) and the role context it injects into a prompt
+(``/employees/{role}/context``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from quart import Blueprint
+from quart import Blueprint, request
 
 from ragcore.employees.editing import check_patch, role_view
+from ragcore.employees.memory import (
+    check_memory,
+    context_view,
+    memory_view,
+    parse_tags,
+    role_context,
+)
 from ragcore.employees.roles import check_role_identifier
 from ragcore.employees.sensitivity import assess_sensitivity
-from ragio.employees import store
+from ragio.employees import memory, store
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.problems import Problem
+from ragio.providers.chain import embed
+from ragio.runner import run
 
 blueprint = Blueprint("employees", __name__)
 
@@ -34,8 +45,8 @@ async def list_employees() -> dict[str, Any]:
     return {"employees": [role_json(stored) for stored in roles]}
 
 
-@blueprint.get("/employees/<role>")
-async def get_employee(role: str) -> dict[str, Any]:
+async def found_role(role: str) -> store.StoredRole:
+    """The stored role, or a 404 problem saying how to find or create one."""
     identifier = check_role_identifier(role)
     found = await service().database.run(store.get_role, identifier)
     if found is None:
@@ -44,7 +55,12 @@ async def get_employee(role: str) -> dict[str, Any]:
             f"no role {identifier!r}; GET /employees lists them, "
             "PATCH /employees/{role} with display_name and personality creates one",
         )
-    return role_json(found)
+    return found
+
+
+@blueprint.get("/employees/<role>")
+async def get_employee(role: str) -> dict[str, Any]:
+    return role_json(await found_role(role))
 
 
 @blueprint.patch("/employees/<role>")
@@ -55,3 +71,82 @@ async def patch_employee(role: str) -> tuple[dict[str, Any], int, dict[str, str]
     if saved.created:
         return role_json(saved), 201, {"Location": f"/employees/{identifier}"}
     return role_json(saved), 200, {}
+
+
+MAX_MEMORY_LIMIT = 500
+
+
+def _limit(value: str | None, default: int = 100) -> int:
+    if value is None:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= MAX_MEMORY_LIMIT:
+        raise Problem(422, f"limit must be a whole number from 1 to {MAX_MEMORY_LIMIT}")
+    return int(value)
+
+
+def _query(required: bool) -> str | None:
+    query = (request.args.get("query") or "").strip()
+    if not query:
+        if required:
+            raise Problem(422, "send the question as ?query=…", field="query")
+        return None
+    if len(query) > 4000:
+        raise Problem(422, f"query has {len(query)} characters; the limit is 4000", field="query")
+    return query
+
+
+@blueprint.get("/employees/<role>/memory")
+async def list_memory(role: str) -> dict[str, Any]:
+    """The role's memory; ``?query=`` nearest in meaning first, ``?tags=a,b`` only items
+    with at least one of the tags, ``?limit=`` at most that many (default 100)."""
+    identifier = (await found_role(role)).role.identifier
+    tags = parse_tags(request.args.get("tags"))
+    query = _query(required=False)
+    limit = _limit(request.args.get("limit"))
+    svc = service()
+    vector = None
+    if query is not None:
+        await memory.ensure_embedded(svc, identifier)
+        [vector] = await embed(svc.embedder, [query], "query")
+    items = await svc.database.run(memory.list_memory, identifier, tags, vector, limit)
+    return {"role": identifier, "memory": [memory_view(item) for item in items]}
+
+
+@blueprint.post("/employees/<role>/memory")
+async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    identifier = (await found_role(role)).role.identifier
+    new = check_memory(await json_body(required=True))
+    svc = service()
+    duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
+    if duplicate is None:
+        [vector] = await embed(svc.embedder, [new.text], "document")
+        item = await svc.database.run(memory.add_memory, identifier, new, vector)
+        if item is not None:
+            return memory_view(item), 201, {"Location": f"/employees/{identifier}/memory/{item.id}"}
+        duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
+    raise Problem(
+        409,
+        f"role {identifier!r} already remembers this text (memory item {duplicate}); "
+        "texts that differ only in case or spacing are the same",
+        existing_id=duplicate,
+    )
+
+
+@blueprint.delete("/employees/<role>/memory/<id>")
+async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
+    identifier = (await found_role(role)).role.identifier
+    if not (id.isascii() and id.isdigit()) or not await service().database.run(
+        memory.delete_memory, identifier, int(id)
+    ):
+        raise Problem(404, f"role {identifier!r} has no memory item {id}")
+    return "", 204
+
+
+@blueprint.get("/employees/<role>/context")
+async def get_context(role: str) -> dict[str, Any]:
+    """The exact text the role injects into a prompt for ``?query=``, and its items."""
+    identifier = (await found_role(role)).role.identifier
+    query = _query(required=True)
+    assert query is not None
+    context = await run(role_context(identifier, query), service())
+    return {"role": identifier, "query": query, **context_view(context)}

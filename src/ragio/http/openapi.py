@@ -11,6 +11,7 @@ from ragcore import __version__
 blueprint = Blueprint("openapi", __name__)
 
 PROBLEM = {"$ref": "#/components/responses/Problem"}
+ROLE_PARAMETER = {"name": "role", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -219,6 +220,61 @@ SPEC: dict[str, Any] = {
                     "updated_at": {"type": "string", "format": "date-time"},
                 },
             },
+            "MemoryItem": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "role": {"type": "string"},
+                    "text": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "source": {"type": "string", "enum": ["owner", "profile", "learned"]},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                    "created_at": {"type": "string", "format": "date-time"},
+                    "similarity": {
+                        "type": "number",
+                        "description": "cosine similarity to ?query= (only when searching)",
+                    },
+                },
+            },
+            "NewMemory": {
+                "type": "object",
+                "required": ["text"],
+                "additionalProperties": False,
+                "description": "Unknown fields are refused (422). The same text (ignoring case "
+                "and whitespace) twice for one role is 409.",
+                "properties": {
+                    "text": {"type": "string", "maxLength": 1000},
+                    "tags": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"},
+                        "maxItems": 16,
+                    },
+                    "source": {
+                        "type": "string",
+                        "enum": ["owner", "profile", "learned"],
+                        "default": "owner",
+                    },
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
+                },
+            },
+            "RoleContext": {
+                "type": "object",
+                "properties": {
+                    "role": {"type": "string"},
+                    "query": {"type": "string"},
+                    "text": {
+                        "type": "string",
+                        "description": "exactly the role context injected into the prompt",
+                    },
+                    "chars": {"type": "integer"},
+                    "budget_chars": {"type": "integer"},
+                    "dropped": {
+                        "type": "integer",
+                        "description": "items left out to keep within the budget",
+                    },
+                    "items": {"type": "array", "items": _ref("MemoryItem")},
+                },
+            },
             "EmployeePatch": {
                 "type": "object",
                 "additionalProperties": False,
@@ -395,6 +451,87 @@ SPEC: dict[str, Any] = {
                     "400": PROBLEM,
                     "401": PROBLEM,
                     "415": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+        },
+        "/employees/{role}/memory": {
+            "parameters": [ROLE_PARAMETER],
+            "get": {
+                "summary": "A role's memory; search it by meaning and by tags",
+                "parameters": [
+                    {
+                        "name": "query",
+                        "in": "query",
+                        "schema": {"type": "string"},
+                        "description": "nearest in meaning first",
+                    },
+                    {
+                        "name": "tags",
+                        "in": "query",
+                        "schema": {"type": "string"},
+                        "description": "comma-separated: items with at least one of the tags",
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 500},
+                    },
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "role": {"type": "string"},
+                                "memory": {"type": "array", "items": _ref("MemoryItem")},
+                            },
+                        },
+                        "The items",
+                    ),
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+            "post": {
+                "summary": "Add a memory item to a role",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("NewMemory")}},
+                },
+                "responses": {
+                    "201": _json(_ref("MemoryItem"), "Stored (Location: its URL)"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                    "409": PROBLEM,
+                    "415": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+        },
+        "/employees/{role}/memory/{id}": {
+            "parameters": [
+                ROLE_PARAMETER,
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}},
+            ],
+            "delete": {
+                "summary": "Delete a memory item",
+                "responses": {"204": {"description": "Deleted"}, "401": PROBLEM, "404": PROBLEM},
+            },
+        },
+        "/employees/{role}/context": {
+            "parameters": [
+                ROLE_PARAMETER,
+                {"name": "query", "in": "query", "required": True, "schema": {"type": "string"}},
+            ],
+            "get": {
+                "summary": "The role context the role injects into a prompt for the query",
+                "responses": {
+                    "200": _json(_ref("RoleContext"), "The text and the items it holds"),
+                    "401": PROBLEM,
+                    "404": PROBLEM,
                     "422": PROBLEM,
                 },
             },

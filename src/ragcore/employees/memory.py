@@ -1,0 +1,246 @@
+"""Role memory (rule 4): what a role remembers, how a duplicate is recognised, and the
+role context it injects into a prompt.
+
+A memory item has a source: ``owner`` (an instruction from the owner; the built-in
+roles' starter seeds are these), ``profile`` (an entry of the business profile) or
+``learned`` (a pattern learned from past conversations). Two items of one role are the
+same when their texts are equal once normalised (``normalise_text``): the hash of the
+whole normalised text (``content_hash``) is unique per role in the database.
+
+The role context for a question (``assemble_context``) is, in this order: every owner
+instruction (most important first, then oldest first), every business profile entry (in
+the same order), then the learned patterns most relevant to the question (most similar
+first). It is held to ``CONTEXT_BUDGET_CHARS`` characters of rendered text: the items
+are kept in that priority order while the text fits, and the first that does not fit is
+dropped with every item after it, so the lowest priority goes first.
+
+``role_context`` is the one pipeline that fetches and assembles it, used by
+``GET /employees/{role}/context`` and by the chat pipeline alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Generator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import attrs
+
+from ragcore.effects import Embed, FetchRoleMemory
+from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
+from ragcore.errors import InvalidInput
+
+Source = Literal["owner", "profile", "learned"]
+SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")
+SOURCE_TITLES = {
+    "owner": "Owner instructions",
+    "profile": "Business profile",
+    "learned": "Learned patterns",
+}
+MEMORY_FIELDS = ("text", "tags", "source", "importance")
+MAX_MEMORY_CHARS = 1000
+MAX_TAGS = 16
+MIN_IMPORTANCE = 1
+MAX_IMPORTANCE = 5
+DEFAULT_IMPORTANCE = 3
+#: the size of the role context, in characters of the text injected into the prompt
+CONTEXT_BUDGET_CHARS = 2000
+#: how many learned patterns, most relevant first, are considered for the context
+LEARNED_CANDIDATES = 8
+
+
+def normalise_text(text: str) -> str:
+    """The text as duplicates are compared: case folded, runs of whitespace made one
+    space, and stripped."""
+    return " ".join(text.casefold().split())
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 (hex) of the whole normalised text: the role memory's duplicate key."""
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
+
+
+@attrs.frozen
+class NewMemory:
+    """A checked ``POST /employees/{role}/memory`` body."""
+
+    text: str
+    tags: tuple[str, ...] = ()
+    source: Source = "owner"
+    importance: int = DEFAULT_IMPORTANCE
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+
+@attrs.frozen
+class MemoryItem:
+    """A stored memory item; ``similarity`` (cosine, -1..1) when found by a query."""
+
+    id: int
+    role: str
+    text: str
+    tags: tuple[str, ...]
+    source: Source
+    importance: int
+    created_at: datetime | None = None
+    similarity: float | None = None
+
+
+def check_memory(body: Mapping[str, Any]) -> NewMemory:
+    """The body checked: known fields only (others are refused by name), ``text`` required."""
+    unknown = sorted(set(body) - set(MEMORY_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            ", ".join(unknown),
+            f"unknown field(s) {', '.join(unknown)}; the fields: {', '.join(MEMORY_FIELDS)}",
+        )
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise InvalidInput("text", "is required, as text")
+    text = text.strip()
+    if not text:
+        raise InvalidInput("text", "must not be blank")
+    if len(text) > MAX_MEMORY_CHARS:
+        raise InvalidInput("text", f"has {len(text)} characters; the limit is {MAX_MEMORY_CHARS}")
+    tags = check_tags(body.get("tags", []))
+    source = body.get("source", "owner")
+    if source not in SOURCES:
+        raise InvalidInput("source", f"must be one of: {', '.join(SOURCES)}")
+    importance = body.get("importance", DEFAULT_IMPORTANCE)
+    if (
+        not isinstance(importance, int)
+        or isinstance(importance, bool)
+        or not MIN_IMPORTANCE <= importance <= MAX_IMPORTANCE
+    ):
+        raise InvalidInput(
+            "importance", f"must be a whole number from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}"
+        )
+    return NewMemory(text, tags, source, importance)
+
+
+def check_tags(value: Any) -> tuple[str, ...]:
+    """Tags: a list of identifiers (lowercase letters, digits, _ and -), without repeats."""
+    if not isinstance(value, list):
+        raise InvalidInput("tags", "must be a list of tags")
+    if len(value) > MAX_TAGS:
+        raise InvalidInput("tags", f"has {len(value)} items; the limit is {MAX_TAGS}")
+    out: list[str] = []
+    for item in value:
+        try:
+            check_role_identifier(item)
+        except InvalidInput:
+            raise InvalidInput(
+                "tags", f"{item!r} is not allowed: each tag: {IDENTIFIER_RULE}"
+            ) from None
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def parse_tags(value: str | None) -> tuple[str, ...]:
+    """``?tags=a,b`` as a tuple of tags (blank items ignored)."""
+    if not value:
+        return ()
+    return check_tags([part.strip() for part in value.split(",") if part.strip()])
+
+
+def seed_memories(seeds: Sequence[str]) -> list[NewMemory]:
+    """A built-in role's starter memory seeds as owner instructions."""
+    return [NewMemory(text=" ".join(seed.split()), source="owner") for seed in seeds]
+
+
+@attrs.frozen
+class RoleContext:
+    """The role context: the exact text injected into a prompt and the items it holds."""
+
+    text: str
+    items: tuple[MemoryItem, ...]
+    budget_chars: int
+    dropped: int = 0  # items that did not fit the budget
+
+
+def _priority(items: Sequence[MemoryItem]) -> list[MemoryItem]:
+    def fixed(source: str) -> list[MemoryItem]:
+        chosen = [item for item in items if item.source == source]
+        return sorted(
+            chosen,
+            key=lambda i: (-i.importance, i.created_at is None, i.created_at or 0, i.id),
+        )
+
+    learned = sorted(
+        (item for item in items if item.source == "learned"),
+        key=lambda i: (-(i.similarity if i.similarity is not None else -2.0), -i.importance, i.id),
+    )
+    return fixed("owner") + fixed("profile") + learned
+
+
+def render_context(items: Sequence[MemoryItem]) -> str:
+    """The context text: one titled section per source, one item a line."""
+    sections = []
+    for source in SOURCES:
+        lines = [f"- {item.text}" for item in items if item.source == source]
+        if lines:
+            sections.append(f"{SOURCE_TITLES[source]}:\n" + "\n".join(lines))
+    return "\n\n".join(sections)
+
+
+def assemble_context(
+    items: Sequence[MemoryItem], budget_chars: int = CONTEXT_BUDGET_CHARS
+) -> RoleContext:
+    """The role context of ``items`` (see the module): in priority order, as many as fit
+    ``budget_chars`` of rendered text; the lowest priority is dropped first."""
+    ordered = _priority(items)
+    kept: list[MemoryItem] = []
+    text = ""
+    for item in ordered:
+        candidate = render_context([*kept, item])
+        if len(candidate) > budget_chars:
+            break
+        kept.append(item)
+        text = candidate
+    return RoleContext(text, tuple(kept), budget_chars, dropped=len(ordered) - len(kept))
+
+
+def role_context(
+    role: str,
+    query: str,
+    vector: Sequence[float] | None = None,
+    budget_chars: int = CONTEXT_BUDGET_CHARS,
+) -> Generator[Any, Any, RoleContext]:
+    """Fetch and assemble the role context of ``role`` for ``query`` (embedded here unless
+    its ``vector`` is given): owner and profile items, and the learned ones nearest it."""
+    if vector is None:
+        [vector] = yield Embed((query,), purpose="query")
+    items: Sequence[MemoryItem] = yield FetchRoleMemory(
+        role, tuple(vector), learned_limit=LEARNED_CANDIDATES
+    )
+    return assemble_context(items, budget_chars)
+
+
+def memory_view(item: MemoryItem) -> dict[str, Any]:
+    """A memory item as the API shows it."""
+    view: dict[str, Any] = {
+        "id": item.id,
+        "role": item.role,
+        "text": item.text,
+        "tags": list(item.tags),
+        "source": item.source,
+        "importance": item.importance,
+        "created_at": item.created_at.isoformat() if item.created_at else None,
+    }
+    if item.similarity is not None:
+        view["similarity"] = round(item.similarity, 4)
+    return view
+
+
+def context_view(context: RoleContext) -> dict[str, Any]:
+    return {
+        "text": context.text,
+        "chars": len(context.text),
+        "budget_chars": context.budget_chars,
+        "dropped": context.dropped,
+        "items": [memory_view(item) for item in context.items],
+    }

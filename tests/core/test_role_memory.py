@@ -1,0 +1,145 @@
+"""Role memory without a server: the duplicate key, the checks of a new item, and the
+role context (order and size budget), also as the chat pipeline injects it."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ragcore.chat.pipeline import ChatRequest, answer_question
+from ragcore.effects import Embed, FetchRoleMemory, Generate
+from ragcore.employees.builtin import BUILT_IN
+from ragcore.employees.memory import (
+    CONTEXT_BUDGET_CHARS,
+    MemoryItem,
+    assemble_context,
+    check_memory,
+    content_hash,
+    normalise_text,
+    role_context,
+    seed_memories,
+)
+from ragcore.errors import InvalidInput
+from tests.core.drive import drive
+from tests.core.test_chat_pipeline import POLICY, recorded
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def item(id, text, source="owner", importance=3, similarity=None, minutes=0):
+    return MemoryItem(
+        id, "sales", text, (), source, importance, T0 + timedelta(minutes=minutes), similarity
+    )
+
+
+def test_normalising_folds_case_collapses_whitespace_and_strips():
+    assert normalise_text("  Always  greet\tthe\n\nCUSTOMER by Name. ") == (
+        "always greet the customer by name."
+    )
+    assert normalise_text("Straße") == normalise_text("STRASSE")
+
+
+def test_the_hash_is_of_the_whole_normalised_text_not_a_prefix():
+    assert content_hash("Offer  a DISCOUNT") == content_hash("offer a discount")
+    long = "x" * 500
+    assert content_hash(long + " a") != content_hash(long + " b")
+    assert len(content_hash("a")) == 64
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "text"),
+        ({"text": "  "}, "text"),
+        ({"text": "x" * 1001}, "text"),
+        ({"text": "ok", "mood": "x"}, "mood"),
+        ({"text": "ok", "tags": "pricing"}, "tags"),
+        ({"text": "ok", "tags": ["Price List"]}, "tags"),
+        ({"text": "ok", "source": "gossip"}, "source"),
+        ({"text": "ok", "importance": 9}, "importance"),
+        ({"text": "ok", "importance": True}, "importance"),
+    ],
+)
+def test_bad_memory_bodies_name_the_field(body, field):
+    with pytest.raises(InvalidInput) as err:
+        check_memory(body)
+    assert field in err.value.field
+
+
+def test_a_memory_defaults_to_an_owner_instruction_of_middle_importance():
+    new = check_memory({"text": " Quote prices in euros. ", "tags": ["pricing", "pricing"]})
+    assert (new.text, new.tags, new.source, new.importance) == (
+        "Quote prices in euros.",
+        ("pricing",),
+        "owner",
+        3,
+    )
+
+
+def test_every_built_in_role_has_seeds_as_owner_instructions():
+    for role in BUILT_IN.values():
+        seeds = seed_memories(role.memory_seeds)
+        assert seeds and all(s.source == "owner" for s in seeds)
+
+
+def test_the_context_puts_owner_then_profile_then_the_most_relevant_learned():
+    items = [
+        item(1, "Learned far.", "learned", similarity=0.1),
+        item(2, "Profile: we sell bikes.", "profile"),
+        item(3, "Learned near.", "learned", similarity=0.9),
+        item(4, "Owner, less important.", "owner", importance=2),
+        item(5, "Owner, most important.", "owner", importance=5, minutes=9),
+    ]
+    context = assemble_context(items)
+    assert [i.id for i in context.items] == [5, 4, 2, 3, 1]
+    assert context.text == (
+        "Owner instructions:\n- Owner, most important.\n- Owner, less important.\n\n"
+        "Business profile:\n- Profile: we sell bikes.\n\n"
+        "Learned patterns:\n- Learned near.\n- Learned far."
+    )
+    assert context.dropped == 0 and context.budget_chars == CONTEXT_BUDGET_CHARS
+
+
+def test_the_budget_drops_the_lowest_priority_first():
+    items = [
+        item(1, "o" * 900, "owner"),
+        item(2, "p" * 600, "profile"),
+        item(3, "l" * 500, "learned", similarity=0.9),
+        item(4, "m" * 10, "learned", similarity=0.2),  # would fit, but ranks below a dropped one
+    ]
+    context = assemble_context(items, budget_chars=2000)
+    assert [i.id for i in context.items] == [1, 2]
+    assert len(context.text) <= 2000 and context.dropped == 2
+    assert "l" * 500 not in context.text
+    assert assemble_context([], 2000).text == ""
+
+
+def test_role_context_embeds_the_query_unless_given_its_vector():
+    answers = {Embed: [[0.5, 0.5]], FetchRoleMemory: [item(1, "Be brief.")]}
+    context, effects = drive(role_context("sales", "prices?"), lambda e: answers[type(e)])
+    assert [type(e) for e in effects] == [Embed, FetchRoleMemory]
+    assert effects[1] == FetchRoleMemory("sales", (0.5, 0.5), learned_limit=8)
+    assert context.text == "Owner instructions:\n- Be brief."
+    _, effects = drive(role_context("sales", "prices?", [0.1]), lambda e: answers[type(e)])
+    assert [type(e) for e in effects] == [FetchRoleMemory]
+
+
+def test_the_chat_pipeline_injects_the_same_context_text():
+    memory = [item(1, "Always mention the 30-day guarantee."), item(2, "We sell bikes.", "profile")]
+    base = recorded()
+
+    def answer(effect):
+        return memory if isinstance(effect, FetchRoleMemory) else base(effect)
+
+    request = ChatRequest("return?", employee=BUILT_IN["sales"])
+    _, effects = drive(answer_question(request, POLICY), answer)
+    [fetch] = [e for e in effects if isinstance(e, FetchRoleMemory)]
+    assert fetch.role == "sales" and fetch.vector == (0.1, 0.2, 0.3)  # the question's vector
+    [generate] = [e for e in effects if isinstance(e, Generate)]
+    assert f"<role_context>\n{assemble_context(memory).text}\n</role_context>" in (
+        generate.prompt.system
+    )
+
+
+def test_without_a_role_no_memory_is_fetched():
+    _, effects = drive(answer_question(ChatRequest("return?"), POLICY), recorded())
+    assert not any(isinstance(e, FetchRoleMemory) for e in effects)
