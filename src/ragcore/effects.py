@@ -135,8 +135,9 @@ class ReleaseTokens:
 @attrs.frozen
 class FetchRoleMemory:
     """The role memory a role context is assembled from: every ``owner`` and ``profile``
-    item of ``role``, and its ``learned_limit`` learned items nearest ``vector`` (the
-    query's embedding), each with its ``similarity``.
+    item of ``role`` (the business profile record among them, as ``profile`` items made
+    by ``ragcore.employees.profile.profile_items``), and its ``learned_limit`` learned
+    items nearest ``vector`` (the query's embedding), each with its ``similarity``.
 
     Result: ``ragcore.employees.memory.MemoryItem``s, in any order.
     """

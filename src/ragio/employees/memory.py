@@ -16,6 +16,8 @@ import psycopg
 
 from ragcore.effects import FetchRoleMemory
 from ragcore.employees.memory import MemoryItem, NewMemory
+from ragcore.employees.profile import profile_items
+from ragio.employees.profile import get_profile
 from ragio.knowledge.store import vector_literal
 from ragio.providers.chain import embed
 
@@ -123,8 +125,10 @@ def list_memory(
 
 
 def context_items(conn: psycopg.Connection, request: FetchRoleMemory) -> list[MemoryItem]:
-    """Execute a ``FetchRoleMemory`` effect: every owner and profile item, and the
-    learned items nearest the query's vector."""
+    """Execute a ``FetchRoleMemory`` effect: every owner and profile item (the business
+    profile record first among them, as ``profile`` items), and the learned items nearest
+    the query's vector."""
+    record = profile_items(request.role, get_profile(conn))
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM role_memory WHERE role = %s AND source <> 'learned' "
         f"ORDER BY {_FIXED_ORDER}",
@@ -145,7 +149,7 @@ def context_items(conn: psycopg.Connection, request: FetchRoleMemory) -> list[Me
             "limit": int(request.learned_limit),
         },
     ).fetchall()
-    return fixed + [_item(row[:7], float(row[7])) for row in learned]
+    return record + fixed + [_item(row[:7], float(row[7])) for row in learned]
 
 
 def unembedded(conn: psycopg.Connection, role: str, dimensions: int) -> list[tuple[int, str]]:

@@ -257,6 +257,23 @@ SPEC: dict[str, Any] = {
                     "importance": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
                 },
             },
+            "Profile": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "maxLength": 600},
+                    "products": {"type": "string", "maxLength": 600},
+                    "tone": {"type": "string", "maxLength": 200},
+                    "language": {"type": "string", "description": "ISO 639-1 code, or ''"},
+                    "learned_summary": {"type": "string", "readOnly": True},
+                    "learned_at": {"type": ["string", "null"], "format": "date-time"},
+                    "updated_at": {"type": ["string", "null"], "format": "date-time"},
+                    "learned_by": {
+                        "type": "string",
+                        "enum": ["llm", "extractive"],
+                        "description": "POST /profile/learn only: how the summary was made",
+                    },
+                },
+            },
             "RoleContext": {
                 "type": "object",
                 "properties": {
@@ -292,6 +309,35 @@ SPEC: dict[str, Any] = {
     },
     "security": [{"ApiKey": []}],
     "paths": {
+        "/profile": {
+            "get": {
+                "summary": "The business profile (empty fields when never set)",
+                "responses": {"200": _json(_ref("Profile"), "The profile"), "401": PROBLEM},
+            },
+            "patch": {
+                "summary": "Set the owner's fields: description, products, tone, language",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("Profile")}},
+                },
+                "responses": {
+                    "200": _json(_ref("Profile"), "The updated profile"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "415": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+        },
+        "/profile/learn": {
+            "post": {
+                "summary": "Rebuild the learned summary from documents and role memory",
+                "responses": {
+                    "200": _json(_ref("Profile"), "The updated profile"),
+                    "401": PROBLEM,
+                },
+            },
+        },
         "/health": {
             "get": {
                 "summary": "Health, version, database, mode and active providers",

@@ -1,0 +1,240 @@
+"""The business profile: one record the owner writes (description, products, tone,
+language) plus an auto-learned summary of current activity, fed into every role's
+context as its business profile part.
+
+``check_profile_patch`` checks a ``PATCH /profile`` body (owner fields only; the summary
+is refused by name). ``learn_summary`` is the pipeline that rebuilds the summary from
+``Activity`` (documents with their first lines, owner and learned role memories): one
+``Generate`` when an LLM is configured, otherwise ``extractive_summary``, a
+deterministic summary. ``profile_items`` turns the record into the role context's
+business profile entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from ragcore.chat.prompts import Prompt
+from ragcore.effects import Generate, Reply
+from ragcore.employees.memory import MemoryItem
+from ragcore.errors import InvalidInput
+from ragcore.language import NAMES, language_name
+
+#: the fields the owner writes, with their length limits in characters
+OWNER_FIELDS: dict[str, int] = {
+    "description": 600,
+    "products": 600,
+    "tone": 200,
+    "language": 2,
+}
+READ_ONLY_FIELDS = ("learned_summary", "learned_at", "updated_at")
+MAX_SUMMARY_CHARS = 600
+#: what the summary is built from, at most
+MAX_DOCUMENTS = 12
+MAX_MEMORIES = 12
+MAX_FIRST_LINE_CHARS = 160
+SUMMARY_OUTPUT_TOKENS = 300
+SUMMARY_TEMPERATURE = 0.2
+PROFILE_TAG = "business-profile"
+
+
+@attrs.frozen
+class Profile:
+    """The stored record; empty strings for fields never set."""
+
+    description: str = ""
+    products: str = ""
+    tone: str = ""
+    language: str = ""
+    learned_summary: str = ""
+    learned_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
+    """The body checked: owner fields only, each text within its limit (null or "" clears
+    it); ``language`` an ISO 639-1 code. The summary and other fields are refused by name."""
+    read_only = sorted(set(body) & set(READ_ONLY_FIELDS))
+    if read_only:
+        raise InvalidInput(
+            ", ".join(read_only),
+            f"{', '.join(read_only)} cannot be written: the summary is rebuilt by "
+            "POST /profile/learn; the owner fields: " + ", ".join(OWNER_FIELDS),
+        )
+    unknown = sorted(set(body) - set(OWNER_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            ", ".join(unknown),
+            f"unknown field(s) {', '.join(unknown)}; the fields: {', '.join(OWNER_FIELDS)}",
+        )
+    if not body:
+        raise InvalidInput("body", f"send at least one of: {', '.join(OWNER_FIELDS)}")
+    out: dict[str, str] = {}
+    for field, value in body.items():
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            raise InvalidInput(field, f"{field} must be text (or null to clear it)")
+        value = " ".join(value.split()) if field != "description" else value.strip()
+        if field == "language":
+            value = value.lower()
+            if value and value not in NAMES:
+                raise InvalidInput(
+                    "language",
+                    f"language {value!r} is not an ISO 639-1 code we know, like en, de or fr",
+                )
+        elif len(value) > OWNER_FIELDS[field]:
+            raise InvalidInput(
+                field, f"{field} has {len(value)} characters; the limit is {OWNER_FIELDS[field]}"
+            )
+        out[field] = value
+    return out
+
+
+def profile_view(profile: Profile) -> dict[str, Any]:
+    return {
+        "description": profile.description,
+        "products": profile.products,
+        "tone": profile.tone,
+        "language": profile.language,
+        "learned_summary": profile.learned_summary,
+        "learned_at": profile.learned_at.isoformat() if profile.learned_at else None,
+        "updated_at": profile.updated_at.isoformat() if profile.updated_at else None,
+    }
+
+
+def profile_lines(profile: Profile) -> list[str]:
+    """The profile as the lines of the role context's business profile part."""
+    lines = []
+    if profile.description:
+        lines.append(f"About the business: {' '.join(profile.description.split())}")
+    if profile.products:
+        lines.append(f"Products and services: {profile.products}")
+    if profile.tone:
+        lines.append(f"Tone: {profile.tone}")
+    if profile.language:
+        lines.append(f"Language: {language_name(profile.language)} ({profile.language})")
+    if profile.learned_summary:
+        lines.append(f"Recent activity: {' '.join(profile.learned_summary.split())}")
+    return lines
+
+
+def profile_items(role: str, profile: Profile | None) -> list[MemoryItem]:
+    """The profile as ``profile`` memory items of ``role`` (importance 5, negative ids in
+    line order, no creation time), one per line of ``profile_lines``."""
+    if profile is None:
+        return []
+    lines = profile_lines(profile)
+    return [
+        MemoryItem(
+            id=position - len(lines),
+            role=role,
+            text=line,
+            tags=(PROFILE_TAG,),
+            source="profile",
+            importance=5,
+            created_at=None,
+        )
+        for position, line in enumerate(lines)
+    ]
+
+
+@attrs.frozen
+class ActivityDocument:
+    name: str
+    first_line: str
+
+
+@attrs.frozen
+class Activity:
+    """What the summary is learned from: documents (newest first) and owner and learned
+    role memory texts (most important first)."""
+
+    documents: tuple[ActivityDocument, ...] = ()
+    memories: tuple[str, ...] = ()
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, without Markdown heading marks, clipped."""
+    for line in text.splitlines():
+        line = " ".join(line.strip().lstrip("#").split())
+        if line:
+            return _clip(line, MAX_FIRST_LINE_CHARS)
+    return ""
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0] or text[: limit - 1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def extractive_summary(activity: Activity) -> str:
+    """A deterministic summary of ``activity``: the documents by name with their first
+    lines, then the first memories, within ``MAX_SUMMARY_CHARS``."""
+    parts: list[str] = []
+    documents = activity.documents[:MAX_DOCUMENTS]
+    if documents:
+        listed = "; ".join(
+            f"{d.name} ({d.first_line})" if d.first_line else d.name for d in documents
+        )
+        parts.append(f"Documents ({len(activity.documents)}): {listed}.")
+    memories = [" ".join(m.split()) for m in activity.memories[:MAX_MEMORIES] if m.strip()]
+    if memories:
+        parts.append("Noted: " + " ".join(m if m.endswith(".") else m + "." for m in memories))
+    if not parts:
+        return ""
+    return _clip(" ".join(parts), MAX_SUMMARY_CHARS)
+
+
+SUMMARY_SYSTEM = (
+    "You write the business profile summary for a small business's AI employees. "
+    "In at most four sentences, say what the business does and offers and what its "
+    "documents and notes are about, using only the facts given. Plain text, no lists."
+)
+
+
+def summary_prompt(activity: Activity, profile: Profile) -> Prompt:
+    lines = []
+    if profile.description:
+        lines.append(f"Owner's description: {profile.description}")
+    if profile.products:
+        lines.append(f"Products: {profile.products}")
+    for d in activity.documents[:MAX_DOCUMENTS]:
+        lines.append(f"Document: {d.name}: {d.first_line}")
+    for m in activity.memories[:MAX_MEMORIES]:
+        lines.append(f"Note: {m}")
+    user = "Facts:\n" + ("\n".join(lines) or "(none)") + "\n\nWrite the summary."
+    return Prompt(
+        system=SUMMARY_SYSTEM,
+        user=user,
+        question="Summarise the business",
+        sources=(),
+        language=profile.language or "en",
+    )
+
+
+def learn_summary(
+    activity: Activity, profile: Profile, use_llm: bool
+) -> Generator[Any, Any, tuple[str, str]]:
+    """The new summary and how it was made (``"llm"`` or ``"extractive"``): through one
+    ``Generate`` when ``use_llm``, falling back to ``extractive_summary`` when the model
+    fails or answers nothing."""
+    if use_llm and (activity.documents or activity.memories):
+        try:
+            reply: Reply = yield Generate(
+                summary_prompt(activity, profile),
+                max_output_tokens=SUMMARY_OUTPUT_TOKENS,
+                temperature=SUMMARY_TEMPERATURE,
+            )
+        except Exception:  # noqa: BLE001 (any provider failure: summarise offline)
+            reply = None  # type: ignore[assignment]
+        text = " ".join(reply.text.split()) if reply is not None else ""
+        if text:
+            return _clip(text, MAX_SUMMARY_CHARS), "llm"
+    return extractive_summary(activity), "extractive"
