@@ -155,3 +155,14 @@ async def embed(embedder: Any) -> None:
 async def stream(answerer: Any) -> None:
     async for _ in answerer.stream(REQUEST):
         pass
+
+
+def on_openai(fake: Any, dimensions: int = 64, **settings: Any) -> dict[str, Any]:
+    """Settings that put the service on a fake OpenAI server: OPENAI_API_KEY alone selects
+    openai for answers and embeddings; small vectors keep the tests fast."""
+    return {
+        "openai_api_key": fake.api_key,
+        "openai_base_url": fake.base_url,
+        "embedding_dimensions": dimensions,
+        **settings,
+    }

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from ragcore.usage import LIMIT_REACHED
+from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 
 CAP = 1000
@@ -24,13 +25,7 @@ async def fake(serve_fake) -> FakeOpenAI:
 
 @pytest.fixture
 async def settings_overrides(fake: FakeOpenAI) -> dict[str, Any]:
-    return {
-        "openai_api_key": fake.api_key,
-        "openai_base_url": fake.base_url,
-        "embedding_dimensions": 64,
-        "usage_ledger": "true",
-        "budget_daily_tokens": CAP,
-    }
+    return on_openai(fake, usage_ledger="true", budget_daily_tokens=CAP)
 
 
 def spend(database_url: str, tokens: int, role: str | None = None) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 
 FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
@@ -56,12 +57,7 @@ async def fake(serve_fake) -> FakeOpenAI:
 class TestWithAStreamingProvider:
     @pytest.fixture
     async def settings_overrides(self, fake: FakeOpenAI) -> dict[str, Any]:
-        return {
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "embedding_dimensions": 64,
-            "usage_ledger": "true",
-        }
+        return on_openai(fake, usage_ledger="true")
 
     async def test_tokens_arrive_word_by_word_and_done_holds_the_checked_answer(
         self, api, fake, database_url

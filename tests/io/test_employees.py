@@ -13,6 +13,7 @@ from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import BUILT_IN_ROLES
+from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_http_errors import assert_problem
 
@@ -168,11 +169,7 @@ async def fake(serve_fake) -> FakeOpenAI:
 class TestChatAsARole:
     @pytest.fixture
     async def settings_overrides(self, fake: FakeOpenAI) -> dict[str, Any]:
-        return {
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "embedding_dimensions": 64,
-        }
+        return on_openai(fake)
 
     def system_messages(self, fake: FakeOpenAI) -> list[str]:
         return [

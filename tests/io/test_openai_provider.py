@@ -13,7 +13,7 @@ import trio
 from ragio.providers.batching import EmbeddingDimensionsMismatch
 from ragio.providers.openai import MAX_BATCH, MAX_RETRIES, OpenAIAnswerer, OpenAIEmbedder
 from tests.conftest import make_settings
-from tests.io.conftest import HASTY, REQUEST, embed, generate, stream
+from tests.io.conftest import HASTY, REQUEST, embed, generate, on_openai, stream
 from tests.io.fakes.openai_server import FakeOpenAI, bag_of_words
 
 P = TypeVar("P", OpenAIAnswerer, OpenAIEmbedder)
@@ -155,11 +155,7 @@ async def test_a_server_that_hangs_past_the_timeout_raises_a_timeout_error(fake,
 @pytest.fixture
 async def settings_overrides(fake: FakeOpenAI) -> dict[str, Any]:
     """The service on the fake: OPENAI_API_KEY alone selects openai for answers and embeddings."""
-    return {
-        "openai_api_key": fake.api_key,
-        "openai_base_url": fake.base_url,
-        "embedding_dimensions": DIMENSIONS,
-    }
+    return on_openai(fake, DIMENSIONS)
 
 
 REFUNDS = """# Returns and refunds

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_http_errors import assert_problem
 
@@ -112,11 +113,7 @@ async def fake(serve_fake) -> FakeOpenAI:
 class TestLearnWithAnLLM:
     @pytest.fixture
     async def settings_overrides(self, fake: FakeOpenAI) -> dict[str, Any]:
-        return {
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "embedding_dimensions": 64,
-        }
+        return on_openai(fake)
 
     async def test_learn_asks_the_model_with_the_activity(self, api, fake):
         await api.patch("/profile", json=OWNER)

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from ragcore.employees.builtin import BUILT_IN
+from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_http_errors import assert_problem
 
@@ -170,11 +171,7 @@ async def fake(serve_fake) -> FakeOpenAI:
 class TestChatInjectsTheContext:
     @pytest.fixture
     async def settings_overrides(self, fake: FakeOpenAI) -> dict[str, Any]:
-        return {
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "embedding_dimensions": 64,
-        }
+        return on_openai(fake)
 
     async def test_chat_as_a_role_sends_the_context_text_in_the_prompt(self, api, fake):
         faq = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
