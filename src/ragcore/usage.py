@@ -39,6 +39,14 @@ class TokenUsage:
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        """Two calls made for one request (an answer and its check), recorded as one."""
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.estimated or other.estimated,
+        )
+
 
 @attrs.frozen
 class Caps:

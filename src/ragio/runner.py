@@ -64,7 +64,7 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
         case Generate():
             # rule 6: the primary, then LLM_FALLBACK_PROVIDERS (ragio.providers.chain)
             timeout = service.settings.provider_timeout_seconds
-            if on_delta is not None:
+            if on_delta is not None and effect.stream:
                 return await stream_with_fallback(service.answerer, effect, timeout, on_delta)
             return await generate_with_fallback(service.answerer, effect, timeout)
         case FindDocuments(content_hashes=digests):

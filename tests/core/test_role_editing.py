@@ -63,7 +63,8 @@ def test_the_view_says_why_a_role_is_sensitive_and_caps_its_autonomy():
 
 def test_the_role_block_comes_after_the_grounding_and_language_lines():
     _, effects = drive(answer_question(ChatRequest("return?", employee=TAX), POLICY), recorded())
-    [generate] = [e for e in effects if isinstance(e, Generate)]
+    generate, check = [e for e in effects if isinstance(e, Generate)]
+    assert (generate.task, check.task) == ("answer", "check")
     system = generate.prompt.system
     assert system.startswith(GROUNDING_INSTRUCTIONS + "\n- Write the answer in English.\n\n")
     assert TAX.personality in system and system.endswith(REASONING_INSTRUCTIONS)
@@ -75,7 +76,7 @@ def test_settings_reach_the_role_block():
         reviewed_safe=("tax_lawyer_bot",),
     )  # fmt: skip
     _, effects = drive(answer_question(ChatRequest("return?", employee=TAX), policy), recorded())
-    [generate] = [e for e in effects if isinstance(e, Generate)]
+    [generate] = [e for e in effects if isinstance(e, Generate)]  # reviewed safe: no check
     assert REASONING_INSTRUCTIONS not in generate.prompt.system
 
 

@@ -55,8 +55,8 @@ def test_sensitive_roles_get_reasoning_mode_and_others_do_not():
     assert REASONING_INSTRUCTIONS in system_instructions(
         RUNTIME_SENSITIVE, sensitivity=assess_sensitivity(RUNTIME_SENSITIVE)
     )
-    assert "reason step by step privately" in REASONING_INSTRUCTIONS
-    assert "Return only the final answer" in REASONING_INSTRUCTIONS
+    assert "reason step by step inside <reasoning>" in REASONING_INSTRUCTIONS
+    assert "final answer, with its citations, inside <answer>" in REASONING_INSTRUCTIONS
     assert REASONING_INSTRUCTIONS not in system_instructions(
         RUNTIME_PLAIN, sensitivity=assess_sensitivity(RUNTIME_PLAIN)
     )

@@ -11,6 +11,7 @@ import trio
 
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
+from ragcore.chat.grounding import CHECK_INSTRUCTIONS
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import BUILT_IN_ROLES
 from tests.io.conftest import on_openai
@@ -185,7 +186,8 @@ class TestChatAsARole:
         )
         assert response.status_code == 200, response.text
         assert response.json()["role"] == "tax_lawyer_bot"
-        [system] = self.system_messages(fake)
+        system, check = self.system_messages(fake)  # sensitive: the answer, then its check
+        assert check == CHECK_INSTRUCTIONS
         assert system.startswith(GROUNDING_INSTRUCTIONS + "\n- Write the answer in English.")
         assert system.count(GROUNDING_INSTRUCTIONS) == 1
         rest = system[len(GROUNDING_INSTRUCTIONS) :]

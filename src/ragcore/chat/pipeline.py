@@ -13,8 +13,17 @@ from typing import Any
 import attrs
 
 from ragcore.chat.citations import Citation, resolve_citations
+from ragcore.chat.grounding import (
+    CHECK_OUTPUT_TOKENS,
+    CHECK_TEMPERATURE,
+    QUOTING_PROVIDERS,
+    check_prompt,
+    parse_verdict,
+    with_caveat,
+)
 from ragcore.chat.prompts import build_prompt
-from ragcore.chat.sources import Hit, number_sources, trim_hits
+from ragcore.chat.reasoning import final_answer
+from ragcore.chat.sources import Hit, Source, number_sources, trim_hits
 from ragcore.effects import (
     DetectLanguage,
     Embed,
@@ -107,6 +116,9 @@ class ChatAnswer:
     usage: TokenUsage | None = None  # None when no provider was asked
     limited: bool = False  # True when a token budget stopped the request
     language: str | None = None  # ISO 639-1 code of the answer; None when not answered
+    #: the grounding check's verdict for a sensitive role's answer (rule 13); None when
+    #: no check ran (not a sensitive role, or nothing was generated)
+    grounded: bool | None = None
 
 
 def check_question(question: Any) -> str:
@@ -131,6 +143,8 @@ def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, 
     if not policy.usage_ledger:
         return (yield from _grounded_answer(question, request, policy))
     hold = reservation_for(question, policy.max_context_chars, policy.max_output_tokens)
+    if is_sensitive(request, policy):  # the grounding check reads the sources once more
+        hold += reservation_for(question, policy.max_context_chars, CHECK_OUTPUT_TOKENS)
     decision = yield ReserveTokens(request.role, hold, policy.caps)
     if isinstance(decision, Capped):
         return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
@@ -165,23 +179,70 @@ def _grounded_answer(
         context = yield from role_context(request.employee.identifier, question, vector)
         context_text = context.text
     prompt = build_prompt(question, sources, language, role_block(request, policy, context_text))
+    sensitive = is_sensitive(request, policy)
     reply: Reply = yield Generate(
         prompt,
         max_output_tokens=policy.max_output_tokens,
         temperature=policy.temperature,
+        stream=not sensitive,  # reasoning mode: shown only when whole and checked
     )
-    text, citations = resolve_citations(reply.text, sources)
+    written = final_answer(reply.text) if sensitive else reply.text
+    text, citations = resolve_citations(written, sources)
     usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
+    grounded = None
+    if sensitive:
+        grounded, check_usage = yield from check_grounding(question, sources, text, reply)
+        if check_usage is not None:
+            usage = usage + check_usage
+        if not grounded:
+            text = with_caveat(text, language)
     return ChatAnswer(
-        text, citations, request.role, reply.provider, reply.model, usage=usage, language=language
+        text,
+        citations,
+        request.role,
+        reply.provider,
+        reply.model,
+        usage=usage,
+        language=language,
+        grounded=grounded,
     )
+
+
+def is_sensitive(request: ChatRequest, policy: ChatPolicy) -> bool:
+    """Rule 13 for the role answering: reasoning mode and the grounding check apply."""
+    return request.employee is not None and policy.sensitivity(request.employee).sensitive
+
+
+def check_grounding(
+    question: str, sources: tuple[Source, ...], answer: str, reply: Reply
+) -> Generator[Any, Any, tuple[bool, TokenUsage | None]]:
+    """The grounding check of ``answer`` (``ragcore.chat.grounding``): the verdict and the
+    judge's tokens. Quoted answers pass without a judge; an empty answer, a judge that
+    cannot be reached or an unclear verdict fail (fail closed)."""
+    if reply.provider in QUOTING_PROVIDERS:
+        return True, None
+    if not answer.strip():
+        return False, None
+    prompt = check_prompt(question, sources, answer)
+    try:
+        verdict: Reply = yield Generate(
+            prompt,
+            max_output_tokens=CHECK_OUTPUT_TOKENS,
+            temperature=CHECK_TEMPERATURE,
+            task="check",
+            stream=False,
+        )
+    except Exception:  # noqa: BLE001 (no judge: the answer goes out with the caveat)
+        return False, None
+    usage = measured_usage(verdict.usage, prompt.system + prompt.user, verdict.text)
+    return parse_verdict(verdict.text), usage
 
 
 def role_block(request: ChatRequest, policy: ChatPolicy, context_text: str = "") -> str:
     """The role's instructions, layered after the grounding rules (rule 1); empty without
     a role (rule 2). ``context_text`` is the role context (``ragcore.employees.memory``:
-    owner instructions, business profile, learned patterns). The sensitivity is passed so
-    a sensitive role gets the reasoning-mode text; the grounding check is a later part."""
+    owner instructions, business profile, learned patterns). A sensitive role also gets
+    the reasoning-mode instructions."""
     if request.employee is None:
         if request.role is not None:
             raise ValueError(f"role {request.role!r} given without the stored role to answer as")

@@ -27,9 +27,10 @@ CONTEXT_PREAMBLE = (
 
 REASONING_INSTRUCTIONS = """\
 Reasoning mode (this role handles sensitive topics):
-- Before answering, reason step by step privately: which sources apply, what exactly \
-they say, and what they do not say.
-- Return only the final answer with its citations; do not show your reasoning.
+- First reason step by step inside <reasoning></reasoning>: which sources apply, what \
+exactly they say, and what they do not say.
+- Then write the final answer, with its citations, inside <answer></answer>. Only the \
+text inside <answer> is shown; your reasoning never is.
 - Give no legal, medical, tax, financial, immigration or insurance advice beyond what \
 the sources state; when a question needs a qualified professional, say so."""
 

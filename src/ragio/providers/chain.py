@@ -49,7 +49,7 @@ async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeou
     """The first reply of the chain's providers, tried in order; each attempt, retries
     included, gets at most ``timeout`` seconds. Raises AllProvidersFailed or ProviderRejected."""
     attempts: list[Attempt] = []
-    for answerer in chain:
+    for answerer in able(chain, request):
         try:
             with trio.fail_after(timeout):
                 return await answerer.generate(request)
@@ -105,7 +105,7 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
     the next (rule 6); once a delta is out, a failure is the stream's and raises from it.
     Each provider gets ``timeout`` seconds to produce its first delta."""
     attempts: list[Attempt] = []
-    for answerer in chain:
+    for answerer in able(chain, request):
         deltas = _deltas(answerer, request)
         try:
             with trio.fail_after(timeout):
@@ -116,6 +116,12 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
             continue
         return OpenedStream(answerer.name, answerer.model, first, deltas)
     raise AllProvidersFailed(attempts)
+
+
+def able(chain: Iterable[Any], request: Generate) -> list[Any]:
+    """The chain's answerers that can do the request's task (``Generate.task``); an
+    answerer without ``tasks`` is a language model and can do them all."""
+    return [a for a in chain if request.task in getattr(a, "tasks", (request.task,))]
 
 
 def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[str, None]:

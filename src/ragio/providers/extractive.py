@@ -10,6 +10,7 @@ from ragcore.usage import TokenUsage
 class ExtractiveAnswerer:
     name = "extractive"
     model = "extractive"
+    tasks = ("answer",)  # it quotes sources; it cannot judge an answer or write a summary
 
     async def generate(self, request: Generate) -> Reply:
         text = extractive_answer(request.prompt)

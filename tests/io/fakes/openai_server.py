@@ -7,6 +7,8 @@ events) and ``POST /v1/embeddings`` (float or base64), checks the bearer key,
 and records every request. Tests script it through its attributes:
 
 - ``reply``: the assistant's text; streamed, it arrives word by word;
+- ``respond``: ``(request body) -> text``, when set, replaces ``reply`` (a reply that
+  depends on the prompt, such as a judge's verdict);
 - ``model``: the model named in responses (None echoes the requested one,
   the real API names a dated snapshot such as ``gpt-4o-mini-2024-07-18``);
 - ``embed``: ``(text, dimensions) -> vector``, by default a hashed bag of
@@ -83,6 +85,7 @@ class FakeOpenAI(FakeServer):
         self.model: str | None = None
         self.embed: Callable[[str, int], list[float]] = bag_of_words
         self.honour_dimensions = True
+        self.respond: Callable[[dict[str, Any]], str] | None = None
 
     def _response_headers(self) -> dict[str, str]:
         return {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -149,8 +152,9 @@ class FakeOpenAI(FakeServer):
                 param="messages",
             )
         model = self.model or body["model"]
+        reply = self.respond(body) if self.respond is not None else self.reply
         prompt_tokens = sum(count_tokens(str(m.get("content") or "")) for m in messages)
-        completion_tokens = count_tokens(self.reply)
+        completion_tokens = count_tokens(reply)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -171,7 +175,7 @@ class FakeOpenAI(FakeServer):
                             "index": 0,
                             "message": {
                                 "role": "assistant",
-                                "content": self.reply,
+                                "content": reply,
                                 "refusal": None,
                             },
                             "logprobs": None,
@@ -203,7 +207,7 @@ class FakeOpenAI(FakeServer):
             return [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}]
 
         events = [chunk(delta({"role": "assistant", "content": "", "refusal": None}))]
-        events += [chunk(delta({"content": piece})) for piece in words(self.reply)]
+        events += [chunk(delta({"content": piece})) for piece in words(reply)]
         events.append(chunk(delta({}, finish="stop")))
         if include_usage:
             events.append(chunk([], usage=usage))
