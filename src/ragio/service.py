@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import trio
 
 from ragio.db.embedded import EmbeddedPostgres
@@ -28,12 +29,24 @@ class Service:
     embedder: Embedder
     answerer: AnswererChain  # the primary, then the fallbacks (rule 6); see ragio.runner
     language: LanguageDetection
+    # outbound calls the owner configured (platform replies, workflow calls): one pool,
+    # a timeout on every request, redirects never followed
+    outbound: httpx.AsyncClient = attrs.field(factory=lambda: outbound_client())
 
     @property
     def mode(self) -> str:
         """offline when no provider outside this machine is used."""
         offline = self.embedder.name == "local" and self.answerer.name == "extractive"
         return "offline" if offline else "online"
+
+
+OUTBOUND_TIMEOUT_SECONDS = 10.0
+
+
+def outbound_client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(OUTBOUND_TIMEOUT_SECONDS), follow_redirects=False
+    )
 
 
 @asynccontextmanager
@@ -64,6 +77,7 @@ async def open_service(settings: Any) -> AsyncIterator[Service]:
     the providers' connections are closed on the way out."""
     embedder = build_embedder(settings)
     answerer = build_answerers(settings)
+    outbound = outbound_client()
     try:
         async with open_database(settings) as database:
             await database.run(apply_migrations)
@@ -74,6 +88,9 @@ async def open_service(settings: Any) -> AsyncIterator[Service]:
                 embedder,
                 answerer,
                 LanguageDetection(settings.language_detection_supported_languages),
+                outbound,
             )
     finally:
+        with trio.CancelScope(shield=True):
+            await outbound.aclose()
         await aclose_all(embedder, answerer)
