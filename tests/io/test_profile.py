@@ -127,3 +127,33 @@ class TestLearnWithAnLLM:
         user = chat.body["messages"][-1]["content"]
         assert "Document: faq.md: Opening hours" in user
         assert OWNER["description"] in user
+
+
+class TestLearningIsMetered:
+    """Rule 14: the summary's model call is held to the budgets and recorded like a chat."""
+
+    @pytest.fixture
+    async def settings_overrides(self, fake: FakeOpenAI, request) -> dict[str, Any]:
+        cap = getattr(request, "param", "0")
+        return on_openai(fake, usage_ledger="true", budget_daily_tokens=cap)
+
+    async def test_the_call_is_recorded_in_the_ledger(self, api, fake):
+        await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+        assert (await api.get("/usage")).json()["today"]["tokens"] == 0
+        learned = (await api.post("/profile/learn")).json()
+        assert learned["learned_by"] == "llm"
+        [chat] = fake.requests_to("/v1/chat/completions")
+        prompt_tokens = sum(len(m["content"].split()) for m in chat.body["messages"])
+        reply_tokens = len(learned["learned_summary"].split())
+        usage = (await api.get("/usage")).json()
+        assert usage["today"]["tokens"] == prompt_tokens + reply_tokens
+
+    @pytest.mark.parametrize("settings_overrides", ["50"], indirect=True)
+    async def test_at_the_cap_the_model_is_not_called(self, api, fake):
+        await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+        assert (await api.post("/profile/learn")).json()["learned_by"] == "llm"
+        assert (await api.get("/usage")).json()["today"]["tokens"] > 50  # the cap is spent
+        learned = (await api.post("/profile/learn")).json()
+        assert learned["learned_by"] == "extractive"
+        assert "faq.md" in learned["learned_summary"]
+        assert len(fake.requests_to("/v1/chat/completions")) == 1  # not called again

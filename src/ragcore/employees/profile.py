@@ -23,6 +23,8 @@ from ragcore.effects import Generate, Reply
 from ragcore.employees.memory import MemoryItem
 from ragcore.errors import InvalidInput
 from ragcore.language import NAMES, language_name
+from ragcore.metering import metered_generate
+from ragcore.usage import Caps
 
 #: the fields the owner writes, with their length limits in characters
 OWNER_FIELDS: dict[str, int] = {
@@ -220,21 +222,27 @@ def summary_prompt(activity: Activity, profile: Profile) -> Prompt:
 
 
 def learn_summary(
-    activity: Activity, profile: Profile, use_llm: bool
+    activity: Activity,
+    profile: Profile,
+    use_llm: bool,
+    caps: Caps = Caps(),
+    ledger: bool = False,
 ) -> Generator[Any, Any, tuple[str, str]]:
     """The new summary and how it was made (``"llm"`` or ``"extractive"``): through one
-    ``Generate`` when ``use_llm``, falling back to ``extractive_summary`` when the model
-    fails or answers nothing."""
+    ``Generate``, metered like every model call (rule 14), when ``use_llm``; by
+    ``extractive_summary`` when the model fails, answers nothing or a cap is reached."""
     if use_llm and (activity.documents or activity.memories):
+        request = Generate(
+            summary_prompt(activity, profile),
+            max_output_tokens=SUMMARY_OUTPUT_TOKENS,
+            temperature=SUMMARY_TEMPERATURE,
+            task="summary",
+        )
         try:
-            reply: Reply = yield Generate(
-                summary_prompt(activity, profile),
-                max_output_tokens=SUMMARY_OUTPUT_TOKENS,
-                temperature=SUMMARY_TEMPERATURE,
-            )
+            reply = yield from metered_generate(request, None, caps, ledger)
         except Exception:  # noqa: BLE001 (any provider failure: summarise offline)
-            reply = None  # type: ignore[assignment]
-        text = " ".join(reply.text.split()) if reply is not None else ""
+            reply = None
+        text = " ".join(reply.text.split()) if isinstance(reply, Reply) else ""
         if text:
             return _clip(text, MAX_SUMMARY_CHARS), "llm"
     return extractive_summary(activity), "extractive"

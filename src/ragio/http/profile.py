@@ -9,6 +9,7 @@ from typing import Any
 from quart import Blueprint
 
 from ragcore.employees.profile import check_profile_patch, learn_summary, profile_view
+from ragcore.usage import Caps
 from ragio.employees import profile
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -36,6 +37,8 @@ async def learn_profile() -> dict[str, Any]:
     current = await svc.database.run(profile.get_profile)
     activity = await svc.database.run(profile.activity)
     use_llm = svc.answerer.name != "extractive"
-    summary, learned_by = await run(learn_summary(activity, current, use_llm), svc)
+    caps = Caps.from_settings(svc.settings)
+    pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
+    summary, learned_by = await run(pipeline, svc)
     saved = await svc.database.run(profile.set_summary, summary, datetime.now(UTC))
     return {**profile_view(saved), "learned_by": learned_by}

@@ -1,0 +1,56 @@
+"""One model call held to the budgets: reserve, call, settle; release on failure."""
+
+import pytest
+
+from ragcore.chat.prompts import Prompt
+from ragcore.effects import Generate, ReleaseTokens, Reply, ReserveTokens, SettleTokens
+from ragcore.metering import metered_generate
+from ragcore.usage import Capped, Caps, Reservation, TokenUsage
+from tests.core.drive import drive
+
+REQUEST = Generate(Prompt("system", "user words here", "q", ()), 100, 0.2, task="summary")
+
+
+def answering(reply):
+    def answer(effect):
+        match effect:
+            case ReserveTokens():
+                return Reservation(3)
+            case Generate():
+                if isinstance(reply, Exception):
+                    raise reply
+                return reply
+        return None
+
+    return answer
+
+
+def test_a_call_is_reserved_then_settled_with_what_it_used():
+    reply = Reply("a summary", "p", "m", usage=TokenUsage(40, 2))
+    outcome, effects = drive(metered_generate(REQUEST, None, Caps(), True), answering(reply))
+    reserve, call, settle = effects
+    assert reserve.tokens >= 100 and call is REQUEST
+    assert settle == SettleTokens(3, "p", "m", TokenUsage(40, 2)) and outcome is reply
+
+
+def test_a_failed_call_releases_its_hold_and_raises():
+    with pytest.raises(RuntimeError):
+        drive(metered_generate(REQUEST, None, Caps(), True), answering(RuntimeError("down")))
+    gen = metered_generate(REQUEST, None, Caps(), True)
+    assert isinstance(next(gen), ReserveTokens)
+    assert gen.send(Reservation(3)) is REQUEST
+    assert gen.throw(RuntimeError("down")) == ReleaseTokens(3)
+
+
+def test_at_a_cap_nothing_is_called():
+    capped = Capped("daily", 10, 12)
+    outcome, effects = drive(
+        metered_generate(REQUEST, None, Caps(daily=10), True), lambda effect: capped
+    )
+    assert outcome is capped and [type(e) for e in effects] == [ReserveTokens]
+
+
+def test_without_the_ledger_the_call_is_made_alone():
+    reply = Reply("a summary", "p", "m")
+    outcome, effects = drive(metered_generate(REQUEST, None, Caps(), False), answering(reply))
+    assert effects == [REQUEST] and outcome is reply
