@@ -8,11 +8,16 @@ with recorded results instead. Each class documents the result it expects.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from ragcore.chat.prompts import Prompt
 from ragcore.knowledge.chunking import Chunk
 from ragcore.usage import Caps, TokenUsage
+
+if TYPE_CHECKING:  # learning builds on role memory, which yields these effects
+    from ragcore.employees.learning import Interaction, LearningPolicy, Lesson
 
 
 @attrs.frozen
@@ -152,3 +157,29 @@ class FetchRoleMemory:
     role: str
     vector: tuple[float, ...]
     learned_limit: int
+
+
+@attrs.frozen
+class RecordInteraction:
+    """Record an answered question for learning (``ragcore.employees.learning``, rule 1
+    and 2), unless its asker is over ``policy.per_asker_daily`` today, and find the
+    recorded questions of the last ``policy.window_days`` days nearest it (itself
+    included, at least ``policy.similarity``), and whether a learned pattern is near it.
+    Recorded questions older than the window are deleted, except those patterns came
+    from. Result: ``ragcore.employees.learning.History``.
+    """
+
+    interaction: Interaction
+    policy: LearningPolicy
+
+
+@attrs.frozen
+class LearnPattern:
+    """Store ``lesson`` as a learned memory of ``role`` (nothing when the role holds the
+    same text), mark the recorded question it came from, and keep the role's learned
+    items to ``max_learned``, least important and oldest removed first. Result: the
+    stored ``MemoryItem``, or None."""
+
+    role: str
+    lesson: Lesson
+    max_learned: int

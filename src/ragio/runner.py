@@ -15,13 +15,16 @@ from ragcore.effects import (
     FetchRoleMemory,
     FindDocuments,
     Generate,
+    LearnPattern,
+    RecordInteraction,
     ReleaseTokens,
     ReserveTokens,
     SearchChunks,
     SettleTokens,
     StoreDocuments,
 )
-from ragio.employees import memory
+from ragcore.employees.learning import History
+from ragio.employees import learning, memory
 from ragio.knowledge import search, store
 from ragio.providers.chain import (
     OnDelta,
@@ -83,4 +86,18 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
             return await service.database.run(ledger.settle, rid, provider, model, usage)
         case ReleaseTokens(reservation_id=rid):
             return await service.database.run(ledger.release, rid)
+        case RecordInteraction() | LearnPattern():
+            return await _learn(effect, service)
     raise TypeError(f"no handler for effect {effect!r}")
+
+
+async def _learn(effect: RecordInteraction | LearnPattern, service: Any) -> Any:
+    """Learning never costs anyone their answer: a failure is logged and learns nothing."""
+    try:
+        if isinstance(effect, RecordInteraction):
+            now = datetime.now(UTC)
+            return await service.database.run(learning.record, effect, now)
+        return await service.database.run(learning.learn, effect)
+    except Exception:
+        log.warning("learning from an answer failed; the answer is unaffected", exc_info=True)
+        return History(recorded=False) if isinstance(effect, RecordInteraction) else None

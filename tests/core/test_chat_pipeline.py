@@ -10,9 +10,11 @@ from ragcore.effects import (
     Embed,
     FetchRoleMemory,
     Generate,
+    RecordInteraction,
     Reply,
     SearchChunks,
 )
+from ragcore.employees.learning import History
 from ragcore.errors import InvalidInput
 from ragcore.language import LanguageGuess, not_found
 from tests.core.drive import drive
@@ -37,6 +39,8 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
                 return Reply(reply, provider="recorded", model="m1")
             case FetchRoleMemory():
                 return []
+            case RecordInteraction():
+                return History(recorded=True)  # nothing near it yet: nothing learned
         raise AssertionError(effect)
 
     return answer

@@ -53,8 +53,14 @@ def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, d
     docs.mkdir()
     (docs / "faq.md").write_text("# FAQ\n\nParcels leave the warehouse every weekday at noon.")
     assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+    # answering as a role embeds its memory and records the question for learning
+    ask = ("ask", "--role", "support", "When do parcels leave?")
+    assert run_cli(*ask, cwd=tmp_path, database_url=database_url).returncode == 0
+    assert role_vector_sizes(database_url) == {("role_memory", 384), ("role_interactions", 384)}
     with psycopg.connect(database_url, autocommit=True) as conn:
         # Pretend the stored vectors came from a larger model, as after a switch back to local.
+        for table in ("role_memory", "role_interactions"):
+            conn.execute(f"UPDATE {table} SET embedding = array_fill(0.001, ARRAY[3072])::vector")
         conn.execute("DROP INDEX chunks_embedding_hnsw")
         conn.execute(
             "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector(3072) "
@@ -75,6 +81,25 @@ def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, d
     assert space(database_url).dimensions == 384
     assert "vector_cosine_ops" in index_definition(database_url)
 
+    # the old space's role vectors are cleared, not left to be compared with new ones
+    assert role_vector_sizes(database_url) == {("role_memory", None), ("role_interactions", None)}
+
     asked = run_cli("ask", "When do parcels leave?", cwd=tmp_path, database_url=database_url)
     assert asked.returncode == 0, asked.stderr
     assert "every weekday at noon. [1]" in asked.stdout
+    assert run_cli(*ask, cwd=tmp_path, database_url=database_url).returncode == 0
+    # memory embedded again from its text
+    assert ("role_memory", 384) in role_vector_sizes(database_url)
+    assert ("role_memory", None) not in role_vector_sizes(database_url)
+
+
+def role_vector_sizes(database_url: str) -> set[tuple[str, int | None]]:
+    """The sizes of the support role's memory and recorded questions' vectors (None: none)."""
+    with psycopg.connect(database_url) as conn:
+        return {
+            (table, size)
+            for table in ("role_memory", "role_interactions")
+            for (size,) in conn.execute(
+                f"SELECT DISTINCT vector_dims(embedding) FROM {table} WHERE role = 'support'"
+            ).fetchall()
+        }

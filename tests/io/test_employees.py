@@ -9,9 +9,9 @@ import psycopg
 import pytest
 import trio
 
+from ragcore.chat.grounding import CHECK_INSTRUCTIONS
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.chat.grounding import CHECK_INSTRUCTIONS
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import BUILT_IN_ROLES
 from tests.io.conftest import on_openai

@@ -35,6 +35,7 @@ from ragcore.effects import (
     SettleTokens,
 )
 from ragcore.employees.layering import role_instructions
+from ragcore.employees.learning import LearningPolicy, interaction, learn_from
 from ragcore.employees.memory import role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
@@ -68,6 +69,9 @@ class ChatRequest:
     question: str
     role: str | None = None
     employee: Role | None = None
+    #: who asked (a channel's user, or ``user`` on /chat): learning counts people, not
+    #: questions (``ragcore.employees.learning``); None is the anonymous API user
+    asker: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.employee is not None and self.role is None:
@@ -87,6 +91,7 @@ class ChatPolicy:
     language: LanguagePolicy = LanguagePolicy()
     sensitive_extra: tuple[str, ...] = ()  # SENSITIVE_ROLES_EXTRA
     reviewed_safe: tuple[str, ...] = ()  # SENSITIVE_ROLES_REVIEWED_SAFE
+    learning: LearningPolicy | None = LearningPolicy()  # None: roles learn nothing
 
     @classmethod
     def from_settings(cls, settings: Any) -> ChatPolicy:
@@ -196,6 +201,11 @@ def _grounded_answer(
             usage = usage + check_usage
         if not grounded:
             text = with_caveat(text, language)
+    if policy.learning is not None:
+        cited = [citation.document_name for citation in citations]
+        record = interaction(request.role, request.asker, question, vector, cited, grounded)
+        if record is not None:
+            yield from learn_from(record, policy.learning)
     return ChatAnswer(
         text,
         citations,

@@ -41,7 +41,8 @@ def prepare_space(conn: psycopg.Connection, active: EmbeddingSpace) -> None:
 def reshape(conn: psycopg.Connection, space: EmbeddingSpace) -> None:
     """Retype the embedding column and rebuild its HNSW index; record ``space``. The role
     memory's vectors belong to the old space: they are cleared, and each item is embedded
-    again from its text when next searched (ragio.employees.memory)."""
+    again from its text when next searched (ragio.employees.memory). So are the vectors of
+    recorded questions, which then stop counting towards learned patterns."""
     dims = int(space.dimensions)  # DDL cannot take parameters; an int is safe to format
     conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
     conn.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dims})")
@@ -55,6 +56,7 @@ def reshape(conn: psycopg.Connection, space: EmbeddingSpace) -> None:
             f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops)"
         )
     conn.execute("UPDATE role_memory SET embedding = NULL WHERE embedding IS NOT NULL")
+    conn.execute("UPDATE role_interactions SET embedding = NULL WHERE embedding IS NOT NULL")
     conn.execute(
         """INSERT INTO embedding_space (provider, model, dimensions) VALUES (%s, %s, %s)
            ON CONFLICT (only_row) DO UPDATE

@@ -12,6 +12,7 @@ import trio
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question, check_question
+from ragcore.employees.learning import check_asker
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body, reject_unknown
@@ -24,22 +25,26 @@ _converter = cattrs.Converter()
 
 
 async def chat_request() -> ChatRequest:
-    """Query parameters ``question`` and ``role``; a JSON body with the same fields also works.
+    """Query parameters ``question``, ``role`` and ``user``; a JSON body with the same
+    fields also works.
 
     ``role`` is looked up among the stored roles (built-in and runtime): an unknown one is
-    404, never a silent fallback to answering without a role."""
+    404, never a silent fallback to answering without a role. ``user`` names the end user
+    asking (an id of the caller's choosing, kept only as a hash): roles learn from the
+    questions many users ask, not from one user asking many times."""
     body = await json_body(required=False)
-    reject_unknown(body, {"question", "role"})
+    reject_unknown(body, {"question", "role", "user"})
     fields: dict[str, Any] = {**body, **request.args.to_dict()}
     question = check_question(fields.get("question"))
+    asker = check_asker(fields.get("user"))
     role = fields.get("role") or None
     if role is None:
-        return ChatRequest(question=question)
+        return ChatRequest(question=question, asker=asker)
     try:
         employee = await stored_role(service().database, role)
     except UnknownRole as error:
         raise Problem(404, str(error)) from None
-    return ChatRequest(question=question, employee=employee)
+    return ChatRequest(question=question, employee=employee, asker=asker)
 
 
 @blueprint.post("/chat")
