@@ -1,0 +1,220 @@
+"""A workflow's definition: the rules for ``POST``/``PATCH /automation-workflows`` bodies
+and the ``GET`` filters, and the workflow as the API shows it.
+
+Only the three wired text channels can trigger a workflow. Voice is not wired (SPEC
+section 6 rule 3), and ``api``, ``slack`` and ``email``, which roles also list, are not
+text channels that call workflows: a workflow naming one of them would never fire, so
+it is refused with a message that says so rather than stored to stay silent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from ragcore.errors import InvalidInput
+
+WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
+#: channel identifiers roles use that never call workflows, and why
+UNWIRED_CHANNELS = {
+    "voice": "the voice channel is not wired to workflows: calls never fire them",
+    "api": "replies through the HTTP API (POST /chat) do not fire workflows",
+    "slack": "slack is not a wired channel: only telegram, whatsapp and discord fire workflows",
+    "email": "email is not a wired channel: only telegram, whatsapp and discord fire workflows",
+}
+FIELDS = ("name", "webhook_url", "channels", "is_active")
+REQUIRED = ("name", "webhook_url", "channels")
+READ_ONLY_FIELDS = ("id", "created_at", "updated_at")
+FILTERS = ("channel", "is_active")
+MAX_NAME_CHARS = 200
+MAX_URL_CHARS = 2048
+
+
+@attrs.frozen
+class Workflow:
+    """A stored workflow."""
+
+    id: int
+    name: str
+    webhook_url: str
+    channels: tuple[str, ...] = attrs.field(converter=tuple)
+    is_active: bool = True
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@attrs.frozen
+class WorkflowFields:
+    """Checked fields of a body; ``None`` means "not given" (keep it, on a PATCH)."""
+
+    name: str | None = None
+    webhook_url: str | None = None
+    channels: tuple[str, ...] | None = None
+    is_active: bool | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}
+
+
+@attrs.frozen
+class Filters:
+    """``GET /automation-workflows`` filters; ``None``: not filtered on."""
+
+    channel: str | None = None
+    is_active: bool | None = None
+
+
+def check_new(body: Mapping[str, Any]) -> WorkflowFields:
+    """A POST body: name, webhook_url and channels required; is_active defaults to true."""
+    fields = check_patch(body)
+    missing = [name for name in REQUIRED if getattr(fields, name) is None]
+    if missing:
+        raise InvalidInput(", ".join(missing), f"{' and '.join(missing)} required")
+    return fields if fields.is_active is not None else attrs.evolve(fields, is_active=True)
+
+
+def check_patch(body: Mapping[str, Any]) -> WorkflowFields:
+    """A PATCH body: known fields only (unknown and read-only ones are refused by name,
+    never ignored), each valid. ``{}`` is a valid PATCH that changes nothing."""
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        read_only = [name for name in unknown if name in READ_ONLY_FIELDS]
+        other = [name for name in unknown if name not in READ_ONLY_FIELDS]
+        reasons = []
+        if other:
+            reasons.append(f"unknown field(s) {', '.join(other)}")
+        if read_only:
+            reasons.append(f"read-only field(s) {', '.join(read_only)}")
+        raise InvalidInput(
+            ", ".join(unknown), f"{'; '.join(reasons)}; the fields: {', '.join(FIELDS)}"
+        )
+    fields: dict[str, Any] = {}
+    if "name" in body:
+        fields["name"] = check_name(body["name"])
+    if "webhook_url" in body:
+        fields["webhook_url"] = check_webhook_url(body["webhook_url"])
+    if "channels" in body:
+        fields["channels"] = check_channels(body["channels"])
+    if "is_active" in body:
+        if not isinstance(body["is_active"], bool):
+            raise InvalidInput("is_active", "must be true or false (a JSON boolean)")
+        fields["is_active"] = body["is_active"]
+    return WorkflowFields(**fields)
+
+
+def apply_patch(existing: Workflow, patch: WorkflowFields) -> Workflow:
+    return attrs.evolve(existing, **patch.given())
+
+
+def check_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput("name", "must be text")
+    value = value.strip()
+    if not value:
+        raise InvalidInput("name", "must not be blank")
+    if len(value) > MAX_NAME_CHARS:
+        raise InvalidInput("name", f"has {len(value)} characters; the limit is {MAX_NAME_CHARS}")
+    return value
+
+
+def check_webhook_url(value: Any) -> str:
+    """An absolute http(s) URL with a host and no user:password part: the call carries no
+    credentials (SPEC section 5 item 9), and an HTTP client would turn them into a Basic
+    authorization header."""
+    if not isinstance(value, str):
+        raise InvalidInput("webhook_url", "must be text: an http:// or https:// URL")
+    value = value.strip()
+    if len(value) > MAX_URL_CHARS:
+        raise InvalidInput("webhook_url", f"is longer than {MAX_URL_CHARS} characters")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidInput("webhook_url", "must not contain spaces or control characters")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise InvalidInput("webhook_url", f"{value!r} is not a valid URL") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidInput(
+            "webhook_url", f"must be an http:// or https:// URL, got {value[:100]!r}"
+        )
+    if not parts.hostname:
+        raise InvalidInput("webhook_url", "has no host; e.g. https://hooks.example.com/ragchat")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput(
+            "webhook_url",
+            "must not contain user:password@: workflow calls send no credentials; use a "
+            "secret path or query, or set WORKFLOW_SIGNING_SECRET and check the signature",
+        )
+    return value
+
+
+def check_channels(value: Any) -> tuple[str, ...]:
+    """At least one wired channel, each once (order kept; case ignored)."""
+    if not isinstance(value, list):
+        raise InvalidInput("channels", f"must be a list of {', '.join(WIRED_CHANNELS)}")
+    if not value:
+        raise InvalidInput(
+            "channels", f"must name at least one of {', '.join(WIRED_CHANNELS)}, or it never fires"
+        )
+    out: list[str] = []
+    for item in value:
+        channel = check_channel(item, "channels")
+        if channel not in out:
+            out.append(channel)
+    return tuple(out)
+
+
+def check_channel(value: Any, field: str = "channel") -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"{value!r} is not a channel: use {', '.join(WIRED_CHANNELS)}")
+    channel = value.strip().lower()
+    if channel in WIRED_CHANNELS:
+        return channel
+    if channel in UNWIRED_CHANNELS:
+        raise InvalidInput(field, f"{UNWIRED_CHANNELS[channel]}; use {', '.join(WIRED_CHANNELS)}")
+    raise InvalidInput(
+        field, f"unknown channel {value[:64]!r}; choose from {', '.join(WIRED_CHANNELS)}"
+    )
+
+
+def check_filters(args: Mapping[str, str]) -> Filters:
+    """The query string of a listing: ``channel`` one wired channel, ``is_active`` true or
+    false. Another parameter is refused: a misspelt filter would silently list everything."""
+    unknown = sorted(set(args) - set(FILTERS))
+    if unknown:
+        raise InvalidInput(
+            ", ".join(unknown),
+            f"unknown query parameter(s) {', '.join(unknown)}; the filters: {', '.join(FILTERS)}",
+        )
+    channel = check_channel(args["channel"]) if "channel" in args else None
+    active = None
+    if "is_active" in args:
+        raw = args["is_active"].strip().lower()
+        if raw not in ("true", "false"):
+            raise InvalidInput("is_active", f"must be true or false, got {args['is_active']!r}")
+        active = raw == "true"
+    return Filters(channel, active)
+
+
+def workflow_view(workflow: Workflow) -> dict[str, Any]:
+    return {
+        "id": workflow.id,
+        "name": workflow.name,
+        "webhook_url": workflow.webhook_url,
+        "channels": list(workflow.channels),
+        "is_active": workflow.is_active,
+        "created_at": workflow.created_at.isoformat() if workflow.created_at else None,
+        "updated_at": workflow.updated_at.isoformat() if workflow.updated_at else None,
+    }
+
+
+def parse_id(raw: str) -> int | None:
+    """A path id as a stored id, or None when it cannot be one (so: no such workflow)."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        return None
+    value = int(raw)
+    return value if value >= 1 else None

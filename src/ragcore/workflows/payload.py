@@ -1,0 +1,77 @@
+"""What a workflow receives: the JSON body ``{channel, message, ai_reply, context}``
+(SPEC section 6) and, when the owner sets WORKFLOW_SIGNING_SECRET, the Standard Webhooks
+signature headers (https://www.standardwebhooks.com).
+
+The signature is HMAC-SHA256 over ``"{webhook-id}.{webhook-timestamp}.{body}"``, base64,
+sent as ``webhook-signature: v1,<signature>``. The secret is either the standard
+``whsec_<base64>`` form (the key is the decoded bytes, so any Standard Webhooks library
+verifies it as given) or plain text (the key is its UTF-8 bytes). The id and the time
+are passed in: the runner makes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from ragcore import __version__
+
+SECRET_PREFIX = "whsec_"  # noqa: S105 - the standard prefix, not a secret
+MIN_KEY_BYTES = 16
+CONTENT_TYPE = "application/json"
+USER_AGENT = f"ragchat/{__version__} (workflow call)"
+
+
+def workflow_body(channel: str, message: str, ai_reply: str, context: Any) -> bytes:
+    """The exact bytes POSTed (and signed). A context value JSON cannot hold is sent as its
+    text rather than failing the call."""
+    payload = {"channel": channel, "message": message, "ai_reply": ai_reply, "context": context}
+    return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+
+
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a WORKFLOW_SIGNING_SECRET; ValueError saying what to change."""
+    value = secret.strip()
+    if value.startswith(SECRET_PREFIX):
+        encoded = value[len(SECRET_PREFIX) :]
+        try:
+            key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(
+                f"{SECRET_PREFIX}… must be followed by base64 (e.g. whsec_ and the output of "
+                "`openssl rand -base64 32`)"
+            ) from None
+    else:
+        key = value.encode("utf-8")
+    if len(key) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"is {len(key)} bytes; use at least {MIN_KEY_BYTES} (Standard Webhooks "
+            "secrets are 24 to 64 random bytes, e.g. whsec_ and `openssl rand -base64 32`)"
+        )
+    return key
+
+
+def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` value: ``v1,`` and the base64 HMAC-SHA256 of
+    ``{id}.{timestamp}.{body}``."""
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+def request_headers(
+    body: bytes, key: bytes | None, message_id: str, timestamp: int
+) -> dict[str, str]:
+    """The headers of one attempt. Unsigned (no key): no authentication header of any kind
+    (SPEC section 5 item 9). Signed: ``webhook-id`` stays the same across the retries of
+    one call, so a receiver can drop duplicates; the timestamp is each attempt's own."""
+    headers = {"content-type": CONTENT_TYPE, "user-agent": USER_AGENT}
+    if key is not None:
+        headers["webhook-id"] = message_id
+        headers["webhook-timestamp"] = str(timestamp)
+        headers["webhook-signature"] = signature(key, message_id, timestamp, body)
+    return headers

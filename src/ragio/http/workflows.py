@@ -1,0 +1,80 @@
+"""/automation-workflows: the webhooks called after the AI replies on a wired text
+channel. List them (filters ``?channel=`` and ``?is_active=``), create, read, edit and
+delete one. The rules live in ``ragcore.workflows.definitions``; the calls themselves in
+``ragio.workflows.dispatch``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint, request
+
+from ragcore.workflows.definitions import (
+    Workflow,
+    check_filters,
+    check_new,
+    check_patch,
+    parse_id,
+    workflow_view,
+)
+from ragio.http.context import service
+from ragio.http.inputs import json_body
+from ragio.http.problems import Problem
+from ragio.workflows import store
+
+blueprint = Blueprint("workflows", __name__)
+PATH = "/automation-workflows"
+
+
+def _missing(raw: str) -> Problem:
+    return Problem(404, f"no workflow {raw[:40]!r}; GET {PATH} lists them")
+
+
+def _id(raw: str) -> int:
+    """The path id; a value that cannot be a workflow's id is a 404 like an unknown one."""
+    workflow_id = parse_id(raw)
+    if workflow_id is None:
+        raise _missing(raw)
+    return workflow_id
+
+
+@blueprint.get(PATH)
+async def list_workflows() -> dict[str, Any]:
+    repeated = sorted(name for name in request.args if len(request.args.getlist(name)) > 1)
+    if repeated:
+        raise Problem(422, f"give {', '.join(repeated)} once", field=", ".join(repeated))
+    filters = check_filters(request.args.to_dict())
+    found = await service().database.run(store.list_workflows, filters)
+    return {"workflows": [workflow_view(w) for w in found]}
+
+
+@blueprint.post(PATH)
+async def create_workflow() -> tuple[dict[str, Any], int, dict[str, str]]:
+    new = check_new(await json_body(required=True))
+    created: Workflow = await service().database.run(store.create_workflow, new)
+    return workflow_view(created), 201, {"Location": f"{PATH}/{created.id}"}
+
+
+@blueprint.get(f"{PATH}/<id>")
+async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    found = await service().database.run(store.get_workflow, _id(id))
+    if found is None:
+        raise _missing(id)
+    return workflow_view(found)
+
+
+@blueprint.patch(f"{PATH}/<id>")
+async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    workflow_id = _id(id)
+    patch = check_patch(await json_body(required=True))
+    saved = await service().database.run(store.patch_workflow, workflow_id, patch)
+    if saved is None:
+        raise _missing(id)
+    return workflow_view(saved)
+
+
+@blueprint.delete(f"{PATH}/<id>")
+async def delete_workflow(id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
+    if not await service().database.run(store.delete_workflow, _id(id)):
+        raise _missing(id)
+    return "", 204
