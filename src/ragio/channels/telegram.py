@@ -1,0 +1,52 @@
+"""Telegram replies (sendMessage) and webhook registration (setWebhook)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from ragcore.channels import telegram
+from ragcore.channels.messages import InboundMessage
+from ragio.channels.outbound import SendFailed, call
+
+LIMIT = telegram.LIMIT
+
+
+def missing_settings(settings: Any) -> list[str]:
+    """What must be set before a Telegram message can be answered."""
+    return [] if settings.telegram_bot_token else ["TELEGRAM_BOT_TOKEN"]
+
+
+def _url(settings: Any, method: str) -> str:
+    return settings.telegram_api_base_url + telegram.method_path(
+        settings.telegram_bot_token, method
+    )
+
+
+async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
+    """Each part as its own message, in order; the first one quotes the question."""
+    url = _url(service.settings, "sendMessage")
+    reply_to = message.reply_via.get("message_id")
+    for body in telegram.send_message_bodies(message.conversation, parts, reply_to):
+        response = await call(service.outbound, "telegram", "POST", url, json=body)
+        _check_ok(response)
+
+
+async def set_webhook(client: httpx.AsyncClient, settings: Any, url: str) -> str:
+    """Register ``url`` with TELEGRAM_WEBHOOK_SECRET as its secret_token; Telegram's
+    answer (its ``description``)."""
+    body = telegram.set_webhook_body(url, settings.telegram_webhook_secret)
+    response = await call(client, "telegram", "POST", _url(settings, "setWebhook"), json=body)
+    return _check_ok(response).get("description", "webhook set")
+
+
+def _check_ok(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        raise SendFailed("telegram", "the answer was not JSON", response.status_code) from None
+    if not isinstance(body, dict) or body.get("ok") is not True:
+        detail = body.get("description", "not ok") if isinstance(body, dict) else "not ok"
+        raise SendFailed("telegram", str(detail)[:200], response.status_code)
+    return body

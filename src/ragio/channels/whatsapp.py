@@ -1,0 +1,34 @@
+"""WhatsApp replies through the telephony provider's Messages API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragcore.channels import whatsapp
+from ragcore.channels.messages import InboundMessage
+from ragio.channels.outbound import call
+
+LIMIT = whatsapp.LIMIT
+
+
+def missing_settings(settings: Any) -> list[str]:
+    """What must be set before a WhatsApp message can be answered."""
+    return [
+        name
+        for name, value in (
+            ("TELCO_ACCOUNT_SID", settings.telco_account_sid),
+            ("TELCO_AUTH_TOKEN", settings.telco_auth_token),
+        )
+        if not value
+    ]
+
+
+async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
+    """Each part as its own message, in order, from WHATSAPP_FROM_NUMBER or else from the
+    number the customer wrote to."""
+    settings = service.settings
+    url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
+    sender = settings.whatsapp_from_number or message.reply_via["to_number"]
+    auth = (settings.telco_account_sid, settings.telco_auth_token)
+    for form in whatsapp.message_forms(message.conversation, sender, parts):
+        await call(service.outbound, "whatsapp", "POST", url, data=form, auth=auth)

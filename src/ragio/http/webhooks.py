@@ -1,0 +1,148 @@
+"""POST /webhook/telegram, /webhook/whatsapp and /webhook/discord.
+
+Each request is verified by the platform's own secret or signature (never the API key)
+before anything else; then its body is read (400 when it is not the platform's shape),
+the delivery is claimed in the database (a redelivery, even after a restart, is
+acknowledged and not answered again) and acknowledged at once. The answer runs in the
+app's nursery: platforms give up after 3 s (Discord) or about 15 s, and time out and
+retry when a webhook waits for an LLM.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import parse_qsl
+
+import trio
+from quart import Blueprint, Response, current_app, request
+
+from ragcore.channels import discord, telegram, whatsapp
+from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
+from ragio.channels.conversation import PLATFORMS, answer_message
+from ragio.channels.updates import claim_delivery
+from ragio.http.context import service
+from ragio.http.problems import Problem
+
+blueprint = Blueprint("webhooks", __name__)
+log = logging.getLogger(__name__)
+CONCURRENT_ANSWERS = 8  # channel answers in flight; the rest wait their turn
+_LIMITER = "ragchat.channel_answers"
+EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+
+
+@blueprint.post("/webhook/telegram")
+async def telegram_webhook() -> dict[str, Any]:
+    settings = service().settings
+    body = await request.get_data()
+    given = request.headers.get(telegram.SECRET_HEADER)
+    _verified(
+        telegram.check_secret(
+            settings.telegram_webhook_secret, given, settings.telegram_allow_unsigned
+        ),
+        "telegram",
+        "TELEGRAM_ALLOW_UNSIGNED",
+        403,
+    )
+    await _take(_parsed(telegram.parse_update, body))
+    return {}
+
+
+@blueprint.post("/webhook/whatsapp")
+async def whatsapp_webhook() -> Response:
+    settings = service().settings
+    body = await request.get_data()
+    params = _form(body)
+    url = whatsapp.public_url(
+        settings.public_base_url or request.host_url, request.path, request.query_string.decode()
+    )
+    given = next(
+        (request.headers[h] for h in whatsapp.SIGNATURE_HEADERS if h in request.headers), None
+    )
+    _verified(
+        whatsapp.check_signature(
+            settings.telco_auth_token, url, params, given, settings.whatsapp_allow_unsigned
+        ),
+        "whatsapp",
+        "WHATSAPP_ALLOW_UNSIGNED",
+        403,
+    )
+    await _take(_parsed(whatsapp.parse_form, params))
+    # no reply in the response: it goes through the Messages API once answered
+    return Response(EMPTY_TWIML, content_type="text/xml")
+
+
+@blueprint.post("/webhook/discord")
+async def discord_webhook() -> dict[str, Any]:
+    settings = service().settings
+    body = await request.get_data()
+    verdict = discord.check_signature(
+        settings.discord_public_key,
+        request.headers.get(discord.SIGNATURE_HEADER),
+        request.headers.get(discord.TIMESTAMP_HEADER),
+        body,
+    )
+    _verified(verdict, "discord", "", 401)
+    parsed = _parsed(discord.parse_interaction, body)
+    if isinstance(parsed, discord.Ping):
+        return discord.PONG
+    if isinstance(parsed, discord.Immediate):
+        return parsed.response
+    await _take(parsed)
+    return discord.DEFERRED
+
+
+def _verified(verdict: Verification, channel: str, unsigned_setting: str, status: int) -> None:
+    """Refuse an unverified request; log every unsigned one let in (testing only). The
+    caller is not told why (whether a secret is configured, say): the log is."""
+    if not verdict.accepted:
+        log.info("refused a %s webhook request: %s", channel, verdict.reason)
+        raise Problem(status, f"the {channel} request is not verified; the service log says why")
+    if not verdict.signed:
+        log.warning(
+            "%s=true: accepted an unverified %s webhook request (%s); "
+            "turn it off outside local testing",
+            unsigned_setting,
+            channel,
+            verdict.reason,
+        )
+
+
+def _parsed(parse: Any, data: Any) -> Any:
+    try:
+        return parse(data)
+    except BadShape as error:
+        raise Problem(400, f"not a {request.path.rsplit('/', 1)[-1]} update: {error}") from None
+
+
+def _form(body: bytes) -> list[tuple[str, str]]:
+    """The form parameters, in order, repeated names kept (all of them are signed)."""
+    if request.mimetype != "application/x-www-form-urlencoded":
+        return []
+    try:
+        return parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+    except (UnicodeDecodeError, ValueError):
+        return []
+
+
+async def _take(parsed: InboundMessage | Ignored) -> None:
+    """Claim a message's delivery and start answering it in the background."""
+    if isinstance(parsed, Ignored):
+        log.info("ignored a %s update: %s", request.path, parsed.reason)
+        return
+    svc = service()
+    missing = PLATFORMS[parsed.channel].missing_settings(svc.settings)
+    if missing:  # refused before claiming, so the platform's redelivery is answered later
+        raise Problem(503, f"{parsed.channel} replies need {', '.join(missing)}")
+    if not await svc.database.run(claim_delivery, parsed.channel, parsed.delivery_id):
+        log.info("%s delivery %s was already taken", parsed.channel, parsed.delivery_id)
+        return
+    if _LIMITER not in current_app.extensions:
+        current_app.extensions[_LIMITER] = trio.CapacityLimiter(CONCURRENT_ANSWERS)
+    limiter = current_app.extensions[_LIMITER]
+
+    async def answer() -> None:
+        async with limiter:
+            await answer_message(svc, parsed)
+
+    current_app.nursery.start_soon(answer)  # type: ignore[attr-defined]

@@ -1,0 +1,269 @@
+"""Discord end to end on the served app: interactions signed with PyNaCl, PING answered
+with PONG, /ask deferred at once and answered by editing the original response on a fake
+Discord API on 127.0.0.1, then the workflow call; every refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+from nacl.encoding import HexEncoder
+from nacl.signing import SigningKey
+
+from tests.io.channels import (
+    FINANCE_VOICE,
+    QUESTION,
+    REPLY,
+    SALES_VOICE,
+    SUPPORT_VOICE,
+    add_refunds,
+    add_workflow,
+    restarted,
+    system_prompts,
+    wait_for,
+)
+from tests.io.conftest import on_openai
+from tests.io.fakes.discord_server import FakeDiscord
+from tests.io.fakes.openai_server import FakeOpenAI
+from tests.io.fakes.workflow_receiver import WorkflowReceiver
+from tests.io.processes import run_cli
+
+KEY = SigningKey.generate()
+PUBLIC_KEY = KEY.verify_key.encode(HexEncoder).decode()
+APPLICATION = "1234567890123456789"
+BOT_TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.fake.bot-token"
+DISCORD_ACK_SECONDS = 3  # Discord drops an interaction not answered within this
+
+
+@pytest.fixture
+async def openai(serve_fake):
+    return await serve_fake(FakeOpenAI(reply=REPLY))
+
+
+@pytest.fixture
+async def discord(serve_fake):
+    return await serve_fake(FakeDiscord(BOT_TOKEN))
+
+
+@pytest.fixture
+async def receiver(serve_fake):
+    return await serve_fake(WorkflowReceiver())
+
+
+@pytest.fixture
+async def settings_overrides(request, openai, discord):
+    settings = {"discord_public_key": PUBLIC_KEY, "discord_api_base_url": discord.base_url}
+    return on_openai(openai, **{**settings, **getattr(request, "param", {})})
+
+
+def ask(interaction_id: str = "1100", question: str = QUESTION, role: str | None = None):
+    options = [{"name": "question", "type": 3, "value": question}]
+    if role is not None:
+        options.append({"name": "role", "type": 3, "value": role})
+    return {
+        "id": interaction_id,
+        "application_id": APPLICATION,
+        "type": 2,
+        "token": f"interaction-token-{interaction_id}",
+        "version": 1,
+        "guild_id": "555",
+        "channel_id": "666",
+        "member": {"user": {"id": "777", "username": "ada", "global_name": "Ada"}},
+        "data": {"id": "888", "name": "ask", "type": 1, "options": options},
+    }
+
+
+async def post(api, body, *, key: SigningKey | None = KEY, timestamp: str = "1700000000"):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["X-Signature-Ed25519"] = key.sign(timestamp.encode() + raw).signature.hex()
+        headers["X-Signature-Timestamp"] = timestamp
+    return await api.post("/webhook/discord", content=raw, headers=headers)
+
+
+async def test_ping_is_answered_with_pong(api):
+    response = await post(api, {"id": "1", "application_id": APPLICATION, "type": 1})
+    assert response.status_code == 200
+    assert response.json() == {"type": 1}
+
+
+@pytest.mark.parametrize(
+    "signing",
+    [
+        {"key": None},
+        {"key": SigningKey.generate()},
+    ],
+)
+async def test_an_unsigned_or_badly_signed_request_is_401(api, discord, signing):
+    response = await post(api, {"type": 1}, **signing)
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    assert (await post(api, ask(), **signing)).status_code == 401
+    assert not discord.requests
+
+
+async def test_a_signature_over_another_body_or_time_is_401(api):
+    raw = json.dumps({"type": 1}).encode()
+    signature = KEY.sign(b"1700000000" + raw).signature.hex()
+    for headers, body in (
+        ({"X-Signature-Timestamp": "1700000001"}, raw),
+        ({"X-Signature-Timestamp": "1700000000"}, raw + b" "),
+    ):
+        response = await api.post(
+            "/webhook/discord", content=body, headers={"X-Signature-Ed25519": signature, **headers}
+        )
+        assert response.status_code == 401
+
+
+@pytest.mark.parametrize("settings_overrides", [{"discord_public_key": ""}], indirect=True)
+async def test_without_a_public_key_everything_is_401(api):
+    assert (await post(api, {"type": 1})).status_code == 401
+
+
+async def test_ask_is_deferred_at_once_then_the_answer_replaces_it_then_workflows(
+    api, openai, discord, receiver
+):
+    await add_refunds(api)
+    await add_workflow(api, receiver.url("/dc"), ["discord"])
+    openai.delay = DISCORD_ACK_SECONDS + 1  # the model takes longer than Discord waits
+
+    with trio.fail_after(DISCORD_ACK_SECONDS):
+        response = await post(api, ask())
+
+    assert response.status_code == 200
+    assert response.json() == {"type": 5}
+    [(application, token, body)] = await wait_for(lambda: discord.edits)
+    assert (application, token) == (APPLICATION, "interaction-token-1100")
+    assert body["content"] == f"{REPLY}\n\nSources:\n[1] refunds.md › Returns and refunds"
+    assert body["allowed_mentions"] == {"parse": []}
+    assert not discord.followups
+
+    [call] = await wait_for(lambda: receiver.requests)
+    assert call.body["channel"] == "discord" and call.body["message"] == QUESTION
+    assert call.body["ai_reply"] == REPLY
+    assert call.body["context"]["sender"] == "777" and call.body["context"]["role"] == "support"
+    assert "interaction-token" not in json.dumps(call.body)  # the token is a credential
+
+
+async def test_the_role_option_reaches_customer_roles_only(api, openai, discord):
+    await add_refunds(api)
+    assert (await post(api, ask("1", role="sales"))).json() == {"type": 5}
+    await wait_for(lambda: discord.edits)
+    assert (await post(api, ask("2", role="finance"))).json() == {"type": 5}
+    await wait_for(lambda: len(discord.edits) == 2)
+    sales, finance = system_prompts(openai)
+    assert SALES_VOICE in sales
+    assert SUPPORT_VOICE in finance and FINANCE_VOICE not in finance
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": 2},  # no id, token or application
+        {"id": "1", "application_id": APPLICATION, "type": "2", "token": "t"},
+        [1, 2],
+    ],
+)
+async def test_a_verified_body_that_is_no_interaction_is_400(api, discord, body):
+    response = await post(api, body)
+    assert response.status_code == 400
+    assert not discord.requests
+
+
+async def test_a_malformed_json_body_is_400_after_the_signature(api):
+    assert (await post(api, b"{nope")).status_code == 400
+    assert (await post(api, b"{nope", key=None)).status_code == 401
+
+
+async def test_a_redelivered_interaction_is_answered_once_even_after_a_restart(
+    api, service, discord, nursery
+):
+    await add_refunds(api)
+    assert (await post(api, ask("1100"))).json() == {"type": 5}
+    assert (await post(api, ask("1100"))).json() == {"type": 5}
+    await wait_for(lambda: discord.edits)
+    async with restarted(service, nursery) as again:
+        assert (await post(again, ask("1100"))).status_code == 200
+        assert (await post(again, ask("1101"))).status_code == 200
+        await wait_for(lambda: len(discord.edits) >= 2)
+    assert [token for _, token, _ in discord.edits] == [
+        "interaction-token-1100",
+        "interaction-token-1101",
+    ]
+
+
+async def test_other_commands_are_told_what_the_bot_understands_at_once(api, openai, discord):
+    body = ask()
+    body["data"] = {"id": "9", "name": "weather", "type": 1}
+    response = await post(api, body)
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["type"] == 4 and "/ask" in answer["data"]["content"]
+    assert answer["data"]["flags"] == 64  # only the asker sees it
+    assert not discord.requests and not openai.requests
+
+
+async def test_an_empty_question_gets_the_help_not_an_answer(api, openai, discord):
+    assert (await post(api, ask(question="  "))).json() == {"type": 5}
+    [(_, _, body)] = await wait_for(lambda: discord.edits)
+    assert "answer from our documents" in body["content"]
+    assert not openai.requests_to("/v1/chat/completions")
+
+
+async def test_a_long_answer_edits_the_response_then_follows_up_within_2000(api, openai, discord):
+    await add_refunds(api)
+    openai.reply = " ".join(f"Point {i} is about returns within 30 days [1]." for i in range(100))
+    assert (await post(api, ask())).json() == {"type": 5}
+    await wait_for(lambda: discord.edits and len(discord.followups) >= 1)
+    contents = [discord.edits[0][2]["content"]] + [b["content"] for _, _, b in discord.followups]
+    assert all(len(c) <= 2000 for c in contents)
+    assert contents[0].startswith("Point 0 is about")
+    await wait_for(lambda: discord.followups[-1][2]["content"].endswith("Returns and refunds"))
+
+
+async def test_a_provider_failure_replaces_thinking_with_an_apology(api, openai, discord):
+    await add_refunds(api)
+    openai.fail_next(401)
+    assert (await post(api, ask())).json() == {"type": 5}
+    [(_, _, body)] = await wait_for(lambda: discord.edits)
+    assert "couldn't answer that just now" in body["content"]
+
+
+async def test_register_command_creates_ask_with_the_customer_roles(
+    discord, database_url, tmp_path
+):
+    result = await trio.to_thread.run_sync(
+        lambda: run_cli(
+            "discord",
+            "register-command",
+            cwd=tmp_path,
+            database_url=database_url,
+            discord_application_id=APPLICATION,
+            discord_bot_token=BOT_TOKEN,
+            discord_api_base_url=discord.base_url,
+        )
+    )
+    assert result.returncode == 0, result.stderr
+    [command] = discord.commands
+    assert command["name"] == "ask"
+    question, role = command["options"]
+    assert question["name"] == "question" and question["required"] is True
+    assert [c["value"] for c in role["choices"]] == ["secretary", "sales", "support"]
+    assert discord.requests[0].path == f"/applications/{APPLICATION}/commands"
+    assert BOT_TOKEN not in result.stdout + result.stderr
+
+
+async def test_register_command_needs_the_bot_token(discord, tmp_path):
+    result = await trio.to_thread.run_sync(
+        lambda: run_cli(
+            "discord",
+            "register-command",
+            cwd=tmp_path,
+            discord_application_id=APPLICATION,
+            discord_api_base_url=discord.base_url,
+        )
+    )
+    assert result.returncode == 2 and "DISCORD_BOT_TOKEN" in result.stderr
+    assert not discord.requests

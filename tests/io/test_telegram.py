@@ -1,0 +1,423 @@
+"""Telegram end to end on the served app: an update with the secret is acknowledged,
+answered as the channel's role through a fake Bot API on 127.0.0.1, and followed by the
+workflow call; every way a request is refused, redelivered or not answerable."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+import psycopg
+import pytest
+import trio
+
+from tests.io.channels import (
+    FINANCE_VOICE,
+    QUESTION,
+    REPLY,
+    SALES_VOICE,
+    SUPPORT_VOICE,
+    add_refunds,
+    add_workflow,
+    restarted,
+    system_prompts,
+    wait_for,
+)
+from tests.io.conftest import on_openai
+from tests.io.fakes.openai_server import FakeOpenAI
+from tests.io.fakes.telegram_server import FakeTelegram
+from tests.io.fakes.workflow_receiver import WorkflowReceiver
+from tests.io.processes import run_cli, running_service
+
+TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
+SECRET = "webhook-secret_0123"
+HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+@pytest.fixture
+async def openai(serve_fake):
+    return await serve_fake(FakeOpenAI(reply=REPLY))
+
+
+@pytest.fixture
+async def telegram(serve_fake):
+    return await serve_fake(FakeTelegram(TOKEN))
+
+
+@pytest.fixture
+async def receiver(serve_fake):
+    return await serve_fake(WorkflowReceiver())
+
+
+@pytest.fixture
+async def settings_overrides(request, openai, telegram):
+    """The service on the fake provider and the fake Bot API; a test changes settings with
+    ``@pytest.mark.parametrize("settings_overrides", [{…}], indirect=True)``."""
+    settings = {
+        "telegram_bot_token": TOKEN,
+        "telegram_webhook_secret": SECRET,
+        "telegram_api_base_url": telegram.base_url,
+    }
+    return on_openai(openai, **{**settings, **getattr(request, "param", {})})
+
+
+def update(update_id: int = 5001, **message) -> dict:
+    fields = {"text": QUESTION, **message}
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": 77,
+            "date": 1_700_000_000,
+            "chat": {"id": 4242, "type": "private"},
+            "from": {"id": 4242, "is_bot": False, "first_name": "Ada"},
+            **fields,
+        },
+    }
+
+
+async def post(api, body, secret: str | None = SECRET):
+    headers = {HEADER: secret} if secret is not None else {}
+    return await api.post("/webhook/telegram", json=body, headers=headers)
+
+
+async def test_a_message_is_answered_with_its_sources_then_the_channels_workflows_called(
+    api, telegram, receiver
+):
+    await add_refunds(api)
+    await add_workflow(api, receiver.url("/telegram"), ["telegram", "discord"])
+    await add_workflow(api, receiver.url("/whatsapp"), ["whatsapp"])
+
+    response = await post(api, update())
+
+    assert response.status_code == 200 and response.json() == {}
+    [sent] = await wait_for(lambda: telegram.sent)
+    assert sent["chat_id"] == 4242
+    assert sent["reply_parameters"]["message_id"] == 77
+    assert sent["text"] == f"{REPLY}\n\nSources:\n[1] refunds.md › Returns and refunds"
+
+    [call] = await wait_for(lambda: receiver.requests)
+    assert call.path == "/telegram"
+    assert call.body["channel"] == "telegram"
+    assert call.body["message"] == QUESTION
+    assert call.body["ai_reply"] == REPLY
+    context = call.body["context"]
+    assert context["role"] == "support" and context["conversation"] == "4242"
+    assert context["sender_name"] == "Ada" and context["delivery_id"] == "5001"
+    assert context["citations"][0]["document_name"] == "refunds.md"
+    # the workflow is called after the reply went out
+    assert call.at >= telegram.requests_to(f"/bot{TOKEN}/sendMessage")[0].at
+
+
+@pytest.mark.parametrize("secret", [None, "", "wrong-secret", SECRET + "x"])
+async def test_a_missing_or_wrong_secret_is_403_and_nothing_is_answered(
+    api, openai, telegram, secret
+):
+    response = await post(api, update(), secret=secret)
+    assert response.status_code == 403
+    assert response.headers["content-type"] == "application/problem+json"
+    assert SECRET not in response.text
+    # a body that is no update at all is still 403: the secret is checked first
+    assert (await post(api, {"hello": 1}, secret=secret)).status_code == 403
+    assert not openai.requests and not telegram.requests
+
+
+@pytest.mark.parametrize("settings_overrides", [{"telegram_webhook_secret": ""}], indirect=True)
+async def test_without_a_configured_secret_every_request_is_403(api, telegram):
+    for secret in (None, "", "anything"):
+        assert (await post(api, update(), secret=secret)).status_code == 403
+    assert not telegram.requests
+
+
+@pytest.mark.parametrize(
+    "settings_overrides",
+    [{"telegram_webhook_secret": "", "telegram_allow_unsigned": "true"}],
+    indirect=True,
+)
+async def test_unsigned_requests_are_answered_when_allowed_and_each_is_logged(
+    api, telegram, caplog
+):
+    await add_refunds(api)
+    caplog.set_level(logging.WARNING, "ragio.http.webhooks")
+    assert (await post(api, update(), secret=None)).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    assert "TELEGRAM_ALLOW_UNSIGNED=true: accepted an unverified telegram" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"hello": 1}, [1, 2], {"update_id": "x", "message": {}}, {"update_id": 1, "message": {}}],
+)
+async def test_a_verified_body_that_is_no_update_is_400(api, telegram, body):
+    response = await post(api, body)
+    assert response.status_code == 400
+    assert "not a telegram update" in response.json()["detail"]
+    assert not telegram.requests
+
+
+async def test_a_malformed_json_body_is_400(api):
+    response = await api.post("/webhook/telegram", content=b"{not json", headers={HEADER: SECRET})
+    assert response.status_code == 400
+
+
+async def test_a_redelivered_update_is_answered_once_even_after_a_restart(
+    api, service, telegram, nursery, database_url
+):
+    await add_refunds(api)
+    assert (await post(api, update(5001))).status_code == 200
+    assert (await post(api, update(5001))).status_code == 200  # Telegram retrying
+    await wait_for(lambda: telegram.sent)
+
+    async with restarted(service, nursery) as again:
+        assert (await post(again, update(5001))).status_code == 200
+        assert (await post(again, update(5002, text="Refunds are paid how?"))).status_code == 200
+        await wait_for(lambda: len(telegram.sent) >= 2)
+
+    assert len(telegram.sent) == 2  # 5001 once, then 5002
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT delivery_id FROM channel_updates ORDER BY 1").fetchall()
+    assert rows == [("5001",), ("5002",)]
+
+
+async def test_two_deliveries_of_one_update_at_once_are_answered_once(api, telegram):
+    await add_refunds(api)
+    async with trio.open_nursery() as both:
+        for _ in range(2):
+            both.start_soon(post, api, update(6001))
+    assert (await post(api, update(6002))).status_code == 200
+    await wait_for(lambda: len(telegram.sent) >= 2)
+    assert len(telegram.sent) == 2  # 6001 once, 6002 once
+
+
+@pytest.mark.parametrize(
+    ("message", "named"),
+    [
+        ({"text": None, "sticker": {"file_id": "CAAC", "emoji": "👍"}}, "stickers"),
+        ({"text": None, "photo": [{"file_id": "AgAD"}], "caption": "what is this?"}, "photos"),
+        ({"text": None, "voice": {"file_id": "AwAD", "duration": 3}}, "voice messages"),
+    ],
+)
+async def test_a_message_kind_it_cannot_read_gets_a_polite_reply(
+    api, openai, telegram, receiver, message, named
+):
+    await add_workflow(api, receiver.url("/telegram"), ["telegram"])
+    body = update(**message)
+    body["message"] = {k: v for k, v in body["message"].items() if v is not None}
+    assert (await post(api, body)).status_code == 200
+    [sent] = await wait_for(lambda: telegram.sent)
+    assert f"can't read {named}" in sent["text"] and "text messages" in sent["text"]
+    assert not openai.requests_to("/v1/chat/completions")  # no answer was generated
+    # the next message is answered normally; only that AI reply calls the workflow
+    await add_refunds(api)
+    assert (await post(api, update(5002))).status_code == 200
+    [call] = await wait_for(lambda: receiver.requests)
+    assert call.body["message"] == QUESTION
+
+
+async def test_start_says_what_the_bot_does_without_asking_the_provider(api, openai, telegram):
+    assert (await post(api, update(text="/start"))).status_code == 200
+    [sent] = await wait_for(lambda: telegram.sent)
+    assert "answer from our documents" in sent["text"] and "/sales (Sales)" in sent["text"]
+    assert "/finance" not in sent["text"]
+    assert not openai.requests_to("/v1/chat/completions")
+
+
+@pytest.mark.parametrize("asked", ["/finance", "/hr", "/ceo", "/manager", "@finance"])
+async def test_a_customer_cannot_reach_an_internal_role_by_asking(
+    api, openai, telegram, receiver, asked
+):
+    await add_refunds(api)
+    await add_workflow(api, receiver.url("/telegram"), ["telegram"])
+    # even when the owner ties finance to Telegram
+    patched = await api.patch("/employees/finance", json={"channels": ["api", "telegram"]})
+    assert patched.status_code == 200
+    assert (await post(api, update(text=f"{asked} {QUESTION}"))).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    [prompt] = system_prompts(openai)
+    assert SUPPORT_VOICE in prompt and FINANCE_VOICE not in prompt
+    [call] = await wait_for(lambda: receiver.requests)
+    assert call.body["context"]["role"] == "support"
+
+
+async def test_a_customer_can_ask_for_a_customer_facing_role(api, openai, telegram):
+    await add_refunds(api)
+    assert (await post(api, update(text=f"/sales {QUESTION}"))).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    [prompt] = system_prompts(openai)
+    assert SALES_VOICE in prompt
+
+
+async def test_the_role_tied_to_the_channel_answers_when_support_is_not(api, openai, telegram):
+    await add_refunds(api)
+    for role in ("support", "secretary"):
+        response = await api.patch(f"/employees/{role}", json={"channels": ["api"]})
+        assert response.status_code == 200
+    assert (await post(api, update())).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    [prompt] = system_prompts(openai)
+    assert SALES_VOICE in prompt
+
+
+async def test_updates_other_than_messages_are_acknowledged_and_ignored(api, telegram):
+    edited = {"update_id": 7001, "edited_message": update()["message"]}
+    assert (await post(api, edited)).status_code == 200
+    assert (await post(api, update(7002))).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    assert len(telegram.sent) == 1
+
+
+async def test_a_provider_failure_is_an_apology_not_silence(api, openai, telegram, receiver):
+    await add_refunds(api)
+    await add_workflow(api, receiver.url("/telegram"), ["telegram"])
+    openai.fail_next(401)  # a revoked key: no retry, no fallback configured
+    assert (await post(api, update())).status_code == 200
+    [sent] = await wait_for(lambda: telegram.sent)
+    assert "couldn't answer that just now" in sent["text"]
+    assert not receiver.requests
+
+
+async def test_a_rate_limited_reply_is_sent_again(api, telegram):
+    await add_refunds(api)
+    telegram.fail_next(429)
+    assert (await post(api, update())).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    assert len(telegram.requests_to(f"/bot{TOKEN}/sendMessage")) == 2
+
+
+async def test_a_long_answer_arrives_in_parts_within_telegrams_limit(api, openai, telegram):
+    await add_refunds(api)
+    openai.reply = " ".join(f"Point {i} is about returns within 30 days [1]." for i in range(200))
+    assert (await post(api, update())).status_code == 200
+    parts = await wait_for(lambda: len(telegram.sent) >= 3 and telegram.sent)
+    assert all(len(p["text"]) <= 4096 for p in parts)
+    assert parts[-1]["text"].endswith("Sources:\n[1] refunds.md › Returns and refunds")
+    assert "reply_parameters" in parts[0] and "reply_parameters" not in parts[1]
+
+
+async def test_the_bot_token_never_reaches_the_log(api, telegram, caplog):
+    caplog.set_level(logging.DEBUG)
+    await add_refunds(api)
+    assert (await post(api, update())).status_code == 200
+    await wait_for(lambda: telegram.sent)
+    assert "/sendMessage" in caplog.text  # the request was logged …
+    assert TOKEN not in caplog.text and TOKEN.split(":")[1] not in caplog.text  # … masked
+
+
+@pytest.mark.parametrize("settings_overrides", [{"telegram_bot_token": ""}], indirect=True)
+async def test_without_a_bot_token_the_update_is_refused_for_later(api, database_url):
+    response = await post(api, update())
+    assert response.status_code == 503
+    assert "TELEGRAM_BOT_TOKEN" in response.json()["detail"]
+    with psycopg.connect(database_url) as conn:  # not claimed: Telegram's retry is answered
+        assert conn.execute("SELECT count(*) FROM channel_updates").fetchone() == (0,)
+
+
+async def test_set_webhook_registers_the_url_with_the_secret(telegram, tmp_path):
+    result = await trio.to_thread.run_sync(
+        lambda: run_cli(
+            "telegram",
+            "set-webhook",
+            "https://chat.example.com/webhook/telegram",
+            cwd=tmp_path,
+            telegram_bot_token=TOKEN,
+            telegram_webhook_secret=SECRET,
+            telegram_api_base_url=telegram.base_url,
+        )
+    )
+    assert result.returncode == 0, result.stderr
+    assert "https://chat.example.com/webhook/telegram" in result.stdout
+    assert telegram.webhooks == [
+        {
+            "url": "https://chat.example.com/webhook/telegram",
+            "secret_token": SECRET,
+            "allowed_updates": ["message"],
+        }
+    ]
+    assert TOKEN not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "settings", "says"),
+    [
+        ([], {"telegram_bot_token": TOKEN, "telegram_webhook_secret": SECRET}, "PUBLIC_BASE_URL"),
+        (["https://x.example/webhook/telegram"], {"telegram_bot_token": TOKEN}, "SECRET"),
+        (
+            ["http://x.example/hook"],
+            {"telegram_bot_token": TOKEN, "telegram_webhook_secret": SECRET},
+            "https",
+        ),
+    ],
+)
+async def test_set_webhook_refuses_what_telegram_would(telegram, tmp_path, args, settings, says):
+    result = await trio.to_thread.run_sync(
+        lambda: run_cli(
+            "telegram",
+            "set-webhook",
+            *args,
+            cwd=tmp_path,
+            telegram_api_base_url=telegram.base_url,
+            **settings,
+        )
+    )
+    assert result.returncode == 2 and says in result.stderr
+    assert not telegram.requests
+
+
+async def test_the_real_service_answers_and_keeps_the_token_out_of_its_log(
+    openai, telegram, database_url, tmp_path
+):
+    """`ragchat serve` as a user runs it (logging at INFO): webhook to reply."""
+    settings = on_openai(
+        openai,
+        database_url=database_url,
+        telegram_bot_token=TOKEN,
+        telegram_webhook_secret=SECRET,
+        telegram_api_base_url=telegram.base_url,
+    )
+    serving = running_service(tmp_path, **settings)
+    process, base_url = await trio.to_thread.run_sync(serving.__enter__)
+    try:
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+            await add_refunds(client)
+            assert (await post(client, update())).status_code == 200
+            assert (await post(client, update(), secret="wrong")).status_code == 403
+        [sent] = await wait_for(lambda: telegram.sent, 30)
+        assert sent["text"].startswith(REPLY)
+    finally:
+        await trio.to_thread.run_sync(serving.__exit__, None, None, None)
+    log = process.stdout.read()
+    assert "/bot<token>/sendMessage" in log
+    assert TOKEN not in log and SECRET not in log
+
+
+async def test_the_support_role_learns_a_question_three_customers_ask(api, telegram):
+    await add_refunds(api)
+    for n, person in enumerate((4242, 4343, 4242, 4444)):  # one asks twice: three people
+        message = {"chat": {"id": person, "type": "private"}}
+        message["from"] = {"id": person, "is_bot": False, "first_name": "C"}
+        assert (await post(api, update(6000 + n, **message))).status_code == 200
+        await wait_for(lambda n=n: len(telegram.sent) == n + 1)
+        memory = (await api.get("/employees/support/memory?tags=frequent-question")).json()
+        assert len(memory["memory"]) == (1 if n == 3 else 0)
+    [pattern] = memory["memory"]
+    assert pattern["text"] == f'People often ask: "{QUESTION}". It is answered in: refunds.md.'
+
+
+async def test_a_hanging_failing_or_absent_workflow_changes_nothing_in_the_reply(
+    api, telegram, serve_fake
+):
+    await add_refunds(api)
+    hanging, failing = await serve_fake(WorkflowReceiver()), await serve_fake(WorkflowReceiver())
+    hanging.delay = 60  # far beyond the 10 s a workflow call may take
+    failing.fail_next(500, times=10)
+    await add_workflow(api, hanging.url(), ["telegram"])
+    await add_workflow(api, failing.url(), ["telegram"])
+    await add_workflow(api, "http://127.0.0.1:9/closed", ["telegram"])  # nothing listens
+
+    started = trio.current_time()
+    assert (await post(api, update())).status_code == 200
+    [sent] = await wait_for(lambda: telegram.sent)
+    replied_after = trio.current_time() - started
+    assert sent["text"].startswith(REPLY)
+    await wait_for(lambda: hanging.requests and failing.requests)  # the workflows were called
+    assert replied_after < 5  # the reply did not wait for any of them
+    assert len(telegram.sent) == 1  # and was sent once, unchanged
