@@ -1,0 +1,6 @@
+"""Outbound actions under autonomy (SPEC section 1 rules 12 and 13, section 3's approval
+rule): what an action is and what the owner configured it may reach (``kinds``), the
+public-address rule for webhook and chat-ops calls (``addresses``), the autonomy setting
+and the gate (``autonomy``), owner approvals (``approvals``), proposals read from a role's
+reply (``proposals``), and the two pipelines that submit and decide actions (``flow``,
+with its effects in ``effects``). Nothing here sends anything: ``ragio.actions`` does."""

@@ -1,0 +1,237 @@
+"""The autonomy setting (``GET``/``POST /autonomy``) and the gate every action passes.
+
+The setting: ``mode`` (``off``, ``semi``, ``full``; ``off`` until the owner changes it),
+the owner's identity for approvals (``approval_channel`` and ``approval_target``: the
+owner's Telegram chat id, WhatsApp number or Discord user id), which action kinds are
+allowed, and what sensitive roles are held to (``semi``, or ``off``).
+
+The gate (``gate_action``), a pure rule:
+
+1. A kind the owner did not allow is refused.
+2. The level is the mode, lowered to the role's own ``autonomy`` when a role acts.
+3. A sensitive role (rule 13, ``ragcore.employees.sensitivity``) is capped at ``semi``
+   whatever the mode, or held to ``off`` when ``sensitive_roles`` is ``off``.
+4. ``off`` refuses (the refusal is logged), ``semi`` holds the action and asks the owner,
+   ``full`` executes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from ragcore.actions.kinds import KINDS, Action, Catalog
+from ragcore.employees.roles import AUTONOMY_LEVELS, Autonomy, Role, autonomy_rank
+from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity, effective_autonomy
+from ragcore.errors import InvalidInput
+
+APPROVAL_CHANNELS = ("telegram", "whatsapp", "discord")
+SENSITIVE_LEVELS: tuple[Autonomy, ...] = ("semi", "off")
+FIELDS = ("mode", "approval_channel", "approval_target", "allowed_kinds", "sensitive_roles")
+_TARGETS = {
+    "telegram": (
+        re.compile(r"^-?[0-9]{1,20}$"),
+        "a Telegram chat id (digits, as in the bot's updates: message.chat.id)",
+    ),
+    "whatsapp": (
+        re.compile(r"^\+[1-9][0-9]{6,14}$"),
+        "a phone number in E.164 form such as +14155238886",
+    ),
+    "discord": (
+        re.compile(r"^[0-9]{5,21}$"),
+        "a Discord user id (digits; Developer Mode, Copy User ID)",
+    ),
+}
+
+
+@attrs.frozen
+class AutonomyConfig:
+    """The stored autonomy setting; the default is everything off, no owner set."""
+
+    mode: Autonomy = "off"
+    approval_channel: str | None = None
+    approval_target: str | None = None
+    allowed_kinds: tuple[str, ...] = attrs.field(default=KINDS, converter=tuple)
+    sensitive_roles: Autonomy = "semi"
+    updated_at: datetime | None = None
+
+    @property
+    def owner_set(self) -> bool:
+        return bool(self.approval_channel and self.approval_target)
+
+
+def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyConfig:
+    """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value.
+    InvalidInput (422) for an unknown field or value, naming the allowed ones."""
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise InvalidInput(
+            ", ".join(unknown),
+            f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}",
+        )
+    changes: dict[str, Any] = {}
+    if "mode" in body:
+        changes["mode"] = _level(body["mode"], "mode", AUTONOMY_LEVELS)
+    if "sensitive_roles" in body:
+        changes["sensitive_roles"] = _level(
+            body["sensitive_roles"], "sensitive_roles", SENSITIVE_LEVELS
+        )
+    if "allowed_kinds" in body:
+        changes["allowed_kinds"] = _kinds(body["allowed_kinds"])
+    channel = body.get("approval_channel", current.approval_channel)
+    target = body.get("approval_target", current.approval_target)
+    if channel in (None, ""):  # no owner: both cleared (approvals only through the API)
+        if body.get("approval_target") not in (None, ""):
+            raise InvalidInput(
+                "approval_channel",
+                f"is needed with approval_target: one of {', '.join(APPROVAL_CHANNELS)}",
+            )
+        changes["approval_channel"] = changes["approval_target"] = None
+    else:
+        if channel not in APPROVAL_CHANNELS:
+            raise InvalidInput(
+                "approval_channel", f"must be one of: {', '.join(APPROVAL_CHANNELS)}"
+            )
+        changes["approval_channel"] = channel
+        changes["approval_target"] = normalize_target(channel, target)
+    return attrs.evolve(current, **changes)
+
+
+def _level(value: Any, field: str, allowed: tuple[Autonomy, ...]) -> Autonomy:
+    for level in allowed:
+        if value == level:
+            return level
+    raise InvalidInput(field, f"must be one of: {', '.join(allowed)}")
+
+
+def _kinds(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput("allowed_kinds", f"must be a list of: {', '.join(KINDS)}")
+    unknown = [v for v in value if v not in KINDS]
+    if unknown:
+        raise InvalidInput(
+            "allowed_kinds", f"unknown kind(s) {', '.join(unknown)}; allowed: {', '.join(KINDS)}"
+        )
+    return tuple(kind for kind in KINDS if kind in value)
+
+
+def normalize_target(channel: str, value: Any) -> str:
+    """The owner's address on ``channel`` as approvals compare it: a WhatsApp number is
+    kept as ``+digits`` (``whatsapp:`` and spaces dropped)."""
+    pattern, what = _TARGETS[channel]
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        raise InvalidInput("approval_target", f"must be {what}")
+    text = str(value).strip()
+    if channel == "whatsapp":
+        text = text.removeprefix("whatsapp:").replace(" ", "").replace("-", "")
+        text = text if text.startswith("+") else f"+{text}"
+    if not pattern.match(text):
+        raise InvalidInput("approval_target", f"must be {what}")
+    return text
+
+
+def autonomy_view(config: AutonomyConfig, catalog: Catalog, ttl_hours: int) -> dict[str, Any]:
+    """The setting as ``GET /autonomy`` shows it, with what each kind can reach (target
+    names, never their URLs; the chat-ops URL is a secret)."""
+    configured = catalog.configured_kinds()
+    return {
+        "mode": config.mode,
+        "approval_channel": config.approval_channel,
+        "approval_target": config.approval_target,
+        "allowed_kinds": list(config.allowed_kinds),
+        "sensitive_roles": config.sensitive_roles,
+        "approval_ttl_hours": ttl_hours,
+        "kinds": {
+            "webhook": {
+                "configured": "webhook" in configured,
+                "targets": list(catalog.target_names),
+            },
+            "email": {
+                "configured": "email" in configured,
+                "recipients": list(catalog.email_recipients),
+                "missing": list(catalog.email_missing),
+            },
+            "chatops": {"configured": "chatops" in configured},
+        },
+        "updated_at": config.updated_at.isoformat() if config.updated_at else None,
+    }
+
+
+# ---------------------------------------------------------------- the gate
+
+
+@attrs.frozen
+class ActingRole:
+    """The role an action comes from: its identifier, its own autonomy and rule 13."""
+
+    identifier: str
+    autonomy: Autonomy
+    sensitivity: Sensitivity
+
+    @classmethod
+    def of(
+        cls, role: Role, extra: Iterable[str] = (), reviewed_safe: Iterable[str] = ()
+    ) -> ActingRole:
+        return cls(role.identifier, role.autonomy, assess_sensitivity(role, extra, reviewed_safe))
+
+
+@attrs.frozen
+class Execute:
+    """Send it now."""
+
+    why: str
+
+
+@attrs.frozen
+class AskOwner:
+    """Hold it; the owner says YES or NO."""
+
+    why: str
+
+
+@attrs.frozen
+class Refuse:
+    """Send nothing; the refusal is logged."""
+
+    why: str
+
+
+Gate = Execute | AskOwner | Refuse
+
+
+def acting_level(role: ActingRole | None, autonomy: AutonomyConfig) -> tuple[Autonomy, str]:
+    """The level an action is gated at, and why (rules 2 and 3 of the module)."""
+    level, why = autonomy.mode, f"autonomy is {autonomy.mode}"
+    if role is None:
+        return level, why
+    if autonomy_rank(role.autonomy) < autonomy_rank(level):
+        level, why = role.autonomy, f"role {role.identifier}'s autonomy is {role.autonomy}"
+    if role.sensitivity.sensitive:
+        capped = effective_autonomy(level, role.sensitivity)
+        if autonomy.sensitive_roles == "off":
+            capped = "off"
+        if capped != level:
+            level = capped
+            why = (
+                f"{role.identifier} is a sensitive role, held to {capped} "
+                f"({role.sensitivity.explain()})"
+            )
+    return level, why
+
+
+def gate_action(action: Action, role: ActingRole | None, autonomy: AutonomyConfig) -> Gate:
+    """Execute, ask the owner, or refuse ``action`` from ``role`` (None: the owner asked
+    through the API) under ``autonomy``."""
+    if action.kind not in autonomy.allowed_kinds:
+        allowed = ", ".join(autonomy.allowed_kinds) or "none"
+        return Refuse(f"{action.kind} actions are not allowed (allowed_kinds: {allowed})")
+    level, why = acting_level(role, autonomy)
+    if level == "full":
+        return Execute(why)
+    if level == "semi":
+        return AskOwner(why)
+    return Refuse(why)

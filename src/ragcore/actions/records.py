@@ -1,0 +1,145 @@
+"""An action as it is kept and shown: its id, where it came from, its status, and the
+bodies that go out for it.
+
+Statuses: ``refused`` (the gate or the settings said no; nothing was sent),
+``pending`` (held for the owner until ``expires_at``), ``executing`` (being sent),
+``executed`` (the send succeeded), ``failed`` (the send did not succeed; ``reason`` says
+why), ``rejected`` (the owner said NO), ``expired`` (nobody decided in time).
+An action is reported ``executed`` only when the send succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from ragcore.actions.kinds import Action, action_json, check_action, describe, preview
+
+STATUSES = ("refused", "pending", "executing", "executed", "failed", "rejected", "expired")
+FINAL = frozenset({"refused", "executed", "failed", "rejected", "expired"})
+#: origins of a customer's conversation on a public channel
+PUBLIC_ORIGINS = frozenset({"telegram", "whatsapp", "discord"})
+ORIGINS = ("api", "chat", *sorted(PUBLIC_ORIGINS))
+
+
+@attrs.frozen
+class ActionRecord:
+    id: str
+    action: Action
+    origin: str  # "api" (POST /actions), "chat" (POST /chat) or a channel name
+    status: str
+    created_at: datetime
+    role: str | None = None
+    reason: str = ""
+    expires_at: datetime | None = None
+    decided_at: datetime | None = None
+    #: "settings" or "autonomy" (a refusal), "autonomy" (full: executed at once), "api" or
+    #: "<channel> owner" (the owner's YES/NO), "ttl" (expired)
+    decided_by: str | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.action.kind
+
+    @property
+    def public(self) -> bool:
+        """Proposed in a customer's conversation on a public channel."""
+        return self.origin in PUBLIC_ORIGINS
+
+
+@attrs.frozen
+class LogEntry:
+    """One decision or result in ``GET /autonomy/log``."""
+
+    id: int
+    action_id: str
+    at: datetime
+    event: str
+    detail: str
+    record: ActionRecord
+
+
+def action_from_row(data: Any) -> Action:
+    """A stored action (JSON written by ``action_json``) read back."""
+    return check_action(data if isinstance(data, dict) else json.loads(data))
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def record_view(record: ActionRecord) -> dict[str, Any]:
+    """The action as the API shows it."""
+    return {
+        "id": record.id,
+        "kind": record.kind,
+        "status": record.status,
+        "reason": record.reason,
+        "summary": describe(record.action),
+        "action": action_json(record.action),
+        "role": record.role,
+        "origin": record.origin,
+        "created_at": _time(record.created_at),
+        "expires_at": _time(record.expires_at),
+        "decided_at": _time(record.decided_at),
+        "decided_by": record.decided_by,
+        "finished_at": _time(record.finished_at),
+    }
+
+
+def log_view(entry: LogEntry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "at": _time(entry.at),
+        "action_id": entry.action_id,
+        "event": entry.event,
+        "detail": entry.detail,
+        "kind": entry.record.kind,
+        "summary": describe(entry.record.action),
+        "role": entry.record.role,
+        "origin": entry.record.origin,
+        "status": entry.record.status,
+    }
+
+
+def webhook_body(record: ActionRecord, now: datetime) -> bytes:
+    """The JSON a webhook target receives: the action's id (the same id on any retry by
+    the owner's side), the target's name, the role that proposed it and its data."""
+    action = record.action
+    data = getattr(action, "data", {})
+    body = {
+        "action_id": record.id,
+        "target": getattr(action, "target", None),
+        "role": record.role,
+        "origin": record.origin,
+        "sent_at": now.isoformat(),
+        "data": data,
+    }
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def chatops_body(text: str) -> bytes:
+    """An incoming-webhook message: ``{"text": …}`` as Slack and Mattermost read it."""
+    return json.dumps({"text": text}, ensure_ascii=False).encode("utf-8")
+
+
+def short_preview(record: ActionRecord, limit: int = 400) -> str:
+    return preview(record.action, limit)
+
+
+@attrs.frozen
+class ProposedAction:
+    """The action a chat answer proposed, as the answer reports it."""
+
+    id: str
+    kind: str
+    status: str
+    reason: str = ""
+
+    @classmethod
+    def of(cls, record: ActionRecord) -> ProposedAction:
+        return cls(record.id, record.kind, record.status, record.reason)

@@ -1,0 +1,105 @@
+"""Executing the action effects (``ragcore.actions.effects``) for ``ragio.runner``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from ragcore.actions.approvals import ID_BYTES, approval_id
+from ragcore.actions.effects import (
+    ActionEffect,
+    ClaimAction,
+    FinishAction,
+    LoadAction,
+    LoadAutonomy,
+    NewTicket,
+    NoteAction,
+    NotifyOwner,
+    PerformAction,
+    SaveAction,
+    Sent,
+    Ticket,
+)
+from ragcore.actions.kinds import ChatopsAction, EmailAction, WebhookAction, describe
+from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
+from ragio.actions import store
+from ragio.actions.https import post_json
+from ragio.actions.mail import send_email
+from ragio.actions.notify import notify_owner
+
+log = logging.getLogger(__name__)
+
+
+def now() -> datetime:
+    """The clock the action code reads (tests replace it to pass time)."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return approval_id(os.urandom(ID_BYTES))
+
+
+async def execute(effect: ActionEffect, service: Any) -> Any:
+    db = service.database
+    match effect:
+        case LoadAutonomy():
+            return await db.run(store.load_autonomy)
+        case NewTicket():
+            return Ticket(new_id(), now())
+        case SaveAction(record=record, event=event, detail=detail):
+            await db.run(store.save_action, record, event, detail)
+            _log_event(record.id, event, detail, record)
+            return None
+        case LoadAction(action_id=action_id):
+            return await db.run(store.load_action, action_id)
+        case ClaimAction(action_id=aid, status=status, now=at, by=by, event=event, detail=detail):
+            claimed = await db.run(store.claim_action, aid, status, at, by, event, detail)
+            if claimed is not None:
+                _log_event(aid, event, detail, claimed)
+            return claimed
+        case FinishAction(action_id=aid, status=status, detail=detail):
+            finished = await db.run(store.finish_action, aid, status, detail)
+            _log_event(aid, status, detail, finished)
+            return finished
+        case NoteAction(action_id=aid, event=event, detail=detail):
+            await db.run(store.note_action, aid, event, detail)
+            _log_event(aid, event, detail)
+            return None
+        case PerformAction(record=record):
+            return await perform(service, record)
+        case NotifyOwner(channel=channel, target=target, text=text):
+            return await notify_owner(service, channel, target, text)
+    raise TypeError(f"no handler for action effect {effect!r}")
+
+
+async def perform(service: Any, record: ActionRecord) -> Sent:
+    """Send the action; a Sent that says how it went. Never raises."""
+    settings = service.settings
+    action = record.action
+    try:
+        if isinstance(action, WebhookAction):
+            url = dict(settings.webhook_targets).get(action.target)
+            if url is None:
+                return Sent(False, f"no webhook target named {action.target!r} any more")
+            body = webhook_body(record, now())
+            headers = {"X-Ragchat-Action": record.id}
+            return await post_json(settings, f'webhook "{action.target}"', url, body, headers)
+        if isinstance(action, EmailAction):
+            return await send_email(settings, action, record.id)
+        if isinstance(action, ChatopsAction):
+            if not settings.chatops_webhook_url:
+                return Sent(False, "CHATOPS_WEBHOOK_URL is not set")
+            body = chatops_body(action.text)
+            return await post_json(settings, "chat-ops", settings.chatops_webhook_url, body)
+    except Exception as error:  # a send never raises into the pipeline
+        log.exception("action %s failed unexpectedly", record.id)
+        return Sent(False, f"unexpected error ({type(error).__name__})")
+    return Sent(False, f"unknown action kind {action.kind}")
+
+
+def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | None = None) -> None:
+    what = f" {describe(record.action)}" if record is not None else ""
+    level = logging.WARNING if event in ("failed", "not_notified") else logging.INFO
+    log.log(level, "action %s%s: %s (%s)", action_id, what, event, detail)

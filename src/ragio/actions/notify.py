@@ -1,0 +1,108 @@
+"""Messaging the owner on ``approval_channel`` at ``approval_target``, unprompted.
+
+- Telegram: ``sendMessage`` to the owner's chat id (TELEGRAM_BOT_TOKEN; the owner must
+  have started a chat with the bot once).
+- WhatsApp: the telephony provider's Messages API, from WHATSAPP_FROM_NUMBER to the
+  owner's number (TELCO_ACCOUNT_SID, TELCO_AUTH_TOKEN). WhatsApp delivers a free-form
+  message only within 24 hours of the owner's last message to the number.
+- Discord: open a DM channel with the owner's user id, then post in it
+  (DISCORD_BOT_TOKEN; the bot must share a server with the owner).
+
+Calls go through ``ragio.channels.outbound.call`` (timeouts, a little retrying, failures
+reported without credentials) to the same API base URLs the channel replies use.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+
+from ragcore.actions.effects import Sent
+from ragcore.channels import telegram, whatsapp
+from ragio.channels.outbound import SendFailed, call
+
+log = logging.getLogger(__name__)
+# under every platform's limit (Telegram 4096, WhatsApp 1600, Discord 2000 characters)
+MAX_CHARS = 1500
+NO_MENTIONS = {"parse": []}
+
+
+def missing_settings(settings: Any, channel: str) -> list[str]:
+    """What must be set before the owner can be messaged on ``channel``."""
+    needed = {
+        "telegram": [("TELEGRAM_BOT_TOKEN", settings.telegram_bot_token)],
+        "whatsapp": [
+            ("TELCO_ACCOUNT_SID", settings.telco_account_sid),
+            ("TELCO_AUTH_TOKEN", settings.telco_auth_token),
+            ("WHATSAPP_FROM_NUMBER", settings.whatsapp_from_number),
+        ],
+        "discord": [("DISCORD_BOT_TOKEN", settings.discord_bot_token)],
+    }.get(channel)
+    if needed is None:
+        return [f"a known approval_channel (not {channel!r})"]
+    return [name for name, value in needed if not value]
+
+
+async def notify_owner(service: Any, channel: str, target: str, text: str) -> Sent:
+    """Send ``text`` to the owner; never raises."""
+    missing = missing_settings(service.settings, channel)
+    if missing:
+        return Sent(False, f"set {', '.join(missing)} to message the owner on {channel}")
+    text = text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+    senders = {"telegram": _telegram, "whatsapp": _whatsapp, "discord": _discord}
+    try:
+        await senders[channel](service.outbound, service.settings, target, text)
+    except SendFailed as error:
+        log.warning("could not message the owner: %s", error)
+        return Sent(False, str(error))
+    except Exception as error:  # an unexpected answer shape: reported, never raised
+        log.warning("could not message the owner on %s: %s", channel, type(error).__name__)
+        return Sent(False, f"{channel}: {type(error).__name__}")
+    return Sent(True, f"sent on {channel}")
+
+
+async def _telegram(client: httpx.AsyncClient, settings: Any, chat_id: str, text: str) -> None:
+    url = settings.telegram_api_base_url + telegram.method_path(
+        settings.telegram_bot_token, "sendMessage"
+    )
+    [body] = telegram.send_message_bodies(chat_id, [text], None)
+    response = await call(client, "telegram", "POST", url, json=body)
+    answer = response.json()
+    if not isinstance(answer, dict) or answer.get("ok") is not True:
+        detail = answer.get("description", "not ok") if isinstance(answer, dict) else "not ok"
+        raise SendFailed("telegram", str(detail)[:200], response.status_code)
+
+
+async def _whatsapp(client: httpx.AsyncClient, settings: Any, number: str, text: str) -> None:
+    url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
+    [form] = whatsapp.message_forms(
+        whatsapp.whatsapp_address(number), settings.whatsapp_from_number, [text]
+    )
+    auth = (settings.telco_account_sid, settings.telco_auth_token)
+    await call(client, "whatsapp", "POST", url, data=form, auth=auth)
+
+
+async def _discord(client: httpx.AsyncClient, settings: Any, user_id: str, text: str) -> None:
+    base = settings.discord_api_base_url
+    headers = {"Authorization": f"Bot {settings.discord_bot_token}"}
+    response = await call(
+        client,
+        "discord",
+        "POST",
+        f"{base}/users/@me/channels",
+        json={"recipient_id": user_id},
+        headers=headers,
+    )
+    channel_id = response.json().get("id")
+    if not isinstance(channel_id, str) or not channel_id.isdigit():
+        raise SendFailed("discord", "opening the DM channel gave no channel id")
+    await call(
+        client,
+        "discord",
+        "POST",
+        f"{base}/channels/{channel_id}/messages",
+        json={"content": text, "allowed_mentions": NO_MENTIONS},
+        headers=headers,
+    )

@@ -1,0 +1,199 @@
+"""Autonomy and outbound actions over HTTP (API-key holders: the owner's side).
+
+``GET``/``POST /autonomy`` read and change the autonomy setting; ``POST /actions``
+submits an action through the gate; ``GET /actions/{id}`` shows one;
+``GET /autonomy/pending`` lists the held actions, ``POST
+/autonomy/pending/{id}/approve`` and ``…/reject`` decide one; ``GET /autonomy/log`` lists
+every decision and result. The rules are ``ragcore.actions``; the sends ``ragio.actions``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from quart import Blueprint, request
+from quart.blueprints import BlueprintSetupState
+
+from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject, normalize_id
+from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
+from ragcore.actions.flow import ActionPolicy, Submission, submit_action
+from ragcore.actions.kinds import Catalog, check_action
+from ragcore.actions.records import ActionRecord, log_view, record_view
+from ragcore.errors import InvalidInput
+from ragio.actions import handlers, store
+from ragio.actions.approvals import decide
+from ragio.employees.lookup import UnknownRole, stored_role
+from ragio.http.context import EXTENSION, service
+from ragio.http.inputs import json_body
+from ragio.http.problems import Problem
+from ragio.runner import run
+
+blueprint = Blueprint("actions", __name__)
+log = logging.getLogger(__name__)
+MAX_LOG_LIMIT = 500
+
+
+@blueprint.record_once
+def _warn_private_targets(state: BlueprintSetupState) -> None:
+    settings = state.app.extensions[EXTENSION].settings
+    if settings.actions_allow_private_targets:
+        log.warning(
+            "ACTIONS_ALLOW_PRIVATE_TARGETS=true: webhook and chat-ops actions may reach "
+            "loopback and private addresses. This is for local testing only: turn it off."
+        )
+
+
+@blueprint.get("/autonomy")
+async def get_autonomy() -> dict[str, Any]:
+    svc = service()
+    config = await svc.database.run(store.load_autonomy)
+    settings = svc.settings
+    return autonomy_view(config, Catalog.from_settings(settings), settings.approval_ttl_hours)
+
+
+@blueprint.post("/autonomy")
+async def post_autonomy() -> dict[str, Any]:
+    svc = service()
+    body = await json_body(required=True)
+    current = await svc.database.run(store.load_autonomy)
+    saved = await svc.database.run(store.save_autonomy, check_update(body, current))
+    settings = svc.settings
+    log.info(
+        "autonomy set: mode %s, kinds %s, sensitive roles %s, approvals on %s",
+        saved.mode,
+        ",".join(saved.allowed_kinds) or "none",
+        saved.sensitive_roles,
+        saved.approval_channel or "the API only",
+    )
+    return autonomy_view(saved, Catalog.from_settings(settings), settings.approval_ttl_hours)
+
+
+@blueprint.post("/actions")
+async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
+    """An action requested by the owner through the API, optionally as a role (then the
+    role's autonomy and sensitivity apply too). It goes through the gate like any other."""
+    svc = service()
+    body = dict(await json_body(required=True))
+    role_name = body.pop("role", None)
+    action = check_action(body)
+    acting = None
+    if role_name is not None:
+        try:
+            role = await stored_role(svc.database, role_name)
+        except UnknownRole as error:
+            raise Problem(404, str(error)) from None
+        settings = svc.settings
+        acting = ActingRole.of(
+            role, settings.sensitive_roles_extra, settings.sensitive_roles_reviewed_safe
+        )
+    policy = ActionPolicy.from_settings(svc.settings)
+    record = await run(submit_action(Submission(action, "api", acting), policy), svc)
+    return _outcome(record)
+
+
+def _outcome(record: ActionRecord) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """200 executed, 202 held for the owner; a problem naming the action otherwise."""
+    headers = {"Location": f"/actions/{record.id}"}
+    extra = {"action_id": record.id, "action_status": record.status}
+    if record.status == "executed":
+        return record_view(record), 200, headers
+    if record.status == "pending":
+        return record_view(record), 202, headers
+    if record.status == "failed":
+        raise Problem(502, f"the action was not sent: {record.reason}", **extra)
+    if record.status == "refused":
+        # the settings cannot reach it (change the action: 422) or the gate said no (403)
+        status = 422 if record.decided_by == "settings" else 403
+        raise Problem(status, f"the action was refused: {record.reason}", **extra)
+    return record_view(record), 200, headers
+
+
+@blueprint.get("/actions/<id>")
+async def get_action(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    found = await _load(id)
+    if found is None:
+        raise Problem(404, f"no action {id[:20]!r}; GET /autonomy/log lists them")
+    return record_view(found)
+
+
+async def _load(raw: str) -> ActionRecord | None:
+    action_id = normalize_id(raw)
+    if action_id is None:
+        return None
+    return await service().database.run(store.load_action, action_id)
+
+
+@blueprint.get("/autonomy/pending")
+async def list_pending() -> dict[str, Any]:
+    db = service().database
+    now = handlers.now()
+    await db.run(store.expire_due, now)
+    pending = await db.run(store.pending_actions, now)
+    return {"pending": [record_view(record) for record in pending]}
+
+
+@blueprint.post("/autonomy/pending/<id>/approve")
+async def approve(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    return await _decide(id, "approve")
+
+
+@blueprint.post("/autonomy/pending/<id>/reject")
+async def reject(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    return await _decide(id, "reject")
+
+
+async def _decide(raw: str, verdict: str) -> dict[str, Any]:
+    decision = await decide(service(), raw, verdict, "api")
+    judgement, record = decision.judgement, decision.record
+    shown = decision.action_id or raw[:20]
+    if isinstance(judgement, AlreadyDecided):
+        raise Problem(
+            409,
+            f"action {shown} was already decided ({judgement.status}); nothing changed",
+            action_id=shown,
+            action_status=judgement.status,
+        )
+    if isinstance(judgement, Expired):
+        raise Problem(
+            410,
+            f"action {shown} expired at {judgement.expires_at.isoformat()}; nothing was sent",
+            action_id=shown,
+            action_status="expired",
+        )
+    if isinstance(judgement, Approve | Reject) and record is not None:
+        if record.status == "failed":
+            raise Problem(
+                502,
+                f"approved, but the action was not sent: {record.reason}",
+                action_id=shown,
+                action_status="failed",
+            )
+        return record_view(record)
+    raise Problem(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")
+
+
+@blueprint.get("/autonomy/log")
+async def get_log() -> dict[str, Any]:
+    limit = _whole(request.args.get("limit", "50"), "limit", 1, MAX_LOG_LIMIT)
+    raw_before = request.args.get("before")
+    before = _whole(raw_before, "before", 1, 2**62) if raw_before else None
+    raw_action = request.args.get("action")
+    action_id = normalize_id(raw_action) if raw_action else None
+    if raw_action and action_id is None:
+        raise InvalidInput("action", "must be an action id (10 letters and digits)")
+    entries = await service().database.run(store.action_log, limit, before, action_id)
+    return {
+        "entries": [log_view(entry) for entry in entries],
+        "next_before": entries[-1].id if len(entries) == limit else None,
+    }
+
+
+def _whole(raw: str, field: str, minimum: int, maximum: int) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(field, "must be a whole number") from None
+    if not minimum <= value <= maximum:
+        raise InvalidInput(field, f"must be between {minimum} and {maximum}")
+    return value
