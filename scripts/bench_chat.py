@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/bench_chat.py
     .venv/bin/python scripts/bench_chat.py --pg shared_buffers=1GB --prewarm
+    .venv/bin/python scripts/bench_chat.py --chunks 10000 --questions 150 --role support
 
 The real service answers POST /chat over HTTP (Hypercorn on 127.0.0.1, httpx):
 language detection, the question's embedding with the local embedder, hybrid
@@ -11,7 +12,9 @@ replaced, by one that answers at once, so what is timed is everything but the
 provider's own latency. p50 and p95 over SciFact claims (other questions with
 ``--dataset``), each measurement with questions not asked before, after a
 warm-up; also the parts: embedding, the hybrid search statement, language
-detection, and the pipeline without HTTP.
+detection, and the pipeline without HTTP. With ``--role``, also POST /chat as that
+role, each question from another ``user``: the role context is fetched and the answer
+recorded for learning (``ragcore.employees.learning``).
 
 The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
 sentences drawn from SciFact abstracts (realistic words and term statistics),
@@ -181,7 +184,9 @@ async def timed(questions: list[str], work: Any) -> list[float]:
     return seconds
 
 
-async def bench(url: str, questions: list[str], per_pass: int, data_dir: Path) -> dict[str, str]:
+async def bench(
+    url: str, questions: list[str], per_pass: int, data_dir: Path, role: str | None = None
+) -> dict[str, str]:
     """Each pass asks questions no earlier pass asked, after a warm-up of WARM_UP others:
     every timing is that of a new question on a service that has been running."""
     settings = load_settings(
@@ -230,6 +235,17 @@ async def bench(url: str, questions: list[str], per_pass: int, data_dir: Path) -
                 results["POST /chat (all but the provider)"] = percentiles(
                     await timed(next(passes), http)
                 )
+                if role is not None:
+                    askers = iter(range(1_000_000))
+
+                    async def as_role(question: str) -> None:
+                        params = {"question": question, "role": role, "user": str(next(askers))}
+                        response = await client.post("/chat", json=params)
+                        response.raise_for_status()
+
+                    results[f"POST /chat as {role}, learning"] = percentiles(
+                        await timed(next(passes), as_role)
+                    )
             stop.set()
     return results
 
@@ -257,7 +273,7 @@ async def run(args: argparse.Namespace) -> None:
     cache = Path(args.cache)
     corpus, _, _ = eval_retrieval.load_beir(Path(args.dataset), "test")
     questions = claims(Path(args.dataset))
-    if len(questions) < WARM_UP + 4 * args.questions:
+    if len(questions) < WARM_UP + (5 if args.role else 4) * args.questions:
         raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
     embedder = LocalEmbedder()
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
@@ -299,7 +315,7 @@ async def run(args: argparse.Namespace) -> None:
                 print(f"   built in {time.perf_counter() - started:.0f} s", flush=True)
             if args.prewarm:
                 await trio.to_thread.run_sync(prewarm, url)
-            results = await bench(url, questions, args.questions, cache / "data")
+            results = await bench(url, questions, args.questions, cache / "data", args.role)
             for what, timing in results.items():
                 print(f"   {what:36s} {timing}", flush=True)
     finally:
@@ -339,6 +355,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--questions", type=int, default=200, help="questions timed per measurement and size"
+    )
+    parser.add_argument(
+        "--role", help="also time POST /chat as this role, with learning (e.g. support)"
     )
     trio.run(run, parser.parse_args())
 
