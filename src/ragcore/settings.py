@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.language import NAMES as DETECTABLE_LANGUAGES
+from ragcore.workflows.payload import signing_key
 
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
@@ -221,6 +222,14 @@ def _fernet_key(raw: str) -> str:
     return value
 
 
+def _signing_secret(raw: str) -> str:
+    try:
+        signing_key(raw)
+    except ValueError as bad:
+        raise _Bad(str(bad)) from None
+    return raw.strip()
+
+
 def _alphanumeric(raw: str) -> str:
     if not raw.isascii() or not raw.isalnum():
         raise _Bad("must use letters and digits only, because it is placed in a URL")
@@ -235,6 +244,33 @@ def _bind_address(raw: str) -> str:
         ipaddress.ip_address(value)
     except ValueError:
         raise _Bad(f"must be an IP address such as 127.0.0.1 or 0.0.0.0, got {value!r}") from None
+    return value
+
+
+def _pattern(pattern: str, what: str) -> Callable[[str], str]:
+    """A value that must match ``pattern`` (these go into URLs and headers verbatim)."""
+    compiled = re.compile(pattern)
+
+    def parse(raw: str) -> str:
+        value = raw.strip()
+        if not compiled.match(value):
+            raise _Bad(f"must be {what}")
+        return value
+
+    return parse
+
+
+def _base_url(raw: str) -> str:
+    value = _http_url(raw).rstrip("/")
+    if urlsplit(value).query or urlsplit(value).fragment:
+        raise _Bad(f"must be a URL without ?query or #fragment, got {value!r}")
+    return value
+
+
+def _whatsapp_number(raw: str) -> str:
+    value = raw.strip().removeprefix("whatsapp:")
+    if not re.match(r"^\+[1-9][0-9]{6,14}$", value):
+        raise _Bad(f"must be a phone number in E.164 form such as +14155238886, got {raw!r}")
     return value
 
 
@@ -411,6 +447,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("SMTP_HOST", "", "mail server host"),
     Setting("SMTP_PORT", "587", "mail server port", _integer(1, 65535)),
+    Setting(
+        "SMTP_SECURITY",
+        "starttls",
+        "how mail is encrypted: starttls (usually port 587) or tls (usually port 465); "
+        "mail is never sent in clear",
+        _choice(("starttls", "tls")),
+    ),
     Setting("SMTP_USER", "", "mail server user"),
     Setting("SMTP_PASSWORD", "", "mail server password", secret=True),
     Setting("EMAIL_FROM", "", "sender address of outbound mail", _email),
@@ -421,11 +464,61 @@ SETTINGS: tuple[Setting, ...] = (
         _recipients,
         empty=(),
     ),
-    # text channels
+    Setting(
+        "APPROVAL_TTL_HOURS",
+        "24",
+        "hours a held action waits for the owner's YES before it expires",
+        _integer(1, 8760),
+    ),
+    Setting(
+        "ACTIONS_TIMEOUT_SECONDS",
+        "10",
+        "time each outbound action (webhook, e-mail, chat-ops) gets, connecting included",
+        _number(0.1, 120),
+    ),
+    Setting(
+        "ACTIONS_ALLOW_PRIVATE_TARGETS",
+        "false",
+        "true lets webhook and chat-ops actions reach loopback and private addresses "
+        "(local testing only; logged loudly)",
+        _boolean,
+    ),
+    Setting(
+        "ACTIONS_CA_BUNDLE",
+        "",
+        "PEM file of extra certificate authorities trusted for webhook, chat-ops and SMTP "
+        "connections (a private CA); blank: the system's only",
+    ),
+    # automation workflows
+    Setting(
+        "WORKFLOW_SIGNING_SECRET",
+        "",
+        "signs workflow calls the Standard Webhooks way (whsec_<base64> or text, 16+ bytes); "
+        "blank: calls are unsigned",
+        _signing_secret,
+        secret=True,
+    ),
+    # text channels (docs/operations.md sets each one up)
+    Setting(
+        "PUBLIC_BASE_URL",
+        "",
+        "the service's public URL as the platforms call it (https://chat.example.com), "
+        "behind any reverse proxy; WhatsApp signatures cover it; blank: the request's own URL",
+        _base_url,
+    ),
+    Setting(
+        "TELEGRAM_BOT_TOKEN",
+        "",
+        "Telegram bot token from @BotFather; replies are sent with it",
+        _pattern(r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$", "a bot token such as 123456:ABC-…"),
+        secret=True,
+    ),
     Setting(
         "TELEGRAM_WEBHOOK_SECRET",
         "",
-        "secret_token registered with the Telegram webhook",
+        "secret_token registered with the Telegram webhook (1-256 of A-Z a-z 0-9 _ -); "
+        "`ragchat telegram set-webhook` registers it",
+        _pattern(r"^[A-Za-z0-9_-]{1,256}$", "1-256 characters of A-Z, a-z, 0-9, _ and -"),
         secret=True,
     ),
     Setting(
@@ -435,16 +528,64 @@ SETTINGS: tuple[Setting, ...] = (
         _boolean,
     ),
     Setting(
+        "TELEGRAM_API_BASE_URL",
+        "https://api.telegram.org",
+        "Telegram Bot API server (a local Bot API server, or a test fake)",
+        _base_url,
+    ),
+    Setting(
+        "TELCO_ACCOUNT_SID",
+        "",
+        "telephony provider account SID; WhatsApp replies are sent through its Messages API",
+        _pattern(r"^[A-Za-z0-9]{2,64}$", "an account SID such as AC0123… (letters and digits)"),
+    ),
+    Setting(
         "TELCO_AUTH_TOKEN",
         "",
-        "telephony provider auth token that signs WhatsApp webhooks",
+        "telephony provider auth token: signs WhatsApp webhooks and authenticates replies",
         secret=True,
+    ),
+    Setting(
+        "WHATSAPP_FROM_NUMBER",
+        "",
+        "WhatsApp sender number of replies (+14155238886); blank: the number written to",
+        _whatsapp_number,
+    ),
+    Setting(
+        "TELCO_API_BASE_URL",
+        "https://api.twilio.com",
+        "telephony provider REST API server (or a test fake)",
+        _base_url,
     ),
     Setting(
         "WHATSAPP_ALLOW_UNSIGNED",
         "false",
         "true accepts unsigned WhatsApp requests (local testing only; warns each time)",
         _boolean,
+    ),
+    Setting(
+        "DISCORD_PUBLIC_KEY",
+        "",
+        "Discord application public key (64 hex digits); interactions are verified with it",
+        _pattern(r"^[0-9a-fA-F]{64}$", "the 64 hex digits Discord shows as PUBLIC KEY"),
+    ),
+    Setting(
+        "DISCORD_APPLICATION_ID",
+        "",
+        "Discord application id; `ragchat discord register-command` registers /ask under it",
+        _pattern(r"^[0-9]{1,20}$", "the application id (digits)"),
+    ),
+    Setting(
+        "DISCORD_BOT_TOKEN",
+        "",
+        "Discord bot token, only for `ragchat discord register-command`",
+        secret=True,
+    ),
+    Setting(
+        "DISCORD_API_BASE_URL",
+        "https://discord.com/api/v10",
+        "Discord REST API (or a test fake)",
+        _base_url,
     ),
     # voice
     Setting("VOICEAI_API_KEY", "", "speech-to-text and text-to-speech key", secret=True),

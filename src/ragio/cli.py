@@ -48,6 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-embed every chunk with the active embedder (after a model or dimension change)",
     )
     commands.add_parser("keygen", help="print a fresh Fernet key for ADDON_ENCRYPTION_KEY")
+    telegram = commands.add_parser("telegram", help="Telegram bot setup")
+    telegram_actions = telegram.add_subparsers(dest="action", metavar="ACTION", required=True)
+    set_webhook = telegram_actions.add_parser(
+        "set-webhook",
+        help="register the webhook URL with Telegram, with TELEGRAM_WEBHOOK_SECRET as its "
+        "secret_token",
+    )
+    set_webhook.add_argument(
+        "url", nargs="?", help="https URL; default: PUBLIC_BASE_URL + /webhook/telegram"
+    )
+    discord = commands.add_parser("discord", help="Discord application setup")
+    discord_actions = discord.add_subparsers(dest="action", metavar="ACTION", required=True)
+    discord_actions.add_parser(
+        "register-command",
+        help="create or update the /ask slash command (DISCORD_APPLICATION_ID, "
+        "DISCORD_BOT_TOKEN), with the roles on the discord channel as choices",
+    )
     return parser
 
 
@@ -227,7 +244,83 @@ async def reindex_command(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+async def telegram_command(settings: Any, args: argparse.Namespace) -> int:
+    """``telegram set-webhook [URL]``: Telegram then calls URL with the secret."""
+    from urllib.parse import urlsplit
+
+    from ragio.channels.outbound import SendFailed
+    from ragio.channels.telegram import set_webhook
+    from ragio.service import outbound_client
+
+    missing = [
+        name
+        for name, value in (
+            ("TELEGRAM_BOT_TOKEN", settings.telegram_bot_token),
+            ("TELEGRAM_WEBHOOK_SECRET", settings.telegram_webhook_secret),
+        )
+        if not value
+    ]
+    if missing:
+        print(f"ragchat: set {' and '.join(missing)} first", file=sys.stderr)
+        return 2
+    url = args.url or (
+        settings.public_base_url + "/webhook/telegram" if settings.public_base_url else ""
+    )
+    if not url:
+        print("ragchat: give the URL, or set PUBLIC_BASE_URL", file=sys.stderr)
+        return 2
+    if urlsplit(url).scheme != "https" or not urlsplit(url).hostname:
+        print(f"ragchat: Telegram calls https URLs only, not {url!r}", file=sys.stderr)
+        return 2
+    async with outbound_client() as client:
+        try:
+            description = await set_webhook(client, settings, url)
+        except SendFailed as error:
+            print(f"ragchat: {error}", file=sys.stderr)
+            return 1
+    print(f"{description}: Telegram now sends updates to {url} with the secret")
+    return 0
+
+
+async def discord_command(settings: Any, args: argparse.Namespace) -> int:
+    """``discord register-command``: create or update /ask, its role choices from the
+    roles a customer can reach on Discord."""
+    from ragcore.channels.routing import customer_roles
+    from ragio.channels.discord import register_command
+    from ragio.channels.outbound import SendFailed
+    from ragio.db.migrations import apply_migrations
+    from ragio.employees.store import list_roles
+    from ragio.service import open_database, outbound_client
+
+    missing = [
+        name
+        for name, value in (
+            ("DISCORD_APPLICATION_ID", settings.discord_application_id),
+            ("DISCORD_BOT_TOKEN", settings.discord_bot_token),
+        )
+        if not value
+    ]
+    if missing:
+        print(f"ragchat: set {' and '.join(missing)} first", file=sys.stderr)
+        return 2
+    async with _startup_errors(), open_database(settings) as database:
+        await database.run(apply_migrations)
+        stored = await database.run(list_roles)
+    roles = customer_roles([s.role for s in stored], "discord")
+    async with outbound_client() as client:
+        try:
+            command_id = await register_command(client, settings, roles)
+        except SendFailed as error:
+            print(f"ragchat: {error}", file=sys.stderr)
+            return 1
+    names = ", ".join(r.identifier for r in roles) or "none"
+    print(f"registered /ask (command {command_id}); roles to choose from: {names}")
+    return 0
+
+
 COMMANDS = {
+    "telegram": telegram_command,
+    "discord": discord_command,
     "serve": serve_command,
     "migrate": migrate_command,
     "ask": ask_command,

@@ -9,6 +9,7 @@ from collections.abc import (
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from ragcore.actions.effects import ActionEffect
 from ragcore.effects import (
     DetectLanguage,
     Embed,
@@ -24,6 +25,7 @@ from ragcore.effects import (
     StoreDocuments,
 )
 from ragcore.employees.learning import History
+from ragio.actions import handlers as actions
 from ragio.employees import learning, memory
 from ragio.knowledge import search, store
 from ragio.providers.chain import (
@@ -88,6 +90,8 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
             return await service.database.run(ledger.release, rid)
         case RecordInteraction() | LearnPattern():
             return await _learn(effect, service)
+        case ActionEffect():  # outbound actions and approvals (ragcore.actions)
+            return await actions.execute(effect, service)
     raise TypeError(f"no handler for effect {effect!r}")
 
 

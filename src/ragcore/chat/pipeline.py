@@ -12,6 +12,17 @@ from typing import Any
 
 import attrs
 
+from ragcore.actions.autonomy import ActingRole, AutonomyConfig
+from ragcore.actions.effects import LoadAutonomy
+from ragcore.actions.flow import ActionPolicy, Submission, submit_action
+from ragcore.actions.proposals import (
+    Offer,
+    offer_for,
+    proposal_instructions,
+    read_proposal,
+    split_proposal,
+)
+from ragcore.actions.records import ProposedAction
 from ragcore.chat.citations import Citation, resolve_citations
 from ragcore.chat.grounding import (
     CHECK_OUTPUT_TOKENS,
@@ -72,6 +83,11 @@ class ChatRequest:
     #: who asked (a channel's user, or ``user`` on /chat): learning counts people, not
     #: questions (``ragcore.employees.learning``); None is the anonymous API user
     asker: str | None = None
+    #: where the conversation is, for actions the role's reply may propose
+    #: (``ragcore.actions.proposals``): ``chat`` (POST /chat) or a channel name
+    #: (``telegram``, ``whatsapp``, ``discord``: a customer's conversation). None: the
+    #: role is not offered any action
+    origin: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.employee is not None and self.role is None:
@@ -92,6 +108,7 @@ class ChatPolicy:
     sensitive_extra: tuple[str, ...] = ()  # SENSITIVE_ROLES_EXTRA
     reviewed_safe: tuple[str, ...] = ()  # SENSITIVE_ROLES_REVIEWED_SAFE
     learning: LearningPolicy | None = LearningPolicy()  # None: roles learn nothing
+    actions: ActionPolicy | None = None  # None: no action is ever proposed
 
     @classmethod
     def from_settings(cls, settings: Any) -> ChatPolicy:
@@ -104,6 +121,7 @@ class ChatPolicy:
             language=LanguagePolicy.from_settings(settings),
             sensitive_extra=tuple(settings.sensitive_roles_extra),
             reviewed_safe=tuple(settings.sensitive_roles_reviewed_safe),
+            actions=ActionPolicy.from_settings(settings),
         )
 
     def sensitivity(self, role: Role) -> Sensitivity:
@@ -124,6 +142,9 @@ class ChatAnswer:
     #: the grounding check's verdict for a sensitive role's answer (rule 13); None when
     #: no check ran (not a sensitive role, or nothing was generated)
     grounded: bool | None = None
+    #: the action the role's reply proposed, after the gate (None: none proposed, or the
+    #: proposal was dropped)
+    action: ProposedAction | None = None
 
 
 def check_question(question: Any) -> str:
@@ -183,15 +204,19 @@ def _grounded_answer(
         # the same pipeline GET /employees/{role}/context runs, with the question's vector
         context = yield from role_context(request.employee.identifier, question, vector)
         context_text = context.text
-    prompt = build_prompt(question, sources, language, role_block(request, policy, context_text))
+    offer, autonomy = yield from action_offer(request, policy)
+    block = role_block(request, policy, context_text, offer)
+    prompt = build_prompt(question, sources, language, block)
     sensitive = is_sensitive(request, policy)
     reply: Reply = yield Generate(
         prompt,
         max_output_tokens=policy.max_output_tokens,
         temperature=policy.temperature,
-        stream=not sensitive,  # reasoning mode: shown only when whole and checked
+        # reasoning mode: shown only when whole and checked; a proposal: never shown
+        stream=not sensitive and offer is None,
     )
-    written = final_answer(reply.text) if sensitive else reply.text
+    shown, proposal = split_proposal(reply.text) if offer is not None else (reply.text, None)
+    written = final_answer(shown) if sensitive else shown
     text, citations = resolve_citations(written, sources)
     usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
     grounded = None
@@ -201,6 +226,9 @@ def _grounded_answer(
             usage = usage + check_usage
         if not grounded:
             text = with_caveat(text, language)
+    proposed = None
+    if offer is not None and autonomy is not None:
+        proposed = yield from propose(request, policy, offer, autonomy, proposal)
     if policy.learning is not None:
         cited = [citation.document_name for citation in citations]
         record = interaction(request.role, request.asker, question, vector, cited, grounded)
@@ -215,7 +243,46 @@ def _grounded_answer(
         usage=usage,
         language=language,
         grounded=grounded,
+        action=proposed,
     )
+
+
+def action_offer(
+    request: ChatRequest, policy: ChatPolicy
+) -> Generator[Any, Any, tuple[Offer | None, AutonomyConfig | None]]:
+    """What the answering role may propose here, and the autonomy setting it was read
+    under: nothing without an origin, a role, or a configured kind the owner allows."""
+    actions = policy.actions
+    if request.origin is None or request.employee is None or actions is None:
+        return None, None
+    if not actions.catalog.configured_kinds():
+        return None, None
+    autonomy: AutonomyConfig = yield LoadAutonomy()
+    return offer_for(actions.catalog, autonomy, acting_role(request, policy)), autonomy
+
+
+def acting_role(request: ChatRequest, policy: ChatPolicy) -> ActingRole | None:
+    if request.employee is None:
+        return None
+    employee = request.employee
+    return ActingRole(employee.identifier, employee.autonomy, policy.sensitivity(employee))
+
+
+def propose(
+    request: ChatRequest,
+    policy: ChatPolicy,
+    offer: Offer,
+    autonomy: AutonomyConfig,
+    proposal: str | None,
+) -> Generator[Any, Any, ProposedAction | None]:
+    """The reply's proposal, if it is a valid one on offer, through the gate."""
+    assert policy.actions is not None and request.origin is not None
+    action = read_proposal(proposal, offer, policy.actions.catalog)
+    if action is None:
+        return None
+    submission = Submission(action, request.origin, acting_role(request, policy))
+    record = yield from submit_action(submission, policy.actions, autonomy)
+    return ProposedAction.of(record)
 
 
 def is_sensitive(request: ChatRequest, policy: ChatPolicy) -> bool:
@@ -248,14 +315,19 @@ def check_grounding(
     return parse_verdict(verdict.text), usage
 
 
-def role_block(request: ChatRequest, policy: ChatPolicy, context_text: str = "") -> str:
+def role_block(
+    request: ChatRequest, policy: ChatPolicy, context_text: str = "", offer: Offer | None = None
+) -> str:
     """The role's instructions, layered after the grounding rules (rule 1); empty without
     a role (rule 2). ``context_text`` is the role context (``ragcore.employees.memory``:
     owner instructions, business profile, learned patterns). A sensitive role also gets
-    the reasoning-mode instructions."""
+    the reasoning-mode instructions, and a role offered actions what it may propose."""
     if request.employee is None:
         if request.role is not None:
             raise ValueError(f"role {request.role!r} given without the stored role to answer as")
         return ""
     employee = request.employee
-    return role_instructions(employee, context_text, sensitivity=policy.sensitivity(employee))
+    proposals = proposal_instructions(offer) if offer is not None else ""
+    return role_instructions(
+        employee, context_text, sensitivity=policy.sensitivity(employee), proposals=proposals
+    )

@@ -1,7 +1,10 @@
 """The nine built-in AI employees, with their default personalities.
 
 Channel identifiers are the adapters' names: ``api`` (``POST /chat``), ``email``,
-``voice`` and the text platforms ``whatsapp``, ``telegram`` and ``slack``.
+``voice`` and the text platforms ``whatsapp``, ``telegram``, ``discord`` and ``slack``.
+The customer-facing roles (secretary, sales, support) are on the customer channels;
+the internal ones (manager, ceo, hr, finance) never answer there
+(``ragcore.channels.routing``).
 Sensitivity is decided from these definitions by ``ragcore.employees.sensitivity``:
 finance (tag ``tax``) and hr (tag ``employment_law``) are the built-in sensitive roles.
 """
@@ -49,7 +52,7 @@ _DEFINITIONS = (
             "You do not confirm an appointment, a booking or a price yourself; you say that a "
             "person from the team will confirm it."
         ),
-        channels=("api", "whatsapp", "telegram", "email", "voice"),
+        channels=("api", "whatsapp", "telegram", "discord", "email", "voice"),
         skill_tags=("scheduling", "appointments", "messages", "contact_details", "opening_hours"),
         autonomy="semi",
         memory_seeds=(
@@ -92,7 +95,7 @@ _DEFINITIONS = (
             "When a customer is ready to buy or wants a custom deal, you hand over to a person "
             "on the team."
         ),
-        channels=("api", "whatsapp", "telegram", "email"),
+        channels=("api", "whatsapp", "telegram", "discord", "email"),
         skill_tags=("products", "pricing", "quotes", "leads", "offers"),
         autonomy="semi",
         memory_seeds=(
@@ -115,7 +118,7 @@ _DEFINITIONS = (
             "When the documents do not cover a case, or the customer is upset or asks for a "
             "person, you offer to pass the conversation to the team."
         ),
-        channels=("api", "whatsapp", "telegram", "email", "voice"),
+        channels=("api", "whatsapp", "telegram", "discord", "email", "voice"),
         skill_tags=("orders", "returns", "troubleshooting", "faq", "accounts"),
         autonomy="semi",
         memory_seeds=(

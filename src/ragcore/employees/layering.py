@@ -35,15 +35,21 @@ text inside <answer> is shown; your reasoning never is.
 the sources state; when a question needs a qualified professional, say so."""
 
 
-def role_instructions(role: Role, context_text: str = "", *, sensitivity: Sensitivity) -> str:
+def role_instructions(
+    role: Role, context_text: str = "", *, sensitivity: Sensitivity, proposals: str = ""
+) -> str:
     """The role block appended after the grounding instructions: preamble, personality,
-    role context (when there is any) and, for a sensitive role, reasoning mode."""
+    role context (when there is any), what actions the role may propose (``proposals``,
+    from ``ragcore.actions.proposals``, when it may propose any) and, for a sensitive
+    role, reasoning mode."""
     parts = [
         ROLE_PREAMBLE.format(display_name=role.display_name),
         f"Personality:\n{role.personality}",
     ]
     if context_text.strip():
         parts.append(f"{CONTEXT_PREAMBLE}\n<role_context>\n{context_text.strip()}\n</role_context>")
+    if proposals.strip():
+        parts.append(proposals.strip())
     if sensitivity.sensitive:
         parts.append(REASONING_INSTRUCTIONS)
     return "\n\n".join(parts)

@@ -10,7 +10,18 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ragcore.errors import InvalidInput
-from ragio.http import chat, documents, employees, health, openapi, profile, usage
+from ragio.http import (
+    actions,
+    chat,
+    documents,
+    employees,
+    health,
+    openapi,
+    profile,
+    usage,
+    webhooks,
+    workflows,
+)
 from ragio.http.context import EXTENSION
 from ragio.http.problems import Problem, problem_for, problem_response
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
@@ -29,7 +40,19 @@ def create_app(svc: Service) -> QuartTrio:
     # larger for the multipart framing around a file just under the limit.
     app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_upload_bytes + MULTIPART_HEADROOM
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    for module in (health, chat, documents, employees, profile, usage, openapi):
+    modules = (
+        health,
+        chat,
+        documents,
+        employees,
+        profile,
+        usage,
+        workflows,
+        webhooks,
+        actions,
+        openapi,
+    )
+    for module in modules:
         app.register_blueprint(module.blueprint)
 
     api_key = svc.settings.service_api_key.encode("utf-8")

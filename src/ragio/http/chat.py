@@ -44,7 +44,8 @@ async def chat_request() -> ChatRequest:
         employee = await stored_role(service().database, role)
     except UnknownRole as error:
         raise Problem(404, str(error)) from None
-    return ChatRequest(question=question, employee=employee, asker=asker)
+    # origin "chat": the API's callers hold its key; a proposal still meets the gate
+    return ChatRequest(question=question, employee=employee, asker=asker, origin="chat")
 
 
 @blueprint.post("/chat")

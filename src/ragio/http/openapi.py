@@ -7,11 +7,18 @@ from typing import Any
 from quart import Blueprint
 
 from ragcore import __version__
+from ragio.http import openapi_actions
 
 blueprint = Blueprint("openapi", __name__)
 
 PROBLEM = {"$ref": "#/components/responses/Problem"}
 ROLE_PARAMETER = {"name": "role", "in": "path", "required": True, "schema": {"type": "string"}}
+USER_PARAMETER = {
+    "name": "user",
+    "in": "query",
+    "schema": {"type": "string", "maxLength": 128},
+    "description": "who is asking, kept as a hash; roles learn from questions many users ask",
+}
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -91,6 +98,13 @@ SPEC: dict[str, Any] = {
                         "type": ["string", "null"],
                         "description": "ISO 639-1 code of the answer's language",
                     },
+                    "grounded": {
+                        "type": ["boolean", "null"],
+                        "description": (
+                            "a sensitive role's grounding check: false adds a caveat to "
+                            "the answer; null when no check ran"
+                        ),
+                    },
                 },
             },
             "ChatQuestion": {
@@ -99,6 +113,7 @@ SPEC: dict[str, Any] = {
                 "properties": {
                     "question": {"type": "string", "maxLength": 4000},
                     "role": {"type": "string"},
+                    "user": {"type": "string", "maxLength": 128},
                 },
             },
             "NewDocument": {
@@ -305,10 +320,140 @@ SPEC: dict[str, Any] = {
                     "autonomy": {"type": "string", "enum": ["off", "semi", "full"]},
                 },
             },
+            "Workflow": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "name": {"type": "string", "maxLength": 200},
+                    "webhook_url": {"type": "string", "format": "uri"},
+                    "channels": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": ["telegram", "whatsapp", "discord"]},
+                    },
+                    "is_active": {"type": "boolean"},
+                    "created_at": {"type": "string", "format": "date-time"},
+                    "updated_at": {"type": "string", "format": "date-time"},
+                },
+            },
+            "NewWorkflow": {
+                "type": "object",
+                "required": ["name", "webhook_url", "channels"],
+                "additionalProperties": False,
+                "description": "Unknown and read-only fields are refused (422) by name.",
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "webhook_url": {
+                        "type": "string",
+                        "maxLength": 2048,
+                        "description": "http:// or https://, with a host and no user:password",
+                    },
+                    "channels": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"type": "string", "enum": ["telegram", "whatsapp", "discord"]},
+                        "description": "the wired text channels whose replies call it; voice, "
+                        "api, slack and email never do and are refused",
+                    },
+                    "is_active": {"type": "boolean", "default": True},
+                },
+            },
+            "WorkflowPatch": {
+                "type": "object",
+                "additionalProperties": False,
+                "description": "the fields to change, as in NewWorkflow; {} changes nothing",
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "webhook_url": {"type": "string", "maxLength": 2048},
+                    "channels": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"type": "string", "enum": ["telegram", "whatsapp", "discord"]},
+                    },
+                    "is_active": {"type": "boolean"},
+                },
+            },
         },
     },
     "security": [{"ApiKey": []}],
     "paths": {
+        "/automation-workflows": {
+            "get": {
+                "summary": "List the automation workflows, oldest first",
+                "parameters": [
+                    {
+                        "name": "channel",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": ["telegram", "whatsapp", "discord"]},
+                        "description": "only workflows this channel triggers",
+                    },
+                    {
+                        "name": "is_active",
+                        "in": "query",
+                        "schema": {"type": "boolean"},
+                        "description": "true or false",
+                    },
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "workflows": {"type": "array", "items": _ref("Workflow")}
+                            },
+                        },
+                        "The workflows",
+                    ),
+                    "401": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+            "post": {
+                "summary": "Create a workflow: a webhook called after replies on its channels",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("NewWorkflow")}},
+                },
+                "responses": {
+                    "201": _json(_ref("Workflow"), "Created (Location: its URL)"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "415": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+        },
+        "/automation-workflows/{id}": {
+            "parameters": [
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+            ],
+            "get": {
+                "summary": "One workflow",
+                "responses": {
+                    "200": _json(_ref("Workflow"), "The workflow"),
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                },
+            },
+            "patch": {
+                "summary": "Change a workflow's fields (is_active turns it on and off)",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("WorkflowPatch")}},
+                },
+                "responses": {
+                    "200": _json(_ref("Workflow"), "Updated"),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                    "404": PROBLEM,
+                    "415": PROBLEM,
+                    "422": PROBLEM,
+                },
+            },
+            "delete": {
+                "summary": "Delete a workflow",
+                "responses": {"204": {"description": "Deleted"}, "401": PROBLEM, "404": PROBLEM},
+            },
+        },
         "/profile": {
             "get": {
                 "summary": "The business profile (empty fields when never set)",
@@ -338,6 +483,90 @@ SPEC: dict[str, Any] = {
                 },
             },
         },
+        "/webhook/telegram": {
+            "post": {
+                "summary": "Telegram Bot API updates (setWebhook points here)",
+                "description": "Verified by the X-Telegram-Bot-Api-Secret-Token header, which "
+                "must equal TELEGRAM_WEBHOOK_SECRET (no API key). A message is acknowledged "
+                "at once and answered through sendMessage; the same update_id is answered "
+                "once. Other update kinds are acknowledged and ignored.",
+                "security": [],
+                "parameters": [
+                    {
+                        "name": "X-Telegram-Bot-Api-Secret-Token",
+                        "in": "header",
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "responses": {
+                    "200": _json({"type": "object"}, "Taken (or ignored): {}"),
+                    "400": PROBLEM,
+                    "403": PROBLEM,
+                    "503": PROBLEM,
+                },
+            }
+        },
+        "/webhook/whatsapp": {
+            "post": {
+                "summary": "Incoming WhatsApp messages from the telephony provider",
+                "description": "Form-encoded, as the provider sends it; verified by "
+                "X-Twilio-Signature (or X-Telco-Signature): HMAC-SHA1 with TELCO_AUTH_TOKEN "
+                "over PUBLIC_BASE_URL + path and the sorted form parameters. Answered "
+                "through the Messages API; the same MessageSid is answered once.",
+                "security": [],
+                "parameters": [
+                    {"name": "X-Twilio-Signature", "in": "header", "schema": {"type": "string"}}
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {"schema": {"type": "object"}}
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "Taken: an empty TwiML <Response/>",
+                        "content": {"text/xml": {"schema": {"type": "string"}}},
+                    },
+                    "400": PROBLEM,
+                    "403": PROBLEM,
+                    "503": PROBLEM,
+                },
+            }
+        },
+        "/webhook/discord": {
+            "post": {
+                "summary": "Discord interactions (the application's Interactions Endpoint URL)",
+                "description": "Verified by X-Signature-Ed25519 over X-Signature-Timestamp + "
+                "body with DISCORD_PUBLIC_KEY (401 otherwise). PING is answered with PONG; "
+                "/ask with a deferred response (type 5), then the answer replaces it.",
+                "security": [],
+                "parameters": [
+                    {"name": "X-Signature-Ed25519", "in": "header", "schema": {"type": "string"}},
+                    {
+                        "name": "X-Signature-Timestamp",
+                        "in": "header",
+                        "schema": {"type": "string"},
+                    },
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "responses": {
+                    "200": _json(
+                        {"type": "object", "properties": {"type": {"type": "integer"}}},
+                        "An interaction response: PONG (1), deferred (5) or a message (4)",
+                    ),
+                    "400": PROBLEM,
+                    "401": PROBLEM,
+                },
+            }
+        },
         "/health": {
             "get": {
                 "summary": "Health, version, database, mode and active providers",
@@ -362,6 +591,7 @@ SPEC: dict[str, Any] = {
                 "parameters": [
                     {"name": "question", "in": "query", "schema": {"type": "string"}},
                     {"name": "role", "in": "query", "schema": {"type": "string"}},
+                    USER_PARAMETER,
                 ],
                 "requestBody": {
                     "required": False,
@@ -399,6 +629,7 @@ SPEC: dict[str, Any] = {
                         "schema": {"type": "string"},
                         "description": "answer as this AI employee",
                     },
+                    USER_PARAMETER,
                 ],
                 "requestBody": {
                     "required": False,
@@ -605,6 +836,11 @@ SPEC: dict[str, Any] = {
         },
     },
 }
+
+# autonomy and outbound actions (ragio/http/actions.py)
+SPEC["components"]["schemas"].update(openapi_actions.SCHEMAS)
+SPEC["paths"].update(openapi_actions.PATHS)
+SPEC["components"]["schemas"]["ChatAnswer"]["properties"]["action"] = openapi_actions.PROPOSED
 
 
 @blueprint.get("/openapi.json")
