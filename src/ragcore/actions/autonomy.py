@@ -27,7 +27,7 @@ import attrs
 from ragcore.actions.kinds import KINDS, Action, Catalog
 from ragcore.employees.roles import AUTONOMY_LEVELS, Autonomy, Role, autonomy_rank
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity, effective_autonomy
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 
 APPROVAL_CHANNELS = ("telegram", "whatsapp", "discord")
 SENSITIVE_LEVELS: tuple[Autonomy, ...] = ("semi", "off")
@@ -67,12 +67,7 @@ class AutonomyConfig:
 def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyConfig:
     """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value.
     InvalidInput (422) for an unknown field or value, naming the allowed ones."""
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        raise InvalidInput(
-            ", ".join(unknown),
-            f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}",
-        )
+    refuse_unknown_fields(body, FIELDS, listing="allowed")
     changes: dict[str, Any] = {}
     if "mode" in body:
         changes["mode"] = _level(body["mode"], "mode", AUTONOMY_LEVELS)

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 
 KINDS = ("webhook", "email", "chatops")
 KIND_MEANINGS = {
@@ -90,13 +90,7 @@ def check_action(body: Any) -> Action:
     kind = body.get("kind")
     if kind not in KINDS:
         raise InvalidInput("kind", f"must be one of: {', '.join(KINDS)}")
-    unknown = sorted(set(body) - set(_FIELDS[kind]))
-    if unknown:
-        raise InvalidInput(
-            ", ".join(unknown),
-            f"unknown field(s) {', '.join(unknown)} for a {kind} action; "
-            f"its fields: {', '.join(_FIELDS[kind])}",
-        )
+    refuse_unknown_fields(body, _FIELDS[kind], listing=f"a {kind} action's fields")
     if kind == "webhook":
         return WebhookAction(check_target(body.get("target")), check_data(body.get("data", {})))
     if kind == "email":

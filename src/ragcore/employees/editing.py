@@ -21,7 +21,7 @@ from ragcore.employees.roles import (
     check_role_identifier,
 )
 from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 
 EDITABLE_FIELDS = ("display_name", "personality", "channels", "skill_tags", "autonomy")
 # Fields the API shows but derives or fixes itself: sending them back is refused by name.
@@ -57,19 +57,9 @@ class RolePatch:
 def check_patch(body: Mapping[str, Any]) -> RolePatch:
     """The PATCH body checked: known fields only (unknown and read-only ones are refused by
     name, never ignored), each of the right type and within its limits."""
-    unknown = sorted(set(body) - set(EDITABLE_FIELDS))
-    if unknown:
-        read_only = [name for name in unknown if name in READ_ONLY_FIELDS]
-        other = [name for name in unknown if name not in READ_ONLY_FIELDS]
-        reasons = []
-        if other:
-            reasons.append(f"unknown field(s) {', '.join(other)}")
-        if read_only:
-            reasons.append(f"read-only field(s) {', '.join(read_only)}")
-        raise InvalidInput(
-            ", ".join(unknown),
-            f"{'; '.join(reasons)}; the fields you can change: {', '.join(EDITABLE_FIELDS)}",
-        )
+    refuse_unknown_fields(
+        body, EDITABLE_FIELDS, READ_ONLY_FIELDS, listing="the fields you can change"
+    )
     fields: dict[str, Any] = {}
     if "display_name" in body:
         fields["display_name"] = _text(body["display_name"], "display_name", MAX_DISPLAY_NAME_CHARS)

@@ -29,7 +29,7 @@ import attrs
 
 from ragcore.effects import Embed, FetchRoleMemory
 from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 
 Source = Literal["owner", "profile", "learned"]
 SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")
@@ -91,12 +91,7 @@ class MemoryItem:
 
 def check_memory(body: Mapping[str, Any]) -> NewMemory:
     """The body checked: known fields only (others are refused by name), ``text`` required."""
-    unknown = sorted(set(body) - set(MEMORY_FIELDS))
-    if unknown:
-        raise InvalidInput(
-            ", ".join(unknown),
-            f"unknown field(s) {', '.join(unknown)}; the fields: {', '.join(MEMORY_FIELDS)}",
-        )
+    refuse_unknown_fields(body, MEMORY_FIELDS)
     text = body.get("text")
     if not isinstance(text, str):
         raise InvalidInput("text", "is required, as text")

@@ -21,7 +21,7 @@ import attrs
 from ragcore.chat.prompts import Prompt
 from ragcore.effects import Generate, Reply
 from ragcore.employees.memory import MemoryItem
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 from ragcore.language import NAMES, language_name
 from ragcore.metering import metered_generate
 from ragcore.usage import Caps
@@ -67,12 +67,7 @@ def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
             f"{', '.join(read_only)} cannot be written: the summary is rebuilt by "
             "POST /profile/learn; the owner fields: " + ", ".join(OWNER_FIELDS),
         )
-    unknown = sorted(set(body) - set(OWNER_FIELDS))
-    if unknown:
-        raise InvalidInput(
-            ", ".join(unknown),
-            f"unknown field(s) {', '.join(unknown)}; the fields: {', '.join(OWNER_FIELDS)}",
-        )
+    refuse_unknown_fields(body, tuple(OWNER_FIELDS))
     if not body:
         raise InvalidInput("body", f"send at least one of: {', '.join(OWNER_FIELDS)}")
     out: dict[str, str] = {}

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 
 WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
 #: channel identifiers roles use that never call workflows, and why
@@ -80,18 +80,7 @@ def check_new(body: Mapping[str, Any]) -> WorkflowFields:
 def check_patch(body: Mapping[str, Any]) -> WorkflowFields:
     """A PATCH body: known fields only (unknown and read-only ones are refused by name,
     never ignored), each valid. ``{}`` is a valid PATCH that changes nothing."""
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        read_only = [name for name in unknown if name in READ_ONLY_FIELDS]
-        other = [name for name in unknown if name not in READ_ONLY_FIELDS]
-        reasons = []
-        if other:
-            reasons.append(f"unknown field(s) {', '.join(other)}")
-        if read_only:
-            reasons.append(f"read-only field(s) {', '.join(read_only)}")
-        raise InvalidInput(
-            ", ".join(unknown), f"{'; '.join(reasons)}; the fields: {', '.join(FIELDS)}"
-        )
+    refuse_unknown_fields(body, FIELDS, READ_ONLY_FIELDS)
     fields: dict[str, Any] = {}
     if "name" in body:
         fields["name"] = check_name(body["name"])

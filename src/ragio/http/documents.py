@@ -9,7 +9,7 @@ from typing import Any
 import trio
 from quart import Blueprint, request
 
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, refuse_unknown_fields
 from ragcore.knowledge.documents import (
     StoredDocument,
     detect_format,
@@ -75,12 +75,7 @@ async def _add_upload(svc: Any) -> StoredDocument:
     """A multipart upload: field ``file`` (the document) and, optionally, ``name``."""
     files = await request.files
     form = await request.form
-    unknown = sorted((set(files) | set(form)) - UPLOAD_FIELDS)
-    if unknown:
-        raise Problem(
-            422,
-            f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(UPLOAD_FIELDS))}",
-        )
+    refuse_unknown_fields(set(files) | set(form), sorted(UPLOAD_FIELDS), listing="allowed")
     uploads = files.getlist("file")
     if not uploads:
         detail = "must be a file part (with a filename)" if "file" in form else "is required"

@@ -7,6 +7,7 @@ from typing import Any
 
 from quart import request
 
+from ragcore.errors import refuse_unknown_fields
 from ragio.http.problems import Problem
 
 
@@ -29,9 +30,4 @@ async def json_body(*, required: bool) -> dict[str, Any]:
 
 
 def reject_unknown(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise Problem(
-            422,
-            f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
-        )
+    refuse_unknown_fields(body, sorted(allowed), listing="allowed")
