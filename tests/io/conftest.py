@@ -23,7 +23,9 @@ from ragio.db.embedded import EmbeddedPostgres
 from ragio.http.app import create_app
 from ragio.service import Service, open_service
 from tests.conftest import make_settings
+from tests.io.fakes.action_receivers import CertAuthority, serve_https
 from tests.io.fakes.asgi import FakeServer
+from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 F = TypeVar("F", bound=FakeServer)
 C = TypeVar("C")
@@ -166,3 +168,23 @@ def on_openai(fake: Any, dimensions: int = 64, **settings: Any) -> dict[str, Any
         "embedding_dimensions": dimensions,
         **settings,
     }
+
+
+# ---------------------------------------------------------------- https receivers
+
+
+@pytest.fixture
+def authority(tmp_path: Path) -> CertAuthority:
+    """A test certificate authority; the service trusts it through ACTIONS_CA_BUNDLE."""
+    folder = tmp_path / "ca"
+    folder.mkdir()
+    return CertAuthority(folder)
+
+
+@pytest.fixture
+async def chatops(nursery: trio.Nursery, authority: CertAuthority) -> AsyncIterator[Any]:
+    """A recording https receiver on 127.0.0.1 with a certificate from ``authority``."""
+    receiver = WorkflowReceiver()
+    async with serve_https(receiver, nursery, authority, "127.0.0.1") as port:
+        receiver.base_url = f"https://127.0.0.1:{port}"
+        yield receiver

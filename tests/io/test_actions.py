@@ -15,17 +15,10 @@ import pytest
 import trio
 
 from tests.io.actions import log_of, set_autonomy, use_resolver
-from tests.io.fakes.action_receivers import CertAuthority, Redirector, SmtpServer, serve_https
+from tests.io.fakes.action_receivers import Redirector, SmtpServer, serve_https
 from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 LEAD = {"name": "Ann", "phone": "+44 20 7946 0000"}
-
-
-@pytest.fixture
-def authority(tmp_path):
-    folder = tmp_path / "ca"
-    folder.mkdir()
-    return CertAuthority(folder)
 
 
 @pytest.fixture

@@ -12,28 +12,11 @@ from ragio.runner import run
 from tests.io.actions import set_autonomy
 from tests.io.channels import QUESTION, REPLY, add_refunds, system_prompts
 from tests.io.conftest import on_openai
-from tests.io.fakes.action_receivers import CertAuthority, serve_https
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.fakes.telegram_server import FakeTelegram
-from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
 BLOCK = '<action>{"kind": "chatops", "text": "Ann wants to return order 1234"}</action>'
-
-
-@pytest.fixture
-def authority(tmp_path):
-    folder = tmp_path / "ca"
-    folder.mkdir()
-    return CertAuthority(folder)
-
-
-@pytest.fixture
-async def chatops(nursery, authority):
-    receiver = WorkflowReceiver()
-    async with serve_https(receiver, nursery, authority, "127.0.0.1") as port:
-        receiver.base_url = f"https://127.0.0.1:{port}"
-        yield receiver
 
 
 @pytest.fixture

@@ -14,10 +14,9 @@ from ragio.actions.approvals import handle_owner_reply
 from ragio.actions.notify import notify_owner
 from tests.io.actions import log_of, set_autonomy
 from tests.io.channels import wait_for
-from tests.io.fakes.action_receivers import CertAuthority, FakeDiscordDM, serve_https
+from tests.io.fakes.action_receivers import FakeDiscordDM
 from tests.io.fakes.telegram_server import FakeTelegram
 from tests.io.fakes.twilio_server import FakeTelco
-from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
 SID, AUTH = "AC0123456789abcdef0123456789abcdef", "telco-auth-token-0123"
@@ -26,21 +25,6 @@ WEBHOOK_SECRET = "webhook-secret_0123"
 OWNER = "4242"
 STRANGER = "5151"
 NOTE = {"kind": "chatops", "text": "Refund order 1234 for Ann"}
-
-
-@pytest.fixture
-def authority(tmp_path):
-    folder = tmp_path / "ca"
-    folder.mkdir()
-    return CertAuthority(folder)
-
-
-@pytest.fixture
-async def chatops(nursery, authority):
-    receiver = WorkflowReceiver()
-    async with serve_https(receiver, nursery, authority, "127.0.0.1") as port:
-        receiver.base_url = f"https://127.0.0.1:{port}"
-        yield receiver
 
 
 @pytest.fixture

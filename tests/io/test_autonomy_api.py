@@ -10,28 +10,11 @@ import pytest
 
 from ragio.actions import handlers
 from tests.io.actions import log_of, set_autonomy
-from tests.io.fakes.action_receivers import CertAuthority, serve_https
 from tests.io.fakes.telegram_server import FakeTelegram
-from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
 OWNER_CHAT = "4242"
 NOTE = {"kind": "chatops", "text": "New lead: Ann, call back at 5pm"}
-
-
-@pytest.fixture
-def authority(tmp_path):
-    folder = tmp_path / "ca"
-    folder.mkdir()
-    return CertAuthority(folder)
-
-
-@pytest.fixture
-async def chatops(nursery, authority):
-    receiver = WorkflowReceiver()
-    async with serve_https(receiver, nursery, authority, "127.0.0.1") as port:
-        receiver.base_url = f"https://127.0.0.1:{port}"
-        yield receiver
 
 
 @pytest.fixture
