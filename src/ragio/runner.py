@@ -9,6 +9,8 @@ from collections.abc import (
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import trio
+
 from ragcore.actions.effects import ActionEffect
 from ragcore.effects import (
     DetectLanguage,
@@ -38,6 +40,15 @@ from ragio.usage import ledger
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+#: how long a cancelled pipeline may take to give back what it holds
+UNWIND_SECONDS = 5.0
+UNWIND_EFFECTS = (ReleaseTokens, SettleTokens)
+
+
+class Abandoned(Exception):
+    """Thrown into a pipeline whose request went away (the client disconnected, the
+    service is stopping), so its ordinary error handling gives back what it holds: a
+    token reservation is released at once instead of counting until it goes stale."""
 
 
 async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta | None = None) -> T:
@@ -56,8 +67,32 @@ async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta 
         failure = None
         try:
             result = await execute(effect, service, on_delta)
+        except trio.Cancelled:
+            await unwind(pipeline, service)
+            raise
         except Exception as error:  # the pipeline may handle it; if not, it re-raises
             failure = error
+
+
+async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
+    """Throw ``Abandoned`` into a cancelled pipeline and execute only what gives back what
+    it holds (``UNWIND_EFFECTS``), shielded and within ``UNWIND_SECONDS``; any other effect
+    it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + UNWIND_SECONDS
+        try:
+            effect = pipeline.throw(Abandoned())
+            while True:
+                if isinstance(effect, UNWIND_EFFECTS):
+                    effect = pipeline.send(await execute(effect, service))
+                else:
+                    effect = pipeline.throw(Abandoned())
+        except (StopIteration, Abandoned):
+            pass
+        except Exception:
+            log.warning("a cancelled request could not release what it held", exc_info=True)
+    if scope.cancelled_caught:
+        log.warning("a cancelled request took over %s s to release what it held", UNWIND_SECONDS)
 
 
 async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) -> Any:

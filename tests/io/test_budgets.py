@@ -117,3 +117,23 @@ async def test_usage_summarises_by_day_month_role_and_provider(api, fake, databa
     roles = {r["role"]: r["total_tokens"] for r in body["this_month_by_role"]}
     assert roles == {"sales": 300, None: 200}
     assert body["this_month_by_provider"][0]["provider"] == "openai"
+
+
+@pytest.mark.parametrize("path", ["/chat", "/chat/stream"])
+async def test_a_client_that_goes_away_gives_back_its_hold_at_once(api, fake, database_url, path):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fake.chat_delay = 30  # the model is slow; the client does not wait for it
+
+    def held() -> int:
+        with psycopg.connect(database_url) as conn:
+            return conn.execute(
+                "SELECT count(*) FROM usage_records WHERE state = 'reserved'"
+            ).fetchone()[0]
+
+    with trio.move_on_after(1):
+        await api.post(path, params={"question": "When does the shop open?"})
+    assert len(fake.requests_to("/v1/chat/completions")) == 1  # it was being answered
+    with trio.fail_after(5):  # released once the server sees the client gone
+        while held():
+            await trio.sleep(0.05)
+    assert (await api.get("/usage")).json()["today"]["tokens"] == 0

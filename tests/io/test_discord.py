@@ -127,7 +127,7 @@ async def test_ask_is_deferred_at_once_then_the_answer_replaces_it_then_workflow
 ):
     await add_refunds(api)
     await add_workflow(api, receiver.url("/dc"), ["discord"])
-    openai.delay = DISCORD_ACK_SECONDS + 1  # the model takes longer than Discord waits
+    openai.chat_delay = DISCORD_ACK_SECONDS + 1  # the model takes longer than Discord waits
 
     with trio.fail_after(DISCORD_ACK_SECONDS):
         response = await post(api, ask())

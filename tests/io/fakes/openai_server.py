@@ -16,6 +16,7 @@ and records every request. Tests script it through its attributes:
 - ``honour_dimensions``: False behaves like compatible servers that ignore
   ``dimensions`` and always return ``NATIVE_DIMENSIONS``;
 - ``delay``: seconds to hang before answering (for timeouts);
+- ``chat_delay``: the same for chat completions only (a slow model, quick embeddings);
 - ``fail_next(status, retry_after=…)``: failures returned before any success.
 """
 
@@ -31,6 +32,8 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+
+import trio
 
 from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
 
@@ -86,6 +89,7 @@ class FakeOpenAI(FakeServer):
         self.embed: Callable[[str, int], list[float]] = bag_of_words
         self.honour_dimensions = True
         self.respond: Callable[[dict[str, Any]], str] | None = None
+        self.chat_delay = 0.0
 
     def _response_headers(self) -> dict[str, str]:
         return {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -151,6 +155,9 @@ class FakeOpenAI(FakeServer):
                 "invalid_request_error",
                 param="messages",
             )
+        if self.chat_delay:
+            with trio.move_on_after(self.chat_delay):
+                await self._closing.wait()
         model = self.model or body["model"]
         reply = self.respond(body) if self.respond is not None else self.reply
         prompt_tokens = sum(count_tokens(str(m.get("content") or "")) for m in messages)
