@@ -4,6 +4,7 @@ workflow call; every way a request is refused, redelivered or not answerable."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import httpx
@@ -11,6 +12,8 @@ import psycopg
 import pytest
 import trio
 
+from ragcore.channels.telegram import parse_update
+from ragio.channels.updates import claim_delivery, mark_answered
 from tests.io.channels import (
     FINANCE_VOICE,
     QUESTION,
@@ -421,3 +424,40 @@ async def test_a_hanging_failing_or_absent_workflow_changes_nothing_in_the_reply
     await wait_for(lambda: hanging.requests and failing.requests)  # the workflows were called
     assert replied_after < 5  # the reply did not wait for any of them
     assert len(telegram.sent) == 1  # and was sent once, unchanged
+
+
+async def test_an_answer_cut_off_by_a_stop_is_given_at_the_next_start(
+    api, service, telegram, nursery, database_url
+):
+    await add_refunds(api)
+    cut_off = parse_update(json.dumps(update(7001)).encode())
+    answered = parse_update(json.dumps(update(7002)).encode())
+    stale = parse_update(json.dumps(update(7003)).encode())
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # claimed and acknowledged, then the service stopped before replying
+        for message in (cut_off, answered, stale):
+            assert claim_delivery(conn, message)
+        mark_answered(conn, "telegram", "7002")
+        conn.execute(
+            "UPDATE channel_updates SET received_at = now() - interval '2 hours' "
+            "WHERE delivery_id = '7003'"
+        )
+
+    async with restarted(service, nursery):
+        [sent] = await wait_for(lambda: telegram.sent)
+        assert sent["chat_id"] == 4242 and sent["text"].startswith(REPLY)
+        await wait_for(lambda: answered_ids(database_url) == ["7001", "7002"])
+    async with restarted(service, nursery):  # resumed once only, and 7003 given up
+        await trio.sleep(0.5)
+    assert len(telegram.sent) == 1
+    with psycopg.connect(database_url) as conn:
+        kept = conn.execute("SELECT count(*) FROM channel_updates WHERE message IS NOT NULL")
+        assert kept.fetchone()[0] == 0  # no message (nor credential) is kept
+
+
+def answered_ids(database_url: str) -> list[str]:
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT delivery_id FROM channel_updates WHERE answered_at IS NOT NULL ORDER BY 1"
+        ).fetchall()
+    return [delivery for (delivery,) in rows]

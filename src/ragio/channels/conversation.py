@@ -21,6 +21,7 @@ from ragcore.errors import InvalidInput
 from ragio.actions.approvals import handle_owner_reply
 from ragio.channels import discord, telegram, whatsapp
 from ragio.channels.outbound import SendFailed
+from ragio.channels.updates import mark_answered
 from ragio.employees import store
 from ragio.runner import run
 from ragio.workflows.dispatch import fire_workflows
@@ -46,16 +47,21 @@ PLATFORMS = {
 
 async def answer_message(service: Any, message: InboundMessage) -> None:
     """Reply to ``message`` on its channel; after an AI answer is sent, call the
-    workflows tied to the channel (SPEC section 6). Never raises."""
+    workflows tied to the channel (SPEC section 6). Never raises. Once the reply is out
+    (or could not be), the delivery is marked answered; an answer cut off by a stop is
+    not, and is given at the next start (``ragio.channels.updates``)."""
     platform = PLATFORMS[message.channel]
+    answered = None
     try:
         answered = await _reply(service, message, platform)
     except SendFailed as error:
         log.warning("reply to %s delivery %s not sent: %s", *_ids(message), error)
-        return
     except Exception:
         log.exception("reply to %s delivery %s failed", *_ids(message))
-        return
+    try:
+        await service.database.run(mark_answered, message.channel, message.delivery_id)
+    except Exception:
+        log.exception("could not mark %s delivery %s answered", *_ids(message))
     if answered is None:
         return
     answer, role = answered

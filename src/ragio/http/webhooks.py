@@ -20,7 +20,7 @@ from quart import Blueprint, Response, current_app, request
 from ragcore.channels import discord, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragio.channels.conversation import PLATFORMS, answer_message
-from ragio.channels.updates import claim_delivery
+from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
 from ragio.http.context import service
 from ragio.http.problems import Problem
 
@@ -134,15 +134,45 @@ async def _take(parsed: InboundMessage | Ignored) -> None:
     missing = PLATFORMS[parsed.channel].missing_settings(svc.settings)
     if missing:  # refused before claiming, so the platform's redelivery is answered later
         raise Problem(503, f"{parsed.channel} replies need {', '.join(missing)}")
-    if not await svc.database.run(claim_delivery, parsed.channel, parsed.delivery_id):
+    if not await svc.database.run(claim_delivery, parsed):
         log.info("%s delivery %s was already taken", parsed.channel, parsed.delivery_id)
         return
+    _answer_later(svc, parsed)
+
+
+def _answer_later(svc: Any, message: InboundMessage) -> None:
+    """Answer ``message`` in the app's nursery, at most CONCURRENT_ANSWERS at once."""
     if _LIMITER not in current_app.extensions:
         current_app.extensions[_LIMITER] = trio.CapacityLimiter(CONCURRENT_ANSWERS)
     limiter = current_app.extensions[_LIMITER]
 
     async def answer() -> None:
         async with limiter:
-            await answer_message(svc, parsed)
+            await answer_message(svc, message)
 
     current_app.nursery.start_soon(answer)  # type: ignore[attr-defined]
+
+
+@blueprint.before_app_serving
+async def resume_cut_off_answers() -> None:
+    """Answer the deliveries a stop or crash left unanswered (ragio.channels.updates)."""
+    svc = service()
+    try:
+        messages, given_up = await svc.database.run(take_unanswered)
+    except Exception:  # the service still starts; those customers wait for nothing
+        log.exception("could not look for channel answers cut off by the last stop")
+        return
+    if given_up:
+        log.warning(
+            "%d channel deliveries left unanswered by an earlier stop were older than %s "
+            "and are not answered now",
+            given_up,
+            RESUME_WINDOW,
+        )
+    for message in messages:
+        log.info("answering %s delivery %s cut off by the last stop", *_ids(message))
+        _answer_later(svc, message)
+
+
+def _ids(message: InboundMessage) -> tuple[str, str]:
+    return message.channel, message.delivery_id
