@@ -16,6 +16,7 @@ from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
+from ragio.employees.store import follow_built_in_defaults
 from ragio.language import LanguageDetection
 from ragio.providers import AnswererChain, Embedder, aclose_all, build_answerers, build_embedder
 
@@ -82,6 +83,9 @@ async def open_service(settings: Any) -> AsyncIterator[Service]:
         async with open_database(settings) as database:
             await database.run(apply_migrations)
             await database.run(prepare_space, embedder.space)
+            updated = await database.run(follow_built_in_defaults)
+            if updated:
+                log.info("built-in roles brought up to this version: %s", ", ".join(updated))
             yield Service(
                 settings,
                 database,

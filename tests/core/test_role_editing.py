@@ -6,7 +6,14 @@ from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.effects import Generate
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.employees.editing import RolePatch, apply_patch, check_patch, role_view
+from ragcore.employees.editing import (
+    EDITABLE_FIELDS,
+    RolePatch,
+    apply_patch,
+    check_patch,
+    follow_defaults,
+    role_view,
+)
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import assess_sensitivity
@@ -83,3 +90,13 @@ def test_settings_reach_the_role_block():
 def test_a_role_without_its_stored_role_is_never_dropped_silently():
     with pytest.raises(ValueError, match="without the stored role"):
         drive(answer_question(ChatRequest("return?", "sales"), POLICY), recorded())
+
+
+def test_a_built_in_role_follows_the_codes_defaults_where_the_owner_did_not_edit_it():
+    default = BUILT_IN["support"]
+    old = Role("support", "Old name", "Old words.", channels=("api",), autonomy="off")
+    followed = follow_defaults(old, default, edited=("personality",))
+    assert followed.personality == "Old words."  # the owner's edit
+    assert followed.display_name == default.display_name
+    assert followed.channels == default.channels and followed.autonomy == default.autonomy
+    assert follow_defaults(old, default, edited=EDITABLE_FIELDS) == old

@@ -224,3 +224,25 @@ class TestChatAsARole:
             "unknown role 'tax_lawyer_bot'",
         )
         assert self.system_messages(fake) == []
+
+
+async def test_a_new_version_updates_the_built_in_fields_the_owner_did_not_edit(
+    api, service, nursery, database_url
+):
+    from tests.io.channels import restarted
+
+    assert (await api.patch("/employees/sales", json={"personality": "Our own words."})).is_success
+    await api.get("/employees")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # as a database seeded by an older version would hold them
+        conn.execute("UPDATE roles SET channels = '{api}' WHERE identifier IN ('support', 'sales')")
+    async with restarted(service, nursery) as again:
+        support = (await again.get("/employees/support")).json()
+        sales = (await again.get("/employees/sales")).json()
+    assert support["channels"] == list(BUILT_IN["support"].channels)  # not edited: follows
+    assert sales["channels"] == list(BUILT_IN["sales"].channels)
+    assert sales["personality"] == "Our own words."  # the owner's edit stays
+    edited = await api.patch("/employees/support", json={"channels": ["api", "telegram"]})
+    assert edited.is_success
+    async with restarted(service, nursery) as again:
+        assert (await again.get("/employees/support")).json()["channels"] == ["api", "telegram"]

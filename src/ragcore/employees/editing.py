@@ -7,7 +7,7 @@ rule about what may change, and how, lives here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -151,3 +151,11 @@ def _is_identifier(value: str) -> bool:
     except InvalidInput:
         return False
     return True
+
+
+def follow_defaults(stored: Role, default: Role, edited: Iterable[str]) -> Role:
+    """A built-in role as it should be stored: ``default`` (the code's current version) in
+    every field the owner has not ``edited``, the stored value in the others."""
+    kept = set(edited)
+    fields = {name: getattr(default, name) for name in EDITABLE_FIELDS if name not in kept}
+    return attrs.evolve(stored, **fields)

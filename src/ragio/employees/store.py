@@ -15,7 +15,7 @@ import attrs
 import psycopg
 
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.employees.editing import RolePatch, apply_patch
+from ragcore.employees.editing import RolePatch, apply_patch, follow_defaults
 from ragcore.employees.memory import seed_memories
 from ragcore.employees.roles import BUILT_IN_ROLES, Role
 from ragio.employees import memory
@@ -73,6 +73,39 @@ def seed_roles(conn: psycopg.Connection) -> None:
                 memory.insert_seeds(conn, role.identifier, seed_memories(role.memory_seeds))
 
 
+def follow_built_in_defaults(conn: psycopg.Connection) -> list[str]:
+    """Bring the stored built-in roles up to the code's defaults in every field the owner
+    has not edited (``follow_defaults``); the identifiers changed. Run at start-up."""
+    changed = []
+    with conn.transaction():
+        rows = conn.execute(
+            f"{_SELECT.replace(' FROM', ', edited FROM')} WHERE built_in FOR UPDATE"
+        ).fetchall()
+        for row in rows:
+            stored = _stored(row[:8]).role
+            default = BUILT_IN.get(stored.identifier)
+            if default is None:
+                continue
+            wanted = follow_defaults(stored, default, row[8])
+            if wanted == stored:
+                continue
+            conn.execute(
+                """UPDATE roles SET display_name = %s, personality = %s, channels = %s,
+                       skill_tags = %s, autonomy = %s
+                   WHERE identifier = %s""",
+                (
+                    wanted.display_name,
+                    wanted.personality,
+                    list(wanted.channels),
+                    list(wanted.skill_tags),
+                    wanted.autonomy,
+                    wanted.identifier,
+                ),
+            )
+            changed.append(stored.identifier)
+    return changed
+
+
 def list_roles(conn: psycopg.Connection) -> list[StoredRole]:
     """Every role, seeding the built-in ones first: built-in in their order, then runtime
     roles oldest first."""
@@ -124,11 +157,12 @@ def patch_role(conn: psycopg.Connection, identifier: str, patch: RolePatch) -> S
             if existing is not None:
                 row = conn.execute(
                     """UPDATE roles SET display_name = %s, personality = %s, channels = %s,
-                           skill_tags = %s, autonomy = %s, updated_at = now()
+                           skill_tags = %s, autonomy = %s, updated_at = now(),
+                           edited = ARRAY(SELECT DISTINCT unnest(edited || %s::text[]))
                        WHERE identifier = %s
                        RETURNING identifier, display_name, personality, channels,
                            skill_tags, autonomy, created_at, updated_at""",
-                    values,
+                    (*values[:-1], sorted(patch.given()), identifier),
                 ).fetchone()
                 return _stored(row)
             row = conn.execute(
