@@ -82,11 +82,14 @@ async def test_a_model_that_refuses_temperature_is_asked_again_without_it(fake, 
     assert "temperature" not in asked_again.body  # remembered: no second refusal
 
 
-async def test_stream_yields_the_text_deltas_in_order(fake, make):
-    deltas = [delta async for delta in make().stream(REQUEST)]
+async def test_stream_yields_the_text_deltas_in_order_then_the_reported_usage(fake, make):
+    items = [item async for item in make().stream(REQUEST)]
 
-    assert deltas == ["Refunds ", "take ", "5 ", "days ", "[1]."]
-    [sent] = fake.requests_to(MESSAGES)
+    assert items[:-1] == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+    # input tokens from message_start, output tokens from the last message_delta
+    assert items[-1] == TokenUsage(prompt_tokens=16, completion_tokens=5)
+    assert items[-1] == (await make().generate(REQUEST)).usage
+    sent = fake.requests_to(MESSAGES)[0]
     assert sent.body["stream"] is True
     assert sent.body["max_tokens"] == 200
 

@@ -8,8 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
+from ragcore.usage import estimate_tokens
 from tests.io.conftest import on_openai
-from tests.io.fakes.openai_server import FakeOpenAI
+from tests.io.fakes.anthropic_server import FakeAnthropic
+from tests.io.fakes.gemini_server import FakeGemini
+from tests.io.fakes.openai_server import FakeOpenAI, count_tokens
 
 FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
 
@@ -40,6 +43,8 @@ async def test_offline_the_answer_streams_then_arrives_whole_with_citations(api)
     assert "".join(data["text"] for kind, data in received if kind == "token") == done["answer"]
     assert "9 am" in done["answer"]
     assert done["citations"][0]["document_name"] == "faq.md"
+    # no model ran: zero tokens, as /chat records them, not an estimate of the texts
+    assert done["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
 
 
 async def test_a_bad_question_is_an_ordinary_problem_before_any_event(api):
@@ -74,12 +79,33 @@ class TestWithAStreamingProvider:
         assert done["answer"] == "It opens at 9 am [1]."  # the marker to no source is gone
         assert [c["number"] for c in done["citations"]] == [1]
         assert done["provider"] == "openai"
-        assert done["usage"]["estimated"] is True
+        assert chat.body["stream_options"] == {"include_usage": True}
+        assert done["usage"] == {  # the counts of the fake's last chunk
+            "prompt_tokens": sum(count_tokens(m["content"]) for m in chat.body["messages"]),
+            "completion_tokens": count_tokens("It opens at 9 am [1] [4]."),
+            "estimated": False,
+        }
 
         usage = (await api.get("/usage")).json()
         assert usage["today"]["tokens"] == (
             done["usage"]["prompt_tokens"] + done["usage"]["completion_tokens"]
         )
+        assert usage["by_day"][-1]["includes_estimates"] is False
+
+    async def test_a_server_that_reports_no_usage_while_streaming_is_estimated(self, api, fake):
+        fake.stream_usage = "never"  # as compatible servers that ignore stream_options
+        await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+        response, received = await events(api, question="When does the shop open?")
+        kind, done = received[-1]
+        assert kind == "done"
+        assert done["usage"]["estimated"] is True
+        assert done["usage"]["completion_tokens"] == estimate_tokens("It opens at 9 am [1] [4].")
+
+        usage = (await api.get("/usage")).json()
+        assert usage["today"]["tokens"] == (
+            done["usage"]["prompt_tokens"] + done["usage"]["completion_tokens"]
+        )
+        assert usage["by_day"][-1]["includes_estimates"] is True
 
     async def test_an_embedding_provider_outage_is_a_503_problem_before_any_event(
         self, api, fake
@@ -112,3 +138,76 @@ class TestWithLocalEmbeddingsAndAnOpenAIAnswerer:
             {"provider": "openai", "failure": "unavailable", "status": 500}
         ]
         assert received == []
+
+
+REPLY = "It opens at 9 am [1]."
+
+
+def sent_prompt_tokens(provider: str, body: dict[str, Any]) -> int:
+    """The prompt tokens the fake counted, from the request it received (one word a token)."""
+    if provider == "openai":
+        texts = [m["content"] for m in body["messages"]]
+    elif provider == "anthropic":
+        texts = [body["system"]] + [m["content"] for m in body["messages"]]
+    else:
+        contents = [*body["contents"], body["systemInstruction"]]
+        texts = [part["text"] for content in contents for part in content["parts"]]
+    return sum(count_tokens(text) for text in texts)
+
+
+class TestUsageOfEachStreamingProvider:
+    """Each provider reports token counts while streaming (OpenAI's usage chunk, Anthropic's
+    message_start and message_delta, Gemini's usageMetadata); the ledger records them."""
+
+    @pytest.fixture(params=["openai", "anthropic", "genai"])
+    async def provider(self, request, serve_fake, monkeypatch) -> tuple[str, Any]:
+        if request.param == "openai":
+            return "openai", await serve_fake(FakeOpenAI(api_key="sk-test", reply=REPLY))
+        if request.param == "anthropic":
+            fake: Any = await serve_fake(FakeAnthropic(api_key="sk-ant-test", reply=REPLY))
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+            return "anthropic", fake
+        fake = await serve_fake(FakeGemini(api_key="gemini-test", reply=REPLY))
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.base_url)
+        return "genai", fake
+
+    @pytest.fixture
+    async def settings_overrides(self, provider: tuple[str, Any]) -> dict[str, Any]:
+        name, fake = provider
+        keys = {
+            "openai": {"openai_api_key": fake.api_key, "openai_base_url": fake.base_url},
+            "anthropic": {"anthropic_api_key": fake.api_key},
+            "genai": {"genai_api_key": fake.api_key},
+        }
+        return {
+            "llm_provider": name,
+            "embedding_provider": "local",
+            "usage_ledger": "true",
+            **keys[name],
+        }
+
+    async def test_the_ledger_records_the_counts_the_provider_reported(self, api, provider):
+        name, fake = provider
+        await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+        response, received = await events(api, question="When does the shop open?")
+        assert response.status_code == 200
+        assert len([kind for kind, _ in received if kind == "token"]) > 3  # streamed
+        kind, done = received[-1]
+        assert kind == "done"
+        assert done["provider"] == name
+        [sent] = fake.requests  # local embeddings: the one request is the streamed answer
+        assert done["usage"] == {
+            "prompt_tokens": sent_prompt_tokens(name, sent.body),
+            "completion_tokens": count_tokens(REPLY),
+            "estimated": False,
+        }
+
+        usage = (await api.get("/usage")).json()
+        [day] = usage["by_day"]
+        assert (day["calls"], day["prompt_tokens"], day["completion_tokens"]) == (
+            1,
+            done["usage"]["prompt_tokens"],
+            done["usage"]["completion_tokens"],
+        )
+        assert day["includes_estimates"] is False
+        assert usage["this_month_by_provider"][0]["provider"] == name

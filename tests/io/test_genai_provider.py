@@ -63,12 +63,24 @@ async def test_generate_returns_the_text_model_and_usage_and_sends_the_prompt(fa
     assert sent.body["generationConfig"] == {"maxOutputTokens": 200, "temperature": 0.2}
 
 
-async def test_stream_yields_the_text_deltas_in_order(fake, make):
-    deltas = [delta async for delta in make(GenaiAnswerer).stream(REQUEST)]
+async def test_stream_yields_the_text_deltas_in_order_then_the_reported_usage(fake, make):
+    items = [item async for item in make(GenaiAnswerer).stream(REQUEST)]
 
-    assert deltas == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+    assert items[:-1] == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+    assert items[-1] == TokenUsage(prompt_tokens=16, completion_tokens=5)  # the last chunk's
     [sent] = fake.requests_to(STREAM)  # the fake streams only when asked with alt=sse
     assert sent.body["generationConfig"]["maxOutputTokens"] == 200
+
+
+async def test_thinking_tokens_count_as_output_whole_or_streamed(fake, make):
+    fake.thoughts_tokens = 40  # billed as output, though the thoughts are not returned
+    answerer = make(GenaiAnswerer)
+
+    reply = await answerer.generate(REQUEST)
+    items = [item async for item in answerer.stream(REQUEST)]
+
+    assert reply.usage == TokenUsage(prompt_tokens=16, completion_tokens=45)
+    assert items[-1] == reply.usage
 
 
 async def test_embed_returns_one_vector_per_text_in_order_at_the_configured_size(fake, make):

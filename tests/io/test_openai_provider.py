@@ -10,6 +10,7 @@ import openai
 import pytest
 import trio
 
+from ragcore.usage import TokenUsage
 from ragio.providers.batching import EmbeddingDimensionsMismatch
 from ragio.providers.openai import MAX_BATCH, MAX_RETRIES, OpenAIAnswerer, OpenAIEmbedder
 from tests.conftest import make_settings
@@ -97,13 +98,58 @@ async def test_embed_refuses_vectors_of_another_size_naming_the_setting(fake, ma
     assert "EMBEDDING_DIMENSIONS=1536" in str(refused.value)
 
 
-async def test_stream_yields_the_text_deltas_in_order(fake, make):
-    deltas = [delta async for delta in make(OpenAIAnswerer).stream(REQUEST)]
+async def test_stream_yields_the_text_deltas_in_order_then_the_reported_usage(fake, make):
+    items = [item async for item in make(OpenAIAnswerer).stream(REQUEST)]
 
-    assert deltas == ["Refunds ", "take ", "5 ", "days ", "[1]."]
-    [sent] = fake.requests_to(CHAT)
+    assert items[:-1] == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+    assert items[-1] == TokenUsage(prompt_tokens=16, completion_tokens=5)  # the fake's counts
+    assert items[-1] == (await make(OpenAIAnswerer).generate(REQUEST)).usage
+    sent = fake.requests_to(CHAT)[0]
     assert sent.body["stream"] is True
+    assert sent.body["stream_options"] == {"include_usage": True}
     assert sent.body["max_tokens"] == 200
+
+
+async def test_a_server_that_sends_usage_unasked_is_read_too(fake, make):
+    fake.stream_usage = "always"  # as llama.cpp's server and OpenRouter do
+
+    items = [item async for item in make(OpenAIAnswerer).stream(REQUEST)]
+
+    assert items[-1] == TokenUsage(prompt_tokens=16, completion_tokens=5)
+
+
+async def test_a_server_that_reports_no_usage_streams_only_text(fake, make):
+    fake.stream_usage = "never"  # as Ollama before 0.5.2 and vLLM before 0.5: option ignored
+
+    items = [item async for item in make(OpenAIAnswerer).stream(REQUEST)]
+
+    assert items == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+
+
+@pytest.mark.parametrize("status", [400, 422], ids=["azure", "mistral"])
+async def test_a_server_refusing_stream_options_is_asked_again_without_them(fake, make, status):
+    fake.rejects_stream_options = status
+    answerer = make(OpenAIAnswerer)
+
+    first = [item async for item in answerer.stream(REQUEST)]
+    second = [item async for item in answerer.stream(REQUEST)]
+
+    assert first == second == ["Refunds ", "take ", "5 ", "days ", "[1]."]
+    refused, asked, asked_again = fake.requests_to(CHAT)
+    assert refused.body["stream_options"] == {"include_usage": True}
+    assert "stream_options" not in asked.body
+    assert "stream_options" not in asked_again.body  # remembered: no second refusal
+
+
+async def test_another_bad_request_while_streaming_is_raised_not_retried(fake, make):
+    fake.fail_next(400)
+
+    with pytest.raises(openai.BadRequestError):
+        async for _ in make(OpenAIAnswerer).stream(REQUEST):
+            pass
+
+    [sent] = fake.requests_to(CHAT)
+    assert sent.body["stream_options"] == {"include_usage": True}
 
 
 async def test_a_rate_limit_is_retried_after_the_wait_the_server_asks_for(fake, make):

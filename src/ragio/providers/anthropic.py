@@ -91,14 +91,17 @@ class AnthropicAnswerer:
         usage = TokenUsage(message.usage.input_tokens, message.usage.output_tokens)
         return Reply(text, provider=self.name, model=message.model or self.model, usage=usage)
 
-    async def stream(self, request: Generate) -> AsyncIterator[str]:
-        """The reply's text as the server produces it: each ``text_delta``, when not empty.
+    async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
+        """The reply's text as the server produces it: each ``text_delta``, when not empty;
+        then its token counts: the input tokens of ``message_start``, the output tokens of
+        the last ``message_delta`` (the API's counts there are running totals).
 
         The timeout applies to connecting and to each wait for the next event, not to
         the whole reply. An ``error`` event mid-stream (say, ``overloaded_error``) raises
         the SDK's error. Stop early with ``aclose()``: that closes the HTTP response.
         """
         events = await self._create(request, stream=True)
+        usage: TokenUsage | None = None
         async with events:
             async for event in events:
                 if (
@@ -107,6 +110,17 @@ class AnthropicAnswerer:
                     and event.delta.text
                 ):
                     yield event.delta.text
+                elif event.type == "message_start":
+                    started = event.message.usage
+                    usage = TokenUsage(started.input_tokens, started.output_tokens)
+                elif event.type == "message_delta" and usage is not None:
+                    so_far = event.usage  # input_tokens too, on newer API versions
+                    prompt = so_far.input_tokens
+                    usage = TokenUsage(
+                        usage.prompt_tokens if prompt is None else prompt, so_far.output_tokens
+                    )
+        if usage is not None:
+            yield usage
 
 
 def _refuses_temperature(error: BadRequestError) -> bool:

@@ -15,6 +15,7 @@ import trio
 
 from ragcore.chat.fallback import Attempt, moves_on
 from ragcore.effects import Generate, Reply
+from ragcore.usage import TokenUsage
 from ragio.providers.failures import (
     AllProvidersFailed,
     EmbeddingFailed,
@@ -24,6 +25,9 @@ from ragio.providers.failures import (
 
 log = logging.getLogger(__name__)
 OnDelta = Callable[[str], Awaitable[None]]
+#: what an answerer's ``stream(request)`` yields: text deltas, then (when the provider
+#: reported them) the call's token counts, once, after the last delta
+StreamItem = str | TokenUsage
 
 
 async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[float]]:
@@ -61,14 +65,16 @@ async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeou
 async def stream_with_fallback(
     chain: Iterable[Any], request: Generate, timeout: float, on_delta: OnDelta
 ) -> Reply:
-    """Stream the reply to ``on_delta``; return it whole. Usage is left to be estimated:
-    streamed replies carry no token counts from every provider."""
+    """Stream the reply to ``on_delta``; return it whole, with the token counts the provider
+    reported while streaming (None when it reported none: the pipeline then estimates them)."""
     pieces: list[str] = []
     async with await open_stream(chain, request, timeout) as opened:
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
-    return Reply("".join(pieces), provider=opened.provider, model=opened.model)
+    return Reply(
+        "".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage
+    )
 
 
 @attrs.define
@@ -76,22 +82,28 @@ class OpenedStream:
     """A streamed reply from the first provider of the chain that produced a delta.
 
     ``provider`` and ``model`` say who is answering; iterate for the text deltas, and
-    ``aclose()`` when stopping early (``async with`` does it).
+    ``aclose()`` when stopping early (``async with`` does it). ``usage`` is the token
+    counts the provider reported, set once they arrive (after the last delta); None
+    while they have not, or when the provider reports none.
     """
 
     provider: str
     model: str
     _first: str
-    _rest: AsyncIterator[str]
+    _rest: AsyncGenerator[StreamItem, None]
+    usage: TokenUsage | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
         if self._first:  # "" when the provider streamed no text at all
             yield self._first
-        async for delta in self._rest:
-            yield delta
+        async for item in self._rest:
+            if isinstance(item, TokenUsage):
+                self.usage = item
+            elif item:
+                yield item
 
     async def aclose(self) -> None:
-        await self._rest.aclose()  # type: ignore[attr-defined]
+        await self._rest.aclose()
 
     async def __aenter__(self) -> OpenedStream:
         return self
@@ -109,13 +121,25 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
         deltas = _deltas(answerer, request)
         try:
             with trio.fail_after(timeout):
-                first = await anext(deltas, "")
+                first, usage = await _first_delta(deltas)
         except Exception as error:
             await deltas.aclose()
             _record(attempts, answerer.name, error)
             continue
-        return OpenedStream(answerer.name, answerer.model, first, deltas)
+        return OpenedStream(answerer.name, answerer.model, first, deltas, usage)
     raise AllProvidersFailed(attempts)
+
+
+async def _first_delta(items: AsyncGenerator[StreamItem, None]) -> tuple[str, TokenUsage | None]:
+    """The first non-empty text delta ("" when the stream ends without one), and the token
+    counts when they came before it (a reply with no text at all)."""
+    usage = None
+    while (item := await anext(items, None)) is not None:
+        if isinstance(item, TokenUsage):
+            usage = item
+        elif item:
+            return item, usage
+    return "", usage
 
 
 def able(chain: Iterable[Any], request: Generate) -> list[Any]:
@@ -124,12 +148,15 @@ def able(chain: Iterable[Any], request: Generate) -> list[Any]:
     return [a for a in chain if request.task in getattr(a, "tasks", (request.task,))]
 
 
-def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[str, None]:
+def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[StreamItem, None]:
     if hasattr(answerer, "stream"):
         return answerer.stream(request)
 
-    async def whole() -> AsyncGenerator[str, None]:  # an answerer that cannot stream
-        yield (await answerer.generate(request)).text
+    async def whole() -> AsyncGenerator[StreamItem, None]:  # an answerer that cannot stream
+        reply = await answerer.generate(request)
+        yield reply.text
+        if reply.usage is not None:  # the offline answerer's 0/0, not an estimate
+            yield reply.usage
 
     return whole()
 

@@ -127,10 +127,12 @@ class GenaiAnswerer(_GenaiProvider):
             usage=_usage(response.usage_metadata),
         )
 
-    async def stream(self, request: Generate) -> AsyncIterator[str]:
+    async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
         """The reply's text as the server produces it (streamGenerateContent with alt=sse), one
-        non-empty delta at a time. Opening the stream is retried like ``generate`` until the
-        first event arrives, never after. Stop early with ``aclose()``: that closes the response.
+        non-empty delta at a time; then its token counts, from the last chunk's
+        ``usageMetadata`` (each chunk carries the counts so far), thinking counted as output.
+        Opening the stream is retried like ``generate`` until the first event arrives, never
+        after. Stop early with ``aclose()``: that closes the response.
         """
 
         async def open_stream() -> tuple[AsyncIterator[types.GenerateContentResponse], Any]:
@@ -151,9 +153,13 @@ class GenaiAnswerer(_GenaiProvider):
                 return
             if text := _text(first):
                 yield text
+            usage = _usage(first.usage_metadata)
             async for chunk in chunks:
                 if text := _text(chunk):
                     yield text
+                usage = _usage(chunk.usage_metadata) or usage
+        if usage is not None:
+            yield usage
 
 
 class GenaiEmbedder(_GenaiProvider):

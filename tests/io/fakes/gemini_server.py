@@ -17,6 +17,8 @@ API_KEY_INVALID, not a 401. Tests script it through its attributes:
 - ``delay``: seconds to hang before answering (for timeouts);
 - ``fail_next(status, retry_delay=…, retry_after=…)``: failures returned before any success;
 - ``break_stream_after``: send an error event after this many streamed text events;
+- ``thoughts_tokens``: tokens the model spent thinking, reported as ``thoughtsTokenCount``
+  (thinking models such as gemini-2.5-flash; their thought text is not returned);
 - ``hold_first(n)``: the first ``n`` requests wait until all ``n`` are in flight together,
   so a client that never has ``n`` in flight hangs, and ``peak`` shows the most at once.
 """
@@ -66,6 +68,7 @@ class FakeGemini(FakeServer):
         self.embed: Callable[[str, int], list[float]] = bag_of_words
         self.honour_dimensions = True
         self.break_stream_after: int | None = None
+        self.thoughts_tokens = 0
         self._hold = 0
         self._held = trio.Event()
 
@@ -217,10 +220,14 @@ class FakeGemini(FakeServer):
         usage = {
             "promptTokenCount": prompt,
             "candidatesTokenCount": output,
-            "totalTokenCount": prompt + output,
+            "totalTokenCount": prompt + output + self.thoughts_tokens,
             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+            **self._thoughts(),
         }
         return self._response(model, _response_id(), [{"text": self.reply}], usage, "STOP")
+
+    def _thoughts(self) -> dict[str, int]:
+        return {"thoughtsTokenCount": self.thoughts_tokens} if self.thoughts_tokens else {}
 
     async def _stream(self, model: str, body: dict[str, Any], send: Send) -> None:
         prompt = self._prompt_tokens(body)
@@ -233,9 +240,14 @@ class FakeGemini(FakeServer):
                 error = self._failure(Failure(503)).body
                 await _event(send, error, more=False)
                 return
+            # Each chunk carries the counts so far; only the last one names the candidates'.
             sent += count_tokens(piece)
             last = number == len(pieces)
-            usage = {"promptTokenCount": prompt, "totalTokenCount": prompt + sent}
+            usage = {
+                "promptTokenCount": prompt,
+                "totalTokenCount": prompt + sent + self.thoughts_tokens,
+                **self._thoughts(),
+            }
             if last:
                 usage["candidatesTokenCount"] = sent
             finish = "STOP" if last else None

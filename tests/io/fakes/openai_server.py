@@ -17,7 +17,12 @@ and records every request. Tests script it through its attributes:
   ``dimensions`` and always return ``NATIVE_DIMENSIONS``;
 - ``delay``: seconds to hang before answering (for timeouts);
 - ``chat_delay``: the same for chat completions only (a slow model, quick embeddings);
-- ``fail_next(status, retry_after=…)``: failures returned before any success.
+- ``fail_next(status, retry_after=…)``: failures returned before any success;
+- ``stream_usage``: whether a streamed reply ends with the usage chunk: ``"asked"`` (when
+  ``stream_options.include_usage`` is set, as OpenAI, vLLM and Ollama >= 0.5.2 do),
+  ``"always"`` (as llama.cpp's server and OpenRouter do) or ``"never"`` (as older servers);
+- ``rejects_stream_options``: a status to refuse ``stream_options`` with, as some compatible
+  APIs do: 400 with Azure OpenAI's body, 422 with Mistral's validation error.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import trio
 
@@ -90,6 +95,8 @@ class FakeOpenAI(FakeServer):
         self.honour_dimensions = True
         self.respond: Callable[[dict[str, Any]], str] | None = None
         self.chat_delay = 0.0
+        self.stream_usage: Literal["asked", "always", "never"] = "asked"
+        self.rejects_stream_options: int | None = None
 
     def _response_headers(self) -> dict[str, str]:
         return {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -155,6 +162,8 @@ class FakeOpenAI(FakeServer):
                 "invalid_request_error",
                 param="messages",
             )
+        if "stream_options" in body and self.rejects_stream_options is not None:
+            raise _refusal(self.rejects_stream_options)
         if self.chat_delay:
             with trio.move_on_after(self.chat_delay):
                 await self._closing.wait()
@@ -195,7 +204,8 @@ class FakeOpenAI(FakeServer):
             )
             return
 
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        asked = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = self.stream_usage == "always" or (self.stream_usage == "asked" and asked)
 
         def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
             fields = {
@@ -279,6 +289,30 @@ class FakeOpenAI(FakeServer):
 
 
 # ---------------------------------------------------------------- plumbing
+
+
+def _refusal(status: int) -> WireError:
+    """How compatible APIs that do not know ``stream_options`` refuse it."""
+    if status == 422:  # Mistral: a validation error, in its own shape
+        detail = {
+            "type": "extra_forbidden",
+            "loc": ["body", "stream_options", "include_usage"],
+            "msg": "Extra inputs are not permitted",
+            "input": True,
+        }
+        body = {
+            "object": "error",
+            "message": {"detail": [detail]},
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+        return WireError(422, "Extra inputs are not permitted", body, None)
+    return ApiError(  # Azure OpenAI, on API versions before stream_options
+        status,
+        "Unrecognized request argument supplied: stream_options",
+        "invalid_request_error",
+    )
 
 
 def _object(body: Any) -> dict[str, Any]:
