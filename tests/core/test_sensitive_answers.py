@@ -70,6 +70,7 @@ def test_a_sensitive_role_reasons_then_its_answer_is_checked_at_low_temperature(
     answer, check = [e for e in effects if isinstance(e, Generate)]
     assert not answer.stream and answer.temperature == POLICY.temperature
     assert (check.task, check.temperature, check.stream) == ("check", 0.0, False)
+    assert check.max_output_tokens == 256  # room for a model that thinks before its verdict
     assert check.prompt.system == CHECK_INSTRUCTIONS
     assert "Within 30 days [1]." in check.prompt.user and "<reasoning>" not in check.prompt.user
     assert "[1] Returns are accepted within 30 days." in check.prompt.user  # the same sources

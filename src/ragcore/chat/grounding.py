@@ -17,7 +17,10 @@ from ragcore.chat.prompts import Prompt
 from ragcore.chat.sources import Source
 
 CHECK_TEMPERATURE = 0.0
-CHECK_OUTPUT_TOKENS = 64  # one word, with room for a model that thinks first
+#: the verdict is one word, but a thinking model (Gemini 2.5 thinks by default) spends
+#: its thoughts from the same allowance and gives no verdict when they use it up: the
+#: judge gets the answer's allowance, MAX_OUTPUT_TOKENS, and at least this
+CHECK_OUTPUT_TOKENS = 256
 GROUNDED = "GROUNDED"
 NOT_GROUNDED = "NOT_GROUNDED"
 #: providers whose answers are quoted from the sources: no judge needed

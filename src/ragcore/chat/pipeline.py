@@ -170,7 +170,7 @@ def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, 
         return (yield from _grounded_answer(question, request, policy))
     hold = reservation_for(question, policy.max_context_chars, policy.max_output_tokens)
     if is_sensitive(request, policy):  # the grounding check reads the sources once more
-        hold += reservation_for(question, policy.max_context_chars, CHECK_OUTPUT_TOKENS)
+        hold += reservation_for(question, policy.max_context_chars, check_allowance(policy))
     decision = yield ReserveTokens(request.role, hold, policy.caps)
     if isinstance(decision, Capped):
         return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
@@ -221,7 +221,9 @@ def _grounded_answer(
     usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
     grounded = None
     if sensitive:
-        grounded, check_usage = yield from check_grounding(question, sources, text, reply)
+        grounded, check_usage = yield from check_grounding(
+            question, sources, text, reply, check_allowance(policy)
+        )
         if check_usage is not None:
             usage = usage + check_usage
         if not grounded:
@@ -290,8 +292,17 @@ def is_sensitive(request: ChatRequest, policy: ChatPolicy) -> bool:
     return request.employee is not None and policy.sensitivity(request.employee).sensitive
 
 
+def check_allowance(policy: ChatPolicy) -> int:
+    """Output tokens the grounding check's judge may use (see CHECK_OUTPUT_TOKENS)."""
+    return max(policy.max_output_tokens, CHECK_OUTPUT_TOKENS)
+
+
 def check_grounding(
-    question: str, sources: tuple[Source, ...], answer: str, reply: Reply
+    question: str,
+    sources: tuple[Source, ...],
+    answer: str,
+    reply: Reply,
+    max_output_tokens: int = CHECK_OUTPUT_TOKENS,
 ) -> Generator[Any, Any, tuple[bool, TokenUsage | None]]:
     """The grounding check of ``answer`` (``ragcore.chat.grounding``): the verdict and the
     judge's tokens. Quoted answers pass without a judge; an empty answer, a judge that
@@ -304,7 +315,7 @@ def check_grounding(
     try:
         verdict: Reply = yield Generate(
             prompt,
-            max_output_tokens=CHECK_OUTPUT_TOKENS,
+            max_output_tokens=max_output_tokens,
             temperature=CHECK_TEMPERATURE,
             task="check",
             stream=False,
