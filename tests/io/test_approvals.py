@@ -7,8 +7,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import attrs
+import psycopg
 import pytest
 
+from ragcore.actions.records import INTERRUPTED
 from ragio.actions import handlers
 from ragio.actions.approvals import handle_owner_reply
 from ragio.actions.notify import notify_owner
@@ -196,3 +198,24 @@ async def test_the_owner_answers_on_telegram_and_a_stranger_is_just_a_customer(
     assert to_owner["text"] == f"Approved: action {held} was sent."
     assert await status(api, held) == "executed"
     assert [r.body for r in chatops.requests] == [{"text": NOTE["text"]}]
+
+
+async def test_an_action_cut_off_while_sending_is_failed_not_sent_again(
+    api, held, chatops, database_url
+):
+    def sending_since(minutes: int) -> None:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE actions SET status = 'executing', "
+                "decided_at = now() - make_interval(mins => %s) WHERE id = %s",
+                (minutes, held),
+            )
+
+    sending_since(0)  # being sent right now: left alone
+    assert await status(api, held) == "executing"
+    sending_since(60)  # the service stopped while sending it an hour ago
+    shown = (await api.get(f"/actions/{held}")).json()
+    assert shown["status"] == "failed" and shown["reason"] == INTERRUPTED
+    assert ("interrupted", INTERRUPTED) in await log_of(api, held)
+    again = await api.post(f"/autonomy/pending/{held}/approve")
+    assert again.status_code == 409 and chatops.requests == []

@@ -5,13 +5,16 @@ Statuses: ``refused`` (the gate or the settings said no; nothing was sent),
 ``pending`` (held for the owner until ``expires_at``), ``executing`` (being sent),
 ``executed`` (the send succeeded), ``failed`` (the send did not succeed; ``reason`` says
 why), ``rejected`` (the owner said NO), ``expired`` (nobody decided in time).
-An action is reported ``executed`` only when the send succeeded.
+An action is reported ``executed`` only when the send succeeded. One still
+``executing`` long after its send must have ended (``stale_after``) was cut off by a
+stop: it is marked ``failed``, as ``INTERRUPTED``; it may or may not have arrived, so
+it is never sent again on its own.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -19,6 +22,10 @@ import attrs
 from ragcore.actions.kinds import Action, action_json, check_action, describe, preview
 
 STATUSES = ("refused", "pending", "executing", "executed", "failed", "rejected", "expired")
+INTERRUPTED = (
+    "interrupted: the service stopped while sending it, so it may or may not have arrived; "
+    "check with the receiver before submitting it again"
+)
 FINAL = frozenset({"refused", "executed", "failed", "rejected", "expired"})
 #: origins of a customer's conversation on a public channel
 PUBLIC_ORIGINS = frozenset({"telegram", "whatsapp", "discord"})
@@ -143,3 +150,9 @@ class ProposedAction:
     @classmethod
     def of(cls, record: ActionRecord) -> ProposedAction:
         return cls(record.id, record.kind, record.status, record.reason)
+
+
+def stale_after(timeout_seconds: float) -> timedelta:
+    """How long after it started sending an action is certainly no longer being sent:
+    every send is bounded by ACTIONS_TIMEOUT_SECONDS, given twice over and a minute."""
+    return timedelta(seconds=2 * timeout_seconds + 60)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 
 from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.kinds import action_json
-from ragcore.actions.records import ActionRecord, LogEntry, action_from_row
+from ragcore.actions.records import INTERRUPTED, ActionRecord, LogEntry, action_from_row
 
 _COLUMNS = (
     "id, action, origin, status, created_at, role, reason, expires_at, decided_at, "
@@ -156,6 +156,21 @@ def expire_due(conn: psycopg.Connection, now: datetime) -> list[str]:
         ).fetchall()
         for (action_id,) in rows:
             _log(conn, action_id, "expired", "nobody decided before it expired", now)
+    return [action_id for (action_id,) in rows]
+
+
+def fail_interrupted(conn: psycopg.Connection, now: datetime, stale: timedelta) -> list[str]:
+    """Mark every action still ``executing`` ``stale`` after it started as failed,
+    ``INTERRUPTED`` (logged); their ids."""
+    with conn.transaction():
+        rows = conn.execute(
+            """UPDATE actions SET status = 'failed', reason = %(reason)s, finished_at = %(now)s
+                WHERE status = 'executing' AND decided_at <= %(since)s
+            RETURNING id""",
+            {"reason": INTERRUPTED, "now": now, "since": now - stale},
+        ).fetchall()
+        for (action_id,) in rows:
+            _log(conn, action_id, "interrupted", INTERRUPTED, now)
     return [action_id for (action_id,) in rows]
 
 

@@ -19,7 +19,7 @@ from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject, 
 from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
 from ragcore.actions.kinds import Catalog, check_action
-from ragcore.actions.records import ActionRecord, log_view, record_view
+from ragcore.actions.records import ActionRecord, log_view, record_view, stale_after
 from ragcore.errors import InvalidInput
 from ragio.actions import handlers, store
 from ragio.actions.approvals import decide
@@ -121,15 +121,24 @@ async def _load(raw: str) -> ActionRecord | None:
     action_id = normalize_id(raw)
     if action_id is None:
         return None
+    await _settle_stale()
     return await service().database.run(store.load_action, action_id)
+
+
+async def _settle_stale() -> None:
+    """Before showing actions: those held past their expiry are expired, and those still
+    ``executing`` long after their send must have ended were cut off by a stop."""
+    svc = service()
+    now = handlers.now()
+    await svc.database.run(store.expire_due, now)
+    stale = stale_after(svc.settings.actions_timeout_seconds)
+    await svc.database.run(store.fail_interrupted, now, stale)
 
 
 @blueprint.get("/autonomy/pending")
 async def list_pending() -> dict[str, Any]:
-    db = service().database
-    now = handlers.now()
-    await db.run(store.expire_due, now)
-    pending = await db.run(store.pending_actions, now)
+    await _settle_stale()
+    pending = await service().database.run(store.pending_actions, handlers.now())
     return {"pending": [record_view(record) for record in pending]}
 
 
@@ -182,6 +191,7 @@ async def get_log() -> dict[str, Any]:
     action_id = normalize_id(raw_action) if raw_action else None
     if raw_action and action_id is None:
         raise InvalidInput("action", "must be an action id (10 letters and digits)")
+    await _settle_stale()
     entries = await service().database.run(store.action_log, limit, before, action_id)
     return {
         "entries": [log_view(entry) for entry in entries],
