@@ -8,7 +8,7 @@ from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.reasoning import final_answer
 from ragcore.effects import Generate, Reply, ReserveTokens, SettleTokens
 from ragcore.employees.roles import Role
-from ragcore.usage import Reservation, TokenUsage
+from ragcore.usage import Capped, Reservation, TokenUsage
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
 
@@ -118,24 +118,46 @@ def test_other_roles_stream_and_are_not_checked():
     assert answer.stream and outcome.grounded is None
 
 
-def test_the_check_is_held_and_recorded_in_the_usage_ledger():
+def test_the_check_is_a_call_of_its_own_in_the_usage_ledger():
     policy = ChatPolicy(
         max_context_chars=12000, max_output_tokens=256, temperature=0.2, usage_ledger=True
     )
     base = judged(REASONED, "GROUNDED", usage=TokenUsage(300, 1))
+    holds = iter(range(7, 100))
 
     def answer(effect):
         if isinstance(effect, ReserveTokens):
-            return Reservation(7)
+            return Reservation(next(holds))
         if isinstance(effect, SettleTokens):
             return None
         if isinstance(effect, Generate) and effect.task == "answer":
             return Reply(REASONED, "recorded", "m1", usage=TokenUsage(500, 40))
         return base(effect)
 
-    plain_hold = drive(answer_question(ChatRequest("return?"), policy), answer)[1][0].tokens
     outcome, effects = drive(answer_question(ChatRequest("return?", employee=TAX), policy), answer)
-    assert effects[0].tokens > plain_hold  # room held for the check too
-    settle = effects[-1]
-    assert isinstance(settle, SettleTokens) and settle.usage == TokenUsage(800, 41)
-    assert outcome.usage == TokenUsage(800, 41)
+    reserves = [e for e in effects if isinstance(e, ReserveTokens)]
+    settles = [e for e in effects if isinstance(e, SettleTokens)]
+    assert [r.role for r in reserves] == ["tax_helper", "tax_helper"]  # the answer, the judge
+    assert settles == [
+        SettleTokens(8, "recorded", "judge", TokenUsage(300, 1)),
+        SettleTokens(7, "recorded", "m1", TokenUsage(500, 40)),
+    ]
+    assert outcome.usage == TokenUsage(500, 40) and outcome.check_usage == TokenUsage(300, 1)
+
+
+def test_a_judge_stopped_by_a_budget_is_not_asked_and_the_answer_gets_the_caveat():
+    policy = ChatPolicy(
+        max_context_chars=12000, max_output_tokens=256, temperature=0.2, usage_ledger=True
+    )
+    decisions = iter([Reservation(7), Capped("daily", 1000, 1000)])
+
+    def answer(effect):
+        if isinstance(effect, ReserveTokens):
+            return next(decisions)
+        if isinstance(effect, SettleTokens):
+            return None
+        return judged(REASONED, "GROUNDED")(effect)
+
+    outcome, effects = drive(answer_question(ChatRequest("return?", employee=TAX), policy), answer)
+    assert [e.task for e in effects if isinstance(e, Generate)] == ["answer"]
+    assert outcome.grounded is False and outcome.answer.endswith(CAVEATS["en"])

@@ -106,12 +106,16 @@ async def test_the_stream_shows_no_reasoning(api, fake, tax_helper):
 
 async def test_both_calls_are_recorded_in_the_usage_ledger(api, fake, tax_helper):
     body = (await api.post("/chat", params={**QUESTION, "role": tax_helper})).json()
-    answer_tokens = sum(len(str(m["content"]).split()) for m in chat_calls(fake)[0]["messages"])
-    judge_tokens = sum(len(str(m["content"]).split()) for m in chat_calls(fake)[1]["messages"])
-    expected = answer_tokens + len(REASONED.split()) + judge_tokens + 1  # "GROUNDED"
-    assert body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"] == expected
+    answer_prompt = sum(len(str(m["content"]).split()) for m in chat_calls(fake)[0]["messages"])
+    judge_prompt = sum(len(str(m["content"]).split()) for m in chat_calls(fake)[1]["messages"])
+    answer = {"prompt_tokens": answer_prompt, "completion_tokens": len(REASONED.split())}
+    judge = {"prompt_tokens": judge_prompt, "completion_tokens": 1}  # "GROUNDED"
+    assert body["usage"] == {**answer, "estimated": False}
+    assert body["check_usage"] == {**judge, "estimated": False}
     usage = (await api.get("/usage")).json()
-    assert usage["today"]["tokens"] == expected
+    assert usage["today"]["tokens"] == sum(answer.values()) + sum(judge.values())
+    [role] = [r for r in usage["this_month_by_role"] if r["role"] == tax_helper]
+    assert role["calls"] == 2  # each call is a row of its own
 
 
 async def test_a_built_in_sensitive_role_is_checked_and_others_are_not(api, fake, tax_helper):

@@ -53,6 +53,7 @@ from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
+from ragcore.metering import metered_generate
 from ragcore.usage import (
     LIMIT_REACHED,
     Capped,
@@ -142,6 +143,8 @@ class ChatAnswer:
     #: the grounding check's verdict for a sensitive role's answer (rule 13); None when
     #: no check ran (not a sensitive role, or nothing was generated)
     grounded: bool | None = None
+    #: the tokens of the check's own call (``usage`` is the answer's); None without one
+    check_usage: TokenUsage | None = None
     #: the action the role's reply proposed, after the gate (None: none proposed, or the
     #: proposal was dropped)
     action: ProposedAction | None = None
@@ -169,8 +172,6 @@ def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, 
     if not policy.usage_ledger:
         return (yield from _grounded_answer(question, request, policy))
     hold = reservation_for(question, policy.max_context_chars, policy.max_output_tokens)
-    if is_sensitive(request, policy):  # the grounding check reads the sources once more
-        hold += reservation_for(question, policy.max_context_chars, check_allowance(policy))
     decision = yield ReserveTokens(request.role, hold, policy.caps)
     if isinstance(decision, Capped):
         return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
@@ -219,13 +220,11 @@ def _grounded_answer(
     written = final_answer(shown) if sensitive else shown
     text, citations = resolve_citations(written, sources)
     usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
-    grounded = None
+    grounded, check_usage = None, None
     if sensitive:
         grounded, check_usage = yield from check_grounding(
-            question, sources, text, reply, check_allowance(policy)
+            question, sources, text, reply, request, policy
         )
-        if check_usage is not None:
-            usage = usage + check_usage
         if not grounded:
             text = with_caveat(text, language)
     proposed = None
@@ -245,6 +244,7 @@ def _grounded_answer(
         usage=usage,
         language=language,
         grounded=grounded,
+        check_usage=check_usage,
         action=proposed,
     )
 
@@ -302,26 +302,33 @@ def check_grounding(
     sources: tuple[Source, ...],
     answer: str,
     reply: Reply,
-    max_output_tokens: int = CHECK_OUTPUT_TOKENS,
+    request: ChatRequest,
+    policy: ChatPolicy,
 ) -> Generator[Any, Any, tuple[bool, TokenUsage | None]]:
     """The grounding check of ``answer`` (``ragcore.chat.grounding``): the verdict and the
-    judge's tokens. Quoted answers pass without a judge; an empty answer, a judge that
-    cannot be reached or an unclear verdict fail (fail closed)."""
+    judge's tokens. The judge's call is metered as a call of its own (rule 14). Quoted
+    answers pass without a judge; an empty answer, a judge that cannot be reached or is
+    stopped by a budget, or an unclear verdict fail (fail closed)."""
     if reply.provider in QUOTING_PROVIDERS:
         return True, None
     if not answer.strip():
         return False, None
-    prompt = check_prompt(question, sources, answer)
+    judge = Generate(
+        check_prompt(question, sources, answer),
+        max_output_tokens=check_allowance(policy),
+        temperature=CHECK_TEMPERATURE,
+        task="check",
+        stream=False,
+    )
     try:
-        verdict: Reply = yield Generate(
-            prompt,
-            max_output_tokens=max_output_tokens,
-            temperature=CHECK_TEMPERATURE,
-            task="check",
-            stream=False,
+        verdict = yield from metered_generate(
+            judge, request.role, policy.caps, policy.usage_ledger
         )
     except Exception:  # noqa: BLE001 (no judge: the answer goes out with the caveat)
         return False, None
+    if not isinstance(verdict, Reply):  # a cap: the judge is not asked
+        return False, None
+    prompt = judge.prompt
     usage = measured_usage(verdict.usage, prompt.system + prompt.user, verdict.text)
     return parse_verdict(verdict.text), usage
 

@@ -98,6 +98,13 @@ SPEC: dict[str, Any] = {
                         "type": ["string", "null"],
                         "description": "ISO 639-1 code of the answer's language",
                     },
+                    "check_usage": {
+                        "type": ["object", "null"],
+                        "description": (
+                            "tokens of the grounding check's own call (usage is the "
+                            "answer's); null when no judge was asked"
+                        ),
+                    },
                     "grounded": {
                         "type": ["boolean", "null"],
                         "description": (
