@@ -14,6 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -59,7 +60,13 @@ def main() -> int:
     for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"]):
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1
-    result = subprocess.run([str(BIN / "pytest"), *sys.argv[2:]], cwd=ROOT)
+    arguments = sys.argv[2:]
+    with tempfile.TemporaryDirectory(prefix="ragchat-tests-") as scratch:
+        if not any(a.startswith("--basetemp") for a in arguments):
+            # pytest's default folders are shared: another run on this machine deletes the
+            # oldest, the test database's among them; a folder of this run's own is safe
+            arguments = [f"--basetemp={scratch}/pytest", *arguments]
+        result = subprocess.run([str(BIN / "pytest"), *arguments], cwd=ROOT)
     return result.returncode
 
 
