@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 class InvalidInput(ValueError):
@@ -35,3 +36,16 @@ def refuse_unknown_fields(
     if fixed:
         reasons.append(f"read-only field(s) {', '.join(fixed)}")
     raise InvalidInput(", ".join(unknown), f"{'; '.join(reasons)}; {listing}: {', '.join(fields)}")
+
+
+def check_text(value: Any, field: str, limit: int) -> str:
+    """``value`` as a text field: stripped, not blank, at most ``limit`` characters;
+    InvalidInput naming ``field`` otherwise."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be text")
+    text = value.strip()
+    if not text:
+        raise InvalidInput(field, "must not be blank")
+    if len(text) > limit:
+        raise InvalidInput(field, f"has {len(text)} characters; the limit is {limit}")
+    return text

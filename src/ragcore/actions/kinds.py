@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 
 KINDS = ("webhook", "email", "chatops")
 KIND_MEANINGS = {
@@ -97,9 +97,9 @@ def check_action(body: Any) -> Action:
         return EmailAction(
             check_recipient(body.get("to")),
             check_subject(body.get("subject")),
-            _text(body.get("body"), "body", MAX_BODY_CHARS),
+            check_text(body.get("body"), "body", MAX_BODY_CHARS),
         )
-    return ChatopsAction(_text(body.get("text"), "text", MAX_TEXT_CHARS))
+    return ChatopsAction(check_text(body.get("text"), "text", MAX_TEXT_CHARS))
 
 
 def action_json(action: Action) -> dict[str, Any]:
@@ -161,17 +161,6 @@ def check_subject(value: Any) -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in subject):
         raise InvalidInput("subject", "must not contain control characters")
     return subject
-
-
-def _text(value: Any, field: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be text")
-    text = value.strip()
-    if not text:
-        raise InvalidInput(field, "must not be blank")
-    if len(text) > limit:
-        raise InvalidInput(field, f"has {len(text)} characters; the limit is {limit}")
-    return text
 
 
 def _has_line_break(value: str) -> bool:

@@ -50,7 +50,7 @@ from ragcore.employees.learning import LearningPolicy, interaction, learn_from
 from ragcore.employees.memory import role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, check_text
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
 from ragcore.metering import metered_generate
@@ -154,16 +154,7 @@ def check_question(question: Any) -> str:
     """The question, stripped; InvalidInput when missing, blank or too long."""
     if question is None:
         raise InvalidInput("question", "is required")
-    if not isinstance(question, str):
-        raise InvalidInput("question", "must be text")
-    question = question.strip()
-    if not question:
-        raise InvalidInput("question", "must not be blank")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise InvalidInput(
-            "question", f"has {len(question)} characters; the limit is {MAX_QUESTION_CHARS}"
-        )
-    return question
+    return check_text(question, "question", MAX_QUESTION_CHARS)
 
 
 def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, Any, ChatAnswer]:

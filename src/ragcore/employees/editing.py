@@ -21,7 +21,7 @@ from ragcore.employees.roles import (
     check_role_identifier,
 )
 from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 
 EDITABLE_FIELDS = ("display_name", "personality", "channels", "skill_tags", "autonomy")
 # Fields the API shows but derives or fixes itself: sending them back is refused by name.
@@ -61,10 +61,12 @@ def check_patch(body: Mapping[str, Any]) -> RolePatch:
         body, EDITABLE_FIELDS, READ_ONLY_FIELDS, listing="the fields you can change"
     )
     fields: dict[str, Any] = {}
-    if "display_name" in body:
-        fields["display_name"] = _text(body["display_name"], "display_name", MAX_DISPLAY_NAME_CHARS)
-    if "personality" in body:
-        fields["personality"] = _text(body["personality"], "personality", MAX_PERSONALITY_CHARS)
+    for name, limit in (
+        ("display_name", MAX_DISPLAY_NAME_CHARS),
+        ("personality", MAX_PERSONALITY_CHARS),
+    ):
+        if name in body:
+            fields[name] = check_text(body[name], name, limit)
     for name in ("channels", "skill_tags"):
         if name in body:
             fields[name] = _identifiers(body[name], name)
@@ -118,17 +120,6 @@ def role_view(
         "created_at": created_at.isoformat() if created_at else None,
         "updated_at": updated_at.isoformat() if updated_at else None,
     }
-
-
-def _text(value: Any, field: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be text")
-    value = value.strip()
-    if not value:
-        raise InvalidInput(field, "must not be blank")
-    if len(value) > limit:
-        raise InvalidInput(field, f"has {len(value)} characters; the limit is {limit}")
-    return value
 
 
 def _identifiers(value: Any, field: str) -> tuple[str, ...]:

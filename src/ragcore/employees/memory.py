@@ -29,7 +29,7 @@ import attrs
 
 from ragcore.effects import Embed, FetchRoleMemory
 from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 
 Source = Literal["owner", "profile", "learned"]
 SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")
@@ -95,11 +95,7 @@ def check_memory(body: Mapping[str, Any]) -> NewMemory:
     text = body.get("text")
     if not isinstance(text, str):
         raise InvalidInput("text", "is required, as text")
-    text = text.strip()
-    if not text:
-        raise InvalidInput("text", "must not be blank")
-    if len(text) > MAX_MEMORY_CHARS:
-        raise InvalidInput("text", f"has {len(text)} characters; the limit is {MAX_MEMORY_CHARS}")
+    text = check_text(text, "text", MAX_MEMORY_CHARS)
     tags = check_tags(body.get("tags", []))
     source = body.get("source", "owner")
     if source not in SOURCES:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 
 WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
 #: channel identifiers roles use that never call workflows, and why
@@ -100,14 +100,7 @@ def apply_patch(existing: Workflow, patch: WorkflowFields) -> Workflow:
 
 
 def check_name(value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput("name", "must be text")
-    value = value.strip()
-    if not value:
-        raise InvalidInput("name", "must not be blank")
-    if len(value) > MAX_NAME_CHARS:
-        raise InvalidInput("name", f"has {len(value)} characters; the limit is {MAX_NAME_CHARS}")
-    return value
+    return check_text(value, "name", MAX_NAME_CHARS)
 
 
 def check_webhook_url(value: Any) -> str:
