@@ -170,7 +170,13 @@ def on_openai(fake: Any, dimensions: int = 64, **settings: Any) -> dict[str, Any
     }
 
 
-# ---------------------------------------------------------------- https receivers
+# ---------------------------------------------------------------- receivers
+
+
+@pytest.fixture
+async def receiver(serve_fake: Callable[[Any], Awaitable[Any]]) -> WorkflowReceiver:
+    """A workflow's webhook receiver on 127.0.0.1 that records every call."""
+    return await serve_fake(WorkflowReceiver())
 
 
 @pytest.fixture

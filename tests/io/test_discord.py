@@ -26,7 +26,6 @@ from tests.io.channels import (
 from tests.io.conftest import on_openai
 from tests.io.fakes.discord_server import FakeDiscord
 from tests.io.fakes.openai_server import FakeOpenAI
-from tests.io.fakes.workflow_receiver import WorkflowReceiver
 from tests.io.processes import run_cli
 
 KEY = SigningKey.generate()
@@ -44,11 +43,6 @@ async def openai(serve_fake):
 @pytest.fixture
 async def discord(serve_fake):
     return await serve_fake(FakeDiscord(BOT_TOKEN))
-
-
-@pytest.fixture
-async def receiver(serve_fake):
-    return await serve_fake(WorkflowReceiver())
 
 
 @pytest.fixture

@@ -48,11 +48,6 @@ async def telegram(serve_fake):
 
 
 @pytest.fixture
-async def receiver(serve_fake):
-    return await serve_fake(WorkflowReceiver())
-
-
-@pytest.fixture
 async def settings_overrides(request, openai, telegram):
     """The service on the fake provider and the fake Bot API; a test changes settings with
     ``@pytest.mark.parametrize("settings_overrides", [{…}], indirect=True)``."""

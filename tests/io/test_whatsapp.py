@@ -20,7 +20,6 @@ from tests.io.channels import (
 from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.fakes.twilio_server import FakeTelco
-from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 SID = "AC" + "0123456789abcdef" * 2
 AUTH_TOKEN = "f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8"
@@ -40,11 +39,6 @@ async def openai(serve_fake):
 @pytest.fixture
 async def telco(serve_fake):
     return await serve_fake(FakeTelco(SID, AUTH_TOKEN))
-
-
-@pytest.fixture
-async def receiver(serve_fake):
-    return await serve_fake(WorkflowReceiver())
 
 
 @pytest.fixture

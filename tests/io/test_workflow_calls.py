@@ -10,13 +10,11 @@ import logging
 import socket
 
 import attrs
-import pytest
 import trio
 from standardwebhooks.webhooks import Webhook
 
 from ragcore.workflows.delivery import RetryPolicy
 from ragio.workflows.dispatch import fire_workflows
-from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 # fast retries and a short timeout, so no test waits the real 1 s, 2 s and 10 s
 QUICK = RetryPolicy(timeout_seconds=0.5, backoff_seconds=0.01)
@@ -43,11 +41,6 @@ async def fire(service, channel="telegram", policy=QUICK):
     await fire_workflows(
         service, channel, EXPECTED["message"], EXPECTED["ai_reply"], CONTEXT, policy=policy
     )
-
-
-@pytest.fixture
-async def receiver(serve_fake):
-    return await serve_fake(WorkflowReceiver())
 
 
 async def test_only_active_workflows_on_the_channel_are_called_with_the_exact_payload(
