@@ -13,7 +13,6 @@ customer's message is never read as an action itself.
 
 from __future__ import annotations
 
-import json
 import re
 
 import attrs
@@ -22,6 +21,7 @@ from ragcore.actions.autonomy import ActingRole, AutonomyConfig, acting_level
 from ragcore.actions.kinds import Action, Catalog, check_action
 from ragcore.employees.roles import Autonomy
 from ragcore.errors import InvalidInput
+from ragcore.inputs import parse_json
 
 MAX_BLOCK_CHARS = 20_000
 _BLOCK = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
@@ -107,7 +107,7 @@ def read_proposal(raw: str | None, offer: Offer | None, catalog: Catalog) -> Act
     if raw is None or offer is None or len(raw) > MAX_BLOCK_CHARS:
         return None
     try:
-        body = json.loads(raw.strip())
+        body = parse_json(raw.strip())  # a model's text: nesting and NUL refused too
         action = check_action(body)
     except (ValueError, InvalidInput):
         return None

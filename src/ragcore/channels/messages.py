@@ -8,10 +8,11 @@ platform's shape at all: a 400 once the signature has passed).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import attrs
+
+from ragcore.inputs import NotJSON, parse_json
 
 
 class BadShape(ValueError):
@@ -114,10 +115,12 @@ def unreadable_reply(kind: str) -> str:
 
 
 def json_object(body: bytes, what: str) -> dict[str, Any]:
-    """``body`` parsed as a JSON object; BadShape naming ``what`` it should be otherwise."""
+    """``body`` parsed as a JSON object; BadShape naming ``what`` it should be otherwise
+    (NestedTooDeep, or InvalidInput naming a field that cannot be stored: see
+    ``ragcore.inputs.parse_json``)."""
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        value = parse_json(body)
+    except NotJSON:
         raise BadShape("the body is not JSON") from None
     if not isinstance(value, dict):
         raise BadShape(f"the body must be a JSON object ({what})")

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragcore.channels.replies import WHATSAPP_LIMIT
+from ragcore.inputs import check_text_input
 
 SIGNATURE_HEADERS = ("X-Twilio-Signature", "X-Telco-Signature")
 LIMIT = WHATSAPP_LIMIT
@@ -95,7 +96,8 @@ def parse_form(params: Params) -> InboundMessage | Ignored:
     status callback pointed here) is Ignored; a form that is neither is BadShape."""
     first: dict[str, str] = {}
     for name, value in params:
-        first.setdefault(name, value)
+        check_text_input(name, "form field names")
+        first.setdefault(name, check_text_input(value, name))
     sid = first.get("MessageSid") or first.get("SmsMessageSid") or ""
     if not sid:
         raise BadShape("an incoming message needs MessageSid")

@@ -17,6 +17,7 @@ import attrs
 
 from ragcore.effects import Embed, FindDocuments, StoreDocument, StoreDocuments
 from ragcore.errors import InvalidInput
+from ragcore.inputs import check_text_input
 from ragcore.knowledge.chunking import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_TARGET_TOKENS,
@@ -179,6 +180,8 @@ def check_document(name: Any, text: Any) -> tuple[str, str]:
         raise InvalidInput("name", f"is longer than {MAX_NAME_CHARS} characters")
     if not isinstance(text, str):
         raise InvalidInput("text", "is required: the document's text")
+    check_text_input(name, "name")
+    check_text_input(text, "text")  # text read from a file (UTF-16 may hold NUL) too
     if not any(ch.isalnum() for ch in text):
         raise InvalidInput("text", "has no words to index")
     return name.strip(), text

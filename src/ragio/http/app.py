@@ -10,6 +10,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ragcore.errors import InvalidInput
+from ragcore.inputs import NestedTooDeep
 from ragio.http import (
     actions,
     chat,
@@ -23,6 +24,7 @@ from ragio.http import (
     workflows,
 )
 from ragio.http.context import EXTENSION
+from ragio.http.inputs import check_request_text
 from ragio.http.problems import Problem, problem_for, problem_response
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
@@ -67,8 +69,11 @@ def create_app(svc: Service) -> QuartTrio:
         detail = "wrong X-API-Key" if given else "send the API key in the X-API-Key header"
         return problem_response(Problem(401, detail), headers={"WWW-Authenticate": "X-API-Key"})
 
+    app.before_request(check_request_text)  # after the key: strangers learn nothing more
+
     @app.errorhandler(Problem)
     @app.errorhandler(InvalidInput)
+    @app.errorhandler(NestedTooDeep)
     @app.errorhandler(AnswerFailed)
     @app.errorhandler(EmbeddingFailed)
     async def on_known(error: Exception) -> Response:

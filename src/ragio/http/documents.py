@@ -107,7 +107,9 @@ async def _add_upload(svc: Any) -> StoredDocument:
         return await _add(svc, name, text, content_type=fmt.content_type, size_bytes=len(data))
     except InvalidInput as error:
         if error.field == "text":
-            raise InvalidInput("file", "has no text to index") from None
+            # the text is the file's: say so of the file
+            reason = "has no text to index" if "no words" in error.message else error.message
+            raise InvalidInput("file", reason) from None
         raise
 
 

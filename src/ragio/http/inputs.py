@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from quart import request
 
 from ragcore.errors import refuse_unknown_fields
+from ragcore.inputs import NotJSON, check_text_input, parse_json
 from ragio.http.problems import Problem
 
 
 async def json_body(*, required: bool) -> dict[str, Any]:
-    """The request's JSON object; {} when absent and not required; 400/415 otherwise."""
+    """The request's JSON object; {} when absent and not required; 400/415 otherwise,
+    413 when nested too deep and 422 naming a field whose text cannot be stored
+    (``ragcore.inputs.parse_json``)."""
     data = await request.get_data(as_text=False)
     if not data.strip():
         if required:
@@ -21,8 +23,8 @@ async def json_body(*, required: bool) -> dict[str, Any]:
     if request.mimetype not in ("application/json", "") and not request.mimetype.endswith("+json"):
         raise Problem(415, f"send the body as application/json, not {request.mimetype}")
     try:
-        body = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
+        body = parse_json(data)
+    except NotJSON as error:
         raise Problem(400, f"the body is not valid JSON: {error}") from None
     if not isinstance(body, dict):
         raise Problem(400, "the body must be a JSON object")
@@ -31,3 +33,14 @@ async def json_body(*, required: bool) -> dict[str, Any]:
 
 def reject_unknown(body: dict[str, Any], allowed: set[str]) -> None:
     refuse_unknown_fields(body, sorted(allowed), listing="allowed")
+
+
+def check_request_text() -> None:
+    """Query parameters (names and values) and path segments, checked before any route
+    runs: text that cannot be stored is a 422 naming the parameter."""
+    for name, value in request.args.items(multi=True):
+        check_text_input(name, "query parameter names")
+        check_text_input(value, name)
+    for name, value in (request.view_args or {}).items():
+        if isinstance(value, str):
+            check_text_input(value, name)

@@ -25,11 +25,14 @@ def problem_for(error: BaseException) -> Problem:
     """The problem an error is reported as: its own status and detail for the errors we
     know, a plain 500 that reveals nothing for the rest."""
     from ragcore.errors import InvalidInput
+    from ragcore.inputs import NestedTooDeep
     from ragio.providers.batching import EmbeddingDimensionsMismatch
     from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 
     if isinstance(error, Problem):
         return error
+    if isinstance(error, NestedTooDeep):
+        return Problem(413, f"{error}; send a flatter body")
     if isinstance(error, InvalidInput):
         return Problem(422, error.message, field=error.field)
     if isinstance(error, AnswerFailed):  # AllProvidersFailed: 503; ProviderRejected: 502

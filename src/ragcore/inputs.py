@@ -1,0 +1,100 @@
+"""What every input must be before a rule sees it: JSON within a fixed nesting depth,
+and text that storage can hold.
+
+PostgreSQL's text cannot hold NUL (U+0000), and a lone surrogate (U+D800 to U+DFFF,
+which JSON's ``"\\ud800"`` escape produces) cannot be encoded as UTF-8: either fails
+only when it is stored, after other work was done, as a 500. So both are refused where
+input is read, naming where they are, before anything runs. JSON nested deeper than
+``MAX_JSON_DEPTH`` is refused too: no body of ours needs more than a few levels, and
+the json module recurses, so a 2 KB body of brackets would otherwise raise
+RecursionError.
+
+``parse_json`` is what every JSON body goes through (the API's and the webhooks');
+``check_text_input`` is for text that arrives otherwise (query parameters, path
+segments, form fields, text read from a file).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ragcore.errors import InvalidInput
+
+MAX_JSON_DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class NotJSON(ValueError):
+    """The bytes are not a JSON text; the message says where it went wrong."""
+
+
+class NestedTooDeep(ValueError):
+    """JSON nested beyond MAX_JSON_DEPTH (HTTP 413: the body is more than we take)."""
+
+    def __init__(self, limit: int = MAX_JSON_DEPTH):
+        self.limit = limit
+        super().__init__(f"the JSON is nested more than {limit} levels deep")
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None when it can."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which cannot be stored: remove it"
+    if _SURROGATE.search(text):
+        return (
+            "contains a lone surrogate (\\ud800-\\udfff), which is not a character: send the "
+            "character itself, or both halves of its surrogate pair"
+        )
+    return None
+
+
+def check_text_input(text: str, field: str) -> str:
+    """``text`` unchanged; InvalidInput naming ``field`` when it cannot be stored."""
+    reason = unstorable(text)
+    if reason is not None:
+        raise InvalidInput(field, reason)
+    return text
+
+
+def parse_json(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``data`` parsed as JSON, every string in it (keys too) storable, nested at most
+    ``max_depth`` levels. Raises NotJSON, NestedTooDeep, or InvalidInput naming the field
+    (``text``, ``tags[2]``, ``message.chat.title``) that holds unstorable text.
+    ``NaN`` and ``Infinity`` are not JSON and are refused."""
+    try:
+        value = json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        raise NestedTooDeep(max_depth) from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise NotJSON(str(error)) from None
+    check_json_value(value, max_depth)
+    return value
+
+
+def check_json_value(value: Any, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Walk a parsed JSON value without recursion: NestedTooDeep beyond ``max_depth``
+    levels, InvalidInput naming the first string (in document order) that cannot be stored."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            check_text_input(item, path or "body")
+        elif isinstance(item, dict | list):
+            if depth >= max_depth:
+                raise NestedTooDeep(max_depth)
+            if isinstance(item, dict):
+                children = []
+                for key, child in item.items():
+                    inner = f"{path}.{key}" if path else key
+                    if (reason := unstorable(key)) is not None:
+                        raise InvalidInput(path or "body", f"has a field name that {reason}")
+                    children.append((child, inner, depth + 1))
+            else:
+                children = [(child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item)]
+            stack.extend(reversed(children))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
