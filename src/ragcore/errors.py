@@ -15,6 +15,11 @@ class InvalidInput(ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class TooLarge(InvalidInput):
+    """The input is more than the service takes in one go (HTTP 413); the message says
+    which limit, and what to do instead."""
+
+
 def refuse_unknown_fields(
     given: Iterable[str],
     fields: Sequence[str],

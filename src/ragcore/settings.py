@@ -390,6 +390,20 @@ SETTINGS: tuple[Setting, ...] = (
         "largest document accepted (25 MB)",
         _integer(minimum=1),
     ),
+    Setting(
+        "MAX_DOCUMENT_CHUNKS",
+        "2000",
+        "most chunks one document added through the API may make (about 2 MB of text; 413 "
+        "above it); `ragchat ingest` has no such limit",
+        _integer(minimum=1),
+    ),
+    Setting(
+        "MAX_DOCUMENT_READ_SECONDS",
+        "60",
+        "most time reading one file into text may take (parsing a PDF, Word, HTML or CSV "
+        "file; 413 beyond it)",
+        _number(0.1, 3600),
+    ),
     # language
     Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
     Setting(

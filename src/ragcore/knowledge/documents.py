@@ -16,13 +16,14 @@ from typing import Any
 import attrs
 
 from ragcore.effects import Embed, FindDocuments, StoreDocument, StoreDocuments
-from ragcore.errors import InvalidInput
+from ragcore.errors import InvalidInput, TooLarge
 from ragcore.inputs import check_text_input
 from ragcore.knowledge.chunking import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_TARGET_TOKENS,
     Chunk,
     chunk_text,
+    count_tokens_lazily,
 )
 
 MAX_NAME_CHARS = 255
@@ -207,22 +208,44 @@ def prepare_document(
     size_bytes: int | None = None,
     target_tokens: int = DEFAULT_TARGET_TOKENS,
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+    max_chunks: int | None = None,
+    field: str = "text",
 ) -> NewDocument:
-    """Check, hash and chunk a document; InvalidInput when it cannot be one.
+    """Check, hash and chunk a document; InvalidInput when it cannot be one, TooLarge
+    (naming ``field``, where the text came from) when it would make more than
+    ``max_chunks`` chunks.
 
     ``content_type`` and ``size_bytes`` describe the file it was read from; without
     them the document is taken as sent as text (see ``text_content_type``). This is
     the CPU-heavy part of adding a large document (about 0.3 s a megabyte), so a
-    runner calls it in a worker thread and then runs ``store_new_document``.
+    runner calls it in a worker thread and then runs ``store_new_document``. A text
+    that is sure to go over ``max_chunks`` is refused before it is chunked: no chunk
+    holds more than ``target_tokens`` tokens, so it makes at least tokens/target chunks.
     """
     name, text = check_document(name, text)
+    if max_chunks is not None:
+        least = -(-count_tokens_lazily(text) // target_tokens)
+        if least > max_chunks:
+            raise _too_many_chunks(field, f"at least {least}", max_chunks)
+    chunks = tuple(chunk_text(text, target_tokens, overlap_tokens))
+    if max_chunks is not None and len(chunks) > max_chunks:
+        raise _too_many_chunks(field, str(len(chunks)), max_chunks)
     return NewDocument(
         name=name,
         text=text,
         content_hash=content_hash(text),
         content_type=content_type or text_content_type(name),
         size_bytes=len(text.encode("utf-8")) if size_bytes is None else size_bytes,
-        chunks=tuple(chunk_text(text, target_tokens, overlap_tokens)),
+        chunks=chunks,
+    )
+
+
+def _too_many_chunks(field: str, made: str, limit: int) -> TooLarge:
+    return TooLarge(
+        field,
+        f"would make {made} chunks; one document added through the API may make {limit} "
+        "(MAX_DOCUMENT_CHUNKS): split it into smaller documents, or add it with "
+        "`ragchat ingest`",
     )
 
 

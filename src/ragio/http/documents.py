@@ -102,9 +102,12 @@ async def _add_upload(svc: Any) -> StoredDocument:
         raise Problem(
             415, f"{name} is {declared}, which cannot be read; supported: {supported_formats()}"
         )
-    text = await read_upload(data, fmt, upload.mimetype_params.get("charset"))
+    charset = upload.mimetype_params.get("charset")
+    text = await read_upload(data, fmt, charset, seconds=svc.settings.max_document_read_seconds)
     try:
-        return await _add(svc, name, text, content_type=fmt.content_type, size_bytes=len(data))
+        return await _add(
+            svc, name, text, content_type=fmt.content_type, size_bytes=len(data), field="file"
+        )
     except InvalidInput as error:
         if error.field == "text":
             # the text is the file's: say so of the file
@@ -114,8 +117,10 @@ async def _add_upload(svc: Any) -> StoredDocument:
 
 
 async def _add(svc: Any, name: Any, text: Any, **source: Any) -> StoredDocument:
-    """Check and chunk in a worker thread (CPU-bound for a large text), then store."""
-    prepare = functools.partial(prepare_document, name, text, **source)
+    """Check and chunk in a worker thread (CPU-bound for a large text), then store; at
+    most MAX_DOCUMENT_CHUNKS chunks, so one request's embedding stays bounded."""
+    limit = svc.settings.max_document_chunks
+    prepare = functools.partial(prepare_document, name, text, max_chunks=limit, **source)
     return await run(store_new_document(await trio.to_thread.run_sync(prepare)), svc)
 
 

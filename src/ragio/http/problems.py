@@ -24,7 +24,7 @@ class Problem(Exception):
 def problem_for(error: BaseException) -> Problem:
     """The problem an error is reported as: its own status and detail for the errors we
     know, a plain 500 that reveals nothing for the rest."""
-    from ragcore.errors import InvalidInput
+    from ragcore.errors import InvalidInput, TooLarge
     from ragcore.inputs import NestedTooDeep
     from ragio.providers.batching import EmbeddingDimensionsMismatch
     from ragio.providers.failures import AnswerFailed, EmbeddingFailed
@@ -33,6 +33,8 @@ def problem_for(error: BaseException) -> Problem:
         return error
     if isinstance(error, NestedTooDeep):
         return Problem(413, f"{error}; send a flatter body")
+    if isinstance(error, TooLarge):
+        return Problem(413, error.message, field=error.field)
     if isinstance(error, InvalidInput):
         return Problem(422, error.message, field=error.field)
     if isinstance(error, AnswerFailed):  # AllProvidersFailed: 503; ProviderRejected: 502

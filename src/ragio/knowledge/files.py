@@ -41,11 +41,14 @@ def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[Path, str]
     return found, skipped
 
 
-async def read_document(path: Path, max_bytes: int) -> tuple[str, Format, int]:
+async def read_document(
+    path: Path, max_bytes: int, seconds: float
+) -> tuple[str, Format, int]:
     """The file's text (structure kept, see ``ragio.knowledge.formats``), format and size.
 
     InvalidInput (field ``file``) when it is over ``max_bytes`` (MAX_UPLOAD_BYTES, the
-    same limit as uploads) or cannot be read as its suffix says; OSError when unreadable.
+    same limit as uploads), takes over ``seconds`` to read (MAX_DOCUMENT_READ_SECONDS)
+    or cannot be read as its suffix says; OSError when unreadable.
     """
     fmt = format_for_suffix(path.name)
     if fmt is None:
@@ -54,4 +57,4 @@ async def read_document(path: Path, max_bytes: int) -> tuple[str, Format, int]:
     if size > max_bytes:
         raise InvalidInput("file", f"is {size} bytes; the limit is {max_bytes} (MAX_UPLOAD_BYTES)")
     data = await trio.Path(path).read_bytes()
-    return await read_upload(data, fmt), fmt, len(data)
+    return await read_upload(data, fmt, seconds=seconds), fmt, len(data)

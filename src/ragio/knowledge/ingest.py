@@ -85,7 +85,7 @@ async def ingest_paths(
             group: list[tuple[Path, NewDocument]] = []
             for path in files:
                 try:
-                    doc = await _read_and_chunk(path, service.settings.max_upload_bytes)
+                    doc = await _read_and_chunk(path, service.settings)
                 except (InvalidInput, ValueError, OSError) as error:
                     report.failed.append((path, str(error)))
                     on_progress(1, 0)
@@ -108,8 +108,11 @@ class _Stop(Exception):
     """A group could not be stored: the run ends."""
 
 
-async def _read_and_chunk(path: Path, max_bytes: int) -> NewDocument:
-    text, fmt, size = await read_document(path, max_bytes)
+async def _read_and_chunk(path: Path, settings: Any) -> NewDocument:
+    """No MAX_DOCUMENT_CHUNKS here: nobody waits on a request for it (see docs)."""
+    text, fmt, size = await read_document(
+        path, settings.max_upload_bytes, settings.max_document_read_seconds
+    )
     prepare = functools.partial(  # CPU-bound for a large file
         prepare_document, path.name, text, content_type=fmt.content_type, size_bytes=size
     )
