@@ -17,9 +17,20 @@ from ragcore.targets.addresses import (
     own_networks,
     url_refusal,
 )
+from ragcore.workflows.definitions import workflow_reach
+from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay
+from tests.core.test_workflows import NOW
 
 STRICT = Reach("calls", "SETTING", "the setting is off")
 LOOSE = Reach("calls", "SETTING", "the setting is off", allow_private=True)
+LOCAL_HINT = "set WORKFLOW_ALLOW_PRIVATE_TARGETS=true to call a workflow engine on this host or LAN"
+
+
+def workflows(**settings):
+    environ = {name.upper(): str(value) for name, value in settings.items()}
+    return workflow_reach(load_settings(environ))
+
+
 # ---------------------------------------------------------------- reading a host
 
 
@@ -155,6 +166,14 @@ def test_one_refused_address_among_public_ones_refuses_the_name():
 # ---------------------------------------------------------------- the service itself
 
 
+def test_the_service_own_address_and_port_are_refused_even_with_the_setting():
+    reach = workflows(workflow_allow_private_targets="true", app_bind="127.0.0.1", app_port=8000)
+    for url in ("http://127.0.0.1:8000/chat", "http://127.1:8000/", "http://localhost:8000/x"):
+        refusal = url_refusal(url, reach)
+        assert refusal is not None and "port 8000 is this service itself" in refusal
+    assert url_refusal("http://127.0.0.1:5678/webhook/x", reach) is None  # another port
+
+
 def test_bound_to_every_interface_the_hosts_own_addresses_are_the_service_too():
     networks = own_networks("0.0.0.0", ["192.168.1.5", "fe80::1%eth0", "not an address"])
     reach = Reach(
@@ -170,6 +189,76 @@ def test_bound_to_every_interface_the_hosts_own_addresses_are_the_service_too():
     assert "this service itself" in url_refusal("http://127.0.0.2:8000/", reach)
     assert url_refusal("http://192.168.1.6:8000/", reach) is None
     assert url_refusal("http://192.168.1.5:5678/", reach) is None
+
+
+def test_bound_to_one_address_only_that_address_is_the_service():
+    reach = workflows(workflow_allow_private_targets="true", app_bind="192.168.1.5", app_port=8000)
+    assert "this service itself" in url_refusal("http://192.168.1.5:8000/", reach)
+    assert url_refusal("http://127.0.0.1:8000/", reach) is None
+
+
+def test_a_service_on_a_public_address_is_refused_without_the_setting_too():
+    reach = workflows(app_bind="93.184.216.34", app_port=8000)
+    assert "this service itself" in url_refusal("http://93.184.216.34:8000/", reach)
+    assert url_refusal("http://93.184.216.34:8080/", reach) is None
+    assert len(own_networks("localhost")) == 2 and own_networks("not an address") == ()
+
+
+# ---------------------------------------------------------------- workflow targets
+
+
+NEVER = "workflow calls never go there"
+LOOPBACK = f"a loopback address; {LOCAL_HINT}"
+METADATA_NAME = f"a cloud metadata name; {NEVER}"
+ISSUE_TARGETS = [
+    ("http://169.254.169.254/latest/", f"169.254.169.254 is a cloud metadata address; {NEVER}"),
+    ("http://[fd00:ec2::254]/", f"fd00:ec2::254 is a cloud metadata address; {NEVER}"),
+    ("http://10.0.0.5:5678/webhook/x", f"10.0.0.5 is a private address; {LOCAL_HINT}"),
+    ("http://192.168.1.10/hook", f"192.168.1.10 is a private address; {LOCAL_HINT}"),
+    ("http://127.1:5678/", f"127.1: 127.0.0.1 is a loopback address; {LOCAL_HINT}"),
+    ("http://2130706433/", f"2130706433: 127.0.0.1 is a loopback address; {LOCAL_HINT}"),
+    ("http://0x7f000001/", f"0x7f000001: 127.0.0.1 is a loopback address; {LOCAL_HINT}"),
+    ("http://[::ffff:127.0.0.1]/", f"::ffff:127.0.0.1 (127.0.0.1) is {LOOPBACK}"),
+    ("http://0.0.0.0:5678/", f"0.0.0.0 is an unspecified address; {NEVER}"),
+    ("http://localhost:5678/x", f"localhost: 127.0.0.1 is a loopback address; {LOCAL_HINT}"),
+    ("http://metadata.google.internal/", f"metadata.google.internal is {METADATA_NAME}"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("url, refusal", ISSUE_TARGETS)
+def test_every_spelling_of_a_non_public_target_is_refused_without_a_lookup(url, refusal):
+    assert url_refusal(url, workflows()) == refusal
+
+
+def test_with_the_setting_a_local_engine_is_allowed_but_metadata_and_link_local_never():
+    reach = workflows(workflow_allow_private_targets="true")
+    assert url_refusal("http://localhost:5678/webhook/abc", reach) is None
+    assert url_refusal("http://127.1:5678/webhook/abc", reach) is None
+    assert url_refusal("http://192.168.1.10/hook", reach) is None
+    for url in (
+        "http://169.254.169.254/",
+        "http://[fd00:ec2::254]/",
+        "http://169.254.10.10/",
+        "http://[fe80::1%25eth0]/",
+        "http://0.0.0.0:5678/",
+        "http://metadata.google.internal/",
+    ):
+        assert "never go there" in url_refusal(url, reach)
+
+
+def test_workflows_take_http_and_https_and_names_are_left_to_the_lookup():
+    reach = workflows()
+    assert reach.schemes == ("http", "https") and reach.allow_private is False
+    assert url_refusal("http://hooks.example.com/catch/1?token=abc", reach) is None
+    assert url_refusal("https://93.184.216.34/", reach) is None
+    assert url_refusal("ftp://hooks.example.com/", reach) == (
+        "only http:// and https:// targets are called"
+    )
+
+
+def test_the_setting_defaults_to_off():
+    assert load_settings({}).workflow_allow_private_targets is False
+    assert load_settings({"WORKFLOW_ALLOW_PRIVATE_TARGETS": "true"}).workflow_allow_private_targets
 
 
 # ---------------------------------------------------------------- action targets
@@ -191,3 +280,21 @@ def test_actions_take_https_only_and_say_which_setting_is_off():
     assert "metadata" in url_refusal("https://169.254.169.254/", loose)
     assert "link-local" in url_refusal("https://169.254.1.1/", loose)
     assert "unspecified" in url_refusal("https://0.0.0.0/", loose)
+
+
+# ---------------------------------------------------------------- a refused workflow call
+
+
+def test_a_refused_call_is_not_retried_and_says_why():
+    refused = Outcome(refused="127.0.0.1 is a loopback address; set it")
+    assert not refused.retryable and not refused.delivered
+    assert next_delay(RetryPolicy(), 1, refused, NOW) is None
+    assert refused.describe() == "refused: 127.0.0.1 is a loopback address; set it"
+
+
+def test_a_redirect_says_it_is_not_followed_and_a_failure_says_how():
+    assert Outcome(307).describe() == "HTTP 307 (a redirect, which is not followed)"
+    assert next_delay(RetryPolicy(), 1, Outcome(307), NOW) is None
+    failed = Outcome(failure="the name could not be resolved")
+    assert failed.describe() == "could not connect (the name could not be resolved)"
+    assert next_delay(RetryPolicy(), 1, failed, NOW) == 1.0
