@@ -500,8 +500,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "ACTIONS_CA_BUNDLE",
         "",
-        "PEM file of extra certificate authorities trusted for webhook, chat-ops and SMTP "
-        "connections (a private CA); blank: the system's only",
+        "PEM file of extra certificate authorities trusted for webhook, chat-ops, workflow "
+        "and SMTP connections (a private CA); blank: the system's only",
     ),
     # automation workflows
     Setting(
@@ -511,6 +511,13 @@ SETTINGS: tuple[Setting, ...] = (
         "blank: calls are unsigned",
         _signing_secret,
         secret=True,
+    ),
+    Setting(
+        "WORKFLOW_ALLOW_PRIVATE_TARGETS",
+        "false",
+        "true lets workflow calls reach loopback and private addresses: a workflow engine on "
+        "this host or LAN (link-local and cloud metadata addresses stay refused)",
+        _boolean,
     ),
     # text channels (docs/operations.md sets each one up)
     Setting(

@@ -30,7 +30,7 @@ class Service:
     embedder: Embedder
     answerer: AnswererChain  # the primary, then the fallbacks (rule 6); see ragio.runner
     language: LanguageDetection
-    # outbound calls the owner configured (platform replies, workflow calls): one pool,
+    # the platforms' APIs (channel replies, the owner's notifications): one pool,
     # a timeout on every request, redirects never followed
     outbound: httpx.AsyncClient = attrs.field(factory=lambda: outbound_client())
 

@@ -1,9 +1,8 @@
-"""Outbound actions, pure: the three kinds, the settings they may reach (rule 12), the
-public-address rule, and proposals read from a role's reply."""
+"""Outbound actions, pure: the three kinds, the settings they may reach (rule 12), and
+proposals read from a role's reply. The address rules: tests/core/test_targets.py."""
 
 import pytest
 
-from ragcore.actions.addresses import address_refusal, addresses_refusal, url_refusal
 from ragcore.actions.autonomy import ActingRole, AutonomyConfig
 from ragcore.actions.kinds import (
     Catalog,
@@ -129,57 +128,6 @@ def test_webhook_targets_must_be_https_names_at_start():
 def test_preview_is_short():
     text = preview(EmailAction("a@b.example", "Hello", "x" * 1000), limit=100)
     assert text.startswith("Subject: Hello\n") and len(text) == 100 and text.endswith("…")
-
-
-# ---------------------------------------------------------------- addresses
-
-
-@pytest.mark.parametrize(
-    "address, what",
-    [
-        ("127.0.0.1", "loopback"),
-        ("::1", "loopback"),
-        ("10.1.2.3", "private"),
-        ("172.16.0.9", "private"),
-        ("192.168.1.1", "private"),
-        ("169.254.169.254", "metadata"),
-        ("169.254.10.10", "link-local"),
-        ("fe80::1", "link-local"),
-        ("fd00:ec2::254", "metadata"),
-        ("fc00::5", "private"),
-        ("::ffff:127.0.0.1", "loopback"),
-        ("100.64.0.1", "not a public"),
-        ("0.0.0.0", "unspecified"),
-        ("224.0.0.1", "multicast"),
-    ],
-)
-def test_non_public_addresses_are_refused(address, what):
-    refusal = address_refusal(address)
-    assert refusal is not None and what in refusal
-
-
-def test_public_addresses_pass_and_private_ones_only_when_allowed():
-    assert address_refusal("93.184.216.34") is None
-    assert address_refusal("2606:2800:220:1:248:1893:25c8:1946") is None
-    assert address_refusal("127.0.0.1", allow_private=True) is None
-    assert address_refusal("10.0.0.1", allow_private=True) is None
-    # metadata stays refused even for local testing
-    assert "metadata" in address_refusal("169.254.169.254", allow_private=True)
-
-
-def test_one_private_address_among_public_ones_refuses_the_host():
-    refusal = addresses_refusal("hooks.example.com", ["93.184.216.34", "127.0.0.1"])
-    assert refusal.startswith("hooks.example.com: 127.0.0.1 is a loopback address")
-    assert "ACTIONS_ALLOW_PRIVATE_TARGETS is off" in refusal
-    assert addresses_refusal("x.example", []) == "x.example did not resolve to any address"
-    assert addresses_refusal("hooks.example.com", ["93.184.216.34"]) is None
-
-
-def test_only_https_urls_without_credentials():
-    assert url_refusal("https://hooks.example.com/x?y=1") is None
-    assert url_refusal("http://hooks.example.com/x") == "only https:// targets are called"
-    assert url_refusal("https://user:pw@hooks.example.com/") is not None
-    assert url_refusal("https:///nohost") == "the URL has no host"
 
 
 # ---------------------------------------------------------------- proposals

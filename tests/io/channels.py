@@ -26,6 +26,9 @@ REPLY = "You can return any item within 30 days of delivery [1]."
 SUPPORT_VOICE = "You are customer support"
 SALES_VOICE = "You are the sales assistant"
 FINANCE_VOICE = "You are the finance assistant"
+# The tests' workflow receivers run on 127.0.0.1, a workflow engine on this host: a call
+# reaches one only with WORKFLOW_ALLOW_PRIVATE_TARGETS on.
+LOCAL_WORKFLOWS = {"workflow_allow_private_targets": "true"}
 
 
 async def wait_for(condition: Callable[[], Any], seconds: float = 15) -> Any:

@@ -13,6 +13,7 @@ from nacl.signing import SigningKey
 
 from tests.io.channels import (
     FINANCE_VOICE,
+    LOCAL_WORKFLOWS,
     QUESTION,
     REPLY,
     SALES_VOICE,
@@ -47,7 +48,11 @@ async def discord(serve_fake):
 
 @pytest.fixture
 async def settings_overrides(request, openai, discord):
-    settings = {"discord_public_key": PUBLIC_KEY, "discord_api_base_url": discord.base_url}
+    settings = {
+        "discord_public_key": PUBLIC_KEY,
+        "discord_api_base_url": discord.base_url,
+        **LOCAL_WORKFLOWS,
+    }
     return on_openai(openai, **{**settings, **getattr(request, "param", {})})
 
 

@@ -17,6 +17,7 @@ from ragcore.channels.telegram import parse_update
 from ragio.channels.updates import claim_delivery, mark_answered
 from tests.io.channels import (
     FINANCE_VOICE,
+    LOCAL_WORKFLOWS,
     QUESTION,
     REPLY,
     SALES_VOICE,
@@ -56,6 +57,7 @@ async def settings_overrides(request, openai, telegram):
         "telegram_bot_token": TOKEN,
         "telegram_webhook_secret": SECRET,
         "telegram_api_base_url": telegram.base_url,
+        **LOCAL_WORKFLOWS,
     }
     return on_openai(openai, **{**settings, **getattr(request, "param", {})})
 
@@ -105,6 +107,31 @@ async def test_a_message_is_answered_with_its_sources_then_the_channels_workflow
     assert context["citations"][0]["document_name"] == "refunds.md"
     # the workflow is called after the reply went out
     assert call.at >= telegram.requests_to(f"/bot{TOKEN}/sendMessage")[0].at
+
+
+@pytest.mark.parametrize(
+    "settings_overrides", [{"workflow_allow_private_targets": "false"}], indirect=True
+)
+async def test_without_private_targets_a_stored_loopback_workflow_is_not_called_after_a_reply(
+    api, telegram, receiver, database_url, caplog
+):
+    await add_refunds(api)
+    port = receiver.base_url.rsplit(":", 1)[1]
+    with psycopg.connect(database_url) as conn:  # stored before the address rules existed
+        conn.execute(
+            "INSERT INTO automation_workflows (name, webhook_url, channels) VALUES (%s, %s, %s)",
+            ("Local CRM", f"http://127.1:{port}/telegram", ["telegram"]),
+        )
+    caplog.set_level(logging.WARNING)
+
+    assert (await post(api, update())).status_code == 200
+    [sent] = await wait_for(lambda: telegram.sent)
+    assert sent["text"].startswith(REPLY)  # the reply is unchanged
+    await wait_for(lambda: "'Local CRM'" in caplog.text)
+    assert "127.1: 127.0.0.1 is a loopback address; set WORKFLOW_ALLOW_PRIVATE_TARGETS" in (
+        caplog.text
+    )
+    assert receiver.requests == []
 
 
 @pytest.mark.parametrize("secret", [None, "", "wrong-secret", SECRET + "x"])

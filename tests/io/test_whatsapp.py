@@ -10,6 +10,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from tests.io.channels import (
+    LOCAL_WORKFLOWS,
     QUESTION,
     REPLY,
     add_refunds,
@@ -48,6 +49,7 @@ async def settings_overrides(request, openai, telco):
         "telco_auth_token": AUTH_TOKEN,
         "telco_api_base_url": telco.base_url,
         "public_base_url": PUBLIC,
+        **LOCAL_WORKFLOWS,
     }
     return on_openai(openai, **{**settings, **getattr(request, "param", {})})
 

@@ -1,6 +1,10 @@
 """The workflow calls made after a reply (``fire_workflows``), against a receiver on
-127.0.0.1: who is called and with what, retries, the timeout, signing, and that a broken
-or slow workflow never raises to the caller."""
+127.0.0.1: who is called and with what, retries, the timeout, signing, that a broken or
+slow workflow never raises to the caller, and that a call reaches only an address the
+rules allow, checked at every call (a stored workflow is checked again).
+
+The receivers are a workflow engine on this host, so WORKFLOW_ALLOW_PRIVATE_TARGETS is on
+unless a test turns it off."""
 
 from __future__ import annotations
 
@@ -10,11 +14,17 @@ import logging
 import socket
 
 import attrs
+import psycopg
+import pytest
 import trio
 from standardwebhooks.webhooks import Webhook
 
 from ragcore.workflows.delivery import RetryPolicy
+from ragio.targets import post
 from ragio.workflows.dispatch import fire_workflows
+from tests.io.actions import use_resolver
+from tests.io.fakes.action_receivers import Redirector, serve_https
+from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 # fast retries and a short timeout, so no test waits the real 1 s, 2 s and 10 s
 QUICK = RetryPolicy(timeout_seconds=0.5, backoff_seconds=0.01)
@@ -26,6 +36,40 @@ EXPECTED = {
     "ai_reply": "We open at 9 am [1].",
     "context": CONTEXT,
 }
+
+
+OFF = {"workflow_allow_private_targets": "false"}
+
+
+@pytest.fixture
+def settings_overrides(request):
+    """WORKFLOW_ALLOW_PRIVATE_TARGETS on (the receivers are on 127.0.0.1); a test changes
+    settings with ``@pytest.mark.parametrize("settings_overrides", [{…}], indirect=True)``."""
+    return {"workflow_allow_private_targets": "true", **getattr(request, "param", {})}
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    return use_resolver(monkeypatch)
+
+
+def with_settings(service, **changes):
+    """The service with ``changes`` to its settings, as after a restart with them."""
+    return attrs.evolve(service, settings=attrs.evolve(service.settings, **changes))
+
+
+def stored(database_url, url, name="stored"):
+    """A workflow written straight to the table, past the checks of the API: as one saved
+    before the address rules existed, or under other settings."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO automation_workflows (name, webhook_url, channels) VALUES (%s, %s, %s)",
+            (name, url, ["telegram"]),
+        )
+
+
+def warnings_of(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 async def add(api, url, channels=("telegram",), is_active=True, name="hook"):
@@ -188,3 +232,155 @@ async def test_a_database_failure_is_logged_not_raised(service, caplog):
     with caplog.at_level(logging.WARNING):
         await fire(broken)
     assert "were not called" in caplog.text
+
+
+# ---------------------------------------------------------------- which addresses a call reaches
+
+# Every one of these reaches the receiver on 127.0.0.1 when a call may go there.
+LOOPBACK_SPELLINGS = [
+    "127.0.0.1",
+    "127.1",
+    "2130706433",
+    "0x7f000001",
+    "[::ffff:127.0.0.1]",
+    "localhost",
+    "hooks.example.test",  # a name that resolves to 127.0.0.1
+]
+
+
+@pytest.mark.parametrize("settings_overrides", [OFF], indirect=True)
+@pytest.mark.parametrize("host", [*LOOPBACK_SPELLINGS, "0.0.0.0"])
+async def test_a_stored_loopback_target_is_not_called_without_the_setting(
+    service, database_url, receiver, resolver, caplog, host
+):
+    port = receiver.base_url.rsplit(":", 1)[1]
+    stored(database_url, f"http://{host}:{port}/webhook/abc?token=s3cret", name="Old CRM")
+    with caplog.at_level(logging.WARNING):
+        await fire(service)
+    assert receiver.requests == []
+    [warning] = warnings_of(caplog)
+    assert "'Old CRM'" in warning and "was not called: " in warning
+    assert "a loopback address; set WORKFLOW_ALLOW_PRIVATE_TARGETS=true" in warning or (
+        "0.0.0.0 is an unspecified address; workflow calls never go there" in warning
+    )
+    assert "s3cret" not in caplog.text and "/webhook/abc" not in caplog.text
+    assert resolver.lookups == (["hooks.example.test"] if host == "hooks.example.test" else [])
+
+
+@pytest.mark.parametrize("host", LOOPBACK_SPELLINGS)
+async def test_with_the_setting_every_loopback_spelling_reaches_the_local_receiver(
+    service, database_url, receiver, resolver, caplog, host
+):
+    port = receiver.base_url.rsplit(":", 1)[1]
+    stored(database_url, f"http://{host}:{port}/webhook/abc")
+    with caplog.at_level(logging.INFO, logger="ragio.targets.post"):
+        await fire(service)
+    [call] = receiver.requests
+    assert call.path == "/webhook/abc" and call.body == EXPECTED
+    # each call to a non-public address says so, naming the host, never the path
+    assert "as WORKFLOW_ALLOW_PRIVATE_TARGETS=true allows" in caplog.text
+    assert "/webhook/abc" not in caplog.text
+
+
+async def test_0_0_0_0_metadata_and_link_local_stay_refused_with_the_setting_on(
+    service, database_url, receiver, resolver, caplog
+):
+    port = receiver.base_url.rsplit(":", 1)[1]
+    for host in (
+        "0.0.0.0",
+        "169.254.169.254",
+        "[fd00:ec2::254]",
+        "169.254.10.10",
+        "metadata.google.internal",
+        "metadata.example.test",  # 127.0.0.1, and 169.254.169.254 too
+        "linklocal.example.test",  # 127.0.0.1, and fe80::1 too
+    ):
+        stored(database_url, f"http://{host}:{port}/hook", name=host)
+    with caplog.at_level(logging.WARNING), trio.fail_after(5):
+        await fire(service)
+    # the two names also resolve to the receiver's address: not one address was tried
+    assert receiver.requests == []
+    warnings = warnings_of(caplog)
+    assert len(warnings) == 7
+    assert all("was not called" in w and "never go there" in w for w in warnings)
+    assert sum("metadata" in w for w in warnings) == 4
+    assert sum("link-local" in w for w in warnings) == 2
+
+
+async def test_a_workflow_saved_with_the_setting_on_is_not_called_once_it_is_off(
+    api, service, receiver
+):
+    await add(api, receiver.url("/hook"))
+    await fire(with_settings(service, workflow_allow_private_targets=False))
+    assert receiver.requests == []
+    await fire(service)  # on again: called
+    assert len(receiver.requests) == 1
+
+
+@pytest.mark.parametrize("settings_overrides", [OFF], indirect=True)
+async def test_a_name_is_checked_again_at_every_call_not_only_when_saved(
+    api, service, receiver, monkeypatch, caplog
+):
+    answers = iter([["93.184.216.34"], ["127.0.0.1"]])  # public when saved, then rebound
+
+    async def rebinding(host, port):
+        return next(answers)
+
+    monkeypatch.setattr(post, "resolve", rebinding)
+    port = receiver.base_url.rsplit(":", 1)[1]
+    await add(api, f"http://flip.example.test:{port}/hook")
+    with caplog.at_level(logging.WARNING):
+        await fire(service)
+    assert receiver.requests == []
+    [warning] = warnings_of(caplog)
+    assert "flip.example.test: 127.0.0.1 is a loopback address" in warning
+
+
+async def test_each_attempt_resolves_once_and_connects_to_the_address_it_checked(
+    service, database_url, receiver, resolver
+):
+    port = receiver.base_url.rsplit(":", 1)[1]
+    stored(database_url, f"http://hooks.example.test:{port}/hook")
+    receiver.fail_next(503)
+    await fire(service)
+    # no real DNS knows hooks.example.test: both attempts went to the address checked
+    assert [r.path for r in receiver.requests] == ["/hook", "/hook"]
+    assert resolver.lookups == ["hooks.example.test", "hooks.example.test"]
+    assert receiver.requests[0].headers["host"] == f"hooks.example.test:{port}"
+
+
+async def test_the_service_itself_is_never_called(service, database_url, receiver, caplog):
+    port = int(receiver.base_url.rsplit(":", 1)[1])
+    itself = with_settings(service, app_bind="127.0.0.1", app_port=port)  # as if it were
+    stored(database_url, f"http://127.0.0.1:{port}/chat")
+    with caplog.at_level(logging.WARNING):
+        await fire(itself)
+    assert receiver.requests == []
+    [warning] = warnings_of(caplog)
+    assert f"127.0.0.1 port {port} is this service itself" in warning
+
+
+async def test_a_redirect_is_not_followed_nor_retried(api, service, receiver, serve_fake, caplog):
+    redirector = await serve_fake(Redirector(receiver.url("/final")))
+    await add(api, redirector.base_url + "/moved", name="Moved")
+    with caplog.at_level(logging.WARNING):
+        await fire(service)
+    assert len(redirector.requests) == 1 and receiver.requests == []
+    [warning] = warnings_of(caplog)
+    assert "'Moved'" in warning and "HTTP 307 (a redirect, which is not followed)" in warning
+
+
+async def test_an_https_workflow_checks_the_certificate_of_the_name_on_the_pinned_address(
+    api, service, nursery, authority, resolver, caplog
+):
+    hooks = WorkflowReceiver()
+    async with serve_https(hooks, nursery, authority, "hooks.example.test") as port:
+        url = f"https://hooks.example.test:{port}/catch"
+        await add(api, url)
+        with caplog.at_level(logging.WARNING):
+            await fire(service)  # the test authority is not trusted: nothing is sent
+            assert hooks.requests == []
+            assert "its TLS certificate is not trusted" in caplog.text
+            await fire(with_settings(service, actions_ca_bundle=str(authority.bundle)))
+    [call] = hooks.requests
+    assert call.body == EXPECTED and call.headers["host"] == f"hooks.example.test:{port}"

@@ -1,5 +1,7 @@
 """/automation-workflows through the real HTTP API: create, list with filters, read,
-edit, delete, and every way a request is refused (nothing is written then)."""
+edit, delete, and every way a request is refused (nothing is written then), including
+every target a workflow call must not reach. Names are looked up through the tests'
+resolver (tests/io/actions.py), never real DNS."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import psycopg
 import pytest
 
 from ragio.http.app import create_app
+from tests.io.actions import use_resolver
 from tests.io.conftest import serve_app
 from tests.io.test_http_errors import assert_problem
 
@@ -19,10 +22,15 @@ ORDERS = {
 }
 TICKETS = {
     "name": "Discord tickets",
-    "webhook_url": "http://127.0.0.1:5678/webhook/tickets",
+    "webhook_url": "http://n8n.example.test:5678/webhook/tickets",
     "channels": ["discord"],
     "is_active": False,
 }
+
+
+@pytest.fixture(autouse=True)
+def resolver(monkeypatch):
+    return use_resolver(monkeypatch)
 
 
 def workflow_count(database_url: str) -> int:
@@ -201,3 +209,101 @@ async def test_the_routes_need_the_api_key_when_one_is_set(service, nursery):
         ok = await client.get("/automation-workflows", headers={"X-API-Key": "k"})
         assert ok.status_code == 200 and ok.json() == {"workflows": []}
     stop.set()
+
+
+# ---------------------------------------------------------------- targets a call must not reach
+
+LOCAL_HINT = "set WORKFLOW_ALLOW_PRIVATE_TARGETS=true to call a workflow engine on this host or LAN"
+NEVER = "workflow calls never go there"
+SELF = "http://127.0.0.1:{port}/chat"  # the service's own address: {port} is where it is served
+METADATA = f"a cloud metadata address; {NEVER}"
+PRIVATE = f"a private address; {LOCAL_HINT}"
+LOOPBACK = f"a loopback address; {LOCAL_HINT}"
+NOT_PUBLIC = [
+    ("http://169.254.169.254/latest/meta-data/", f"169.254.169.254 is {METADATA}"),
+    ("http://[fd00:ec2::254]/latest/meta-data/", f"fd00:ec2::254 is {METADATA}"),
+    ("http://10.0.0.5:5678/webhook/x", f"10.0.0.5 is {PRIVATE}"),
+    ("http://192.168.1.10/hook", f"192.168.1.10 is {PRIVATE}"),
+    ("http://127.1:5678/webhook/x", f"127.1: 127.0.0.1 is {LOOPBACK}"),
+    ("http://2130706433:5678/", f"2130706433: 127.0.0.1 is {LOOPBACK}"),
+    ("http://0x7f000001:5678/", f"0x7f000001: 127.0.0.1 is {LOOPBACK}"),
+    ("http://[::ffff:127.0.0.1]:5678/", f"::ffff:127.0.0.1 (127.0.0.1) is {LOOPBACK}"),
+    ("http://0.0.0.0:5678/", f"0.0.0.0 is an unspecified address; {NEVER}"),
+    ("http://localhost:5678/webhook/x", f"localhost: 127.0.0.1 is {LOOPBACK}"),
+    ("http://internal.example.test/hook", f"internal.example.test: 10.0.0.5 is {PRIVATE}"),
+    (SELF, "is this service itself (APP_BIND and APP_PORT); workflow calls never call back"),
+]
+# refused with WORKFLOW_ALLOW_PRIVATE_TARGETS on too
+NEVER_REACHED = [
+    ("http://169.254.169.254/latest/meta-data/", "cloud metadata address"),
+    ("http://[fd00:ec2::254]/", "cloud metadata address"),
+    ("http://metadata.google.internal/computeMetadata/v1/", "cloud metadata name"),
+    ("http://metadata.example.test/", "metadata.example.test: 169.254.169.254 is a cloud metadata"),
+    ("http://169.254.10.10/", "link-local address"),
+    ("http://[fe80::1%25eth0]:5678/", "link-local address"),
+    ("http://0.0.0.0:5678/", "unspecified address"),
+    ("http://[::]:5678/", "unspecified address"),
+    ("http://224.0.0.1/", "multicast address"),
+    (SELF, "is this service itself"),
+]
+LOCAL_ENGINES = [
+    "http://localhost:5678/webhook/orders",
+    "http://127.1:5678/webhook/orders",
+    "http://[::1]:5678/webhook/orders",
+    "http://192.168.1.10:5678/webhook/orders",
+    "http://internal.example.test:5678/webhook/orders",
+]
+
+
+def served_as_self(api, service, monkeypatch, **settings) -> str:
+    """Point APP_PORT at the port the app is really served on (APP_BIND is 127.0.0.1), and
+    apply ``settings``; the service's own URL."""
+    port = api.base_url.port
+    changed = attrs.evolve(service.settings, app_port=port, **settings)
+    monkeypatch.setattr(service, "settings", changed)
+    return SELF.format(port=port)
+
+
+async def assert_refused_at_post_and_patch(api, database_url, url, detail):
+    body = assert_problem(
+        await api.post("/automation-workflows", json={**ORDERS, "webhook_url": url}), 422, detail
+    )
+    assert body["field"] == "webhook_url"
+    assert workflow_count(database_url) == 0
+    created = await create(api, ORDERS)
+    path = f"/automation-workflows/{created['id']}"
+    body = assert_problem(await api.patch(path, json={"webhook_url": url}), 422, detail)
+    assert body["field"] == "webhook_url"
+    assert (await api.get(path)).json() == created  # the refused PATCH changed nothing
+    await api.delete(path)
+
+
+@pytest.mark.parametrize("url, detail", NOT_PUBLIC)
+async def test_a_target_that_is_not_public_is_422_at_post_and_patch_and_nothing_is_stored(
+    api, service, database_url, monkeypatch, url, detail
+):
+    own = served_as_self(api, service, monkeypatch)
+    await assert_refused_at_post_and_patch(api, database_url, url.replace(SELF, own), detail)
+
+
+@pytest.mark.parametrize("url, detail", NEVER_REACHED)
+async def test_with_private_targets_allowed_metadata_link_local_and_the_service_stay_refused(
+    api, service, database_url, monkeypatch, url, detail
+):
+    own = served_as_self(api, service, monkeypatch, workflow_allow_private_targets=True)
+    await assert_refused_at_post_and_patch(api, database_url, url.replace(SELF, own), detail)
+
+
+@pytest.mark.parametrize("url", LOCAL_ENGINES)
+async def test_with_private_targets_allowed_a_local_engine_is_saved(api, service, monkeypatch, url):
+    served_as_self(api, service, monkeypatch, workflow_allow_private_targets=True)
+    created = await create(api, {**ORDERS, "webhook_url": url})
+    assert created["webhook_url"] == url
+    edited = await api.patch(f"/automation-workflows/{created['id']}", json={"webhook_url": url})
+    assert edited.status_code == 200, edited.text
+
+
+async def test_a_name_that_does_not_resolve_now_is_saved_and_checked_at_each_call(api, resolver):
+    created = await create(api, ORDERS)  # hooks.example.com: no DNS in the tests
+    assert created["webhook_url"] == ORDERS["webhook_url"]
+    assert resolver.lookups == ["hooks.example.com"]

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import attrs
 
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.targets.addresses import Reach, own_networks
 
 KINDS = ("webhook", "email", "chatops")
 KIND_MEANINGS = {
@@ -242,6 +243,21 @@ class Catalog:
         if not self.chatops:
             return "CHATOPS_WEBHOOK_URL is not set"
         return None
+
+
+def action_reach(settings: Any, interfaces: Iterable[str] = ()) -> Reach:
+    """Where webhook and chat-ops actions may connect: https, public addresses, and
+    loopback and private ones too when ACTIONS_ALLOW_PRIVATE_TARGETS is on (local
+    testing). ``interfaces``: the host's addresses, when APP_BIND is every interface."""
+    return Reach(
+        calls="actions",
+        setting="ACTIONS_ALLOW_PRIVATE_TARGETS",
+        private_hint="ACTIONS_ALLOW_PRIVATE_TARGETS is off; only public addresses are called",
+        allow_private=bool(settings.actions_allow_private_targets),
+        schemes=("https",),
+        service_port=settings.app_port,
+        service_networks=own_networks(settings.app_bind, interfaces),
+    )
 
 
 def describe(action: Action) -> str:

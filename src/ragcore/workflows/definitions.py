@@ -9,7 +9,7 @@ it is refused with a message that says so rather than stored to stay silent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.targets.addresses import Reach, own_networks
 
 WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
 #: channel identifiers roles use that never call workflows, and why
@@ -132,6 +133,24 @@ def check_webhook_url(value: Any) -> str:
             "secret path or query, or set WORKFLOW_SIGNING_SECRET and check the signature",
         )
     return value
+
+
+def workflow_reach(settings: Any, interfaces: Iterable[str] = ()) -> Reach:
+    """Where workflow calls may connect: http or https, public addresses, and loopback and
+    private ones too when WORKFLOW_ALLOW_PRIVATE_TARGETS is on (a workflow engine on this
+    host or LAN); never a link-local or metadata address, nor the service itself.
+    ``interfaces``: the host's addresses, when APP_BIND is every interface."""
+    return Reach(
+        calls="workflow calls",
+        setting="WORKFLOW_ALLOW_PRIVATE_TARGETS",
+        private_hint=(
+            "set WORKFLOW_ALLOW_PRIVATE_TARGETS=true to call a workflow engine on this host or LAN"
+        ),
+        allow_private=bool(settings.workflow_allow_private_targets),
+        schemes=("http", "https"),
+        service_port=settings.app_port,
+        service_networks=own_networks(settings.app_bind, interfaces),
+    )
 
 
 def check_channels(value: Any) -> tuple[str, ...]:

@@ -3,9 +3,10 @@
 A call is tried at most ``1 + max_retries`` times. Only failures that may pass are tried
 again: no answer in time, a connection that failed (the receiver restarting), 408, 429
 and 5xx. Another status (a 4xx, a redirect, which is never followed) would fail the same
-way again. The wait doubles from ``backoff_seconds``; a ``Retry-After`` the receiver sends
-is honoured when it is within ``max_retry_after_seconds``, and beyond that the call is
-given up rather than sent before the receiver asked.
+way again, and a target the address rules refuse is never sent anything. The wait
+doubles from ``backoff_seconds``; a ``Retry-After`` the receiver sends is honoured when
+it is within ``max_retry_after_seconds``, and beyond that the call is given up rather
+than sent before the receiver asked.
 """
 
 from __future__ import annotations
@@ -30,11 +31,15 @@ class RetryPolicy:
 @attrs.frozen
 class Outcome:
     """How one attempt ended: an HTTP ``status``, or none (``timed_out``, or the connection
-    failed); ``retry_after`` is the response's Retry-After header, if any."""
+    failed, ``failure`` saying how); ``retry_after`` is the response's Retry-After header,
+    if any. ``refused``: the address rules refused the target, so nothing was sent, and
+    nothing will be on a retry."""
 
     status: int | None = None
     timed_out: bool = False
     retry_after: str | None = None
+    refused: str | None = None
+    failure: str | None = None
 
     @property
     def delivered(self) -> bool:
@@ -42,15 +47,21 @@ class Outcome:
 
     @property
     def retryable(self) -> bool:
+        if self.refused is not None:
+            return False
         if self.status is None:
             return True
         return self.status in RETRIED_STATUSES or 500 <= self.status < 600
 
     def describe(self) -> str:
+        if self.refused is not None:
+            return f"refused: {self.refused}"
         if self.timed_out:
             return "no answer in time"
         if self.status is None:
-            return "could not connect"
+            return f"could not connect ({self.failure})" if self.failure else "could not connect"
+        if 300 <= self.status < 400:
+            return f"HTTP {self.status} (a redirect, which is not followed)"
         return f"HTTP {self.status}"
 
 

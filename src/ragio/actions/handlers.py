@@ -6,6 +6,7 @@ import logging
 import os
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragcore.actions.approvals import ID_BYTES, approval_id
 from ragcore.actions.effects import (
@@ -22,12 +23,18 @@ from ragcore.actions.effects import (
     Sent,
     Ticket,
 )
-from ragcore.actions.kinds import ChatopsAction, EmailAction, WebhookAction, describe
+from ragcore.actions.kinds import (
+    ChatopsAction,
+    EmailAction,
+    WebhookAction,
+    action_reach,
+    describe,
+)
 from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
 from ragio.actions import store
-from ragio.actions.https import post_json
 from ragio.actions.mail import send_email
 from ragio.actions.notify import notify_owner
+from ragio.targets.post import interfaces, post
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +104,45 @@ async def perform(service: Any, record: ActionRecord) -> Sent:
         log.exception("action %s failed unexpectedly", record.id)
         return Sent(False, f"unexpected error ({type(error).__name__})")
     return Sent(False, f"unknown action kind {action.kind}")
+
+
+async def post_json(
+    settings: Any, name: str, url: str, body: bytes, headers: dict[str, str] | None = None
+) -> Sent:
+    """POST an action's ``body`` to ``url`` (called ``name`` in logs and reasons) through
+    ``ragio.targets.post``: https, public addresses only unless
+    ACTIONS_ALLOW_PRIVATE_TARGETS, pinned, no redirect, ACTIONS_TIMEOUT_SECONDS in all."""
+    host = str(urlsplit(url).hostname or "")
+    where = f"{name} ({host})"
+    reach = action_reach(settings, interfaces(settings))
+    if reach.allow_private:
+        log.warning(
+            "ACTIONS_ALLOW_PRIVATE_TARGETS=true: calling %s with loopback and private "
+            "addresses allowed; turn it off outside local testing",
+            where,
+        )
+    timeout = float(settings.actions_timeout_seconds)
+    reply = await post(
+        url,
+        body,
+        headers,
+        reach=reach,
+        timeout=timeout,
+        ca_bundle=settings.actions_ca_bundle.strip(),
+        name=name,
+    )
+    if reply.refused is not None:
+        log.warning("action call to %s refused: %s", name, reply.refused)
+        return Sent(False, f"{name}: {reply.refused}")
+    if reply.status is None:
+        return Sent(False, f"{where}: {reply.failure}")
+    if 200 <= reply.status < 300:
+        return Sent(True, f"{where} answered HTTP {reply.status}")
+    if 300 <= reply.status < 400:
+        return Sent(
+            False, f"{where} answered a redirect (HTTP {reply.status}), which is not followed"
+        )
+    return Sent(False, f"{where} answered HTTP {reply.status}")
 
 
 def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | None = None) -> None:

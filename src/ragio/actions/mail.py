@@ -19,7 +19,7 @@ import trio
 
 from ragcore.actions.effects import Sent
 from ragcore.actions.kinds import EmailAction, recipient_allowed
-from ragio.actions.https import CertificatesUnreadable, settings_context
+from ragio.targets.tls import CertificatesUnreadable, settings_context
 
 log = logging.getLogger(__name__)
 

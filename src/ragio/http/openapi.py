@@ -352,7 +352,10 @@ SPEC: dict[str, Any] = {
                     "webhook_url": {
                         "type": "string",
                         "maxLength": 2048,
-                        "description": "http:// or https://, with a host and no user:password",
+                        "description": "http:// or https://, with a host and no "
+                        "user:password; never a metadata, link-local or unspecified address, "
+                        "nor the service itself; loopback and private addresses only with "
+                        "WORKFLOW_ALLOW_PRIVATE_TARGETS=true (422 otherwise)",
                     },
                     "channels": {
                         "type": "array",

@@ -1,7 +1,9 @@
 """/automation-workflows: the webhooks called after the AI replies on a wired text
 channel. List them (filters ``?channel=`` and ``?is_active=``), create, read, edit and
 delete one. The rules live in ``ragcore.workflows.definitions``; the calls themselves in
-``ragio.workflows.dispatch``."""
+``ragio.workflows.dispatch``. A ``webhook_url`` is checked against the address rules
+before it is stored (``ragio.targets.post.save_refusal``): 422 naming the field and the
+reason, nothing stored; the calls check it again each time."""
 
 from __future__ import annotations
 
@@ -9,17 +11,21 @@ from typing import Any
 
 from quart import Blueprint, request
 
+from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
     Workflow,
+    WorkflowFields,
     check_filters,
     check_new,
     check_patch,
     parse_id,
+    workflow_reach,
     workflow_view,
 )
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.problems import Problem
+from ragio.targets.post import interfaces, save_refusal
 from ragio.workflows import store
 
 blueprint = Blueprint("workflows", __name__)
@@ -28,6 +34,18 @@ PATH = "/automation-workflows"
 
 def _missing(raw: str) -> Problem:
     return Problem(404, f"no workflow {raw[:40]!r}; GET {PATH} lists them")
+
+
+async def _check_target(fields: WorkflowFields) -> WorkflowFields:
+    """``fields`` when their webhook_url (if given) is one a workflow call may reach;
+    InvalidInput naming webhook_url and why not otherwise."""
+    if fields.webhook_url is not None:
+        settings = service().settings
+        reach = workflow_reach(settings, interfaces(settings))
+        refusal = await save_refusal(fields.webhook_url, reach)
+        if refusal is not None:
+            raise InvalidInput("webhook_url", refusal)
+    return fields
 
 
 def _id(raw: str) -> int:
@@ -50,7 +68,7 @@ async def list_workflows() -> dict[str, Any]:
 
 @blueprint.post(PATH)
 async def create_workflow() -> tuple[dict[str, Any], int, dict[str, str]]:
-    new = check_new(await json_body(required=True))
+    new = await _check_target(check_new(await json_body(required=True)))
     created: Workflow = await service().database.run(store.create_workflow, new)
     return workflow_view(created), 201, {"Location": f"{PATH}/{created.id}"}
 
@@ -66,7 +84,7 @@ async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's nam
 @blueprint.patch(f"{PATH}/<id>")
 async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
     workflow_id = _id(id)
-    patch = check_patch(await json_body(required=True))
+    patch = await _check_target(check_patch(await json_body(required=True)))
     saved = await service().database.run(store.patch_workflow, workflow_id, patch)
     if saved is None:
         raise _missing(id)

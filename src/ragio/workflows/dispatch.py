@@ -3,9 +3,13 @@
 ``fire_workflows`` is what a channel adapter awaits, in a background task, once its
 reply is sent: every active workflow on that channel gets the JSON POST, at most
 ``policy.concurrency`` at once, each attempt bounded by ``policy.timeout_seconds`` and
-retried as ``ragcore.workflows.delivery`` decides. It never raises (a broken or slow
-workflow must not break the reply, rule 2) and stays cancellable: cancelling the task
-that runs it stops every call at once.
+retried as ``ragcore.workflows.delivery`` decides. Every attempt goes through
+``ragio.targets.post``: the host resolved once, every address checked against the
+workflow rules (``workflow_reach``: loopback and private addresses only with
+WORKFLOW_ALLOW_PRIVATE_TARGETS, link-local and metadata never, nor the service itself),
+the connection pinned to a checked address, no redirect followed. A refused target is
+not retried. It never raises (a broken or slow workflow must not break the reply, rule 2)
+and stays cancellable: cancelling the task that runs it stops every call at once.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import attrs
 import trio
 
-from ragcore.workflows.definitions import Workflow
+from ragcore.targets.addresses import Reach
+from ragcore.workflows.definitions import Workflow, workflow_reach
 from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay
 from ragcore.workflows.matching import firing
 from ragcore.workflows.payload import request_headers, signing_key, workflow_body
+from ragio.targets.post import interfaces, post
 from ragio.workflows import store
 
 log = logging.getLogger(__name__)
@@ -48,18 +54,29 @@ async def fire_workflows(
         if not due:
             return
         body = workflow_body(channel, message, ai_reply, context)
-        secret = service.settings.workflow_signing_secret
+        settings = service.settings
+        secret = settings.workflow_signing_secret
         key = signing_key(secret) if secret else None
+        reach = workflow_reach(settings, interfaces(settings))
+        target = _Target(reach, settings.actions_ca_bundle)
         limiter = trio.CapacityLimiter(policy.concurrency)
         async with trio.open_nursery() as nursery:
             for workflow in due:
-                nursery.start_soon(_call, service.outbound, workflow, body, key, policy, limiter)
+                nursery.start_soon(_call, target, workflow, body, key, policy, limiter)
     except Exception as error:  # never raise to the channel adapter
         log.warning("workflows for a %s reply were not called: %s", channel, type(error).__name__)
 
 
+@attrs.frozen
+class _Target:
+    """Where this reply's workflow calls may go, and the extra authorities https trusts."""
+
+    reach: Reach
+    ca_bundle: str
+
+
 async def _call(
-    client: httpx.AsyncClient,
+    target: _Target,
     workflow: Workflow,
     body: bytes,
     key: bytes | None,
@@ -73,9 +90,7 @@ async def _call(
         while True:
             async with limiter:
                 attempts += 1
-                outcome = await _attempt(
-                    client, workflow.webhook_url, body, key, message_id, policy
-                )
+                outcome = await _attempt(target, workflow, body, key, message_id, policy)
             delay = next_delay(policy, attempts, outcome, datetime.now(UTC))
             if delay is None:
                 break
@@ -83,7 +98,15 @@ async def _call(
     except Exception as error:  # a bug here must not reach the adapter
         log.warning("workflow %s %r failed: %s", workflow.id, workflow.name, type(error).__name__)
         return
-    if not outcome.delivered:
+    if outcome.refused is not None:
+        log.warning(
+            "workflow %s %r at %s was not called: %s",
+            workflow.id,
+            workflow.name,
+            _host(workflow.webhook_url),
+            outcome.refused,
+        )
+    elif not outcome.delivered:
         log.warning(
             "workflow %s %r at %s was not called successfully: %s after %d attempt(s)",
             workflow.id,
@@ -95,33 +118,37 @@ async def _call(
 
 
 async def _attempt(
-    client: httpx.AsyncClient,
-    url: str,
+    target: _Target,
+    workflow: Workflow,
     body: bytes,
     key: bytes | None,
     message_id: str,
     policy: RetryPolicy,
 ) -> Outcome:
-    """One POST, bounded as a whole by the policy's timeout (httpx's own timeouts bound each
-    read, so a receiver dripping bytes could otherwise hold it longer). The response body
-    is never read."""
+    """One POST, bounded as a whole (resolving, connecting and the response's headers) by
+    the policy's timeout. The response body is never read."""
     headers = request_headers(body, key, message_id, int(time.time()))
-    with trio.move_on_after(policy.timeout_seconds):
-        try:
-            async with client.stream(
-                "POST", url, content=body, headers=headers, timeout=policy.timeout_seconds
-            ) as response:
-                retry_after = response.headers.get("retry-after")
-                return Outcome(response.status_code, retry_after=retry_after)
-        except httpx.TimeoutException:
-            return Outcome(timed_out=True)
-        except httpx.TransportError:
-            return Outcome()
-    return Outcome(timed_out=True)
+    reply = await post(
+        workflow.webhook_url,
+        body,
+        headers,
+        reach=target.reach,
+        timeout=policy.timeout_seconds,
+        ca_bundle=target.ca_bundle.strip(),
+        name=f"workflow {workflow.id} {workflow.name!r}",
+    )
+    return Outcome(
+        reply.status,
+        timed_out=reply.timed_out,
+        retry_after=reply.retry_after,
+        refused=reply.refused,
+        failure=reply.failure or None,
+    )
 
 
 def _host(url: str) -> str:
     """scheme://host[:port] only: a path or query may hold a token the owner keeps secret."""
     parts = urlsplit(url)
+    host = f"[{parts.hostname}]" if ":" in str(parts.hostname) else parts.hostname
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
+    return f"{parts.scheme}://{host}{port}"
