@@ -23,6 +23,9 @@ and records every request. Tests script it through its attributes:
   ``"always"`` (as llama.cpp's server and OpenRouter do) or ``"never"`` (as older servers);
 - ``rejects_stream_options``: a status to refuse ``stream_options`` with, as some compatible
   APIs do: 400 with Azure OpenAI's body, 422 with Mistral's validation error;
+- ``break_stream_after``: end a streamed reply after this many text chunks with
+  ``break_with``: ``"error"``, an error event (``data: {"error": {…}}``, as OpenRouter
+  reports a failure mid-stream), or ``"not json"``, an event cut off mid-JSON;
 - ``garbage`` (and ``garbage_for``): a bad reply on a 200 instead of the real one, for chat
   completions, whole or streamed, and embeddings (see ``tests.io.fakes.asgi.GARBAGE``).
 """
@@ -108,6 +111,8 @@ class FakeOpenAI(FakeServer):
         self.chat_delay = 0.0
         self.stream_usage: Literal["asked", "always", "never"] = "asked"
         self.rejects_stream_options: int | None = None
+        self.break_stream_after: int | None = None
+        self.break_with: Literal["error", "not json"] = "error"
 
     def _response_headers(self) -> dict[str, str]:
         return {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -243,7 +248,13 @@ class FakeOpenAI(FakeServer):
         if include_usage:
             events.append(chunk([], usage=usage))
         await self._start(send, 200, {"content-type": "text/event-stream; charset=utf-8"})
-        for event in events:
+        for number, event in enumerate(events):  # the first is the role, without text
+            if self.break_stream_after is not None and number > self.break_stream_after:
+                error = {"error": {"code": 502, "message": "Upstream provider error"}}
+                cut = '{"choices": [{"delta": {"cont'
+                broken = cut if self.break_with == "not json" else json.dumps(error)
+                await send_event(send, f"data: {broken}\n\n", more=False)
+                return
             await send_event(send, f"data: {json.dumps(event)}\n\n")
         await send_event(send, "data: [DONE]\n\n", more=False)
 
