@@ -231,7 +231,7 @@ class OpenAIEmbedder:
             timeout=self.timeout,
         )
         if not raw.headers.get("content-type", "").split(";")[0].strip().endswith("json"):
-            raise BadReply("a body that is not JSON")  # the SDK would hand back its text
+            _check_json(raw.content)  # not JSON: the SDK would hand the body back as text
         try:
             response = raw.parse()  # decodes the base64 vectors (see ``embed``)
         except json.JSONDecodeError:
@@ -249,6 +249,15 @@ class OpenAIEmbedder:
         )
         check_dimensions(vectors, self.space, self.where, "dimensions")
         return vectors
+
+
+def _check_json(body: bytes) -> None:
+    """BadReply unless ``body`` is JSON: some compatible servers send JSON under another
+    content type, which the SDK reads as JSON all the same."""
+    try:
+        json.loads(body)
+    except ValueError:  # JSONDecodeError, or bytes that are not text
+        raise BadReply("a body that is not JSON") from None
 
 
 def _index(item: Any) -> int:
