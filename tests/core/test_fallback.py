@@ -121,3 +121,31 @@ def test_the_summary_of_a_rejected_request_says_the_provider_rejected_it():
 def test_an_attempt_reads_as_plain_data_for_an_error_body():
     attempt = Attempt("anthropic", FailureKind.RATE_LIMITED, 429)
     assert attempt.as_dict() == {"provider": "anthropic", "failure": "rate_limited", "status": 429}
+
+
+def test_a_reply_that_breaks_the_apis_promise_moves_on_to_the_next_provider():
+    # A proxy's HTML page or a half-compatible server: another provider may answer properly.
+    assert moves_on(FailureKind.BAD_REPLY)
+
+
+def test_a_bad_reply_says_what_was_wrong_with_it():
+    summary = failure_summary(
+        [
+            Attempt("openai", FailureKind.BAD_REPLY, 200, "a body that is not JSON"),
+            Attempt("genai", FailureKind.BAD_REPLY, 200, "no text (finish reason MAX_TOKENS)"),
+        ]
+    )
+    assert summary == (
+        "no answering provider could answer: openai answered HTTP 200 with a body that is "
+        "not JSON; genai answered HTTP 200 with no text (finish reason MAX_TOKENS)"
+    )
+
+
+def test_only_a_bad_reply_carries_a_reason_in_its_error_body():
+    attempt = Attempt("openai", FailureKind.BAD_REPLY, 200, "JSON without choices")
+    assert attempt.as_dict() == {
+        "provider": "openai",
+        "failure": "bad_reply",
+        "status": 200,
+        "reason": "JSON without choices",
+    }

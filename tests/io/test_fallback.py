@@ -7,22 +7,25 @@ variables (GOOGLE_GEMINI_BASE_URL, ANTHROPIC_BASE_URL) and OPENAI_BASE_URL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
 import httpx
 import httpx2
+import openai
+import pydantic
 import pytest
 import trio
-from google.genai import errors
+from google.genai import errors, types
 
-from ragcore.chat.fallback import FailureKind
+from ragcore.chat.fallback import Attempt, FailureKind
 from ragcore.chat.prompts import Prompt
 from ragcore.effects import Generate
 from ragio.providers import ProviderUnavailable, build_answerers
 from ragio.providers.chain import open_stream
-from ragio.providers.failures import AllProvidersFailed, classify_failure
+from ragio.providers.failures import AllProvidersFailed, AnswerBroken, classify_failure
 from ragio.service import Service, open_service
 from tests.conftest import make_settings
 from tests.io.fakes.anthropic_server import FakeAnthropic
@@ -267,12 +270,14 @@ async def test_a_stream_that_breaks_after_its_first_delta_is_not_restarted_elsew
 
     async with await open_stream(service.answerer, REQUEST, TIMEOUT) as stream:
         assert stream.provider == "genai"
-        with pytest.raises(errors.ServerError) as broken:
+        with pytest.raises(AnswerBroken) as broken:
             async for delta in stream:
                 received.append(delta)
 
     assert received == ["Gemini ", "says: "]
-    assert broken.value.code == 503
+    assert broken.value.status == 503  # a problem naming the provider, not a 500
+    assert broken.value.attempts == (Attempt("genai", FailureKind.UNAVAILABLE, 503),)
+    assert isinstance(broken.value.__cause__, errors.ServerError)
     assert claude.requests == []  # the user already saw Gemini's words
 
 
@@ -322,6 +327,15 @@ async def test_the_chain_is_built_in_order_and_its_connections_close_with_the_se
 # ---------------------------------------------------------------- provider errors, classified
 
 
+def _invalid(model: Any, fields: dict[str, Any]) -> Exception:
+    """The pydantic error google-genai raises when ``fields`` do not fit ``model``."""
+    try:
+        model.model_validate(fields)
+    except pydantic.ValidationError as error:
+        return error
+    raise AssertionError(f"{fields} fit {model}")
+
+
 def _anthropic_error(status: int, type: str, message: str) -> Exception:
     """The error the SDK raises for this body; an ``error`` event mid-stream has status 200."""
     body = {"type": "error", "error": {"type": type, "message": message}}
@@ -365,9 +379,38 @@ def _anthropic_error(status: int, type: str, message: str) -> Exception:
             _anthropic_error(200, "overloaded_error", "Overloaded"),  # an error event mid-stream
             (FailureKind.UNAVAILABLE, 200),
         ),
+        (
+            openai.APIError(  # OpenRouter's error event mid-stream, on a 200
+                "Upstream error",
+                httpx2.Request("POST", "https://openrouter.ai/api/v1/chat/completions"),
+                body={"code": 502, "message": "Upstream error"},
+            ),
+            (FailureKind.UNAVAILABLE, None),
+        ),
+        (
+            json.JSONDecodeError("Expecting value", "<!DOCTYPE html>", 0),
+            (FailureKind.BAD_REPLY, 200),
+        ),
+        (
+            _invalid(types.GenerateContentResponse, {"candidates": "none"}),
+            (FailureKind.BAD_REPLY, 200),
+        ),
+        (_invalid(types.GenerateContentConfig, {"temperature": "hot"}), None),  # our request
         (ValueError("a bug of ours"), None),
+        (KeyError("choices"), None),  # reading a reply is checked where it is read
     ],
-    ids=["gemini region", "gemini bad request", "anthropic credit", "anthropic event", "bug"],
+    ids=[
+        "gemini region",
+        "gemini bad request",
+        "anthropic credit",
+        "anthropic event",
+        "openai event",
+        "not json",
+        "gemini reply shape",
+        "gemini request shape",
+        "bug",
+        "key error",
+    ],
 )
 def test_provider_errors_are_classified_by_what_another_provider_could_avoid(error, expected):
     assert classify_failure(error) == expected

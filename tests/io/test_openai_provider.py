@@ -250,3 +250,13 @@ async def test_vectors_of_the_wrong_size_are_a_502_naming_the_setting(
     assert "EMBEDDING_DIMENSIONS=1536" in response.json()["detail"]
     documents = await api.get("/documents")
     assert documents.json()["documents"] == []
+
+
+async def test_json_sent_as_another_content_type_is_still_read(fake, make):
+    fake.json_type = "text/plain; charset=utf-8"  # as some compatible servers send it
+
+    [vector] = await make(OpenAIEmbedder).embed(["refunds"], "query")
+    reply = await make(OpenAIAnswerer).generate(REQUEST)
+
+    assert vector == pytest.approx(bag_of_words("refunds", DIMENSIONS))
+    assert reply.text == "Refunds take 5 days [1]."

@@ -2,9 +2,10 @@
 
 The primary answering provider is tried first, then each of
 LLM_FALLBACK_PROVIDERS in order. A failure that another provider could avoid
-(a rate limit, an outage, a timeout, a key the provider refuses) moves on to
-the next; a request the provider *rejected* as malformed would be malformed
-for the next one too, so it stops the chain. The runner in ragio maps each
+(a rate limit, an outage, a timeout, a key the provider refuses, a reply that
+breaks its API's promise) moves on to the next; a request the provider
+*rejected* as malformed would be malformed for the next one too, so it stops
+the chain. The runner in ragio maps each
 SDK's exceptions into a ``FailureKind`` and follows these rules; nothing here
 knows an SDK, a clock or a socket.
 """
@@ -26,11 +27,20 @@ class FailureKind(enum.Enum):
     TIMEOUT = "timeout"  # no answer within PROVIDER_TIMEOUT_SECONDS
     BAD_KEY = "bad_key"  # the key is missing, wrong, revoked or not allowed this model
     REJECTED = "rejected"  # the provider refused the request itself (400, 404, 422…)
+    #: a success (HTTP 200) that breaks the API's promise: a body that is not JSON, JSON
+    #: without the reply (``choices``, ``candidates``…) or of the wrong types, no text at all
+    BAD_REPLY = "bad_reply"
 
 
 #: the failures another provider may not have: rule 6 moves on to the next one
 MOVES_ON = frozenset(
-    {FailureKind.RATE_LIMITED, FailureKind.UNAVAILABLE, FailureKind.TIMEOUT, FailureKind.BAD_KEY}
+    {
+        FailureKind.RATE_LIMITED,
+        FailureKind.UNAVAILABLE,
+        FailureKind.TIMEOUT,
+        FailureKind.BAD_KEY,
+        FailureKind.BAD_REPLY,
+    }
 )
 
 _EXPLAINED = {
@@ -47,18 +57,27 @@ class Attempt:
     """One provider that failed: its name, how, and the HTTP status when there was one.
 
     Deliberately no message: a provider's error text may quote the key it refused.
+    ``reason`` says what was wrong with a bad reply ("a body that is not JSON", "JSON
+    without choices", "no text"), in our own words, never the provider's.
     """
 
     provider: str
     failure: FailureKind
     status: int | None = None
+    reason: str | None = None
 
     def describe(self) -> str:
+        if self.failure is FailureKind.BAD_REPLY:  # "openai answered HTTP 200 with no text"
+            status = f" HTTP {self.status}" if self.status is not None else ""
+            what = self.reason or "a reply its API does not promise"
+            return f"{self.provider} answered{status} with {what}"
         status = f" (HTTP {self.status})" if self.status is not None else ""
         return f"{self.provider} {_EXPLAINED[self.failure]}{status}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "failure": self.failure.value, "status": self.status}
+        """For an error body; ``reason`` only when there is one (a bad reply)."""
+        shown = {"provider": self.provider, "failure": self.failure.value, "status": self.status}
+        return shown if self.reason is None else {**shown, "reason": self.reason}
 
 
 def provider_order(primary: str, fallbacks: Iterable[str]) -> tuple[str, ...]:

@@ -13,6 +13,12 @@ the newest models refuse it with a 400 ("`temperature` is deprecated for this
 model") while older ones (the 4.5 and 4.6 families) still honour it. So it is
 sent in the body, capped at the API's maximum of 1; a model that refuses it is
 asked again without it, and not sent it again by this answerer.
+
+Reading a reply: like OpenAI's, the SDK builds its objects without checking their shape
+(and hands back a body that is not JSON as a string), so what is read is checked here: a
+message without ``content``, text that is not a string or no text at all is a BadReply,
+which moves on to the next provider. Token counts that are missing or not counts are
+estimated rather than failing an answer that has its text.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from anthropic.types import Message, MessageParam
 
 from ragcore.effects import Generate, Reply
 from ragcore.usage import TokenUsage
+from ragio.providers.failures import BadReply, no_text, stream_without_text
 
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
 MAX_TEMPERATURE = 1.0  # the Messages API takes 0..1; DEFAULT_TEMPERATURE may go up to 2
@@ -87,9 +94,15 @@ class AnthropicAnswerer:
     async def generate(self, request: Generate) -> Reply:
         """The whole reply: its text blocks joined; ``Reply.model`` is the model that answered."""
         message: Message = await self._create(request)
-        text = "".join(block.text for block in message.content if block.type == "text")
-        usage = TokenUsage(message.usage.input_tokens, message.usage.output_tokens)
-        return Reply(text, provider=self.name, model=message.model or self.model, usage=usage)
+        if isinstance(message, str):  # the SDK's answer to a body that is not JSON
+            raise BadReply("a body that is not JSON")
+        if not isinstance(message, Message):
+            raise BadReply("JSON that is not a message")
+        text = _message_text(message)
+        usage = message.usage
+        counts = _counts(getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", 0))
+        model = message.model if isinstance(message.model, str) and message.model else self.model
+        return Reply(text, provider=self.name, model=model, usage=counts)
 
     async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
         """The reply's text as the server produces it: each ``text_delta``, when not empty;
@@ -102,25 +115,69 @@ class AnthropicAnswerer:
         """
         events = await self._create(request, stream=True)
         usage: TokenUsage | None = None
+        wrote, stopped = False, None
+        count = without_delta = 0
         async with events:
             async for event in events:
-                if (
-                    event.type == "content_block_delta"
-                    and event.delta.type == "text_delta"
-                    and event.delta.text
-                ):
-                    yield event.delta.text
-                elif event.type == "message_start":
-                    started = event.message.usage
-                    usage = TokenUsage(started.input_tokens, started.output_tokens)
-                elif event.type == "message_delta" and usage is not None:
-                    so_far = event.usage  # input_tokens too, on newer API versions
-                    prompt = so_far.input_tokens
-                    usage = TokenUsage(
-                        usage.prompt_tokens if prompt is None else prompt, so_far.output_tokens
+                count += 1
+                kind = getattr(event, "type", None)
+                if kind == "content_block_delta":
+                    delta = getattr(event, "delta", None)
+                    if delta is None:
+                        without_delta += 1
+                    elif getattr(delta, "type", None) == "text_delta":
+                        text = getattr(delta, "text", None)
+                        if not isinstance(text, str):
+                            raise BadReply("events whose text is not a string")
+                        if text:
+                            wrote = wrote or bool(text.strip())
+                            yield text
+                elif kind == "message_start":
+                    started = getattr(getattr(event, "message", None), "usage", None)
+                    usage = _counts(
+                        getattr(started, "input_tokens", None),
+                        getattr(started, "output_tokens", 0),
                     )
+                elif kind == "message_delta":
+                    so_far = getattr(event, "usage", None)  # input_tokens too, on newer versions
+                    prompt = getattr(so_far, "input_tokens", None)
+                    if usage is not None:
+                        usage = _counts(
+                            usage.prompt_tokens if prompt is None else prompt,
+                            getattr(so_far, "output_tokens", None),
+                        )
+                    stopped = getattr(getattr(event, "delta", None), "stop_reason", None)
+            if not wrote:
+                content_type = events.response.headers.get("content-type")
+                missing = "their delta" if without_delta else None
+                raise stream_without_text(content_type, count, missing, stopped, "stop reason")
         if usage is not None:
             yield usage
+
+
+def _message_text(message: Message) -> str:
+    """The text blocks joined, or BadReply saying what is wrong with the message."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise BadReply("JSON without content")
+    texts = [getattr(block, "text", None) for block in content if _type(block) == "text"]
+    if not all(isinstance(text, str) for text in texts):
+        raise BadReply("text blocks whose text is not a string")
+    text = "".join(texts)
+    if not text.strip():
+        raise no_text(getattr(message, "stop_reason", None), "stop reason")
+    return text
+
+
+def _type(block: Any) -> Any:
+    return getattr(block, "type", None)
+
+
+def _counts(prompt: Any, output: Any) -> TokenUsage | None:
+    """Token counts, when both are counts; None (an estimate) when not."""
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt, output)):
+        return None
+    return TokenUsage(prompt, output)
 
 
 def _refuses_temperature(error: BadRequestError) -> bool:

@@ -6,10 +6,12 @@ Shared by the remote embedders, which differ only in how one batch is sent.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import trio
 
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragio.providers.failures import BadReply
 
 MAX_IN_FLIGHT = 4  # batch requests at once for one embed() call: fast, and polite to limits
 
@@ -26,7 +28,8 @@ async def embed_in_batches(
 ) -> list[list[float]]:
     """``send`` each batch of at most ``batch_size`` texts, ``max_in_flight`` at once;
     the vectors come back in the order of ``texts``. The first failure cancels the
-    other batches and is raised as itself."""
+    other batches and is raised as itself; a batch answered with more or fewer vectors than
+    it sent texts is a BadReply."""
     batches = [list(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
     results: list[list[list[float]]] = [[] for _ in batches]
     limiter = trio.CapacityLimiter(max_in_flight)
@@ -35,7 +38,7 @@ async def embed_in_batches(
         async with limiter:
             vectors = await send(batches[index])
         if len(vectors) != len(batches[index]):
-            raise RuntimeError(f"{len(vectors)} vectors came back for {len(batches[index])} texts")
+            raise BadReply(f"{len(vectors)} vectors for {len(batches[index])} texts")
         results[index] = vectors
 
     try:
@@ -45,6 +48,32 @@ async def embed_in_batches(
     except BaseExceptionGroup as group:
         raise _first_leaf(group) from None
     return [vector for batch in results for vector in batch]
+
+
+def check_vectors(vectors: Any, texts: int, container: str) -> list[list[float]]:
+    """The reply's vectors, when they are what an embeddings API promises: ``texts`` lists,
+    each of numbers and not empty; BadReply otherwise. ``container`` names the field that
+    should hold them (``data``, ``embeddings``), for the reason. Of each vector the first and
+    last entries are checked: checking all 3,072 would cost 80 ms for a batch of 512."""
+    if not isinstance(vectors, list):
+        raise BadReply(f"JSON without {container}")
+    if not vectors:
+        raise BadReply(f"an empty {container} list")
+    if len(vectors) != texts:
+        raise BadReply(f"{len(vectors)} vectors for {texts} texts")
+    for vector in vectors:
+        if not vector:
+            raise BadReply("empty vectors")
+        if not isinstance(vector, list) or not _NUMBERS.issuperset(map(type, _ends(vector))):
+            raise BadReply("vectors that are not lists of numbers")
+    return vectors
+
+
+_NUMBERS = frozenset({float, int})  # not bool: True is no coordinate
+
+
+def _ends(vector: list[Any]) -> tuple[Any, Any]:
+    return vector[0], vector[-1]
 
 
 def check_dimensions(

@@ -18,9 +18,11 @@ from ragcore.effects import Generate, Reply
 from ragcore.usage import TokenUsage
 from ragio.providers.failures import (
     AllProvidersFailed,
+    AnswerBroken,
+    BadReply,
     EmbeddingFailed,
     ProviderRejected,
-    classify_failure,
+    attempt_of,
 )
 
 log = logging.getLogger(__name__)
@@ -31,34 +33,36 @@ StreamItem = str | TokenUsage
 
 
 async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[float]]:
-    """The embedder's vectors, one per text; EmbeddingFailed when the provider fails."""
+    """The embedder's vectors, one per text; EmbeddingFailed when the provider fails, its
+    reply included (no vectors, vectors that are not lists of numbers, too few of them)."""
     try:
         vectors = await embedder.embed(texts, purpose)
+        if len(vectors) != len(texts):
+            raise BadReply(f"{len(vectors)} vectors for {len(texts)} texts")
     except Exception as error:
-        classified = classify_failure(error)
-        if classified is None:
+        attempt = attempt_of(embedder.name, error)
+        if attempt is None:
             raise
-        attempt = Attempt(embedder.name, *classified)
         log.warning("embedding provider %s", attempt.describe())
         raise EmbeddingFailed(attempt) from error
-    if len(vectors) != len(texts):
-        raise RuntimeError(
-            f"embedding provider {embedder.name} returned {len(vectors)} vectors "
-            f"for {len(texts)} texts"
-        )
     return vectors
 
 
 async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeout: float) -> Reply:
     """The first reply of the chain's providers, tried in order; each attempt, retries
-    included, gets at most ``timeout`` seconds. Raises AllProvidersFailed or ProviderRejected."""
+    included, gets at most ``timeout`` seconds. A reply without any text is a failure of its
+    provider like any other. Raises AllProvidersFailed or ProviderRejected."""
     attempts: list[Attempt] = []
     for answerer in able(chain, request):
         try:
             with trio.fail_after(timeout):
-                return await answerer.generate(request)
+                reply: Reply = await answerer.generate(request)
+            if not reply.text.strip():
+                raise BadReply("no text", status=None)  # a provider that did not say so itself
         except Exception as error:
             _record(attempts, answerer.name, error)
+        else:
+            return reply
     raise AllProvidersFailed(attempts)
 
 
@@ -84,7 +88,8 @@ class OpenedStream:
     ``provider`` and ``model`` say who is answering; iterate for the text deltas, and
     ``aclose()`` when stopping early (``async with`` does it). ``usage`` is the token
     counts the provider reported, set once they arrive (after the last delta); None
-    while they have not, or when the provider reports none.
+    while they have not, or when the provider reports none. A provider failing after the
+    first delta raises AnswerBroken (a bug of ours raises as itself).
     """
 
     provider: str
@@ -94,13 +99,19 @@ class OpenedStream:
     usage: TokenUsage | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        if self._first:  # "" when the provider streamed no text at all
-            yield self._first
-        async for item in self._rest:
-            if isinstance(item, TokenUsage):
-                self.usage = item
-            elif item:
-                yield item
+        yield self._first
+        try:
+            async for item in self._rest:
+                if isinstance(item, TokenUsage):
+                    self.usage = item
+                elif item:
+                    yield item
+        except Exception as error:
+            attempt = attempt_of(self.provider, error)
+            if attempt is None:
+                raise
+            log.warning("answering provider %s after its first words", attempt.describe())
+            raise AnswerBroken(attempt) from error
 
     async def aclose(self) -> None:
         await self._rest.aclose()
@@ -114,8 +125,9 @@ class OpenedStream:
 
 async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -> OpenedStream:
     """Start streaming from the chain: a provider failing before its first delta moves on to
-    the next (rule 6); once a delta is out, a failure is the stream's and raises from it.
-    Each provider gets ``timeout`` seconds to produce its first delta."""
+    the next (rule 6), and so does one whose stream ends without any text; once a delta is
+    out, a failure is the stream's and raises from it. Each provider gets ``timeout``
+    seconds to produce its first delta."""
     attempts: list[Attempt] = []
     for answerer in able(chain, request):
         deltas = _deltas(answerer, request)
@@ -131,15 +143,17 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
 
 
 async def _first_delta(items: AsyncGenerator[StreamItem, None]) -> tuple[str, TokenUsage | None]:
-    """The first non-empty text delta ("" when the stream ends without one), and the token
-    counts when they came before it (a reply with no text at all)."""
-    usage = None
+    """The text up to the first delta that is not blank, and the token counts when they came
+    before it; BadReply when the stream ends without any (a provider that did not say so)."""
+    usage, blank = None, ""
     while (item := await anext(items, None)) is not None:
         if isinstance(item, TokenUsage):
             usage = item
-        elif item:
-            return item, usage
-    return "", usage
+        elif item.strip():
+            return blank + item, usage
+        else:
+            blank += item
+    raise BadReply("no text", status=None)
 
 
 def able(chain: Iterable[Any], request: Generate) -> list[Any]:
@@ -164,12 +178,11 @@ def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[StreamItem, None
 def _record(attempts: list[Attempt], provider: str, error: Exception) -> None:
     """Add the failed attempt, or raise: the error itself when it is no provider failure (a bug),
     ProviderRejected when the failure does not move on to the next provider."""
-    classified = classify_failure(error)
-    if classified is None:
+    attempt = attempt_of(provider, error)
+    if attempt is None:
         raise error
-    kind, status = classified
-    attempts.append(Attempt(provider, kind, status))
-    if not moves_on(kind):
+    attempts.append(attempt)
+    if not moves_on(attempt.failure):
         raise ProviderRejected(attempts) from error
     log.warning("answering provider %s", attempts[-1].describe())
     log.debug("%s failed", provider, exc_info=error)

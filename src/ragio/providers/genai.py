@@ -6,6 +6,10 @@ and httpx runs natively on Trio, so every call is cancellable. The SDK's
 timeout is given in ``HttpOptions`` (milliseconds): without it the SDK sends
 each request with no timeout at all, whatever the injected client says.
 
+The SDK checks a reply's shape with pydantic and raises when it is wrong (or not JSON);
+a reply without any text (no candidates, a blocked prompt, a model that thought until its
+allowance ran out) is a BadReply here. Both move on to the next provider.
+
 Retries are ours, not the SDK's: its backoff ignores the wait the server asks
 for, which Gemini states in a ``google.rpc.RetryInfo`` detail (``"retryDelay":
 "37s"``) and proxies in a ``Retry-After`` header. 429, 408 and 5xx are retried;
@@ -32,7 +36,8 @@ from google.genai import errors, types
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.usage import TokenUsage
-from ragio.providers.batching import check_dimensions, embed_in_batches
+from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
+from ragio.providers.failures import BadReply, no_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -120,8 +125,11 @@ class GenaiAnswerer(_GenaiProvider):
                 model=self.model, contents=request.prompt.user, config=_config(request)
             )
         )
+        text = _text(response)
+        if not text.strip():
+            raise _without_text(response)
         return Reply(
-            _text(response),
+            text,
             provider=self.name,
             model=response.model_version or self.model,
             usage=_usage(response.usage_metadata),
@@ -150,14 +158,20 @@ class GenaiAnswerer(_GenaiProvider):
         chunks, first = await self._retrying(open_stream)
         async with aclosing(chunks):  # type: ignore[type-var]
             if first is None:
-                return
+                raise BadReply("an empty stream")
+            wrote, last = False, first
             if text := _text(first):
+                wrote = bool(text.strip())
                 yield text
             usage = _usage(first.usage_metadata)
             async for chunk in chunks:
                 if text := _text(chunk):
+                    wrote = wrote or bool(text.strip())
                     yield text
                 usage = _usage(chunk.usage_metadata) or usage
+                last = chunk
+            if not wrote:
+                raise _without_text(last, "events")
         if usage is not None:
             yield usage
 
@@ -194,7 +208,12 @@ class GenaiEmbedder(_GenaiProvider):
                     model=self.space.model, contents=batch, config=config
                 )
             )
-            vectors = [list(item.values or ()) for item in response.embeddings or ()]
+            embeddings = response.embeddings
+            vectors = check_vectors(
+                [item.values for item in embeddings] if embeddings else embeddings,
+                len(batch),
+                "embeddings",
+            )
             check_dimensions(vectors, self.space, self.where, "outputDimensionality")
             return vectors
 
@@ -222,6 +241,21 @@ def _text(response: types.GenerateContentResponse) -> str:
     content = response.candidates[0].content
     parts = (content.parts if content else None) or ()
     return "".join(part.text for part in parts if part.text and not part.thought)
+
+
+def _without_text(response: types.GenerateContentResponse, shape: str = "JSON") -> BadReply:
+    """What a reply without text says about itself: a blocked prompt (no candidates, and
+    ``promptFeedback.blockReason``), no candidates, or a candidate that finished without
+    writing (MAX_TOKENS: a thinking model spent its whole allowance thinking). ``shape``:
+    ``JSON``, or ``events`` for the last event of a stream."""
+    if response.candidates is None:
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            return no_text(feedback.block_reason, "prompt blocked:")
+        return BadReply(f"{shape} without candidates")
+    if not response.candidates:
+        return BadReply("an empty candidates list")
+    return no_text(response.candidates[0].finish_reason)
 
 
 def _usage(metadata: types.GenerateContentResponseUsageMetadata | None) -> TokenUsage | None:

@@ -15,22 +15,29 @@ in 2024 (400 "property 'stream_options' is unsupported"), Mistral (422 naming it
 in ``loc``). A refusal that names the option is asked again without it, and the
 option is not sent again by this answerer. Whatever chunk carries ``usage`` (some
 servers put it on every chunk, as running totals), the last one wins.
+
+Reading a reply: the SDK builds its objects from the JSON without checking their shape
+(and hands back the body as a string when it is not JSON at all), so what is read is
+checked here: a reply without ``choices``, of the wrong types or without any text is a
+BadReply, which moves on to the next provider. A stream may carry chunks of a server's own
+(without ``choices``) among the real ones; only a stream without any text fails.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI, BadRequestError, UnprocessableEntityError
-from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletionMessageParam
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.usage import TokenUsage
-from ragio.providers.batching import check_dimensions, embed_in_batches
+from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
+from ragio.providers.failures import BadReply, no_text, stream_without_text
 
 # Inputs per embeddings request: the API takes 2,048, but also at most 300,000 tokens a
 # request, which 2,048 chunks of ~224 tokens would pass.
@@ -80,11 +87,10 @@ class OpenAIAnswerer:
             temperature=request.temperature,
             timeout=self.timeout,
         )
-        text = completion.choices[0].message.content or ""
         return Reply(
-            text,
+            _completion_text(completion),
             provider=self.name,
-            model=completion.model or self.model,
+            model=_model(completion, self.model),
             usage=_token_usage(completion.usage),  # some compatible servers report none
         )
 
@@ -98,13 +104,28 @@ class OpenAIAnswerer:
         that closes the HTTP response and frees the connection.
         """
         events = await self._open_stream(request)
-        usage = None
+        usage, wrote, finished = None, False, None
+        chunks = without_choices = 0
         async with events:
             async for chunk in events:
-                for choice in chunk.choices:  # empty in a trailing usage chunk
-                    if choice.delta.content:
-                        yield choice.delta.content
-                usage = _token_usage(chunk.usage) or usage
+                chunks += 1
+                choices = getattr(chunk, "choices", None)
+                if not isinstance(choices, list):
+                    without_choices += 1
+                    continue
+                for choice in choices:  # empty in a trailing usage chunk
+                    content = getattr(getattr(choice, "delta", None), "content", None)
+                    if content is not None and not isinstance(content, str):
+                        raise BadReply("events whose text is not a string")
+                    if content:
+                        wrote = wrote or bool(content.strip())
+                        yield content
+                    finished = getattr(choice, "finish_reason", None) or finished
+                usage = _token_usage(getattr(chunk, "usage", None)) or usage
+            if not wrote:
+                content_type = events.response.headers.get("content-type")
+                missing = "choices" if chunks and without_choices == chunks else None
+                raise stream_without_text(content_type, chunks, missing, finished)
         if usage is not None:
             yield usage
 
@@ -129,10 +150,41 @@ class OpenAIAnswerer:
         return await self.client.chat.completions.create(**arguments)
 
 
-def _token_usage(usage: CompletionUsage | None) -> TokenUsage | None:
-    if usage is None or usage.prompt_tokens is None or usage.completion_tokens is None:
+def _completion_text(completion: Any) -> str:
+    """The first choice's text, or BadReply saying what is wrong with the completion."""
+    if isinstance(completion, str):  # the SDK's answer to a body that is not JSON
+        raise BadReply("a body that is not JSON")
+    if not isinstance(completion, ChatCompletion):
+        raise BadReply("JSON that is not a chat completion")
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list):
+        raise BadReply("JSON without choices")
+    if not choices:
+        raise BadReply("an empty choices list")
+    content = getattr(getattr(choices[0], "message", None), "content", None)
+    if content is not None and not isinstance(content, str):
+        raise BadReply("a message content that is not a string")
+    if not content or not content.strip():
+        raise no_text(getattr(choices[0], "finish_reason", None))
+    return content
+
+
+def _model(completion: Any, configured: str) -> str:
+    model = getattr(completion, "model", None)
+    return model if isinstance(model, str) and model else configured
+
+
+def _token_usage(usage: Any) -> TokenUsage | None:
+    """The counts the server reported; None when it reported none, or none that are counts."""
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if not _is_count(prompt) or not _is_count(completion):
         return None
-    return TokenUsage(usage.prompt_tokens, usage.completion_tokens)
+    return TokenUsage(prompt, completion)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _refuses_stream_options(error: BadRequestError | UnprocessableEntityError) -> bool:
@@ -172,12 +224,43 @@ class OpenAIEmbedder:
         return await embed_in_batches(texts, MAX_BATCH, self._embed_batch)
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
-        response = await self.client.embeddings.create(
+        raw = await self.client.embeddings.with_raw_response.create(
             model=self.space.model,
             input=batch,
             dimensions=self.space.dimensions,
             timeout=self.timeout,
         )
-        vectors = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+        if not raw.headers.get("content-type", "").split(";")[0].strip().endswith("json"):
+            _check_json(raw.content)  # not JSON: the SDK would hand the body back as text
+        try:
+            response = raw.parse()  # decodes the base64 vectors (see ``embed``)
+        except json.JSONDecodeError:
+            raise  # a failure of the reply, classified as such
+        except ValueError as error:  # the SDK's checks while decoding the vectors
+            missing = "No embedding data" in str(error)
+            reason = "JSON without embedding data" if missing else "vectors it cannot decode"
+            raise BadReply(reason) from error
+        data = getattr(response, "data", None)
+        items = sorted(data, key=_index) if isinstance(data, list) else data
+        vectors = check_vectors(
+            [getattr(item, "embedding", None) for item in items] if items else items,
+            len(batch),
+            "data",
+        )
         check_dimensions(vectors, self.space, self.where, "dimensions")
         return vectors
+
+
+def _check_json(body: bytes) -> None:
+    """BadReply unless ``body`` is JSON: some compatible servers send JSON under another
+    content type, which the SDK reads as JSON all the same."""
+    try:
+        json.loads(body)
+    except ValueError:  # JSONDecodeError, or bytes that are not text
+        raise BadReply("a body that is not JSON") from None
+
+
+def _index(item: Any) -> int:
+    """Where an embedding goes: its ``index``, which every server sends; in order without."""
+    index = getattr(item, "index", None)
+    return index if _is_count(index) else 0

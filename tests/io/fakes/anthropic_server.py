@@ -16,7 +16,9 @@ through its attributes:
 - ``fail_next(status, retry_after=…)``: failures returned before any success
   (429 rate_limit_error, 500 api_error, 529 overloaded_error, 401…);
 - ``break_stream_after``: send an ``error`` event (overloaded) after this many deltas;
-- ``rejects_temperature``: answer a ``temperature`` with 400, as the newest models do.
+- ``rejects_temperature``: answer a ``temperature`` with 400, as the newest models do;
+- ``garbage`` (and ``garbage_for``): a bad reply on a 200 instead of the real one, whole or
+  streamed (see ``tests.io.fakes.asgi.GARBAGE``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ import json
 import uuid
 from typing import Any
 
-from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
+from tests.io.fakes.asgi import (
+    HTML_PAGE,
+    Failure,
+    FakeServer,
+    Recorded,
+    Send,
+    WireError,
+    send_event,
+)
 from tests.io.fakes.openai_server import count_tokens, words
 
 
@@ -78,7 +88,11 @@ class FakeAnthropic(FakeServer):
             raise AnthropicError(404, "not_found_error", f"Not Found: {method} {path}")
         if not isinstance(request.body, dict):
             raise AnthropicError(400, "invalid_request_error", "Request body is not valid JSON")
-        await self._messages(request.body, send)
+        garbage = self.garbled(request)
+        if garbage is not None:
+            await self._garbage(garbage, request.body, send)
+        else:
+            await self._messages(request.body, send)
 
     def _failure(self, failure: Failure) -> AnthropicError:
         type, message = _FAILURES.get(failure.status, ("api_error", "Internal server error"))
@@ -170,6 +184,67 @@ class FakeAnthropic(FakeServer):
                 "usage": {"output_tokens": output_tokens},
             },
         )
+        await _event(send, "message_stop", {"type": "message_stop"}, more=False)
+
+    # ------------------------------------------------------------ bad replies
+
+    async def _garbage(self, kind: str, body: dict[str, Any], send: Send) -> None:
+        if kind == "html":
+            await self._send_raw(send, "text/html; charset=utf-8", HTML_PAGE)
+            return
+        message: dict[str, Any] = {
+            "id": "msg_bad",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model or body.get("model"),
+            "stop_reason": "max_tokens",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 0},
+        }
+        if not body.get("stream"):
+            if kind == "not json":
+                await self._send_raw(send, "application/json", b'{"id": "msg_bad", "conte')
+                return
+            text: Any = 42 if kind == "wrong types" else ""
+            if kind != "no reply":
+                message["content"] = (
+                    [] if kind == "empty list" else [{"type": "text", "text": text}]
+                )
+            await self._send_json(send, 200, message)
+            return
+        await self._start(send, 200, {"content-type": "text/event-stream; charset=utf-8"})
+        if kind == "empty list":  # a stream without a single event
+            await send_event(send, "", more=False)
+            return
+        if kind == "not json":
+            await send_event(send, 'event: message_start\ndata: {"type": "message_st\n\n')
+        else:
+            start = {**message, "content": [], "stop_reason": None}
+            await _event(send, "message_start", {"type": "message_start", "message": start})
+            block = {"type": "content_block_start", "index": 0}
+            await _event(
+                send,
+                "content_block_start",
+                {**block, "content_block": {"type": "text", "text": ""}},
+            )
+            if kind == "no reply":  # deltas without their delta
+                await _event(
+                    send, "content_block_delta", {"type": "content_block_delta", "index": 0}
+                )
+            elif kind == "wrong types":
+                delta = {"type": "text_delta", "text": 42}
+                await _event(
+                    send,
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                )
+            await _event(send, "content_block_stop", {"type": "content_block_stop", "index": 0})
+            finished = {"stop_reason": "max_tokens", "stop_sequence": None}
+            await _event(
+                send,
+                "message_delta",
+                {"type": "message_delta", "delta": finished, "usage": {"output_tokens": 0}},
+            )
         await _event(send, "message_stop", {"type": "message_stop"}, more=False)
 
 

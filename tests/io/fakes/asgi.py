@@ -18,6 +18,24 @@ import attrs
 import trio
 
 Scope = dict[str, Any]
+
+#: The bad replies every fake can give instead of its answer, each on an HTTP 200, as a
+#: proxy, a captive portal or a half-compatible server might. ``garbage`` names one; each
+#: fake gives it in its own API's shape, whole, streamed and for embeddings:
+#:
+#: - ``html``: an HTML page (``text/html``) instead of JSON or events;
+#: - ``not json``: ``application/json`` (or events) whose body is cut off mid-JSON;
+#: - ``no reply``: JSON without the reply's field: ``choices``, ``candidates``,
+#:   ``content``; ``data`` or ``embeddings`` for vectors; events without it;
+#: - ``empty list``: that field an empty list (``choices: []``…); streamed, no events at all;
+#: - ``wrong types``: the text (or a vector) of the wrong type, such as a number;
+#: - ``no text``: a well-formed reply with no text in it (a model that spent its whole
+#:   allowance thinking, say); for embeddings, empty vectors.
+GARBAGE = ("html", "not json", "no reply", "empty list", "wrong types", "no text")
+HTML_PAGE = (
+    b"<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head>"
+    b"<body><h1>Welcome</h1><p>Accept the terms to continue.</p></body></html>\n"
+)
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -81,6 +99,9 @@ class FakeServer:
         self.reply = reply
         self.delay = 0.0
         self.failures: deque[Failure] = deque()
+        self.garbage: str | None = None  # one of GARBAGE: answer with it instead of the reply
+        #: which requests get ``garbage``; None: every one after the key check
+        self.garbage_for: Callable[[Recorded], bool] | None = None
         self.requests: list[Recorded] = []
         self.in_flight = 0
         self.peak = 0
@@ -94,6 +115,16 @@ class FakeServer:
 
     def requests_to(self, path: str) -> list[Recorded]:
         return [r for r in self.requests if r.path == path]
+
+    def garbled(self, request: Recorded) -> str | None:
+        """The bad reply ``request`` gets, or None for the real one."""
+        if self.garbage is None:
+            return None
+        if self.garbage not in GARBAGE:
+            raise ValueError(f"unknown garbage {self.garbage!r}; one of {GARBAGE}")
+        if self.garbage_for is not None and not self.garbage_for(request):
+            return None
+        return self.garbage
 
     def close(self) -> None:
         """Release requests still hanging in ``delay`` so the server can shut down at once."""
@@ -130,6 +161,11 @@ class FakeServer:
                 "body": json.dumps(body, indent=self.json_indent).encode(),
             }
         )
+
+    async def _send_raw(self, send: Send, content_type: str, body: bytes) -> None:
+        """A 200 with ``body`` as it is: for bad replies."""
+        await self._start(send, 200, {"content-type": content_type})
+        await send({"type": "http.response.body", "body": body})
 
     async def _start(self, send: Send, status: int, headers: dict[str, str]) -> None:
         merged = {**self._response_headers(), **headers}

@@ -20,7 +20,11 @@ API_KEY_INVALID, not a 401. Tests script it through its attributes:
 - ``thoughts_tokens``: tokens the model spent thinking, reported as ``thoughtsTokenCount``
   (thinking models such as gemini-2.5-flash; their thought text is not returned);
 - ``hold_first(n)``: the first ``n`` requests wait until all ``n`` are in flight together,
-  so a client that never has ``n`` in flight hangs, and ``peak`` shows the most at once.
+  so a client that never has ``n`` in flight hangs, and ``peak`` shows the most at once;
+- ``garbage`` (and ``garbage_for``): a bad reply on a 200 instead of the real one, for
+  generateContent, streamGenerateContent and batchEmbedContents (see
+  ``tests.io.fakes.asgi.GARBAGE``); ``no text`` is what a thinking model that spent its whole
+  allowance thinking sends: a candidate without parts, finishReason MAX_TOKENS.
 """
 
 from __future__ import annotations
@@ -33,7 +37,15 @@ from typing import Any
 
 import trio
 
-from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
+from tests.io.fakes.asgi import (
+    HTML_PAGE,
+    Failure,
+    FakeServer,
+    Recorded,
+    Send,
+    WireError,
+    send_event,
+)
 from tests.io.fakes.openai_server import bag_of_words, count_tokens, words
 
 NATIVE_DIMENSIONS = 3072  # gemini-embedding-001's size when outputDimensionality is not sent
@@ -120,7 +132,10 @@ class FakeGemini(FakeServer):
         if method != "POST" or match is None:
             raise GoogleError(404, f"The requested URL {path} was not found.", "NOT_FOUND")
         model, verb = match["model"], match["method"]
-        if verb == "generateContent":
+        garbage = self.garbled(request)
+        if garbage is not None and verb in _GARBLED:
+            await self._garbage(garbage, model, verb, send)
+        elif verb == "generateContent":
             await self._send_json(send, 200, self._generate(model, _object(body)))
         elif verb == "streamGenerateContent":
             if (query.get("alt") or [""])[0] != "sse":
@@ -287,8 +302,51 @@ class FakeGemini(FakeServer):
             embeddings.append({"values": self.embed(text, asked or NATIVE_DIMENSIONS)})
         return {"embeddings": embeddings}
 
+    # ------------------------------------------------------------ bad replies
+
+    async def _garbage(self, kind: str, model: str, verb: str, send: Send) -> None:
+        if kind == "html":
+            await self._send_raw(send, "text/html; charset=utf-8", HTML_PAGE)
+            return
+        if verb == "batchEmbedContents":
+            if kind == "not json":
+                await self._send_raw(send, self.json_type, b'{\n  "embeddings": [\n    {"val')
+                return
+            values: Any = "0.5 0.5" if kind == "wrong types" else []
+            embeddings = {"empty list": [], "no reply": None}.get(kind, [{"values": values}])
+            await self._send_json(
+                send, 200, {} if embeddings is None else {"embeddings": embeddings}
+            )
+            return
+        usage = {"promptTokenCount": 10, "totalTokenCount": 10, "thoughtsTokenCount": 200}
+        response: dict[str, Any] = {"usageMetadata": usage, "modelVersion": model}
+        if kind == "wrong types":
+            parts = [{"text": 42}]
+            response["candidates"] = [{"content": {"parts": parts, "role": "model"}, "index": 0}]
+        elif kind == "no text":  # thought to the end of the allowance: no parts at all
+            candidate = {"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}
+            response["candidates"] = [candidate]
+        elif kind == "empty list":
+            response["candidates"] = []
+        if verb == "generateContent":
+            if kind == "not json":
+                await self._send_raw(send, self.json_type, b'{\n  "candidates": [\n    {"con')
+            else:
+                await self._send_json(send, 200, response)
+            return
+        await self._start(send, 200, {"content-type": "text/event-stream"})
+        if kind == "not json":
+            await send_event(send, 'data: {"candidates": [{"content": {"par\r\n\r\n', more=False)
+        elif kind == "empty list":  # a stream without a single event
+            await send_event(send, "", more=False)
+        else:
+            await _event(send, response, more=True)
+            await _event(send, response, more=False)
+
 
 # ---------------------------------------------------------------- plumbing
+
+_GARBLED = ("generateContent", "streamGenerateContent", "batchEmbedContents")
 
 _STATUS = {
     400: ("INVALID_ARGUMENT", "Request contains an invalid argument."),

@@ -22,7 +22,12 @@ and records every request. Tests script it through its attributes:
   ``stream_options.include_usage`` is set, as OpenAI, vLLM and Ollama >= 0.5.2 do),
   ``"always"`` (as llama.cpp's server and OpenRouter do) or ``"never"`` (as older servers);
 - ``rejects_stream_options``: a status to refuse ``stream_options`` with, as some compatible
-  APIs do: 400 with Azure OpenAI's body, 422 with Mistral's validation error.
+  APIs do: 400 with Azure OpenAI's body, 422 with Mistral's validation error;
+- ``break_stream_after``: end a streamed reply after this many text chunks with
+  ``break_with``: ``"error"``, an error event (``data: {"error": {…}}``, as OpenRouter
+  reports a failure mid-stream), or ``"not json"``, an event cut off mid-JSON;
+- ``garbage`` (and ``garbage_for``): a bad reply on a 200 instead of the real one, for chat
+  completions, whole or streamed, and embeddings (see ``tests.io.fakes.asgi.GARBAGE``).
 """
 
 from __future__ import annotations
@@ -40,8 +45,17 @@ from typing import Any, Literal
 
 import trio
 
-from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, send_event
+from tests.io.fakes.asgi import (
+    HTML_PAGE,
+    Failure,
+    FakeServer,
+    Recorded,
+    Send,
+    WireError,
+    send_event,
+)
 
+CHAT, EMBEDDINGS = "/v1/chat/completions", "/v1/embeddings"
 NATIVE_DIMENSIONS = 1536  # text-embedding-3-small's size when `dimensions` is not sent
 MAX_EMBEDDING_INPUTS = 2048  # the API's limit of inputs per embeddings request
 
@@ -97,6 +111,8 @@ class FakeOpenAI(FakeServer):
         self.chat_delay = 0.0
         self.stream_usage: Literal["asked", "always", "never"] = "asked"
         self.rejects_stream_options: int | None = None
+        self.break_stream_after: int | None = None
+        self.break_with: Literal["error", "not json"] = "error"
 
     def _response_headers(self) -> dict[str, str]:
         return {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -109,7 +125,10 @@ class FakeOpenAI(FakeServer):
                 400, "We could not parse the JSON body of your request.", "invalid_request_error"
             )
         method, path = request.method, request.path
-        if method == "POST" and path == "/v1/chat/completions":
+        garbage = self.garbled(request)
+        if garbage is not None and method == "POST" and path in (CHAT, EMBEDDINGS):
+            await self._garbage(garbage, path, _object(request.body), send)
+        elif method == "POST" and path == "/v1/chat/completions":
             await self._chat(_object(request.body), send)
         elif method == "POST" and path == "/v1/embeddings":
             await self._send_json(send, 200, self._embeddings(_object(request.body)))
@@ -229,7 +248,13 @@ class FakeOpenAI(FakeServer):
         if include_usage:
             events.append(chunk([], usage=usage))
         await self._start(send, 200, {"content-type": "text/event-stream; charset=utf-8"})
-        for event in events:
+        for number, event in enumerate(events):  # the first is the role, without text
+            if self.break_stream_after is not None and number > self.break_stream_after:
+                error = {"error": {"code": 502, "message": "Upstream provider error"}}
+                cut = '{"choices": [{"delta": {"cont'
+                broken = cut if self.break_with == "not json" else json.dumps(error)
+                await send_event(send, f"data: {broken}\n\n", more=False)
+                return
             await send_event(send, f"data: {json.dumps(event)}\n\n")
         await send_event(send, "data: [DONE]\n\n", more=False)
 
@@ -286,6 +311,71 @@ class FakeOpenAI(FakeServer):
             "model": self.model or body["model"],
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
+
+    # ------------------------------------------------------------ bad replies
+
+    async def _garbage(self, kind: str, path: str, body: dict[str, Any], send: Send) -> None:
+        if kind == "html":
+            await self._send_raw(send, "text/html; charset=utf-8", HTML_PAGE)
+        elif path == EMBEDDINGS:
+            await self._bad_embeddings(kind, body, send)
+        elif body.get("stream"):
+            await self._bad_stream(kind, body, send)
+        elif kind == "not json":
+            await self._send_raw(send, "application/json", b'{"id": "chatcmpl-1", "choi')
+        else:
+            completion = {
+                "id": "chatcmpl-bad",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.model or body["model"],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
+            }
+            message: dict[str, Any] = {"role": "assistant", "content": ""}
+            if kind == "wrong types":
+                message["content"] = 42
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "length"}
+            if kind == "empty list":
+                completion["choices"] = []
+            elif kind != "no reply":
+                completion["choices"] = [choice]
+            await self._send_json(send, 200, completion)
+
+    async def _bad_stream(self, kind: str, body: dict[str, Any], send: Send) -> None:
+        base = {"id": "chatcmpl-bad", "object": "chat.completion.chunk", "created": 1}
+        base["model"] = self.model or body["model"]
+
+        def delta(content: Any, finish: str | None = None) -> str:
+            choice = {"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}
+            return json.dumps({**base, "choices": [choice]})
+
+        if kind == "not json":
+            events = ['{"id": "chatcmpl-bad", "choices": [{"delta": {"content": "It op']
+        elif kind == "no reply":
+            events = [json.dumps(base), json.dumps({**base, "system_fingerprint": "fp"})]
+        elif kind == "empty list":
+            events = []
+        elif kind == "wrong types":
+            events = [delta({"role": "assistant", "content": 42}), delta({}, "stop")]
+        else:  # no text
+            events = [delta({"role": "assistant", "content": ""}), delta({}, "length")]
+        await self._start(send, 200, {"content-type": "text/event-stream; charset=utf-8"})
+        for event in events:
+            await send_event(send, f"data: {event}\n\n")
+        await send_event(send, "data: [DONE]\n\n" if events else "", more=False)
+
+    async def _bad_embeddings(self, kind: str, body: dict[str, Any], send: Send) -> None:
+        if kind == "not json":
+            await self._send_raw(send, "application/json", b'{"object": "list", "data": [{"ob')
+            return
+        inputs = body.get("input")
+        count = len(inputs) if isinstance(inputs, list) else 1
+        vector: Any = {"values": [0.5, 0.5]} if kind == "wrong types" else []
+        data = [{"object": "embedding", "index": i, "embedding": vector} for i in range(count)]
+        response: dict[str, Any] = {"object": "list", "model": self.model or body.get("model")}
+        if kind != "no reply":
+            response["data"] = [] if kind == "empty list" else data
+        await self._send_json(send, 200, response)
 
 
 # ---------------------------------------------------------------- plumbing
