@@ -116,15 +116,36 @@ class StoreDocuments:
 
 
 @attrs.frozen
-class ReserveTokens:
-    """Hold ``tokens`` for a call against the caps, atomically with every other reservation.
+class CheckBudget:
+    """Whether a call of at least ``tokens`` (its prompt's least size) could still fit under
+    the caps by what was used so far, before any provider is asked (embedding included).
 
-    Result: ``ragcore.usage.Reservation`` or ``ragcore.usage.Capped``.
+    Result: ``ragcore.usage.Allowed`` or ``ragcore.usage.Capped``.
     """
 
     role: str | None
     tokens: int
     caps: Caps
+
+
+@attrs.frozen
+class ReserveTokens:
+    """Hold a call's tokens against the caps, atomically with every other reservation: its
+    prompt, estimated at ``prompt_tokens`` (the runner calibrates it with the provider's
+    counts of recent calls, ``ragcore.usage.prompt_hold``), and its output, as much of
+    ``max_output_tokens`` as is left, not less than ``min_output_tokens``
+    (``ragcore.usage.fit_hold``); a call that would fit once calls in flight settle waits
+    a little for them.
+
+    Result: ``ragcore.usage.Reservation`` (with the output allowed) or
+    ``ragcore.usage.Capped``.
+    """
+
+    role: str | None
+    prompt_tokens: int
+    caps: Caps
+    max_output_tokens: int
+    min_output_tokens: int
 
 
 @attrs.frozen

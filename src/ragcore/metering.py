@@ -1,29 +1,47 @@
-"""Rule 14 for a single model call outside the chat pipeline (the profile summary):
-reserve its most tokens, call, then settle what it used, or release the hold when the
-call failed. The chat pipeline meters its whole answer the same way
-(``ragcore.chat.pipeline.answer_question``)."""
+"""Rule 14 for one model call: reserve its tokens, call, then settle what it used, or
+release the hold when the call failed. Every metered call goes through here: the chat
+answer, the grounding check's judge, the profile summary. How the hold is sized is in
+``ragcore.usage``."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
 from typing import Any
 
+import attrs
+
 from ragcore.effects import Generate, ReleaseTokens, Reply, ReserveTokens, SettleTokens
 from ragcore.usage import Capped, Caps, estimate_tokens, measured_usage
 
 
 def metered_generate(
-    request: Generate, role: str | None, caps: Caps, ledger: bool
+    request: Generate,
+    role: str | None,
+    caps: Caps,
+    ledger: bool,
+    *,
+    min_output_tokens: int | None = None,
 ) -> Generator[Any, Any, Reply | Capped]:
-    """The reply to ``request``, or ``Capped`` (and no call) when a cap is reached.
-    Without the ledger the call is made unmetered. A failed call raises, its hold released."""
+    """The reply to ``request``, or ``Capped`` (and no call) when it does not fit under a
+    cap. With ``min_output_tokens``, the call is sent with less output than asked for when
+    only that much is left (an answer); without, it gets all it asked for or is not made (a
+    judge's verdict). Without the ledger the call is made unmetered. A failed call raises,
+    its hold released."""
     if not ledger:
         return (yield request)
     prompt = request.prompt
-    hold = estimate_tokens(prompt.system + prompt.user) + request.max_output_tokens
-    decision = yield ReserveTokens(role, hold, caps)
+    wanted = request.max_output_tokens
+    decision = yield ReserveTokens(
+        role,
+        estimate_tokens(prompt.system + prompt.user),
+        caps,
+        wanted,
+        wanted if min_output_tokens is None else min(min_output_tokens, wanted),
+    )
     if isinstance(decision, Capped):
         return decision
+    if decision.output_tokens < wanted:
+        request = attrs.evolve(request, max_output_tokens=decision.output_tokens)
     try:
         reply: Reply = yield request
     except Exception:

@@ -1,11 +1,19 @@
 """Token budgets and the usage ledger (rule 14): what a call costs and whether it may run.
 
-Before a call, its tokens are *reserved* against the caps; after it, the
-reservation is *settled* with what the provider reported (or an estimate of
-about 4 characters per token when it reported nothing). A request is allowed
-while the total (settled plus reserved) is under every cap that applies, so
-concurrent requests overshoot a cap by at most what was already in flight
-when it was reached. Days and months are UTC.
+Before a model call, its tokens are *reserved* against the caps; after it, the
+reservation is *settled* with what the provider reported (or an estimate of about 4
+characters per token when it reported nothing), or *released* when the call failed.
+
+How big the hold is (``fit_hold``): the prompt as it will be sent, estimated at about 4
+characters a token and calibrated by the provider's own counts of recent calls
+(``prompt_hold``), plus the output the call is allowed: MAX_OUTPUT_TOKENS, or less when
+less is left under a cap, and the call is then sent with that smaller allowance, so the
+provider cannot write past the cap. A call is allowed only when its whole hold fits under
+every cap that applies, counting what was used and what is held by calls in flight; so
+a cap is never passed, except by the difference between a prompt's calibrated estimate
+and the provider's count of it. A small cap serves as many calls as fit: a call that does
+not fit only because others are in flight is told to wait (``Capped.wait``) for them to
+settle rather than refused. Days and months are UTC.
 """
 
 from __future__ import annotations
@@ -18,8 +26,13 @@ import attrs
 
 CHARS_PER_TOKEN = 4
 LIMIT_REACHED = "Usage limit reached: I cannot answer right now. Please try again later."
-#: the grounding instructions and source labels, in tokens, on top of question and context
-PROMPT_OVERHEAD_TOKENS = 500
+#: the least output an answer is sent with when a cap leaves less than MAX_OUTPUT_TOKENS:
+#: a sentence or two; with less room than that, the cap is taken as reached
+MIN_ANSWER_TOKENS = 32
+#: calibration (``prompt_hold``): the provider's count of a prompt over our estimate, as
+#: the largest of recent calls, times this margin; never below MIN_RATIO
+CALIBRATION_MARGIN = 1.1
+MIN_RATIO = 0.1
 
 
 def estimate_tokens(text: str) -> int:
@@ -106,39 +119,91 @@ class Allowed:
 
 @attrs.frozen
 class Reservation:
+    """A hold in the ledger; the call may write at most ``output_tokens``."""
+
     id: int
+    output_tokens: int = 0
 
 
 @attrs.frozen
 class Capped:
+    """A cap the call does not fit under. ``wait``: it would fit once the calls in flight
+    settle (they hold more than they usually use), so waiting for them may help."""
+
     scope: str  # which cap: "daily", "monthly", "role daily", "role monthly"
     cap: int
     used: int
+    wait: bool = False
 
 
-def check_budget(totals: Totals, caps: Caps, role: str | None) -> Allowed | Capped:
+@attrs.frozen
+class Room:
+    """The tightest cap for a role: its scope, the cap, what it counts, and what is left."""
+
+    scope: str
+    cap: int
+    used: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.cap - self.used)
+
+
+def tightest(totals: Totals, caps: Caps, role: str | None) -> Room | None:
+    """The cap with the least left for ``role`` under ``totals``; None when none is set."""
     role_daily, role_monthly = caps.for_role(role)
-    for scope, cap, used in (
-        ("daily", caps.daily, totals.day),
-        ("monthly", caps.monthly, totals.month),
-        ("role daily", role_daily, totals.role_day),
-        ("role monthly", role_monthly, totals.role_month),
-    ):
-        if cap and used >= cap:
-            return Capped(scope, cap, used)
+    rooms = [
+        Room(scope, cap, used)
+        for scope, cap, used in (
+            ("daily", caps.daily, totals.day),
+            ("monthly", caps.monthly, totals.month),
+            ("role daily", role_daily, totals.role_day),
+            ("role monthly", role_monthly, totals.role_month),
+        )
+        if cap
+    ]
+    return min(rooms, key=lambda room: room.left, default=None)
+
+
+def check_budget(totals: Totals, caps: Caps, role: str | None, tokens: int = 1) -> Allowed | Capped:
+    """Whether ``tokens`` more fit under every cap of ``role``, given ``totals``."""
+    room = tightest(totals, caps, role)
+    if room is not None and room.left < tokens:
+        return Capped(room.scope, room.cap, room.used)
     return Allowed()
 
 
-def reservation_for(question: str, max_context_chars: int, max_output_tokens: int) -> int:
-    """Tokens to hold before answering: the most the prompt and the output can take.
+def prompt_hold(estimate: int, ratio: float | None) -> int:
+    """Tokens to hold for a prompt we estimate at ``estimate``: as is without history, else
+    calibrated by ``ratio``, the largest provider count over our estimate of recent calls,
+    with a margin (a provider counting fewer tokens than 4 characters' worth, as most do
+    for English, then lets a small cap serve more calls)."""
+    if ratio is None:
+        return estimate
+    return math.ceil(round(estimate * max(ratio, MIN_RATIO) * CALIBRATION_MARGIN, 6))
 
-    Taken before anything else so a capped request calls no provider at all;
-    settled afterwards with the real count. With trimming off, the context is
-    counted at its default size (the hold is an estimate, not a limit).
-    """
-    context = max_context_chars or 12_000
-    context_tokens = math.ceil(context / CHARS_PER_TOKEN)
-    return estimate_tokens(question) + context_tokens + PROMPT_OVERHEAD_TOKENS + max_output_tokens
+
+def fit_hold(
+    counted: Totals,
+    settled: Totals,
+    caps: Caps,
+    role: str | None,
+    prompt_tokens: int,
+    max_output: int,
+    min_output: int,
+) -> int | Capped:
+    """The output a call may be sent with, holding ``prompt_tokens`` for its prompt:
+    ``max_output`` when it fits under every cap counting what calls in flight hold
+    (``counted``), else what is left, down to ``min_output``; Capped below that, with
+    ``wait`` when it would fit under what was used alone (``settled``)."""
+    need = prompt_tokens + min_output
+    room = tightest(counted, caps, role)
+    if room is None or room.left >= prompt_tokens + max_output:
+        return max_output
+    if room.left >= need:
+        return room.left - prompt_tokens
+    used = tightest(settled, caps, role)
+    return Capped(room.scope, room.cap, room.used, wait=used is not None and used.left >= need)
 
 
 def measured_usage(reported: TokenUsage | None, prompt_text: str, answer_text: str) -> TokenUsage:

@@ -13,6 +13,7 @@ import trio
 
 from ragcore.actions.effects import ActionEffect
 from ragcore.effects import (
+    CheckBudget,
     DetectLanguage,
     Embed,
     FetchRoleMemory,
@@ -27,6 +28,7 @@ from ragcore.effects import (
     StoreDocuments,
 )
 from ragcore.employees.learning import History
+from ragcore.usage import Capped, Reservation
 from ragio.actions import handlers as actions
 from ragio.employees import learning, memory
 from ragio.knowledge import search, store
@@ -43,6 +45,8 @@ log = logging.getLogger(__name__)
 #: how long a cancelled pipeline may take to give back what it holds
 UNWIND_SECONDS = 5.0
 UNWIND_EFFECTS = (ReleaseTokens, SettleTokens)
+#: how long a call that would fit once others settle waits for them (``_reserve``)
+RESERVE_WAIT_SECONDS = 10.0
 
 
 class Abandoned(Exception):
@@ -116,9 +120,10 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
             return await service.database.run(memory.context_items, effect)
         case DetectLanguage(text=text):
             return await service.language.detect(text)
-        case ReserveTokens(role=role, tokens=tokens, caps=caps):
-            now = datetime.now(UTC)
-            return await service.database.run(ledger.reserve, role, tokens, caps, now)
+        case CheckBudget():
+            return await service.database.run(ledger.check, effect, datetime.now(UTC))
+        case ReserveTokens():
+            return await _reserve(effect, service)
         case SettleTokens(reservation_id=rid, provider=provider, model=model, usage=usage):
             return await service.database.run(ledger.settle, rid, provider, model, usage)
         case ReleaseTokens(reservation_id=rid):
@@ -128,6 +133,22 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
         case ActionEffect():  # outbound actions and approvals (ragcore.actions)
             return await actions.execute(effect, service)
     raise TypeError(f"no handler for effect {effect!r}")
+
+
+async def _reserve(effect: ReserveTokens, service: Any) -> Reservation | Capped:
+    """A reservation, waiting up to RESERVE_WAIT_SECONDS while the caps are held only by
+    calls in flight (``Capped.wait``): they usually settle for less than they hold, and a
+    small cap then serves the next call instead of refusing it."""
+    deadline = trio.current_time() + RESERVE_WAIT_SECONDS
+    pause = 0.02
+    while True:
+        decision = await service.database.run(ledger.reserve, effect, datetime.now(UTC))
+        if not (isinstance(decision, Capped) and decision.wait):
+            return decision
+        if trio.current_time() + pause > deadline:
+            return decision
+        await trio.sleep(pause)
+        pause = min(pause * 2, 0.25)
 
 
 async def _learn(effect: RecordInteraction | LearnPattern, service: Any) -> Any:

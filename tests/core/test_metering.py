@@ -15,7 +15,7 @@ def answering(reply):
     def answer(effect):
         match effect:
             case ReserveTokens():
-                return Reservation(3)
+                return Reservation(3, effect.max_output_tokens)
             case Generate():
                 if isinstance(reply, Exception):
                     raise reply
@@ -29,8 +29,20 @@ def test_a_call_is_reserved_then_settled_with_what_it_used():
     reply = Reply("a summary", "p", "m", usage=TokenUsage(40, 2))
     outcome, effects = drive(metered_generate(REQUEST, None, Caps(), True), answering(reply))
     reserve, call, settle = effects
-    assert reserve.tokens >= 100 and call is REQUEST
+    # the prompt as sent ("system" + "user words here", 4 characters a token), all its output
+    assert reserve == ReserveTokens(None, 6, Caps(), 100, 100)
+    assert call is REQUEST
     assert settle == SettleTokens(3, "p", "m", TokenUsage(40, 2)) and outcome is reply
+
+
+def test_a_call_that_may_write_less_is_sent_with_the_output_the_caps_leave():
+    reply = Reply("a short summary", "p", "m", usage=TokenUsage(6, 3))
+    gen = metered_generate(REQUEST, "sales", Caps(daily=50), True, min_output_tokens=32)
+    reserve = next(gen)
+    assert (reserve.max_output_tokens, reserve.min_output_tokens) == (100, 32)
+    call = gen.send(Reservation(4, output_tokens=40))
+    assert call.max_output_tokens == 40 and call.prompt is REQUEST.prompt
+    assert gen.send(reply) == SettleTokens(4, "p", "m", TokenUsage(6, 3))
 
 
 def test_a_failed_call_releases_its_hold_and_raises():
@@ -38,7 +50,7 @@ def test_a_failed_call_releases_its_hold_and_raises():
         drive(metered_generate(REQUEST, None, Caps(), True), answering(RuntimeError("down")))
     gen = metered_generate(REQUEST, None, Caps(), True)
     assert isinstance(next(gen), ReserveTokens)
-    assert gen.send(Reservation(3)) is REQUEST
+    assert gen.send(Reservation(3, 100)) is REQUEST
     assert gen.throw(RuntimeError("down")) == ReleaseTokens(3)
 
 

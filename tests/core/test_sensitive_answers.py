@@ -6,9 +6,9 @@ import pytest
 from ragcore.chat.grounding import CAVEATS, CHECK_INSTRUCTIONS, parse_verdict
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.reasoning import final_answer
-from ragcore.effects import Generate, Reply, ReserveTokens, SettleTokens
+from ragcore.effects import CheckBudget, Generate, Reply, ReserveTokens, SettleTokens
 from ragcore.employees.roles import Role
-from ragcore.usage import Capped, Reservation, TokenUsage
+from ragcore.usage import Allowed, Capped, Reservation, TokenUsage
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
 
@@ -126,8 +126,10 @@ def test_the_check_is_a_call_of_its_own_in_the_usage_ledger():
     holds = iter(range(7, 100))
 
     def answer(effect):
+        if isinstance(effect, CheckBudget):
+            return Allowed()
         if isinstance(effect, ReserveTokens):
-            return Reservation(next(holds))
+            return Reservation(next(holds), effect.max_output_tokens)
         if isinstance(effect, SettleTokens):
             return None
         if isinstance(effect, Generate) and effect.task == "answer":
@@ -138,9 +140,9 @@ def test_the_check_is_a_call_of_its_own_in_the_usage_ledger():
     reserves = [e for e in effects if isinstance(e, ReserveTokens)]
     settles = [e for e in effects if isinstance(e, SettleTokens)]
     assert [r.role for r in reserves] == ["tax_helper", "tax_helper"]  # the answer, the judge
-    assert settles == [
-        SettleTokens(8, "recorded", "judge", TokenUsage(300, 1)),
+    assert settles == [  # each call settled once it is made: the answer, then the judge
         SettleTokens(7, "recorded", "m1", TokenUsage(500, 40)),
+        SettleTokens(8, "recorded", "judge", TokenUsage(300, 1)),
     ]
     assert outcome.usage == TokenUsage(500, 40) and outcome.check_usage == TokenUsage(300, 1)
 
@@ -149,9 +151,11 @@ def test_a_judge_stopped_by_a_budget_is_not_asked_and_the_answer_gets_the_caveat
     policy = ChatPolicy(
         max_context_chars=12000, max_output_tokens=256, temperature=0.2, usage_ledger=True
     )
-    decisions = iter([Reservation(7), Capped("daily", 1000, 1000)])
+    decisions = iter([Reservation(7, 256), Capped("daily", 1000, 1000)])
 
     def answer(effect):
+        if isinstance(effect, CheckBudget):
+            return Allowed()
         if isinstance(effect, ReserveTokens):
             return next(decisions)
         if isinstance(effect, SettleTokens):

@@ -72,12 +72,7 @@ async def test_at_the_cap_the_answer_is_short_and_the_provider_is_not_called(
     assert len(fake.requests_to("/v1/embeddings")) == embeddings_before
 
 
-async def test_twenty_requests_at_once_against_a_nearly_spent_cap_do_not_overshoot(
-    api, fake, database_url
-):
-    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
-    spend(database_url, ALREADY_SPENT)
-    fake.delay = 0.3  # keep the first answer in flight while the others arrive
+async def ask_at_once(api, count: int) -> list[dict]:
     replies: list[dict] = []
 
     async def ask() -> None:
@@ -86,22 +81,58 @@ async def test_twenty_requests_at_once_against_a_nearly_spent_cap_do_not_oversho
         replies.append(response.json())
 
     async with trio.open_nursery() as nursery:
-        for _ in range(20):
+        for _ in range(count):
             nursery.start_soon(ask)
+    return replies
 
-    answered = [r for r in replies if not r["limited"]]
-    assert len(answered) == 1
-    assert all(r["answer"] == LIMIT_REACHED for r in replies if r["limited"])
-    assert len(fake.requests_to("/v1/chat/completions")) == 1
-    # The overshoot is at most the one request that was in flight when the cap was reached.
-    spent = sum(p + c for state, _, p, c, _ in ledger_rows(database_url) if state == "settled")
-    assert (
-        spent
-        == ALREADY_SPENT
-        + answered[0]["usage"]["prompt_tokens"]
-        + answered[0]["usage"]["completion_tokens"]
-    )
+
+def settled(database_url: str) -> int:
+    return sum(p + c for state, _, p, c, _ in ledger_rows(database_url) if state == "settled")
+
+
+async def test_twenty_requests_at_once_against_a_nearly_spent_cap_never_pass_it(
+    api, fake, database_url
+):
+    """50 tokens left cannot hold a prompt: nothing is asked of any provider, and the
+    cap is not passed (the old rule let the first request through and overshot)."""
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    spend(database_url, ALREADY_SPENT)
+    embeddings_before = len(fake.requests_to("/v1/embeddings"))
+    replies = await ask_at_once(api, 20)
+    assert all(r["limited"] and r["answer"] == LIMIT_REACHED for r in replies)
+    assert fake.requests_to("/v1/chat/completions") == []
+    assert len(fake.requests_to("/v1/embeddings")) == embeddings_before
+    assert settled(database_url) == ALREADY_SPENT
     assert all(state == "settled" for state, *_ in ledger_rows(database_url))
+
+
+async def test_a_small_cap_serves_what_fits_and_never_more(api, fake, database_url):
+    """Twenty at once under a 1,000-token cap, each answer about 160 tokens by the
+    provider's count: the calls in flight hold the cap for a moment, the others wait for
+    them instead of being refused, and as many are answered as fit (the old hold of about
+    4,500 tokens a request answered one); the ledger never passes the cap."""
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fake.delay = 0.2  # each answer is in flight while the others arrive
+    replies = await ask_at_once(api, 20)
+    answered = [r for r in replies if not r["limited"]]
+    per_answer = max(
+        r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in answered
+    )
+    assert len(answered) >= CAP // per_answer - 1  # what fits, give or take the last one
+    assert settled(database_url) <= CAP
+    assert len(fake.requests_to("/v1/chat/completions")) == len(answered)
+    assert all(state == "settled" for state, *_ in ledger_rows(database_url))
+
+
+async def test_an_answer_near_the_cap_is_asked_for_what_is_left(api, fake, database_url):
+    """max_tokens is cut to what the cap leaves, so the provider cannot write past it."""
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    spend(database_url, CAP - 400)
+    response = await api.post("/chat", params={"question": "When does the shop open?"})
+    assert not response.json()["limited"]
+    [call] = fake.requests_to("/v1/chat/completions")
+    assert 32 <= call.body["max_tokens"] < 400
+    assert settled(database_url) <= CAP
 
 
 async def test_usage_summarises_by_day_month_role_and_provider(api, fake, database_url):

@@ -32,18 +32,16 @@ from ragcore.chat.grounding import (
     parse_verdict,
     with_caveat,
 )
-from ragcore.chat.prompts import build_prompt
+from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, build_prompt
 from ragcore.chat.reasoning import final_answer
 from ragcore.chat.sources import Hit, Source, number_sources, trim_hits
 from ragcore.effects import (
+    CheckBudget,
     DetectLanguage,
     Embed,
     Generate,
-    ReleaseTokens,
     Reply,
-    ReserveTokens,
     SearchChunks,
-    SettleTokens,
 )
 from ragcore.employees.layering import role_instructions
 from ragcore.employees.learning import LearningPolicy, interaction, learn_from
@@ -56,11 +54,12 @@ from ragcore.language import LanguagePolicy, choose_language, not_found, worth_d
 from ragcore.metering import metered_generate
 from ragcore.usage import (
     LIMIT_REACHED,
+    MIN_ANSWER_TOKENS,
     Capped,
     Caps,
     TokenUsage,
+    estimate_tokens,
     measured_usage,
-    reservation_for,
 )
 
 MAX_QUESTION_CHARS = 4000
@@ -158,24 +157,20 @@ def check_question(question: Any) -> str:
 
 
 def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, Any, ChatAnswer]:
-    """The grounded answer, metered by the usage ledger and held to the budgets (rule 14)."""
+    """The grounded answer, metered by the usage ledger and held to the budgets (rule 14):
+    a request that could not fit even its least prompt under a cap asks no provider at all
+    (``CheckBudget``); the model call is held to the caps itself (``metered_generate``)."""
     question = check_question(request.question)
-    if not policy.usage_ledger:
-        return (yield from _grounded_answer(question, request, policy))
-    hold = reservation_for(question, policy.max_context_chars, policy.max_output_tokens)
-    decision = yield ReserveTokens(request.role, hold, policy.caps)
-    if isinstance(decision, Capped):
-        return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
-    try:
-        answer = yield from _grounded_answer(question, request, policy)
-    except Exception:
-        yield ReleaseTokens(decision.id)
-        raise
-    if answer.usage is None:
-        yield ReleaseTokens(decision.id)
-    else:
-        yield SettleTokens(decision.id, answer.provider or "", answer.model or "", answer.usage)
-    return answer
+    if policy.usage_ledger:
+        least = estimate_tokens(GROUNDING_INSTRUCTIONS + question) + MIN_ANSWER_TOKENS
+        decision = yield CheckBudget(request.role, least, policy.caps)
+        if isinstance(decision, Capped):
+            return limited(request)
+    return (yield from _grounded_answer(question, request, policy))
+
+
+def limited(request: ChatRequest) -> ChatAnswer:
+    return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
 
 
 def _grounded_answer(
@@ -200,13 +195,22 @@ def _grounded_answer(
     block = role_block(request, policy, context_text, offer)
     prompt = build_prompt(question, sources, language, block)
     sensitive = is_sensitive(request, policy)
-    reply: Reply = yield Generate(
+    generate = Generate(
         prompt,
         max_output_tokens=policy.max_output_tokens,
         temperature=policy.temperature,
         # reasoning mode: shown only when whole and checked; a proposal: never shown
         stream=not sensitive and offer is None,
     )
+    reply = yield from metered_generate(
+        generate,
+        request.role,
+        policy.caps,
+        policy.usage_ledger,
+        min_output_tokens=MIN_ANSWER_TOKENS,
+    )
+    if isinstance(reply, Capped):
+        return limited(request)
     shown, proposal = split_proposal(reply.text) if offer is not None else (reply.text, None)
     written = final_answer(shown) if sensitive else shown
     text, citations = resolve_citations(written, sources)

@@ -1,9 +1,10 @@
-"""SQL for the usage ledger: reserve, settle, release, summarise.
+"""SQL for the usage ledger: check, reserve, settle, release, summarise.
 
 Reservations are taken under a transaction-level advisory lock, so the totals a
 request is checked against include every reservation made before it. A
 reservation left behind by a crashed process stops counting after
-STALE_RESERVATION.
+STALE_RESERVATION. How big a hold is, is ragcore.usage's rule; the calibration it
+needs (how the provider counted our recent prompts) is read here.
 """
 
 from __future__ import annotations
@@ -13,10 +14,22 @@ from typing import Any
 
 import psycopg
 
-from ragcore.usage import Capped, Caps, Reservation, TokenUsage, Totals, check_budget, day_and_month
+from ragcore.effects import CheckBudget, ReserveTokens
+from ragcore.usage import (
+    Allowed,
+    Capped,
+    Reservation,
+    TokenUsage,
+    Totals,
+    check_budget,
+    day_and_month,
+    fit_hold,
+    prompt_hold,
+)
 
 BUDGET_LOCK = 0x72616762756467  # "ragbudg"
 STALE_RESERVATION = timedelta(minutes=10)
+CALIBRATION_CALLS = 50  # recent settled calls the prompt calibration looks at
 
 # Tokens a row counts for: what it used once settled, what it holds while reserved.
 _COUNTED = """CASE WHEN state = 'settled' THEN prompt_tokens + completion_tokens
@@ -24,34 +37,75 @@ _COUNTED = """CASE WHEN state = 'settled' THEN prompt_tokens + completion_tokens
 _LIVE = "(state = 'settled' OR at > %(stale)s)"
 
 
-def totals(conn: psycopg.Connection, role: str | None, now: datetime) -> Totals:
+def totals(
+    conn: psycopg.Connection, role: str | None, now: datetime, *, held: bool = True
+) -> Totals:
+    """Tokens counted this UTC day and month, globally and for ``role``: what was used, and
+    with ``held`` what live reservations hold too."""
     day, month = day_and_month(now)
+    live = _LIVE if held else "state = 'settled'"
     row = conn.execute(
         f"""SELECT
               coalesce(sum({_COUNTED}) FILTER (WHERE at >= %(day)s), 0),
               coalesce(sum({_COUNTED}), 0),
               coalesce(sum({_COUNTED}) FILTER (WHERE at >= %(day)s AND role = %(role)s), 0),
               coalesce(sum({_COUNTED}) FILTER (WHERE role = %(role)s), 0)
-            FROM usage_records WHERE at >= %(month)s AND {_LIVE}""",
+            FROM usage_records WHERE at >= %(month)s AND {live}""",
         {"day": day, "month": month, "role": role, "stale": now - STALE_RESERVATION},
     ).fetchone()
     return Totals(*(int(v) for v in row))
 
 
-def reserve(
-    conn: psycopg.Connection, role: str | None, tokens: int, caps: Caps, now: datetime
-) -> Reservation | Capped:
+def calibration(conn: psycopg.Connection) -> float | None:
+    """The largest ratio of a provider's count of a prompt to our estimate of it, over the
+    last CALIBRATION_CALLS settled calls it reported counts for; None without any."""
+    row = conn.execute(
+        """SELECT max(prompt_tokens::float8 / estimated_prompt_tokens) FROM (
+             SELECT prompt_tokens, estimated_prompt_tokens FROM usage_records
+             WHERE state = 'settled' AND NOT estimated
+               AND estimated_prompt_tokens > 0 AND prompt_tokens > 0
+             ORDER BY id DESC LIMIT %s) AS recent""",
+        (CALIBRATION_CALLS,),
+    ).fetchone()
+    return None if row[0] is None else float(row[0])
+
+
+def check(conn: psycopg.Connection, effect: CheckBudget, now: datetime) -> Allowed | Capped:
+    """``CheckBudget``: does a call of the effect's least size fit under what was used?"""
+    if not effect.caps.any:
+        return Allowed()
+    least = prompt_hold(effect.tokens, calibration(conn))
+    return check_budget(totals(conn, effect.role, now, held=False), effect.caps, effect.role, least)
+
+
+def reserve(conn: psycopg.Connection, effect: ReserveTokens, now: datetime) -> Reservation | Capped:
+    """``ReserveTokens``: the hold ``ragcore.usage.fit_hold`` allows, inserted under the
+    budget lock so concurrent reservations see each other."""
+    role, caps = effect.role, effect.caps
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (BUDGET_LOCK,))
-        decision = check_budget(totals(conn, role, now), caps, role)
-        if isinstance(decision, Capped):
-            return decision
+        prompt, output = effect.prompt_tokens, effect.max_output_tokens
+        if caps.any:
+            prompt = prompt_hold(effect.prompt_tokens, calibration(conn))
+            fitted = fit_hold(
+                totals(conn, role, now),
+                totals(conn, role, now, held=False),
+                caps,
+                role,
+                prompt,
+                effect.max_output_tokens,
+                effect.min_output_tokens,
+            )
+            if isinstance(fitted, Capped):
+                return fitted
+            output = fitted
         row = conn.execute(
-            """INSERT INTO usage_records (at, role, state, reserved_tokens)
-               VALUES (%s, %s, 'reserved', %s) RETURNING id""",
-            (now, role, tokens),
+            """INSERT INTO usage_records
+                 (at, role, state, reserved_tokens, estimated_prompt_tokens)
+               VALUES (%s, %s, 'reserved', %s, %s) RETURNING id""",
+            (now, role, prompt + output, effect.prompt_tokens),
         ).fetchone()
-    return Reservation(row[0])
+    return Reservation(row[0], output)
 
 
 def settle(
