@@ -22,6 +22,7 @@ from ragio.http import (
     webhooks,
     workflows,
 )
+from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.problems import Problem, problem_for, problem_response
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
@@ -94,4 +95,6 @@ def create_app(svc: Service) -> QuartTrio:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return problem_response(problem_for(error))
 
+    # Hypercorn's closing work kept from being cancelled: see ragio.http.connections
+    app.asgi_app = ConnectionGuard(app.asgi_app)  # type: ignore[method-assign]
     return app
