@@ -390,6 +390,13 @@ SETTINGS: tuple[Setting, ...] = (
         "largest document accepted (25 MB)",
         _integer(minimum=1),
     ),
+    Setting(
+        "HTTP_READ_TIMEOUT_SECONDS",
+        "30",
+        "longest wait for the next bytes of a request body; past it the answer is 408 and "
+        "the connection closes",
+        _number(0.1, 3600),
+    ),
     # language
     Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
     Setting(

@@ -1,21 +1,30 @@
 """How connections end, as a client sees it, with the app served as in production: a
 `Connection: close` or HTTP/1.0 request is answered and closed; an idle or slow connection
-is closed after its timeout."""
+is closed after its timeout; a body that stops arriving gets 408, but a long answer or
+stream is not cut."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
 from ragio.server import hypercorn_config
-from tests.io.conftest import serve_service
+from tests.io.conftest import on_openai, serve_service
+from tests.io.fakes.openai_server import FakeOpenAI
 
 KEY = "connection-test-key-0123456789"
-READ_TIMEOUT = 0.5  # the keep-alive timeout here, so that the tests are quick
-SETTINGS = {"service_api_key": KEY}
+READ_TIMEOUT = 0.5  # HTTP_READ_TIMEOUT_SECONDS here, so that the tests are quick
+SETTINGS = {
+    "service_api_key": KEY,
+    "http_read_timeout_seconds": READ_TIMEOUT,
+    "telegram_webhook_secret": "telegram-secret",
+    "discord_public_key": "ab" * 32,
+}
 
 
 @pytest.fixture
@@ -171,3 +180,78 @@ async def test_a_request_head_sent_slowly_is_cut_off_by_the_keep_alive_timeout(
     assert (await conn.response())[0] == 200
     await conn.closed_while_sending(HEALTH[:-2], every=0.05, within=READ_TIMEOUT + 1)
     assert conn.buffer == b""
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/documents", (f"X-API-Key: {KEY}", "Content-Type: application/json")),
+        ("/webhook/discord", ("Content-Type: application/json",)),
+        ("/webhook/telegram", ("X-Telegram-Bot-Api-Secret-Token: telegram-secret",)),
+    ],
+)
+async def test_a_body_shorter_than_its_content_length_gets_408_within_the_read_timeout(
+    connect, port, path, headers
+):
+    conn = await connect(port)
+    start = trio.current_time()
+    await conn.send(request("POST", path, *headers, "Content-Length: 100", body=b'{"a": 1'))
+    status, response_headers, body = await conn.response(within=READ_TIMEOUT + 1)
+    assert trio.current_time() - start >= READ_TIMEOUT
+    assert status == 408 and response_headers["connection"] == "close"
+    assert response_headers["content-type"] == "application/problem+json"
+    assert "HTTP_READ_TIMEOUT_SECONDS" in json.loads(body)["detail"]
+    await conn.closed()
+
+
+async def test_a_slow_body_that_keeps_coming_is_not_cut_off(connect, port):
+    """The read timeout is for silence, not for the whole upload."""
+    conn = await connect(port)
+    body = json.dumps({"name": "slow.md", "text": " " * 20}).encode()  # read whole, refused
+    await conn.send(
+        request(
+            "POST",
+            "/documents",
+            f"X-API-Key: {KEY}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+        )
+    )
+    pieces = [body[:10], body[10:20], body[20:30], body[30:]]
+    for piece in pieces:  # 4 x 0.3 s: longer than the read timeout in all
+        await trio.sleep(READ_TIMEOUT * 0.6)
+        await conn.send(piece)
+    status, _, answer = await conn.response()
+    assert status == 422 and json.loads(answer)["field"] == "text", answer
+
+
+# ---------------------------------------------------------------- long answers are not cut
+
+
+class TestLongAnswers:
+    """The read timeout covers waiting for a body, not a client rightly silent while its
+    answer is made or streamed."""
+
+    @pytest.fixture
+    async def fake(self, serve_fake: Any) -> FakeOpenAI:
+        fake = await serve_fake(FakeOpenAI(api_key="sk-test", reply="It opens at 9 am [1]."))
+        fake.chat_delay = READ_TIMEOUT + 0.25  # the first words come after that
+        return fake
+
+    @pytest.fixture
+    def settings_overrides(self, fake: FakeOpenAI) -> dict[str, Any]:
+        return on_openai(fake, **SETTINGS)
+
+    async def test_a_streamed_answer_slower_than_the_read_timeout_arrives_whole(self, port):
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", headers={"X-API-Key": KEY}, timeout=5
+        ) as client:
+            text = "# Hours\n\nThe shop opens at 9 am on weekdays."
+            await client.post("/documents", json={"name": "faq.md", "text": text})
+            async with client.stream(
+                "POST", "/chat/stream", json={"question": "When does the shop open?"}
+            ) as response:
+                assert response.status_code == 200
+                lines = [line async for line in response.aiter_lines()]
+            assert "event: done" in lines
+            assert any("9 am" in line for line in lines)

@@ -95,6 +95,9 @@ def create_app(svc: Service) -> QuartTrio:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return problem_response(problem_for(error))
 
-    # Hypercorn's closing work kept from being cancelled: see ragio.http.connections
-    app.asgi_app = ConnectionGuard(app.asgi_app)  # type: ignore[method-assign]
+    # a read timeout for bodies, and Hypercorn's closing work kept from being cancelled:
+    # see ragio.http.connections
+    app.asgi_app = ConnectionGuard(  # type: ignore[method-assign]
+        app.asgi_app, svc.settings.http_read_timeout_seconds
+    )
     return app
