@@ -1,7 +1,8 @@
 """How connections end, as a client sees it, with the app served as in production: a
 `Connection: close` or HTTP/1.0 request is answered and closed; an idle or slow connection
-is closed after its timeout; a body that stops arriving gets 408, but a long answer or
-stream is not cut."""
+is closed after its timeout; a body that stops arriving gets 408; an answer given without
+reading the body (413, 401) says `Connection: close` and reaches the client whole, and the
+client's next request (on a new connection) is answered."""
 
 from __future__ import annotations
 
@@ -13,15 +14,19 @@ import httpx
 import pytest
 import trio
 
+from ragio.http import connections
 from ragio.server import hypercorn_config
 from tests.io.conftest import on_openai, serve_service
 from tests.io.fakes.openai_server import FakeOpenAI
 
 KEY = "connection-test-key-0123456789"
 READ_TIMEOUT = 0.5  # HTTP_READ_TIMEOUT_SECONDS here, so that the tests are quick
+LIMIT = 1000  # MAX_UPLOAD_BYTES here: the body limit is this plus the multipart headroom
+MB = b"x" * 1_000_000
 SETTINGS = {
     "service_api_key": KEY,
     "http_read_timeout_seconds": READ_TIMEOUT,
+    "max_upload_bytes": LIMIT,
     "telegram_webhook_secret": "telegram-secret",
     "discord_public_key": "ab" * 32,
 }
@@ -223,6 +228,88 @@ async def test_a_slow_body_that_keeps_coming_is_not_cut_off(connect, port):
         await conn.send(piece)
     status, _, answer = await conn.response()
     assert status == 422 and json.loads(answer)["field"] == "text", answer
+
+
+# ---------------------------------------------------------------- answers without the body
+
+
+async def test_after_a_413_the_connection_is_closed_cleanly_saying_so(connect, port):
+    conn = await connect(port)
+    await conn.send(
+        request(
+            "POST",
+            "/documents",
+            f"X-API-Key: {KEY}",
+            "Content-Type: application/json",
+            "Content-Length: 10000000",
+        )
+    )
+    status, headers, body = await conn.response()
+    assert status == 413 and headers["connection"] == "close"
+    assert "MAX_UPLOAD_BYTES" in json.loads(body)["detail"]
+    # a client that sends its next request anyway is not answered on this connection (it
+    # is part of the refused body) and sees it closed, not hanging
+    await conn.send(HEALTH)
+    await conn.closed(within=READ_TIMEOUT + 1)
+
+
+async def test_after_a_413_the_next_request_of_an_http_client_is_answered(port):
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", headers={"X-API-Key": KEY}, timeout=2
+    ) as client:
+        refused = await client.post(
+            "/documents", content=MB, headers={"Content-Type": "application/json"}
+        )
+        assert refused.status_code == 413 and refused.headers["connection"] == "close"
+        assert (await client.get("/health")).status_code == 200
+
+
+async def test_a_401_to_a_1_mb_body_arrives_whole_then_the_connection_closes(connect, port):
+    conn = await connect(port)
+    head = request(
+        "POST",
+        "/documents",
+        "X-API-Key: wrong",
+        "Content-Type: application/json",
+        f"Content-Length: {len(MB)}",
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.send, head + MB)  # the whole body, while the answer comes
+        status, headers, body = await conn.response()
+    assert status == 401 and headers["connection"] == "close"
+    assert json.loads(body)["detail"] == "wrong X-API-Key"
+    await conn.closed()
+
+
+async def test_a_401_to_a_1_mb_body_reaches_an_http_client_which_then_goes_on(port):
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=2) as client:
+        refused = await client.post(
+            "/documents",
+            content=MB,
+            headers={"X-API-Key": "wrong", "Content-Type": "application/json"},
+        )
+        assert refused.status_code == 401
+        assert refused.json()["detail"] == "wrong X-API-Key"
+        listed = await client.get("/documents", headers={"X-API-Key": KEY})
+        assert listed.status_code == 200
+
+
+async def test_a_refused_body_is_read_for_a_limited_time_only(connect, port, monkeypatch):
+    """A client that goes on sending a refused body, slowly, is cut off after the linger."""
+    monkeypatch.setattr(connections, "LINGER_SECONDS", READ_TIMEOUT)
+    conn = await connect(port)
+    await conn.send(
+        request(
+            "POST",
+            "/documents",
+            "X-API-Key: wrong",
+            "Content-Type: application/json",
+            f"Content-Length: {len(MB)}",
+        )
+    )
+    assert (await conn.response())[0] == 401
+    # a byte each READ_TIMEOUT / 5: often enough not to hit the read timeout
+    await conn.closed_while_sending(MB, every=READ_TIMEOUT / 5, within=READ_TIMEOUT + 1)
 
 
 # ---------------------------------------------------------------- long answers are not cut

@@ -95,8 +95,8 @@ def create_app(svc: Service) -> QuartTrio:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return problem_response(problem_for(error))
 
-    # a read timeout for bodies, and Hypercorn's closing work kept from being cancelled:
-    # see ragio.http.connections
+    # read timeout for bodies, a close after a refused body, and Hypercorn's closing work
+    # kept from being cancelled: see ragio.http.connections
     app.asgi_app = ConnectionGuard(  # type: ignore[method-assign]
         app.asgi_app, svc.settings.http_read_timeout_seconds
     )

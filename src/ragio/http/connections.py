@@ -1,7 +1,7 @@
 """How an HTTP/1.1 exchange ends: ASGI middleware around the Quart app, so that every
-connection ends promptly.
+connection ends promptly and every answer reaches the client.
 
-It works around two faults of Hypercorn 0.18's Trio worker serving Quart-Trio 0.12,
+It works around three faults of Hypercorn 0.18's Trio worker serving Quart-Trio 0.12,
 all in this one place (docs/operations.md, "Connections", says what a client sees):
 
 1. **Hypercorn's end-of-exchange work is cancelled.** Hypercorn finishes an exchange
@@ -17,6 +17,15 @@ all in this one place (docs/operations.md, "Connections", says what a client see
    server-sent-events stream). Here only waiting for the next bytes of a request body
    is limited, by ``HTTP_READ_TIMEOUT_SECONDS``: past it the answer is 408 and the
    connection closes. (A request head gets Hypercorn's keep-alive timeout.)
+3. **An answer sent before the body was read.** The 401 of the API key rule and the
+   413 of a declared length over the limit are answered without reading the body. The
+   connection cannot carry another request then (the unread body would be taken for
+   it); closed at once, with the client still sending, the server's system answers the
+   rest with a reset, which breaks the client's sending and can destroy the answer
+   before the client reads it. Here such an answer says ``Connection: close``, and the
+   rest of the body is read and thrown away (for at most ``LINGER_SECONDS``, each read
+   within the read timeout) before the connection is closed, as RFC 9112 section 9.6
+   advises.
 """
 
 from __future__ import annotations
@@ -34,6 +43,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
+
+#: the longest a refused body is read (and thrown away) after its answer, before closing
+LINGER_SECONDS = 10.0
 
 
 class ConnectionGuard:
@@ -73,7 +85,13 @@ class _Exchange:
         # Connection: close is HTTP/1 only (HTTP/2 ends a stream, not the connection)
         self.http1 = scope.get("http_version") in ("1.0", "1.1")
         self.answered = False  # the app has started its response
+        self.responded = False  # ... and sent all of it
+        self.linger = False  # the response started before the body was read
         self.timed_out = False
+        self.left = False  # the client closed the connection
+        self.settled = trio.Event()  # the body is done, or the client left or went quiet
+        if self.body_done:
+            self.settled.set()
         self.to_app, self.from_pump = trio.open_memory_channel[Message](0)
         self.app_scope = trio.CancelScope()
 
@@ -93,18 +111,41 @@ class _Exchange:
                 message = await self.server_receive()
             if message is None:  # no bytes of the body within the read timeout
                 self.timed_out = True
+                self.settled.set()
                 if not self.answered:
                     self.app_scope.cancel()  # run() answers 408
                 return
-            if message["type"] == "http.request" and not message.get("more_body", False):
+            kind = message["type"]
+            if kind == "http.request" and not message.get("more_body", False):
                 self.body_done = True
+            self.left = kind == "http.disconnect"
+            if self.body_done or self.left:
+                self.settled.set()
+            if kind == "http.request" and self.responded:
+                continue  # the app has answered already: the rest is thrown away
             await self.to_app.send(message)
-            if message["type"] == "http.disconnect":
+            if self.left:
                 return
 
     async def _send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.answered = True
+            if not self.body_done and self.http1:
+                message = {**message, "headers": _closing(message.get("headers", []))}
+                # a response of known length can be held open while the body is read:
+                # its client can tell it is complete
+                self.linger = any(n.lower() == b"content-length" for n, _ in message["headers"])
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.responded = True
+            if self.linger and not self.settled.is_set():
+                await self._shielded({**message, "more_body": True})
+                try:
+                    with trio.move_on_after(LINGER_SECONDS):
+                        await self.settled.wait()
+                finally:
+                    if not self.left:
+                        await self._shielded({"type": "http.response.body", "body": b""})
+                return
         await self._shielded(message)
 
     async def _shielded(self, message: Message) -> None:
