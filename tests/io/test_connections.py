@@ -312,6 +312,27 @@ async def test_a_refused_body_is_read_for_a_limited_time_only(connect, port, mon
     await conn.closed_while_sending(MB, every=READ_TIMEOUT / 5, within=READ_TIMEOUT + 1)
 
 
+@pytest.mark.parametrize("settings_overrides", [{**SETTINGS, "http_read_timeout_seconds": 30}])
+async def test_a_client_silent_after_a_refusal_is_not_waited_for_long(
+    connect, port, monkeypatch, settings_overrides
+):
+    """With the default read timeout, a refused body that stops coming is given up after
+    LINGER_IDLE_SECONDS, not after the read timeout or the whole linger."""
+    monkeypatch.setattr(connections, "LINGER_IDLE_SECONDS", READ_TIMEOUT)
+    conn = await connect(port)
+    await conn.send(
+        request(
+            "POST",
+            "/documents",
+            f"X-API-Key: {KEY}",
+            "Content-Type: application/json",
+            "Content-Length: 10000000",
+        )
+    )
+    assert (await conn.response())[0] == 413
+    await conn.closed(within=READ_TIMEOUT + 1)
+
+
 # ---------------------------------------------------------------- long answers are not cut
 
 

@@ -23,9 +23,9 @@ all in this one place (docs/operations.md, "Connections", says what a client see
    it); closed at once, with the client still sending, the server's system answers the
    rest with a reset, which breaks the client's sending and can destroy the answer
    before the client reads it. Here such an answer says ``Connection: close``, and the
-   rest of the body is read and thrown away (for at most ``LINGER_SECONDS``, each read
-   within the read timeout) before the connection is closed, as RFC 9112 section 9.6
-   advises.
+   rest of the body is read and thrown away (for at most ``LINGER_SECONDS``, and only
+   while pieces come at least every ``LINGER_IDLE_SECONDS``) before the connection is
+   closed, as RFC 9112 section 9.6 advises.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 
 #: the longest a refused body is read (and thrown away) after its answer, before closing
 LINGER_SECONDS = 10.0
+#: ... and the longest wait for its next piece then (or the read timeout, if shorter)
+LINGER_IDLE_SECONDS = 2.0
 
 
 class ConnectionGuard:
@@ -94,6 +96,7 @@ class _Exchange:
             self.settled.set()
         self.to_app, self.from_pump = trio.open_memory_channel[Message](0)
         self.app_scope = trio.CancelScope()
+        self.read_scope = trio.CancelScope()  # the pump's current wait for the body
 
     async def run(self, app: ASGIApp) -> None:
         async with trio.open_nursery() as nursery:
@@ -107,7 +110,11 @@ class _Exchange:
     async def _pump(self) -> None:
         while True:
             message = None
-            with trio.move_on_after(math.inf if self.body_done else self.read_timeout):
+            wait = self.read_timeout
+            if self.responded:
+                wait = min(wait, LINGER_IDLE_SECONDS)
+            with trio.CancelScope() as self.read_scope:
+                self.read_scope.relative_deadline = math.inf if self.body_done else wait
                 message = await self.server_receive()
             if message is None:  # no bytes of the body within the read timeout
                 self.timed_out = True
@@ -138,6 +145,10 @@ class _Exchange:
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.responded = True
             if self.linger and not self.settled.is_set():
+                # the wait already under way is cut to the linger's
+                self.read_scope.deadline = min(
+                    self.read_scope.deadline, trio.current_time() + LINGER_IDLE_SECONDS
+                )
                 await self._shielded({**message, "more_body": True})
                 try:
                     with trio.move_on_after(LINGER_SECONDS):
