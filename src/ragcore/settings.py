@@ -404,6 +404,13 @@ SETTINGS: tuple[Setting, ...] = (
         "file; 413 beyond it)",
         _number(0.1, 3600),
     ),
+    Setting(
+        "HTTP_READ_TIMEOUT_SECONDS",
+        "30",
+        "longest wait for the next bytes of a request body; past it the answer is 408 and "
+        "the connection closes",
+        _number(0.1, 3600),
+    ),
     # language
     Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
     Setting(

@@ -25,6 +25,10 @@ def hypercorn_config(settings: Any) -> Config:
     config.accesslog = logging.getLogger("hypercorn.access")
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 5
+    # also the time a request head has to arrive whole, from the connection's opening or
+    # its last answer (slowloris); Hypercorn's read_timeout stays unset: it would limit
+    # every read, while a client rightly waits in silence for a long answer or a stream.
+    # A body's read timeout (HTTP_READ_TIMEOUT_SECONDS) is ragio.http.connections'.
     config.keep_alive_timeout = 5
     return config
 

@@ -11,9 +11,8 @@ from typing import Any
 import httpx
 import trio
 
-from ragio.http.app import create_app
 from ragio.service import open_service
-from tests.io.conftest import serve_app
+from tests.io.conftest import serve_service
 
 REFUNDS = """# Returns and refunds
 
@@ -60,7 +59,7 @@ def system_prompts(openai: Any) -> list[str]:
 async def restarted(service: Any, nursery: trio.Nursery) -> AsyncIterator[httpx.AsyncClient]:
     """A second service and app on the same settings and database: a restart."""
     async with open_service(service.settings) as again:
-        url, stop = await serve_app(create_app(again), nursery)
+        url, stop = await serve_service(again, nursery)
         try:
             async with httpx.AsyncClient(base_url=url, timeout=30) as client:
                 yield client

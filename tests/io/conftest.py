@@ -21,6 +21,7 @@ from ragcore.chat.prompts import Prompt
 from ragcore.effects import Generate
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.http.app import create_app
+from ragio.server import hypercorn_config
 from ragio.service import Service, open_service
 from tests.conftest import make_settings
 from tests.io.fakes.action_receivers import CertAuthority, serve_https
@@ -69,16 +70,30 @@ async def service(
         yield svc
 
 
-async def serve_app(app: Any, nursery: trio.Nursery) -> tuple[str, trio.Event]:
-    """Serve ``app`` on a free loopback port; returns its base URL and an event that stops it."""
-    config = Config()
+async def serve_app(
+    app: Any, nursery: trio.Nursery, config: Config | None = None
+) -> tuple[str, trio.Event]:
+    """Serve ``app`` on a free loopback port, with ``config`` (Hypercorn's defaults when
+    None); returns its base URL and an event that stops it."""
+    if config is None:
+        config = Config()
+        config.accesslog = None
     config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
     stop = trio.Event()
     binds = await nursery.start(
         lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
     )
     return binds[0], stop
+
+
+async def serve_service(
+    svc: Service, nursery: trio.Nursery, config: Config | None = None
+) -> tuple[str, trio.Event]:
+    """The service's app served as ``ragchat serve`` serves it: with the production
+    Hypercorn config (``config``, when given, is one made by ``hypercorn_config``), on a free
+    loopback port."""
+    config = config or hypercorn_config(svc.settings)
+    return await serve_app(create_app(svc), nursery, config)
 
 
 @asynccontextmanager
@@ -122,8 +137,8 @@ async def closing() -> AsyncIterator[Callable[[C], C]]:
 
 @pytest.fixture
 async def api(service: Service, nursery: trio.Nursery) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client talking to the real app served by Hypercorn."""
-    base_url, stop = await serve_app(create_app(service), nursery)
+    """An HTTP client talking to the real app served by Hypercorn, configured as in production."""
+    base_url, stop = await serve_service(service, nursery)
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
         yield client
     stop.set()

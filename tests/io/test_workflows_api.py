@@ -10,9 +10,8 @@ import httpx
 import psycopg
 import pytest
 
-from ragio.http.app import create_app
 from tests.io.actions import use_resolver
-from tests.io.conftest import serve_app
+from tests.io.conftest import serve_service
 from tests.io.test_http_errors import assert_problem
 
 ORDERS = {
@@ -202,7 +201,7 @@ async def test_other_methods_are_405_with_allow(api):
 
 async def test_the_routes_need_the_api_key_when_one_is_set(service, nursery):
     keyed = attrs.evolve(service, settings=attrs.evolve(service.settings, service_api_key="k"))
-    base_url, stop = await serve_app(create_app(keyed), nursery)
+    base_url, stop = await serve_service(keyed, nursery)
     async with httpx.AsyncClient(base_url=base_url) as client:
         assert_problem(await client.get("/automation-workflows"), 401, "X-API-Key")
         assert_problem(await client.post("/automation-workflows", json=ORDERS), 401)

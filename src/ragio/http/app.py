@@ -23,6 +23,7 @@ from ragio.http import (
     webhooks,
     workflows,
 )
+from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
 from ragio.http.problems import Problem, problem_for, problem_response
@@ -99,4 +100,9 @@ def create_app(svc: Service) -> QuartTrio:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return problem_response(problem_for(error))
 
+    # read timeout for bodies, a close after a refused body, and Hypercorn's closing work
+    # kept from being cancelled: see ragio.http.connections
+    app.asgi_app = ConnectionGuard(  # type: ignore[method-assign]
+        app.asgi_app, svc.settings.http_read_timeout_seconds
+    )
     return app
