@@ -560,7 +560,9 @@ SPEC: dict[str, Any] = {
                     {
                         "name": "X-Signature-Timestamp",
                         "in": "header",
-                        "schema": {"type": "string"},
+                        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                        "description": "whole Unix seconds, at most 5 minutes from the "
+                        "server's clock either way (401 otherwise)",
                     },
                 ],
                 "requestBody": {
