@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.language import NAMES as DETECTABLE_LANGUAGES
-from ragcore.workflows.payload import signing_key
+from ragcore.workflows.payload import MIN_KEY_BYTES, signing_key
 
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
@@ -41,9 +41,31 @@ class _Bad(ValueError):
     pass
 
 
+VALUE_HIDDEN = "(the value is not shown: it is a secret)"
+
+Parser = Callable[[str], Any]
+
+
+def _needs(requirement: str) -> Callable[[Parser], Parser]:
+    """Give a parser the fixed words of what it takes (``must be an https:// URL``).
+
+    A bad secret is reported with these words alone: they are written before any value
+    is seen, so no part of a secret can reach the message, whatever the parser's own
+    message would have quoted.
+    """
+
+    def mark(parse: Parser) -> Parser:
+        parse.requirement = requirement  # type: ignore[attr-defined]
+        return parse
+
+    return mark
+
+
 # ---------------------------------------------------------------- parsers
 # Each parser takes the raw string (never empty: blank means "default") and
 # returns the typed value or raises _Bad with a message that says what to change.
+# A parser a secret setting uses says what it takes with @_needs (a test checks it):
+# its message may quote the value, and for a secret only the requirement is shown.
 
 
 def _text(raw: str) -> str:
@@ -129,6 +151,7 @@ def _language(raw: str) -> str:
     return value
 
 
+@_needs("must be an https:// URL with a host, such as https://hooks.example.com/…")
 def _https_url(raw: str) -> str:
     value = raw.strip()
     parts = urlsplit(value)
@@ -137,6 +160,7 @@ def _https_url(raw: str) -> str:
     return value
 
 
+@_needs("must be an http:// or https:// URL with a host")
 def _http_url(raw: str) -> str:
     value = raw.strip()
     parts = urlsplit(value)
@@ -145,6 +169,7 @@ def _http_url(raw: str) -> str:
     return value
 
 
+@_needs("must be a postgresql:// URL, e.g. postgresql://user:pass@localhost:5432/ragchat")
 def _database_url(raw: str) -> str:
     value = raw.strip()
     if urlsplit(value).scheme not in ("postgresql", "postgres"):
@@ -211,6 +236,7 @@ def _email(raw: str) -> str:
     return value
 
 
+@_needs("must be a Fernet key (32 url-safe base64 bytes); `ragchat keygen` prints one")
 def _fernet_key(raw: str) -> str:
     value = raw.strip()
     try:
@@ -222,6 +248,10 @@ def _fernet_key(raw: str) -> str:
     return value
 
 
+@_needs(
+    f"must be whsec_ followed by base64, or text, of at least {MIN_KEY_BYTES} bytes (e.g. "
+    "whsec_ and the output of `openssl rand -base64 32`)"
+)
 def _signing_secret(raw: str) -> str:
     try:
         signing_key(raw)
@@ -230,6 +260,7 @@ def _signing_secret(raw: str) -> str:
     return raw.strip()
 
 
+@_needs("must use letters and digits only, because it is placed in a URL")
 def _alphanumeric(raw: str) -> str:
     if not raw.isascii() or not raw.isalnum():
         raise _Bad("must use letters and digits only, because it is placed in a URL")
@@ -251,6 +282,7 @@ def _pattern(pattern: str, what: str) -> Callable[[str], str]:
     """A value that must match ``pattern`` (these go into URLs and headers verbatim)."""
     compiled = re.compile(pattern)
 
+    @_needs(f"must be {what}")
     def parse(raw: str) -> str:
         value = raw.strip()
         if not compiled.match(value):
@@ -683,12 +715,19 @@ def load_settings(environ: Mapping[str, str], dotenv: Mapping[str, str | None] =
         try:
             values[setting.field] = setting.parse(raw) if raw.strip() else setting.empty
         except _Bad as bad:
-            problems.append(f"{setting.name}: {bad}")
+            problems.append(f"{setting.name}: {bad if not setting.secret else _unseen(setting)}")
     if not problems:
         problems.extend(_cross_checks(values))
     if problems:
         raise SettingsError(problems)
     return Settings(**values)
+
+
+def _unseen(setting: Setting) -> str:
+    """What a secret setting takes, with nothing of its value (the parser's message may
+    quote it, a URL's token path say): start-up errors are printed and logged."""
+    requirement = getattr(setting.parse, "requirement", "is not valid")
+    return f"{requirement} {VALUE_HIDDEN}"
 
 
 def _cross_checks(values: dict[str, Any]) -> list[str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from nacl.encoding import HexEncoder
@@ -250,9 +251,11 @@ def test_replies_come_from_the_whatsapp_address_of_the_number():
 
 SIGNING = SigningKey(bytes(range(32)))
 PUBLIC = SIGNING.verify_key.encode(HexEncoder).decode()
+SIGNED_AT = 1_700_000_000
+NOW = datetime.fromtimestamp(SIGNED_AT, UTC)  # the runner's clock, passed in
 
 
-def signed(body: bytes, timestamp: str = "1700000000", key: SigningKey = SIGNING) -> tuple:
+def signed(body: bytes, timestamp: str = str(SIGNED_AT), key: SigningKey = SIGNING) -> tuple:
     return key.sign(timestamp.encode() + body).signature.hex(), timestamp, body
 
 
@@ -277,7 +280,7 @@ def interaction(**fields) -> bytes:
 
 
 def test_a_signed_interaction_verifies():
-    assert discord.check_signature(PUBLIC, *signed(b'{"type":1}')).signed
+    assert discord.check_signature(PUBLIC, *signed(b'{"type":1}'), NOW).signed
 
 
 @pytest.mark.parametrize(
@@ -293,11 +296,65 @@ def test_a_signed_interaction_verifies():
     ],
 )
 def test_a_bad_or_missing_discord_signature_is_refused(args):
-    assert not discord.check_signature(PUBLIC, *args(*signed(b'{"type":1}'))).accepted
+    assert not discord.check_signature(PUBLIC, *args(*signed(b'{"type":1}')), NOW).accepted
 
 
 def test_without_a_public_key_nothing_verifies():
-    assert not discord.check_signature("", *signed(b'{"type":1}')).accepted
+    assert not discord.check_signature("", *signed(b'{"type":1}'), NOW).accepted
+
+
+@pytest.mark.parametrize(
+    "seconds_from_now",
+    [-300, -299, -240, -1, 0, 1, 240, 299, 300],
+)
+def test_a_timestamp_within_five_minutes_of_now_is_accepted(seconds_from_now):
+    timestamp = str(SIGNED_AT + seconds_from_now)
+    assert discord.check_signature(PUBLIC, *signed(b'{"type":1}', timestamp), NOW).signed
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "why"),
+    [
+        ("1000000000", "behind"),  # 2001-09-09
+        (str(int((NOW + timedelta(days=3652)).timestamp())), "ahead of"),  # ten years ahead
+        (str(SIGNED_AT - 360), "360 s behind"),  # six minutes old: a replay
+        (str(SIGNED_AT - 301), "301 s behind"),
+        (str(SIGNED_AT + 301), "301 s ahead of"),
+        ("0", "behind"),
+    ],
+)
+def test_a_signed_timestamp_more_than_five_minutes_off_is_refused(timestamp, why):
+    verdict = discord.check_signature(PUBLIC, *signed(b'{"type":1}', timestamp), NOW)
+    assert not verdict.accepted
+    assert why in verdict.reason
+    assert "X-Signature-Timestamp" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "timestamp",
+    [
+        "yesterday",
+        "1700000000.5",
+        "1.7e9",
+        "-1700000000",
+        " 1700000000",
+        "1700000000\n",
+        "\u0661\u0667\u0660\u0660",  # Arabic-Indic digits: isdigit(), but not Unix seconds
+        "1" * 5000,
+        "+1700000000",
+        "0x6553f100",
+    ],
+)
+def test_a_signed_timestamp_that_is_not_whole_unix_seconds_is_refused(timestamp):
+    verdict = discord.check_signature(PUBLIC, *signed(b'{"type":1}', timestamp), NOW)
+    assert not verdict.accepted
+    assert verdict.reason == "the X-Signature-Timestamp is not a whole number of Unix seconds"
+
+
+def test_a_forged_request_is_reported_as_a_bad_signature_whatever_its_timestamp():
+    signature, _, body = signed(b'{"type":1}', key=SigningKey(bytes(32)))
+    verdict = discord.check_signature(PUBLIC, signature, "1000000000", body, NOW)
+    assert verdict.reason == "the signature does not verify under DISCORD_PUBLIC_KEY"
 
 
 def test_ping_and_ask_are_read():

@@ -5,6 +5,7 @@ import pytest
 from ragcore.settings import (
     SETTINGS,
     SettingsError,
+    _text,
     answering_provider,
     bind_refusal,
     embedding_provider,
@@ -104,6 +105,60 @@ def test_secrets_never_show_in_repr():
     s = load_settings({"SERVICE_API_KEY": "hunter2", "OPENAI_API_KEY": "sk-secret"})
     assert "hunter2" not in repr(s) and "sk-secret" not in repr(s)
     assert "service_api_key=***" in repr(s)
+
+
+MARKER = "SEKRET123"
+# bad values built around the marker: at least one of them is bad for every secret
+# setting that can be bad at all (one taking any text cannot)
+SECRET_BAD_VALUES = (
+    f"http://hooks.example/{MARKER}/x",  # the token in the path
+    f"http://{MARKER}.example/hook",  # the host
+    MARKER,
+    f"{MARKER} with spaces:@/",
+    f"whsec_{MARKER}!!",
+    f"mysql://user:{MARKER}@db.example/{MARKER}",
+    f"https:///{MARKER}",
+)
+SECRETS = [s for s in SETTINGS if s.secret]
+
+
+def test_every_secret_setting_says_what_it_takes_without_its_value():
+    # the requirement words are fixed before any value is seen: the one message a bad
+    # secret gets
+    for setting in SECRETS:
+        assert setting.parse is _text or getattr(setting.parse, "requirement", ""), setting.name
+
+
+@pytest.mark.parametrize("setting", SECRETS, ids=[s.name for s in SECRETS])
+def test_a_bad_secret_is_named_and_never_shown_whole_or_in_part(setting):
+    refused = 0
+    for value in SECRET_BAD_VALUES:
+        try:
+            load_settings({setting.name: value})
+        except SettingsError as error:
+            refused += 1
+            text = str(error) + repr(error.problems) + repr(error.args)
+            assert MARKER.lower() not in text.lower()
+            [problem] = error.problems
+            assert problem.startswith(f"{setting.name}: must ")  # says what to change
+            assert problem.endswith("(the value is not shown: it is a secret)")
+    assert refused or setting.parse is _text, f"no bad value tried for {setting.name}"
+
+
+def test_a_bad_chatops_url_says_https_without_the_url():
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"CHATOPS_WEBHOOK_URL": "http://hooks.example.com/services/T0/B0/XyZsecret"})
+    [problem] = raised.value.problems
+    assert problem == (
+        "CHATOPS_WEBHOOK_URL: must be an https:// URL with a host, such as "
+        "https://hooks.example.com/… (the value is not shown: it is a secret)"
+    )
+
+
+def test_a_bad_ordinary_setting_still_shows_its_value():
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"OPENAI_BASE_URL": "ftp://models.example"})
+    assert "got 'ftp://models.example'" in str(raised.value)
 
 
 def test_providers_follow_the_keys_present_else_offline():

@@ -7,6 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
 from ragcore.usage import estimate_tokens
 from tests.io.conftest import on_openai
@@ -33,6 +36,37 @@ async def events(api: httpx.AsyncClient, **params: str) -> tuple[httpx.Response,
     return response, received
 
 
+SPEC_URI = "urn:ragchat:openapi"
+STREAM_SCHEMA = "/paths/~1chat~1stream/post/responses/200/content/text~1event-stream/schema"
+
+
+async def served_schema(api: httpx.AsyncClient, pointer: str) -> Draft202012Validator:
+    """A validator for the schema at ``pointer`` in the /openapi.json the app serves, its
+    $refs resolved in that document."""
+    spec = (await api.get("/openapi.json")).json()
+    registry = Registry().with_resource(SPEC_URI, DRAFT202012.create_resource(spec))
+    return Draft202012Validator({"$ref": f"{SPEC_URI}#{pointer}"}, registry=registry)
+
+
+def assert_valid(validator: Draft202012Validator, instance: Any) -> None:
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
+    assert not errors, errors
+
+
+async def assert_stream_matches_the_served_schema(api, received: list[tuple]) -> None:
+    """Each real event, and the stream as the list of them, against /openapi.json."""
+    as_served = [{"event": kind, "data": data} for kind, data in received]
+    assert_valid(await served_schema(api, STREAM_SCHEMA), as_served)
+    event = await served_schema(api, "/components/schemas/ChatStreamEvent")
+    for item in as_served:
+        assert_valid(event, item)
+    # the schema tells the events apart: one kind's data is not valid as another's
+    token, done = as_served[0], as_served[-1]
+    assert not event.is_valid({"event": "token", "data": done["data"]})
+    assert not event.is_valid({"event": done["event"], "data": token["data"]})
+    assert not event.is_valid({"event": "token", "data": json.dumps(token["data"])})
+
+
 async def test_offline_the_answer_streams_then_arrives_whole_with_citations(api):
     await api.post("/documents", json={"name": "faq.md", "text": FAQ})
     response, received = await events(api, question="When does the shop open?")
@@ -45,6 +79,18 @@ async def test_offline_the_answer_streams_then_arrives_whole_with_citations(api)
     assert done["citations"][0]["document_name"] == "faq.md"
     # no model ran: zero tokens, as /chat records them, not an estimate of the texts
     assert done["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False}
+
+
+async def test_the_served_schema_describes_the_real_token_and_done_events(api):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    response, received = await events(api, question="When does the shop open?")
+    assert response.status_code == 200
+    assert [kind for kind, _ in received][-2:] == ["token", "done"]
+    await assert_stream_matches_the_served_schema(api, received)
+    # done's data is what POST /chat answers: the same schema holds for both
+    answer = await api.post("/chat", params={"question": "When does the shop open?"})
+    assert_valid(await served_schema(api, "/components/schemas/ChatAnswer"), answer.json())
+    assert answer.json().keys() == received[-1][1].keys()
 
 
 async def test_a_bad_question_is_an_ordinary_problem_before_any_event(api):
@@ -138,6 +184,15 @@ class TestWithLocalEmbeddingsAndAnOpenAIAnswerer:
             {"provider": "openai", "failure": "unavailable", "status": 500}
         ]
         assert received == []
+
+    async def test_the_served_schema_describes_the_real_error_event(self, api, fake):
+        await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+        fake.break_stream_after = 2  # the provider breaks off after its first words
+        response, received = await events(api, question="When does the shop open?")
+        assert response.status_code == 200
+        assert [kind for kind, _ in received] == ["token", "token", "error"]
+        assert received[-1][1]["status"] == 503
+        await assert_stream_matches_the_served_schema(api, received)
 
 
 REPLY = "It opens at 9 am [1]."

@@ -55,6 +55,18 @@ def test_bad_settings_are_all_named_and_nothing_starts(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
+def test_a_bad_secret_is_named_but_never_printed(tmp_path):
+    hook = "http://hooks.example.com/services/T0SEKRET/B0SEKRET/XyZ123SEKRETtoken"
+    result = run_cli("serve", cwd=tmp_path, data_dir=tmp_path / "data", chatops_webhook_url=hook)
+    assert result.returncode == 2
+    assert "CHATOPS_WEBHOOK_URL: must be an https:// URL" in result.stderr
+    assert "not shown: it is a secret" in result.stderr
+    printed = result.stdout + result.stderr
+    assert "SEKRET" not in printed and "services/" not in printed
+    assert "Traceback" not in printed
+    assert not (tmp_path / "data").exists()
+
+
 def test_a_dotenv_file_is_read_and_named_in_errors_the_same_way(tmp_path):
     (tmp_path / ".env").write_text("APP_PORT=eighty\n")
     result = run_cli("serve", cwd=tmp_path, data_dir=tmp_path / "data")

@@ -5,6 +5,8 @@ Discord API on 127.0.0.1, then the workflow call; every refusal."""
 from __future__ import annotations
 
 import json
+import logging
+import time
 
 import pytest
 import trio
@@ -73,8 +75,14 @@ def ask(interaction_id: str = "1100", question: str = QUESTION, role: str | None
     }
 
 
-async def post(api, body, *, key: SigningKey | None = KEY, timestamp: str = "1700000000"):
+def seconds_ago(seconds: float) -> str:
+    """An X-Signature-Timestamp as Discord sends it: whole Unix seconds."""
+    return str(int(time.time() - seconds))
+
+
+async def post(api, body, *, key: SigningKey | None = KEY, timestamp: str | None = None):
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    timestamp = seconds_ago(0) if timestamp is None else timestamp
     headers = {"Content-Type": "application/json"}
     if key is not None:
         headers["X-Signature-Ed25519"] = key.sign(timestamp.encode() + raw).signature.hex()
@@ -105,15 +113,53 @@ async def test_an_unsigned_or_badly_signed_request_is_401(api, discord, signing)
 
 async def test_a_signature_over_another_body_or_time_is_401(api):
     raw = json.dumps({"type": 1}).encode()
-    signature = KEY.sign(b"1700000000" + raw).signature.hex()
+    now = int(time.time())
+    signature = KEY.sign(str(now).encode() + raw).signature.hex()
     for headers, body in (
-        ({"X-Signature-Timestamp": "1700000001"}, raw),
-        ({"X-Signature-Timestamp": "1700000000"}, raw + b" "),
+        ({"X-Signature-Timestamp": str(now + 1)}, raw),
+        ({"X-Signature-Timestamp": str(now)}, raw + b" "),
     ):
         response = await api.post(
             "/webhook/discord", content=body, headers={"X-Signature-Ed25519": signature, **headers}
         )
         assert response.status_code == 401
+
+
+TEN_YEARS = 3652 * 86400
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "why"),
+    [
+        ("1000000000", "behind this server's clock"),  # September 2001
+        (seconds_ago(-TEN_YEARS), "ahead of this server's clock"),
+        (seconds_ago(6 * 60), "behind this server's clock"),  # a replay six minutes on
+        ("yesterday", "not a whole number of Unix seconds"),
+        ("1767225600.0", "not a whole number of Unix seconds"),
+    ],
+    ids=["2001", "ten-years-ahead", "six-minutes-old", "words", "fraction"],
+)
+async def test_a_validly_signed_request_with_a_stale_timestamp_is_401(
+    api, discord, caplog, timestamp, why
+):
+    caplog.set_level(logging.INFO, "ragio.http.webhooks")
+    for body in ({"id": "1", "application_id": APPLICATION, "type": 1}, ask("1200")):
+        response = await post(api, body, timestamp=timestamp)
+        assert response.status_code == 401
+        assert response.headers["content-type"] == "application/problem+json"
+        assert "X-Signature-Timestamp" not in response.text  # the log says why, not the client
+    assert "refused a discord webhook request: the X-Signature-Timestamp is" in caplog.text
+    assert why in caplog.text
+    assert not discord.requests  # refused before the delivery is claimed: never answered
+
+
+async def test_a_request_signed_four_minutes_ago_is_taken(api, discord):
+    await add_refunds(api)
+    response = await post(api, ask("1300"), timestamp=seconds_ago(4 * 60))
+    assert response.status_code == 200
+    assert response.json() == {"type": 5}
+    [(_, token, _)] = await wait_for(lambda: discord.edits)
+    assert token == "interaction-token-1300"
 
 
 @pytest.mark.parametrize("settings_overrides", [{"discord_public_key": ""}], indirect=True)

@@ -6,11 +6,18 @@ purpose and disables an endpoint that does not refuse them with 401. An interact
 must be answered within 3 seconds, so ``/ask`` is acknowledged with a deferred response
 (type 5) at once, and the answer is put into that message later by editing the
 original response through the webhook endpoint with the interaction's token.
+
+A signed request is good for ``TIMESTAMP_WINDOW_SECONDS`` either side of its
+``X-Signature-Timestamp``: one replayed later (or a timestamp from 2001, or from years
+ahead) is refused like a bad signature. Replays inside the window are answered once,
+since every delivery is claimed by its interaction id.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -32,6 +39,8 @@ TIMESTAMP_HEADER = "X-Signature-Timestamp"
 LIMIT = DISCORD_LIMIT
 COMMAND = "ask"
 MAX_ROLE_CHOICES = 25  # Discord's limit on an option's choices
+TIMESTAMP_WINDOW_SECONDS = 300  # how far X-Signature-Timestamp may be from now, either way
+_UNIX_SECONDS = re.compile(r"[0-9]{1,12}")  # Discord sends whole seconds, e.g. 1767225600
 
 # interaction types and interaction response types, as Discord numbers them
 PING, APPLICATION_COMMAND, AUTOCOMPLETE = 1, 2, 4
@@ -54,9 +63,18 @@ class Immediate:
 
 
 def check_signature(
-    public_key_hex: str, signature_hex: str | None, timestamp: str | None, body: bytes
+    public_key_hex: str,
+    signature_hex: str | None,
+    timestamp: str | None,
+    body: bytes,
+    now: datetime,
 ) -> Verification:
-    """Ed25519 over ``timestamp + body`` with DISCORD_PUBLIC_KEY; no unsigned mode."""
+    """Ed25519 over ``timestamp + body`` with DISCORD_PUBLIC_KEY, then the timestamp no
+    more than TIMESTAMP_WINDOW_SECONDS from ``now`` (the runner's clock); no unsigned mode.
+
+    The signature is checked first so the log tells a forgery from a genuine but stale
+    request: only the latter can mean a replay or a clock that is off on this host.
+    """
     if not public_key_hex:
         return Verification.refused("DISCORD_PUBLIC_KEY is not set")
     if not signature_hex or not timestamp:
@@ -66,7 +84,26 @@ def check_signature(
         key.verify(bytes.fromhex(signature_hex), timestamp.encode("utf-8") + body)
     except (ValueError, InvalidSignature):
         return Verification.refused("the signature does not verify under DISCORD_PUBLIC_KEY")
+    stale = timestamp_problem(timestamp, now)
+    if stale:
+        return Verification.refused(stale)
     return Verification.ok()
+
+
+def timestamp_problem(timestamp: str, now: datetime) -> str | None:
+    """Why ``timestamp`` is not acceptable at ``now``, or None: it must be whole Unix
+    seconds within TIMESTAMP_WINDOW_SECONDS of now, in either direction."""
+    if not _UNIX_SECONDS.fullmatch(timestamp):
+        return f"the {TIMESTAMP_HEADER} is not a whole number of Unix seconds"
+    offset = int(timestamp) - now.timestamp()
+    if abs(offset) <= TIMESTAMP_WINDOW_SECONDS:
+        return None
+    direction = "ahead of" if offset > 0 else "behind"
+    return (
+        f"the {TIMESTAMP_HEADER} is {abs(offset):.0f} s {direction} this server's clock, more "
+        f"than the {TIMESTAMP_WINDOW_SECONDS} s allowed (a replayed request, or a clock that "
+        "is off)"
+    )
 
 
 def parse_interaction(body: bytes) -> Ping | Immediate | InboundMessage:

@@ -7,6 +7,7 @@ from typing import Any
 from quart import Blueprint
 
 from ragcore import __version__
+from ragcore.chat.fallback import FailureKind
 from ragio.http import openapi_actions
 
 blueprint = Blueprint("openapi", __name__)
@@ -56,6 +57,23 @@ SPEC: dict[str, Any] = {
                     "status": {"type": "integer"},
                     "detail": {"type": "string"},
                     "field": {"type": "string", "description": "the input at fault, if one"},
+                    "providers": {
+                        "type": "array",
+                        "description": "502 and 503 from answering: each provider tried",
+                        "items": {
+                            "type": "object",
+                            "required": ["provider", "failure", "status"],
+                            "properties": {
+                                "provider": {"type": "string"},
+                                "failure": {
+                                    "type": "string",
+                                    "enum": [kind.value for kind in FailureKind],
+                                },
+                                "status": {"type": ["integer", "null"]},
+                                "reason": {"type": "string"},
+                            },
+                        },
+                    },
                 },
             },
             "Citation": {
@@ -76,6 +94,19 @@ SPEC: dict[str, Any] = {
             },
             "ChatAnswer": {
                 "type": "object",
+                "required": [
+                    "answer",
+                    "citations",
+                    "role",
+                    "provider",
+                    "model",
+                    "usage",
+                    "limited",
+                    "language",
+                    "grounded",
+                    "check_usage",
+                    "action",
+                ],
                 "properties": {
                     "answer": {"type": "string"},
                     "citations": {"type": "array", "items": _ref("Citation")},
@@ -111,6 +142,61 @@ SPEC: dict[str, Any] = {
                             "a sensitive role's grounding check: false adds a caveat to "
                             "the answer; null when no check ran"
                         ),
+                    },
+                },
+            },
+            # POST /chat/stream: each server-sent event is an `event:` line naming its kind
+            # and one `data:` line of JSON, the object described here as `data`
+            "ChatStreamEvent": {
+                "description": "One server-sent event of /chat/stream: `event: <event>` and "
+                "`data: <data as one line of JSON>`. Any number of `token` events, then "
+                "exactly one `done` or `error` event, and the stream ends.",
+                "oneOf": [
+                    _ref("ChatStreamToken"),
+                    _ref("ChatStreamDone"),
+                    _ref("ChatStreamError"),
+                ],
+            },
+            "ChatStreamToken": {
+                "type": "object",
+                "required": ["event", "data"],
+                "properties": {
+                    "event": {"const": "token"},
+                    "data": {
+                        "type": "object",
+                        "required": ["text"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "text": {
+                                "type": "string",
+                                "description": "the next piece of the answer as it is "
+                                "written; the done event holds the answer as checked",
+                            }
+                        },
+                    },
+                },
+            },
+            "ChatStreamDone": {
+                "type": "object",
+                "required": ["event", "data"],
+                "properties": {
+                    "event": {"const": "done"},
+                    "data": {
+                        "$ref": "#/components/schemas/ChatAnswer",
+                        "description": "the whole answer, as POST /chat returns it",
+                    },
+                },
+            },
+            "ChatStreamError": {
+                "type": "object",
+                "required": ["event", "data"],
+                "properties": {
+                    "event": {"const": "error"},
+                    "data": {
+                        "$ref": "#/components/schemas/Problem",
+                        "description": "the answer failed after the first event (a provider "
+                        "breaking off: 503); a failure before it is an ordinary problem "
+                        "response instead of a stream",
                     },
                 },
             },
@@ -560,7 +646,9 @@ SPEC: dict[str, Any] = {
                     {
                         "name": "X-Signature-Timestamp",
                         "in": "header",
-                        "schema": {"type": "string"},
+                        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                        "description": "whole Unix seconds, at most 5 minutes from the "
+                        "server's clock either way (401 otherwise)",
                     },
                 ],
                 "requestBody": {
@@ -609,8 +697,20 @@ SPEC: dict[str, Any] = {
                 },
                 "responses": {
                     "200": {
-                        "description": "An event stream",
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        "description": "An event stream: `token` events, then one `done` or "
+                        "`error` event",
+                        "content": {
+                            "text/event-stream": {
+                                # the stream modelled as the list of its events, each event
+                                # as an object of its SSE fields (OpenAPI 3.2 models
+                                # text/event-stream so; 3.1 has no itemSchema)
+                                "schema": {
+                                    "type": "array",
+                                    "items": _ref("ChatStreamEvent"),
+                                    "minItems": 1,
+                                }
+                            }
+                        },
                     },
                     "400": PROBLEM, "401": PROBLEM, "404": PROBLEM, "422": PROBLEM,
                     "502": PROBLEM, "503": PROBLEM,

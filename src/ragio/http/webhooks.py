@@ -11,6 +11,7 @@ retry when a webhook waits for an LLM.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -81,6 +82,7 @@ async def discord_webhook() -> dict[str, Any]:
         request.headers.get(discord.SIGNATURE_HEADER),
         request.headers.get(discord.TIMESTAMP_HEADER),
         body,
+        datetime.now(UTC),
     )
     _verified(verdict, "discord", "", 401)
     parsed = _parsed(discord.parse_interaction, body)

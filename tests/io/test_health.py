@@ -1,0 +1,138 @@
+"""GET /health while the database does not answer: the session's embedded PostgreSQL is
+frozen for real (SIGSTOP on the postmaster and every child of it) and always resumed
+before the test ends, since every other test shares that server."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+import trio
+from psycopg.conninfo import conninfo_to_dict
+
+from ragio.service import Service
+
+HEALTH_SECONDS = 3  # the docs promise "degraded" within this
+
+
+def postmaster(postgres_url: str) -> psutil.Process:
+    """The process listening where ``postgres_url`` connects (the embedded server listens
+    on a Unix socket: its folder is the URL's host)."""
+    params = conninfo_to_dict(postgres_url)
+    socket = f"{params['host']}/.s.PGSQL.{params.get('port') or 5432}"
+    listening = {c.pid for c in psutil.net_connections(kind="unix") if c.laddr == socket and c.pid}
+    [pid] = [pid for pid in listening if psutil.Process(pid).ppid() not in listening]
+    return psutil.Process(pid)
+
+
+@contextlib.contextmanager
+def frozen(postgres_url: str) -> Iterator[None]:
+    """The whole server stopped (it forks nothing once its postmaster is stopped), then
+    resumed whatever happens."""
+    server = postmaster(postgres_url)
+    stopped: list[psutil.Process] = []
+    try:
+        server.suspend()
+        stopped.append(server)
+        for child in server.children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.suspend()
+                stopped.append(child)
+        yield
+    finally:
+        for process in [*server.children(recursive=True), server]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.resume()
+
+
+async def health(api: httpx.AsyncClient) -> tuple[dict[str, Any], float]:
+    started = time.monotonic()
+    response = await api.get("/health")
+    assert response.status_code == 200
+    return response.json(), time.monotonic() - started
+
+
+def assert_degraded(body: dict[str, Any], seconds: float) -> None:
+    assert body["status"] == "degraded"
+    assert body["database"]["reachable"] is False
+    assert seconds < HEALTH_SECONDS, f"/health took {seconds:.2f} s"
+
+
+async def fill_the_pool(service: Service) -> None:
+    """Open every connection the pool may hold (8), so requests can all be stuck in it."""
+
+    def hold(conn: psycopg.Connection) -> None:
+        conn.execute("SELECT pg_sleep(0.5)")
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(service.database.limiter.total_tokens):
+            nursery.start_soon(service.database.run, hold)
+
+
+async def test_health_is_ok_when_the_database_answers(api):
+    body, seconds = await health(api)
+    assert body["status"] == "ok" and body["database"]["reachable"] is True
+
+
+async def test_a_frozen_database_with_requests_stuck_on_it_is_degraded_within_3_s(
+    api, service, postgres_url, nursery
+):
+    await fill_the_pool(service)
+    answered: list[int] = []
+
+    async def stuck_request() -> None:
+        answered.append((await api.get("/documents")).status_code)
+
+    with frozen(postgres_url):
+        # requests that hold every connection of the pool, in a database that answers nothing
+        for _ in range(service.database.limiter.total_tokens):
+            nursery.start_soon(stuck_request)
+        await wait_until(lambda: service.database.pool.get_stats()["pool_available"] == 0)
+        for _ in range(3):
+            assert_degraded(*await health(api))
+        assert answered == []  # they were stuck all along
+    await wait_until(lambda: len(answered) == service.database.limiter.total_tokens)
+    assert answered == [200] * service.database.limiter.total_tokens
+    body, _ = await health(api)
+    assert body["status"] == "ok" and body["database"]["reachable"] is True
+
+
+async def test_health_checks_of_a_frozen_database_do_not_pile_up_stuck_threads(
+    api, postgres_url
+):
+    await health(api)  # the thread cache warm, a connection idle in the pool
+    with frozen(postgres_url):
+        assert_degraded(*await health(api))  # its ping hangs in the frozen server
+        threads = threading.active_count()
+        for _ in range(3):
+            assert_degraded(*await health(api))
+        results: list[tuple[dict[str, Any], float]] = []
+
+        async def check() -> None:
+            results.append(await health(api))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(check)
+        for result in results:
+            assert_degraded(*result)
+        assert threading.active_count() <= threads + 1
+    await wait_until_healthy(api)
+
+
+async def wait_until(condition: Any, seconds: float = 20) -> None:
+    with trio.fail_after(seconds):
+        while not condition():
+            await trio.sleep(0.05)
+
+
+async def wait_until_healthy(api: httpx.AsyncClient, seconds: float = 20) -> None:
+    with trio.fail_after(seconds):
+        while (await health(api))[0]["status"] != "ok":
+            await trio.sleep(0.1)
