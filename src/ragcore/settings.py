@@ -424,8 +424,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "MAX_DOCUMENT_CHUNKS",
-        "2000",
-        "most chunks one document added through the API may make (about 2 MB of text; 413 "
+        "1000",
+        "most chunks one document added through the API may make (about 1 MB of text; 413 "
         "above it); `ragchat ingest` has no such limit",
         _integer(minimum=1),
     ),
