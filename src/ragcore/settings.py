@@ -179,6 +179,10 @@ def _database_url(raw: str) -> str:
     return value
 
 
+@_needs(
+    "must be comma-separated name=https://… pairs, each name once, of lowercase letters, "
+    "digits, _ and - (e.g. crm=https://crm.example.com/in)"
+)
 def _named_https_targets(raw: str) -> tuple[tuple[str, str], ...]:
     targets: list[tuple[str, str]] = []
     for pair in _items(raw):
@@ -491,9 +495,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "WEBHOOK_TARGETS",
         "",
-        "comma-separated name=https://… pairs the AI may call by name",
+        "comma-separated name=https://… pairs the AI may call by name (a secret: such URLs "
+        "often carry a token)",
         _named_https_targets,
         empty=(),
+        secret=True,
     ),
     Setting(
         "CHATOPS_WEBHOOK_URL", "", "chat-ops incoming webhook (https)", _https_url, secret=True
