@@ -252,3 +252,19 @@ def test_with_the_ledger_off_nothing_is_reserved_or_recorded():
     _, effects = drive(answer_question(ChatRequest("When?"), policy), responder(None))
     # "When?" is too short to detect a language in: no detection either
     assert [type(e) for e in effects] == [Embed, SearchChunks, Generate]
+
+
+def test_with_the_ledger_on_and_no_cap_the_call_is_recorded_without_a_check():
+    policy = ChatPolicy(
+        max_context_chars=12000, max_output_tokens=100, temperature=0.3, usage_ledger=True
+    )
+    _, effects = drive(
+        answer_question(ChatRequest("When?"), policy), responder(Reservation(1, 100))
+    )
+    assert [type(e) for e in effects] == [
+        Embed,
+        SearchChunks,
+        ReserveTokens,
+        Generate,
+        SettleTokens,
+    ]

@@ -161,7 +161,7 @@ def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, 
     a request that could not fit even its least prompt under a cap asks no provider at all
     (``CheckBudget``); the model call is held to the caps itself (``metered_generate``)."""
     question = check_question(request.question)
-    if policy.usage_ledger:
+    if policy.usage_ledger and policy.caps.any:
         least = estimate_tokens(GROUNDING_INSTRUCTIONS + question) + MIN_ANSWER_TOKENS
         decision = yield CheckBudget(request.role, least, policy.caps)
         if isinstance(decision, Capped):
