@@ -206,6 +206,18 @@ def fit_hold(
     return Capped(room.scope, room.cap, room.used, wait=used is not None and used.left >= need)
 
 
+def is_count(value: Any) -> bool:
+    """A token count as an API reports one: a whole number, not negative (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def reported_usage(prompt: Any, completion: Any) -> TokenUsage | None:
+    """What a provider reported, when both are counts; None (so estimated) when not."""
+    if not (is_count(prompt) and is_count(completion)):
+        return None
+    return TokenUsage(prompt, completion)
+
+
 def measured_usage(reported: TokenUsage | None, prompt_text: str, answer_text: str) -> TokenUsage:
     """The provider's counts, else an estimate from the texts (about 4 characters per token)."""
     if reported is not None:

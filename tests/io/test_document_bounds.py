@@ -124,11 +124,12 @@ async def test_a_file_that_takes_too_long_to_read_is_413(api, database_url):
     assert count_rows(database_url) == (0, 0)
 
 
-async def test_a_pdf_with_too_many_pages_is_413(api, database_url, monkeypatch):
-    monkeypatch.setattr(formats, "MAX_PDF_PAGES", 2)
-    pages = [["Refunds take five days."]] * 3
+async def test_a_pdf_with_too_many_pages_is_413_before_any_page_is_read(api, database_url):
+    pages = [["Refunds take five days."]] * (formats.MAX_PDF_PAGES + 1)
+    started = time.monotonic()
     response = await upload(api, "manual.pdf", make_pdf(pages), "application/pdf")
-    assert_problem(response, 413, "3 pages; the limit is 2")
+    assert_problem(response, 413, f"{len(pages)} pages; the limit is {formats.MAX_PDF_PAGES}")
+    assert time.monotonic() - started < 10
     assert count_rows(database_url) == (0, 0)
 
 

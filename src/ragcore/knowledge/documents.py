@@ -27,6 +27,7 @@ from ragcore.knowledge.chunking import (
 )
 
 MAX_NAME_CHARS = 255
+NO_WORDS = "has no words to index"
 # Texts per Embed effect: keeps each provider request small (OpenAI caps a request at
 # 300k tokens) and lets a runner report progress. A failure in any batch stores nothing.
 EMBED_BATCH = 512
@@ -184,7 +185,7 @@ def check_document(name: Any, text: Any) -> tuple[str, str]:
     check_text_input(name, "name")
     check_text_input(text, "text")  # text read from a file (UTF-16 may hold NUL) too
     if not any(ch.isalnum() for ch in text):
-        raise InvalidInput("text", "has no words to index")
+        raise InvalidInput("text", NO_WORDS)
     return name.strip(), text
 
 

@@ -291,6 +291,7 @@ def private_kind(address: str) -> str | None:
 
 
 def url_port(url: str) -> int:
+    """The port a URL names, or its scheme's default; ValueError for a bad port."""
     parts = urlsplit(url)
     return parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 443)
 
@@ -302,7 +303,7 @@ def url_refusal(url: str, reach: Reach) -> str | None:
     localhost and cloud metadata names."""
     try:
         parts = urlsplit(url)
-        port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 443)
+        port = url_port(url)
     except ValueError:
         return "the URL is not valid"
     if parts.scheme.lower() not in reach.schemes:

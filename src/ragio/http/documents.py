@@ -11,6 +11,7 @@ from quart import Blueprint, request
 
 from ragcore.errors import InvalidInput, refuse_unknown_fields
 from ragcore.knowledge.documents import (
+    NO_WORDS,
     StoredDocument,
     detect_format,
     prepare_document,
@@ -111,7 +112,7 @@ async def _add_upload(svc: Any) -> StoredDocument:
     except InvalidInput as error:
         if error.field == "text":
             # the text is the file's: say so of the file
-            reason = "has no text to index" if "no words" in error.message else error.message
+            reason = "has no text to index" if error.message == NO_WORDS else error.message
             raise InvalidInput("file", reason) from None
         raise
 

@@ -19,7 +19,7 @@ async def usage() -> dict[str, Any]:
     svc = service()
     now = datetime.now(UTC)
     summary = await svc.database.run(ledger.summary, now)
-    totals = await svc.database.run(ledger.totals, None, now)
+    totals, _ = await svc.database.run(ledger.totals, None, now)
     caps = Caps.from_settings(svc.settings)
     return {
         "ledger": svc.settings.usage_ledger,

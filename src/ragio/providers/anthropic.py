@@ -30,7 +30,7 @@ from anthropic import AsyncAnthropic, BadRequestError
 from anthropic.types import Message, MessageParam
 
 from ragcore.effects import Generate, Reply
-from ragcore.usage import TokenUsage
+from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text
 
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
@@ -100,7 +100,9 @@ class AnthropicAnswerer:
             raise BadReply("JSON that is not a message")
         text = _message_text(message)
         usage = message.usage
-        counts = _counts(getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", 0))
+        counts = reported_usage(
+            getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", 0)
+        )
         model = message.model if isinstance(message.model, str) and message.model else self.model
         return Reply(text, provider=self.name, model=model, usage=counts)
 
@@ -134,7 +136,7 @@ class AnthropicAnswerer:
                             yield text
                 elif kind == "message_start":
                     started = getattr(getattr(event, "message", None), "usage", None)
-                    usage = _counts(
+                    usage = reported_usage(
                         getattr(started, "input_tokens", None),
                         getattr(started, "output_tokens", 0),
                     )
@@ -142,7 +144,7 @@ class AnthropicAnswerer:
                     so_far = getattr(event, "usage", None)  # input_tokens too, on newer versions
                     prompt = getattr(so_far, "input_tokens", None)
                     if usage is not None:
-                        usage = _counts(
+                        usage = reported_usage(
                             usage.prompt_tokens if prompt is None else prompt,
                             getattr(so_far, "output_tokens", None),
                         )
@@ -171,13 +173,6 @@ def _message_text(message: Message) -> str:
 
 def _type(block: Any) -> Any:
     return getattr(block, "type", None)
-
-
-def _counts(prompt: Any, output: Any) -> TokenUsage | None:
-    """Token counts, when both are counts; None (an estimate) when not."""
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt, output)):
-        return None
-    return TokenUsage(prompt, output)
 
 
 def _refuses_temperature(error: BadRequestError) -> bool:

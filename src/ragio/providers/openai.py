@@ -35,7 +35,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
-from ragcore.usage import TokenUsage
+from ragcore.usage import TokenUsage, is_count, reported_usage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
 from ragio.providers.failures import BadReply, no_text, stream_without_text
 
@@ -178,13 +178,7 @@ def _token_usage(usage: Any) -> TokenUsage | None:
     """The counts the server reported; None when it reported none, or none that are counts."""
     prompt = getattr(usage, "prompt_tokens", None)
     completion = getattr(usage, "completion_tokens", None)
-    if not _is_count(prompt) or not _is_count(completion):
-        return None
-    return TokenUsage(prompt, completion)
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return reported_usage(prompt, completion)
 
 
 def _refuses_stream_options(error: BadRequestError | UnprocessableEntityError) -> bool:
@@ -263,4 +257,4 @@ def _check_json(body: bytes) -> None:
 def _index(item: Any) -> int:
     """Where an embedding goes: its ``index``, which every server sends; in order without."""
     index = getattr(item, "index", None)
-    return index if _is_count(index) else 0
+    return index if is_count(index) else 0

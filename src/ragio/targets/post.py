@@ -44,6 +44,7 @@ from ragcore.targets.addresses import (
     host_addresses,
     normal_host,
     private_kind,
+    url_port,
     url_refusal,
 )
 from ragio.targets.tls import CertificatesUnreadable, tls_context
@@ -115,7 +116,7 @@ async def save_refusal(
         return refusal
     parts = urlsplit(url)
     host = normal_host(str(parts.hostname))
-    port = parts.port or DEFAULT_PORTS[parts.scheme.lower()]
+    port = url_port(url)
     if host_addresses(host) is not None:
         return None  # an address or a localhost name: url_refusal judged it
     addresses: list[str] = []
@@ -170,7 +171,7 @@ async def post(
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = normal_host(str(parts.hostname))
-    port = parts.port or DEFAULT_PORTS[scheme]
+    port = url_port(url)
     context = None
     if scheme == "https":
         try:

@@ -35,25 +35,29 @@ CALIBRATION_CALLS = 50  # recent settled calls the prompt calibration looks at
 _COUNTED = """CASE WHEN state = 'settled' THEN prompt_tokens + completion_tokens
                    ELSE reserved_tokens END"""
 _LIVE = "(state = 'settled' OR at > %(stale)s)"
+# Tokens a row counts for once only what was used counts: reservations count for nothing.
+_USED = "CASE WHEN state = 'settled' THEN prompt_tokens + completion_tokens ELSE 0 END"
 
 
-def totals(
-    conn: psycopg.Connection, role: str | None, now: datetime, *, held: bool = True
-) -> Totals:
-    """Tokens counted this UTC day and month, globally and for ``role``: what was used, and
-    with ``held`` what live reservations hold too."""
+def totals(conn: psycopg.Connection, role: str | None, now: datetime) -> tuple[Totals, Totals]:
+    """Tokens counted this UTC day and month, globally and for ``role``, in one scan: what
+    was used and what live reservations hold, then what was used alone."""
     day, month = day_and_month(now)
-    live = _LIVE if held else "state = 'settled'"
     row = conn.execute(
         f"""SELECT
               coalesce(sum({_COUNTED}) FILTER (WHERE at >= %(day)s), 0),
               coalesce(sum({_COUNTED}), 0),
               coalesce(sum({_COUNTED}) FILTER (WHERE at >= %(day)s AND role = %(role)s), 0),
-              coalesce(sum({_COUNTED}) FILTER (WHERE role = %(role)s), 0)
-            FROM usage_records WHERE at >= %(month)s AND {live}""",
+              coalesce(sum({_COUNTED}) FILTER (WHERE role = %(role)s), 0),
+              coalesce(sum({_USED}) FILTER (WHERE at >= %(day)s), 0),
+              coalesce(sum({_USED}), 0),
+              coalesce(sum({_USED}) FILTER (WHERE at >= %(day)s AND role = %(role)s), 0),
+              coalesce(sum({_USED}) FILTER (WHERE role = %(role)s), 0)
+            FROM usage_records WHERE at >= %(month)s AND {_LIVE}""",
         {"day": day, "month": month, "role": role, "stale": now - STALE_RESERVATION},
     ).fetchone()
-    return Totals(*(int(v) for v in row))
+    values = [int(v) for v in row]
+    return Totals(*values[:4]), Totals(*values[4:])
 
 
 def calibration(conn: psycopg.Connection) -> float | None:
@@ -75,7 +79,8 @@ def check(conn: psycopg.Connection, effect: CheckBudget, now: datetime) -> Allow
     if not effect.caps.any:
         return Allowed()
     least = prompt_hold(effect.tokens, calibration(conn))
-    return check_budget(totals(conn, effect.role, now, held=False), effect.caps, effect.role, least)
+    _, settled = totals(conn, effect.role, now)
+    return check_budget(settled, effect.caps, effect.role, least)
 
 
 def reserve(conn: psycopg.Connection, effect: ReserveTokens, now: datetime) -> Reservation | Capped:
@@ -87,9 +92,10 @@ def reserve(conn: psycopg.Connection, effect: ReserveTokens, now: datetime) -> R
         prompt, output = effect.prompt_tokens, effect.max_output_tokens
         if caps.any:
             prompt = prompt_hold(effect.prompt_tokens, calibration(conn))
+            counted, settled = totals(conn, role, now)
             fitted = fit_hold(
-                totals(conn, role, now),
-                totals(conn, role, now, held=False),
+                counted,
+                settled,
                 caps,
                 role,
                 prompt,
