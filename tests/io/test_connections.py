@@ -260,7 +260,9 @@ async def test_after_a_413_the_next_request_of_an_http_client_is_answered(port):
         refused = await client.post(
             "/documents", content=MB, headers={"Content-Type": "application/json"}
         )
-        assert refused.status_code == 413 and refused.headers["connection"] == "close"
+        # Connection: close only when the body was not all read by then: on loopback the
+        # client may have sent it whole already (the raw-socket test above pins the header)
+        assert refused.status_code == 413
         assert (await client.get("/health")).status_code == 200
 
 
