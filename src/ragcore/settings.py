@@ -303,6 +303,18 @@ def _base_url(raw: str) -> str:
     return value
 
 
+def _stream_url(raw: str) -> str:
+    value = raw.strip().rstrip("/")
+    parts = urlsplit(value)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise _Bad(f"must be a wss:// (or ws://) URL, got {value!r}")
+    if parts.query or parts.fragment:
+        raise _Bad(
+            f"must be a URL without ?query or #fragment (the provider drops it), got {value!r}"
+        )
+    return value
+
+
 def _whatsapp_number(raw: str) -> str:
     value = raw.strip().removeprefix("whatsapp:")
     if not re.match(r"^\+[1-9][0-9]{6,14}$", value):
@@ -653,11 +665,70 @@ SETTINGS: tuple[Setting, ...] = (
         "Discord REST API (or a test fake)",
         _base_url,
     ),
-    # voice
-    Setting("VOICEAI_API_KEY", "", "speech-to-text and text-to-speech key", secret=True),
+    # voice (docs/operations.md, "Voice", sets up a phone number)
+    Setting(
+        "VOICEAI_API_KEY",
+        "",
+        "speech provider key (Deepgram's wire format), for speech-to-text and text-to-speech; "
+        "set, `ragchat serve` on the embedded database also answers calls",
+        secret=True,
+    ),
+    Setting(
+        "VOICEAI_BASE_URL",
+        "https://api.deepgram.com",
+        "speech provider API; its WebSocket (ws/wss) is the same URL (or a test fake)",
+        _base_url,
+    ),
+    Setting(
+        "VOICE_BIND", "127.0.0.1", "address the voice WebSocket server listens on", _bind_address
+    ),
+    Setting("VOICE_PORT", "8765", "port the voice WebSocket server listens on", _integer(1, 65535)),
+    Setting(
+        "VOICE_PUBLIC_URL",
+        "",
+        "the wss:// URL the telephony provider opens the media stream at (behind any proxy); "
+        "blank: PUBLIC_BASE_URL's host on VOICE_PORT",
+        _stream_url,
+    ),
+    Setting(
+        "VOICE_ALLOW_UNSIGNED",
+        "false",
+        "true accepts media streams without a valid X-Twilio-Signature (local testing only; "
+        "warns each time)",
+        _boolean,
+    ),
     Setting("VOICE_BOT_NAME", "", "name the voice assistant introduces itself with"),
-    Setting("VOICE_GREETING", "", "first sentence spoken on a call"),
-    Setting("VOICE_TTS_VOICE", "", "text-to-speech voice"),
+    Setting(
+        "VOICE_GREETING",
+        "",
+        "first sentence spoken on a call; blank: built from VOICE_BOT_NAME and the business "
+        "profile",
+    ),
+    Setting(
+        "VOICE_TTS_VOICE",
+        "",
+        "text-to-speech voice (model), such as aura-2-thalia-en; blank: aura-2-thalia-en",
+        _pattern(r"^[A-Za-z0-9._-]{1,100}$", "a voice name such as aura-2-thalia-en"),
+    ),
+    Setting(
+        "VOICE_STT_MODEL",
+        "nova-3",
+        "speech-to-text model",
+        _pattern(r"^[A-Za-z0-9._-]{1,100}$", "a model name such as nova-3"),
+    ),
+    Setting(
+        "VOICE_LANGUAGE",
+        "en",
+        "language callers speak, as the speech provider names it (en, en-US, es, de, …; "
+        "multi: several, where the model supports it)",
+        _pattern(r"^(multi|[a-z]{2,3}(-[A-Za-z0-9]{2,8})*)$", "a language code such as en or es"),
+    ),
+    Setting(
+        "VOICE_MAX_CALLS",
+        "20",
+        "calls answered at once; more are refused (503) so the ones in progress stay smooth",
+        _integer(1, 1000),
+    ),
     # usage ledger and budgets (0 or unset: unlimited; UTC days and months)
     Setting("USAGE_LEDGER", "false", "true records every LLM call in the usage ledger", _boolean),
     Setting("BUDGET_DAILY_TOKENS", "0", "global tokens per UTC day", _integer(minimum=0)),
@@ -813,3 +884,20 @@ def bind_refusal(settings: Any) -> str | None:
         "authentication: set SERVICE_API_KEY (clients then send X-API-Key), bind to 127.0.0.1, "
         "or set ALLOW_INSECURE_BIND=true if a proxy in front adds authentication"
     )
+
+
+def voice_refusal(settings: Any) -> str | None:
+    """Why the voice server must not start as configured, or None when it may: it needs
+    the speech key, and beyond loopback its key is the provider's signature (a media stream
+    is a caller's voice and a free line to the answering pipeline)."""
+    if not settings.voiceai_api_key:
+        return "the voice server needs VOICEAI_API_KEY (the speech provider's key)"
+    if is_loopback(settings.voice_bind) or settings.allow_insecure_bind:
+        return None
+    if not settings.telco_auth_token or settings.voice_allow_unsigned:
+        return (
+            f"VOICE_BIND={settings.voice_bind} would take calls from beyond this machine without "
+            "checking who opens them: set TELCO_AUTH_TOKEN (and leave VOICE_ALLOW_UNSIGNED off), "
+            "bind to 127.0.0.1, or set ALLOW_INSECURE_BIND=true"
+        )
+    return None

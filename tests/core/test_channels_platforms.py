@@ -11,7 +11,7 @@ from nacl.encoding import HexEncoder
 from nacl.signing import SigningKey
 from twilio.request_validator import RequestValidator
 
-from ragcore.channels import discord, telegram, whatsapp
+from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage
 from ragcore.employees.builtin import BUILT_IN
 
@@ -134,8 +134,8 @@ FORM = [
 
 def test_our_signature_is_the_providers():
     expected = RequestValidator(TOKEN).compute_signature(URL, dict(FORM))
-    assert whatsapp.signature(TOKEN, URL, FORM) == expected
-    assert whatsapp.check_signature(TOKEN, URL, FORM, expected, False).signed
+    assert telco.signature(TOKEN, URL, FORM) == expected
+    assert telco.check_signature(TOKEN, URL, FORM, expected, False).signed
 
 
 def test_repeated_parameters_are_signed_as_the_provider_signs_them():
@@ -145,7 +145,7 @@ def test_repeated_parameters_are_signed_as_the_provider_signs_them():
 
     FORM_MULTI = [*FORM, ("MediaUrl0", "https://b.example/2"), ("MediaUrl0", "https://a.example/1")]
     expected = RequestValidator(TOKEN).compute_signature(URL, Multi(FORM_MULTI))
-    assert whatsapp.check_signature(TOKEN, URL, FORM_MULTI, expected, False).signed
+    assert telco.check_signature(TOKEN, URL, FORM_MULTI, expected, False).signed
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_repeated_parameters_are_signed_as_the_provider_signs_them():
 )
 def test_the_default_port_may_be_there_or_not(signed_url, checked_url):
     given = RequestValidator(TOKEN).compute_signature(signed_url, dict(FORM))
-    assert whatsapp.check_signature(TOKEN, checked_url, FORM, given, False).signed
+    assert telco.check_signature(TOKEN, checked_url, FORM, given, False).signed
 
 
 @pytest.mark.parametrize(
@@ -174,24 +174,24 @@ def test_the_default_port_may_be_there_or_not(signed_url, checked_url):
 def test_anything_changed_or_missing_is_refused(tamper):
     given = RequestValidator(TOKEN).compute_signature(URL, dict(FORM))
     url, form, sig = tamper(URL, FORM, given)
-    verdict = whatsapp.check_signature(TOKEN, url, form, sig, False)
+    verdict = telco.check_signature(TOKEN, url, form, sig, False)
     assert not verdict.accepted and TOKEN not in verdict.reason
 
 
 def test_a_wrong_token_is_refused_and_unsigned_mode_lets_it_in():
     given = RequestValidator("another-token").compute_signature(URL, dict(FORM))
-    assert not whatsapp.check_signature(TOKEN, URL, FORM, given, False).accepted
-    assert not whatsapp.check_signature("", URL, FORM, given, False).accepted
-    verdict = whatsapp.check_signature(TOKEN, URL, FORM, given, True)
+    assert not telco.check_signature(TOKEN, URL, FORM, given, False).accepted
+    assert not telco.check_signature("", URL, FORM, given, False).accepted
+    verdict = telco.check_signature(TOKEN, URL, FORM, given, True)
     assert verdict.accepted and not verdict.signed
 
 
 def test_the_public_url_keeps_the_proxys_path_prefix_and_the_query():
     assert (
-        whatsapp.public_url("https://example.com/ragchat", "/webhook/whatsapp", "a=1")
+        telco.public_url("https://example.com/ragchat", "/webhook/whatsapp", "a=1")
         == "https://example.com/ragchat/webhook/whatsapp?a=1"
     )
-    assert whatsapp.public_url("https://example.com/", "/webhook/whatsapp", "") == (
+    assert telco.public_url("https://example.com/", "/webhook/whatsapp", "") == (
         "https://example.com/webhook/whatsapp"
     )
 

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 import trio
 from quart import Blueprint, Response, current_app, request
 
-from ragcore.channels import discord, telegram, whatsapp
+from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragio.channels.conversation import PLATFORMS, answer_message
 from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
@@ -54,14 +54,14 @@ async def whatsapp_webhook() -> Response:
     settings = service().settings
     body = await request.get_data()
     params = _form(body)
-    url = whatsapp.public_url(
+    url = telco.public_url(
         settings.public_base_url or request.host_url, request.path, request.query_string.decode()
     )
     given = next(
-        (request.headers[h] for h in whatsapp.SIGNATURE_HEADERS if h in request.headers), None
+        (request.headers[h] for h in telco.SIGNATURE_HEADERS if h in request.headers), None
     )
     _verified(
-        whatsapp.check_signature(
+        telco.check_signature(
             settings.telco_auth_token, url, params, given, settings.whatsapp_allow_unsigned
         ),
         "whatsapp",

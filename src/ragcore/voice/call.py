@@ -1,0 +1,615 @@
+"""A phone call as a state machine, in the h11 style: ``Call.receive(event)`` takes what
+happened and returns the effects to run; voiceio only moves bytes and runs the effects.
+Every transition is in ``TRANSITIONS`` at the bottom of this file.
+
+Time is the call's own clock (seconds since the stream started), carried by each event;
+voiceio ticks the call every 20 ms (``Tick``) so it can pace its audio and notice silence.
+
+How a call goes:
+
+- The stream starts; the greeting is said (a *turn* with no question).
+- The caller speaks; their audio goes to speech-to-text. When the provider says the
+  utterance has ended, the question is asked (``Ask``): the answer's text comes back in
+  pieces, is cut into sentences (``ragcore.voice.speech``), and each sentence is
+  synthesized (``Speak``) as soon as it is whole.
+- Audio is sent in 20 ms frames, paced at most ``LEAD_SECONDS`` ahead of playback, with a
+  mark after each sentence: the provider returns a mark when the audio before it has
+  played, so the call knows what the caller has actually heard.
+- Caller speech while a turn is under way, loud enough not to be the bot's own echo
+  (``ragcore.voice.echo``), is a barge-in: ``clear`` the provider's queue, cancel the
+  turn's model and speech work, and listen. While the bot's audio can come back as echo,
+  the caller's line is not sent to speech-to-text at all, so echo is never transcribed.
+- Silence is asked about once, then the call is closed politely; a failed answer or
+  speech is apologised for and the call goes on; a hang-up ends every turn.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ragcore.chat.pipeline import ChatAnswer
+from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, SILENT_BYTE, level_db
+from ragcore.voice.echo import EchoGuard
+from ragcore.voice.speech import SentenceSplitter
+
+#: audio sent ahead of playback: enough to ride out a late tick, little enough that a
+#: ``clear`` has little to throw away
+LEAD_SECONDS = 0.1
+#: barge-in: this many caller frames among the last ``BARGE_IN_WINDOW`` (100 ms of
+#: speech within 200 ms), so a cough or a click does not stop the answer
+BARGE_IN_FRAMES = 5
+BARGE_IN_WINDOW = 10
+#: caller audio kept to hand to speech-to-text when a barge-in starts listening again
+PREROLL_FRAMES = 25
+#: with no caller audio sent for this long, speech-to-text is told the stream is alive
+KEEP_ALIVE_SECONDS = 4.0
+#: silence after the bot has spoken before the caller is asked whether they are there;
+#: after as long again, the call is closed
+SILENCE_SECONDS = 12.0
+#: a speech-to-text stream that fails this many times ends the call politely
+MAX_LISTENER_FAILURES = 3
+
+APOLOGY = "Sorry, something went wrong on my side. Could you ask me that again?"
+NO_ANSWER = "Sorry, I have no answer to that."
+STILL_THERE = "Are you still there? Ask me anything, or just hang up when you're done."
+GOODBYE = "I haven't heard anything, so I'll end the call now. Goodbye!"
+CANT_HEAR = "Sorry, I can't hear you right now. Please call again later. Goodbye!"
+MISSED = "Sorry, I missed that. Could you say it again?"
+
+
+class State(enum.Enum):
+    CONNECTING = "connecting"  # the socket is open, the stream not started
+    LISTENING = "listening"  # the caller has the floor
+    ANSWERING = "answering"  # a turn is under way; nothing of it has been sent yet
+    SPEAKING = "speaking"  # the turn's audio is going out
+    CLOSING = "closing"  # the last words before hanging up
+    ENDED = "ended"
+
+
+# ---------------------------------------------------------------- events (in)
+
+
+@attrs.frozen
+class Started:
+    stream_sid: str
+    call_sid: str
+    caller: str
+    at: float
+
+
+@attrs.frozen
+class Inbound:
+    """One frame of the caller's line; ``speech`` is the voice-activity detector's verdict."""
+
+    audio: bytes
+    speech: bool
+    at: float
+
+
+@attrs.frozen
+class MarkPlayed:
+    name: str
+    at: float
+
+
+@attrs.frozen
+class KeyPressed:
+    digit: str
+    at: float
+
+
+@attrs.frozen
+class Tick:
+    at: float
+
+
+@attrs.frozen
+class Transcript:
+    text: str
+    final: bool
+    ends_utterance: bool
+    at: float
+
+
+@attrs.frozen
+class AnswerPiece:
+    turn: int
+    text: str
+    at: float
+
+
+@attrs.frozen
+class Answered:
+    turn: int
+    answer: ChatAnswer
+    at: float
+
+
+@attrs.frozen
+class AnswerFailed:
+    turn: int
+    reason: str
+    at: float
+
+
+@attrs.frozen
+class SpeechAudio:
+    turn: int
+    part: int
+    audio: bytes
+    at: float
+
+
+@attrs.frozen
+class SpeechDone:
+    turn: int
+    part: int
+    at: float
+
+
+@attrs.frozen
+class SpeechFailed:
+    turn: int
+    part: int
+    reason: str
+    at: float
+
+
+@attrs.frozen
+class ListenerFailed:
+    reason: str
+    at: float
+
+
+@attrs.frozen
+class Ended:
+    """The stream stopped: the caller hung up, or the socket dropped."""
+
+    reason: str
+    at: float
+
+
+TURN_EVENTS = (AnswerPiece, Answered, AnswerFailed, SpeechAudio, SpeechDone, SpeechFailed)
+
+# ---------------------------------------------------------------- effects (out)
+
+
+@attrs.frozen
+class SendAudio:
+    audio: bytes  # one frame
+
+
+@attrs.frozen
+class SendMark:
+    name: str
+
+
+@attrs.frozen
+class SendClear:
+    pass
+
+
+@attrs.frozen
+class Listen:
+    """Send caller audio to speech-to-text."""
+
+    audio: bytes
+
+
+@attrs.frozen
+class KeepListening:
+    """Tell speech-to-text the stream is alive though no audio is sent."""
+
+
+@attrs.frozen
+class Ask:
+    turn: int
+    question: str
+
+
+@attrs.frozen
+class Speak:
+    """Synthesize ``text``: its audio comes back as ``SpeechAudio`` then ``SpeechDone``,
+    the parts of a turn in order."""
+
+    turn: int
+    part: int
+    text: str
+
+
+@attrs.frozen
+class Cancel:
+    """Stop the turn's model and speech work; its later events are ignored."""
+
+    turn: int
+
+
+@attrs.frozen
+class TurnRecord:
+    """One question and what came of it, for ``GET /voice/calls``. Times are seconds of
+    the call's clock; ``stages`` has the milliseconds each stage took."""
+
+    turn: int
+    question: str
+    answer: str
+    outcome: str  # answered, interrupted, failed, hung up
+    answer_detail: ChatAnswer | None
+    times: dict[str, float]
+
+    @property
+    def stages(self) -> dict[str, int]:
+        """Milliseconds from the end of the caller's speech: to the final transcript, to
+        the first sentence written, to its first audio, to its first frame sent."""
+        times = self.times
+        spans = {
+            "transcript_ms": ("speech_ended", "transcribed"),
+            "first_sentence_ms": ("transcribed", "first_sentence"),
+            "first_audio_ms": ("first_sentence", "first_audio"),
+            "first_frame_ms": ("first_audio", "first_frame"),
+            "voice_to_voice_ms": ("speech_ended", "first_frame"),
+            "answer_ms": ("transcribed", "answered"),
+        }
+        return {
+            name: round((times[end] - times[start]) * 1000)
+            for name, (start, end) in spans.items()
+            if start in times and end in times
+        }
+
+
+@attrs.frozen
+class RecordTurn:
+    record: TurnRecord
+
+
+@attrs.frozen
+class HangUp:
+    reason: str
+
+
+# ---------------------------------------------------------------- the call
+
+
+@attrs.define
+class Turn:
+    """What the bot is saying: an answer to ``question``, or scripted words (None)."""
+
+    number: int
+    question: str | None
+    times: dict[str, float]
+    splitter: SentenceSplitter = attrs.field(factory=SentenceSplitter)
+    parts: int = 0  # sentences handed to speech
+    spoken: int = 0  # sentences whose audio is all queued
+    played: int = 0  # sentences the caller has heard (their marks came back)
+    written: bool = False  # nothing more will be said in this turn
+    streamed: bool = False  # the answer came in pieces
+    answer: ChatAnswer | None = None
+    hang_up: bool = False  # the call ends when this turn has been heard
+
+
+class Call:
+    """One call's state. ``receive`` is the only way in."""
+
+    def __init__(self, greeting: str) -> None:
+        self.greeting = greeting
+        self.state = State.CONNECTING
+        self.stream_sid = ""
+        self.call_sid = ""
+        self.caller = ""
+        self.turn: Turn | None = None
+        self._turns = 0
+        self._queue: deque[bytes | str] = deque()  # frames, and mark names between them
+        self._partial = b""  # speech audio short of a whole frame
+        self._sent_until = 0.0  # when what was sent will have played
+        self._echo = EchoGuard()
+        self._recent: deque[bool] = deque(maxlen=BARGE_IN_WINDOW)
+        self._preroll: deque[tuple[bytes, bool]] = deque(maxlen=PREROLL_FRAMES)
+        self._utterance: list[str] = []
+        self._carried = ""  # a question the caller went on with before it was answered
+        self._last_speech = 0.0
+        self._last_listen = 0.0
+        self._quiet_since: float | None = None
+        self._prompted = False
+        self._listener_failures = 0
+
+    def receive(self, event: Any) -> list[Any]:
+        """The effects of ``event``, in the order to run them."""
+        if isinstance(event, TURN_EVENTS) and (self.turn is None or event.turn != self.turn.number):
+            return []  # a cancelled turn's late news
+        handler = TRANSITIONS.get((self.state, type(event)))
+        if handler is None:
+            return []
+        return handler(self, event)
+
+    # ------------------------------------------------------------ the stream
+
+    def _start(self, event: Started) -> list[Any]:
+        self.stream_sid, self.call_sid, self.caller = (
+            event.stream_sid,
+            event.call_sid,
+            event.caller,
+        )
+        self._last_listen = event.at
+        return self._say(self.greeting, event.at)
+
+    def _end(self, event: Ended) -> list[Any]:
+        effects = self._stop_turn("hung up", event.at) if self.turn is not None else []
+        self.state = State.ENDED
+        return effects
+
+    def _tick(self, event: Tick) -> list[Any]:
+        effects = self._pace(event.at)
+        if event.at - self._last_listen >= KEEP_ALIVE_SECONDS:
+            self._last_listen = event.at
+            effects.append(KeepListening())
+        if (
+            self.state is State.LISTENING
+            and self._quiet_since is not None
+            and not self._utterance
+            and event.at - self._quiet_since >= SILENCE_SECONDS
+        ):
+            if not self._prompted:
+                self._prompted = True
+                effects += self._say(STILL_THERE, event.at)
+            else:
+                effects += self._say(GOODBYE, event.at, hang_up=True)
+        return effects
+
+    # ------------------------------------------------------------ the caller's line
+
+    def _inbound(self, event: Inbound) -> list[Any]:
+        at = event.at
+        exposed = self._echo.exposed(at)
+        level = level_db(event.audio)
+        caller = self._echo.is_caller(level, event.speech, at) if exposed else event.speech
+        if caller:
+            self._last_speech = at
+            self._quiet_since = at if self.state is State.LISTENING else self._quiet_since
+            self._prompted = False
+        if self.state in (State.ANSWERING, State.SPEAKING):
+            self._recent.append(caller)
+            if sum(self._recent) >= BARGE_IN_FRAMES:
+                self._preroll.append((event.audio, False))
+                return self._barge_in(at)
+        if exposed and not caller:
+            self._preroll.append((event.audio, False))
+            return []  # possibly the bot's own voice: never transcribed
+        self._preroll.append((event.audio, True))
+        self._last_listen = at
+        return [Listen(event.audio)]
+
+    def _barge_in(self, at: float) -> list[Any]:
+        """The caller talks over the bot: stop it, and listen from where they began."""
+        turn = self.turn
+        assert turn is not None
+        if turn.question and "first_frame" not in turn.times:
+            self._carried = turn.question  # they had heard nothing: they were not done asking
+        effects = self._stop_turn("interrupted", at)
+        unheard = [audio for audio, forwarded in self._preroll if not forwarded]
+        self._preroll = deque(((a, True) for a, _ in self._preroll), maxlen=PREROLL_FRAMES)
+        self._last_listen = at
+        return effects + [Listen(audio) for audio in unheard]
+
+    def _key(self, event: KeyPressed) -> list[Any]:
+        """A key pressed while the bot talks stops it, as speaking over it would."""
+        if self.state in (State.ANSWERING, State.SPEAKING):
+            return self._stop_turn("interrupted", event.at)
+        return []
+
+    # ------------------------------------------------------------ speech-to-text
+
+    def _transcript(self, event: Transcript) -> list[Any]:
+        if event.final and event.text:
+            self._utterance.append(event.text)
+        if not (event.ends_utterance and self._utterance):
+            return []
+        question = " ".join(self._utterance)
+        self._utterance = []
+        effects: list[Any] = []
+        if self.state is State.ANSWERING and self.turn is not None:
+            # they went on before the answer began: one question, asked again whole
+            self._carried = self.turn.question or ""
+            effects += self._stop_turn("interrupted", event.at)
+        return effects + self._ask(question, event.at)
+
+    def _listener_failed(self, event: ListenerFailed) -> list[Any]:
+        self._listener_failures += 1
+        self._utterance = []
+        if self._listener_failures >= MAX_LISTENER_FAILURES:
+            effects = self._stop_turn("failed", event.at) if self.turn is not None else []
+            return effects + self._say(CANT_HEAR, event.at, hang_up=True)
+        if self.state is State.LISTENING:
+            return self._say(MISSED, event.at)
+        return []
+
+    def _ask(self, question: str, at: float) -> list[Any]:
+        question = f"{self._carried} {question}".strip()
+        self._carried = ""
+        turn = self._new_turn(question, at)
+        turn.times.update(speech_ended=min(self._last_speech or at, at), transcribed=at)
+        return [Ask(turn.number, question)]
+
+    # ------------------------------------------------------------ the answer
+
+    def _piece(self, event: AnswerPiece) -> list[Any]:
+        turn = self._current()
+        turn.streamed = True
+        turn.times.setdefault("first_text", event.at)
+        return self._speak(turn, turn.splitter.feed(event.text), event.at)
+
+    def _answered(self, event: Answered) -> list[Any]:
+        turn = self._current()
+        turn.answer = event.answer
+        turn.times["answered"] = event.at
+        sentences = [] if turn.streamed else turn.splitter.feed(event.answer.answer)
+        sentences += turn.splitter.flush()
+        if not turn.parts and not sentences:
+            sentences = [NO_ANSWER]
+        effects = self._speak(turn, sentences, event.at)
+        turn.written = True
+        return effects + self._finish_if_heard(event.at)
+
+    def _answer_failed(self, event: AnswerFailed) -> list[Any]:
+        return self._stop_turn("failed", event.at) + self._say(APOLOGY, event.at)
+
+    def _speak(self, turn: Turn, sentences: list[str], at: float) -> list[Any]:
+        effects = []
+        for sentence in sentences:
+            turn.times.setdefault("first_sentence", at)
+            effects.append(Speak(turn.number, turn.parts, sentence))
+            turn.parts += 1
+        return effects
+
+    # ------------------------------------------------------------ speech and playback
+
+    def _audio(self, event: SpeechAudio) -> list[Any]:
+        turn = self._current()
+        turn.times.setdefault("first_audio", event.at)
+        if self.state is State.ANSWERING:
+            self.state = State.SPEAKING
+        audio = self._partial + event.audio
+        whole = len(audio) - len(audio) % FRAME_BYTES
+        self._queue.extend(audio[i : i + FRAME_BYTES] for i in range(0, whole, FRAME_BYTES))
+        self._partial = audio[whole:]
+        return self._pace(event.at)
+
+    def _speech_done(self, event: SpeechDone) -> list[Any]:
+        turn = self._current()
+        if self._partial:
+            padding = bytes([SILENT_BYTE]) * (FRAME_BYTES - len(self._partial))
+            self._queue.append(self._partial + padding)
+            self._partial = b""
+        self._queue.append(f"{turn.number}.{event.part}")
+        turn.spoken += 1
+        return self._pace(event.at)
+
+    def _speech_failed(self, event: SpeechFailed) -> list[Any]:
+        turn = self._current()
+        effects = self._stop_turn("failed", event.at)
+        if turn.hang_up:
+            self.state = State.ENDED
+            return effects + [HangUp("the goodbye could not be said")]
+        if turn.question is None:  # not even scripted words can be said: say nothing
+            return effects
+        return effects + self._say(APOLOGY, event.at)
+
+    def _mark(self, event: MarkPlayed) -> list[Any]:
+        turn = self.turn
+        number, _, _ = event.name.partition(".")
+        if turn is not None and number == str(turn.number):
+            turn.played += 1
+        return self._finish_if_heard(event.at)
+
+    def _pace(self, at: float) -> list[Any]:
+        """Frames due by ``at + LEAD_SECONDS``, and the marks between them."""
+        effects: list[Any] = []
+        while self._queue and (
+            isinstance(self._queue[0], str) or self._sent_until < at + LEAD_SECONDS
+        ):
+            item = self._queue.popleft()
+            if isinstance(item, str):
+                effects.append(SendMark(item))
+                continue
+            start = max(self._sent_until, at)
+            self._echo.playing(start, level_db(item))
+            self._sent_until = start + FRAME_SECONDS
+            if self.turn is not None:
+                self.turn.times.setdefault("first_frame", at)
+            effects.append(SendAudio(item))
+        return effects
+
+    def _finish_if_heard(self, at: float) -> list[Any]:
+        """The turn is over once all of it is written, synthesized and played."""
+        turn = self.turn
+        if turn is None or not turn.written or turn.played < turn.parts:
+            return []
+        turn.times["finished"] = at
+        self.turn = None
+        effects: list[Any] = []
+        if turn.question is not None:
+            effects.append(RecordTurn(_record(turn, "answered")))
+        if turn.hang_up:
+            self.state = State.ENDED
+            return effects + [HangUp("the call was closed after the goodbye")]
+        self.state = State.LISTENING
+        self._quiet_since = at
+        self._recent.clear()
+        return effects
+
+    # ------------------------------------------------------------ turns
+
+    def _new_turn(self, question: str | None, at: float) -> Turn:
+        self._turns += 1
+        self.turn = Turn(self._turns, question, {"started": at})
+        self.state = State.ANSWERING
+        self._recent.clear()
+        return self.turn
+
+    def _say(self, text: str, at: float, *, hang_up: bool = False) -> list[Any]:
+        """Scripted words as a turn of their own (the greeting, an apology, a goodbye)."""
+        turn = self._new_turn(None, at)
+        turn.hang_up = hang_up
+        effects = self._speak(turn, [text], at)
+        turn.written = True
+        if hang_up:
+            self.state = State.CLOSING
+        return effects
+
+    def _stop_turn(self, outcome: str, at: float) -> list[Any]:
+        """End the turn under way: cancel its work, drop its unplayed audio."""
+        turn = self._current()
+        effects: list[Any] = [Cancel(turn.number)]
+        if turn.times.get("first_frame") is not None:
+            effects.append(SendClear())
+            self._echo.cleared(at)
+        self._queue.clear()
+        self._partial = b""
+        self._sent_until = at
+        turn.times["finished"] = at
+        if turn.question is not None:
+            effects.append(RecordTurn(_record(turn, outcome)))
+        self.turn = None
+        self.state = State.LISTENING
+        self._quiet_since = at
+        self._recent.clear()
+        return effects
+
+    def _current(self) -> Turn:
+        assert self.turn is not None  # receive() drops turn events without their turn
+        return self.turn
+
+
+def _record(turn: Turn, outcome: str) -> TurnRecord:
+    answer = turn.answer.answer if turn.answer is not None else ""
+    return TurnRecord(turn.number, turn.question or "", answer, outcome, turn.answer, turn.times)
+
+
+# ---------------------------------------------------------------- the transitions
+
+_LIVE = (State.LISTENING, State.ANSWERING, State.SPEAKING, State.CLOSING)
+_TURN = (State.ANSWERING, State.SPEAKING)
+_SAYING = (State.ANSWERING, State.SPEAKING, State.CLOSING)
+_ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], ...] = (
+    ((State.CONNECTING,), Started, Call._start),
+    ((State.CONNECTING, *_LIVE), Ended, Call._end),
+    (_LIVE, Tick, Call._tick),
+    (_LIVE, Inbound, Call._inbound),
+    (_LIVE, MarkPlayed, Call._mark),
+    (_TURN, KeyPressed, Call._key),
+    ((State.LISTENING, State.ANSWERING), Transcript, Call._transcript),
+    (_LIVE, ListenerFailed, Call._listener_failed),
+    (_TURN, AnswerPiece, Call._piece),
+    (_TURN, Answered, Call._answered),
+    (_TURN, AnswerFailed, Call._answer_failed),
+    (_SAYING, SpeechAudio, Call._audio),
+    (_SAYING, SpeechDone, Call._speech_done),
+    (_SAYING, SpeechFailed, Call._speech_failed),
+)
+#: (state, event type) -> handler; a pair not listed is ignored
+TRANSITIONS: dict[tuple[State, type], Callable[[Call, Any], list[Any]]] = {
+    (state, event): handler for states, event, handler in _ROWS for state in states
+}

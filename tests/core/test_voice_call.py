@@ -1,0 +1,399 @@
+"""The call state machine, driven by recorded event sequences: no network, no clock."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from ragcore.chat.pipeline import ChatAnswer
+from ragcore.voice.audio import FRAME_BYTES, SILENT_FRAME, encode
+from ragcore.voice.call import (
+    APOLOGY,
+    BARGE_IN_FRAMES,
+    CANT_HEAR,
+    GOODBYE,
+    KEEP_ALIVE_SECONDS,
+    LEAD_SECONDS,
+    MISSED,
+    SILENCE_SECONDS,
+    STILL_THERE,
+    Answered,
+    AnswerFailed,
+    AnswerPiece,
+    Ask,
+    Call,
+    Cancel,
+    Ended,
+    HangUp,
+    Inbound,
+    KeepListening,
+    KeyPressed,
+    Listen,
+    ListenerFailed,
+    MarkPlayed,
+    RecordTurn,
+    SendAudio,
+    SendClear,
+    SendMark,
+    Speak,
+    SpeechAudio,
+    SpeechDone,
+    SpeechFailed,
+    Started,
+    State,
+    Tick,
+    Transcript,
+)
+
+GREETING = "Hello, this is Ava from the shop. How can I help?"
+
+
+def tone(seconds: float, amplitude: int = 8000, hertz: int = 440) -> bytes:
+    """A sine tone as µ-law: a stand-in for speech of a known level."""
+    count = int(seconds * 8000)
+    return encode([int(amplitude * math.sin(2 * math.pi * hertz * i / 8000)) for i in range(count)])
+
+
+def of(effects: list[Any], kind: type) -> list[Any]:
+    return [e for e in effects if isinstance(e, kind)]
+
+
+class Phone:
+    """Drives a Call as voiceio would, keeping the clock and what was sent and played."""
+
+    def __init__(self) -> None:
+        self.call = Call(GREETING)
+        self.now = 0.0
+        self.sent: list[bytes] = []
+        self.marks: list[str] = []  # sent, not yet returned
+        self.effects: list[Any] = []
+
+    def feed(self, event: Any) -> list[Any]:
+        effects = self.call.receive(event)
+        self.effects += effects
+        for effect in effects:
+            if isinstance(effect, SendAudio):
+                self.sent.append(effect.audio)
+            elif isinstance(effect, SendMark):
+                self.marks.append(effect.name)
+            elif isinstance(effect, SendClear):
+                self.marks.clear()
+        return effects
+
+    def start(self) -> list[Any]:
+        return self.feed(Started("MZ1", "CA1", "+15551234567", self.now))
+
+    def ticks(self, seconds: float, frame: bytes | None = SILENT_FRAME, speech: bool = False):
+        """Let time pass in 20 ms steps; the line carries ``frame`` each step."""
+        effects = []
+        for _ in range(round(seconds / 0.02)):
+            self.now = round(self.now + 0.02, 6)
+            effects += self.feed(Tick(self.now))
+            if frame is not None:
+                effects += self.feed(Inbound(frame, speech, self.now))
+        return effects
+
+    def say(self, audio: bytes, speech: bool = True) -> list[Any]:
+        """The caller's audio, one frame a tick."""
+        effects = []
+        for start in range(0, len(audio), FRAME_BYTES):
+            self.now = round(self.now + 0.02, 6)
+            effects += self.feed(Tick(self.now))
+            effects += self.feed(Inbound(audio[start : start + FRAME_BYTES], speech, self.now))
+        return effects
+
+    def synthesize(self, speak: Speak, audio: bytes) -> list[Any]:
+        return self.feed(SpeechAudio(speak.turn, speak.part, audio, self.now)) + self.feed(
+            SpeechDone(speak.turn, speak.part, self.now)
+        )
+
+    def play_marks(self) -> list[Any]:
+        """Playback reached every mark sent so far."""
+        effects = []
+        while self.marks:
+            effects += self.feed(MarkPlayed(self.marks.pop(0), self.now))
+        return effects
+
+    def greet(self, audio: bytes = b"") -> None:
+        """Start, say the greeting (``audio``, or 0.2 s of tone), play it to its end."""
+        [speak] = of(self.start(), Speak)
+        self.synthesize(speak, audio or tone(0.2))
+        self.ticks(0.4)
+        self.play_marks()
+        assert self.call.state is State.LISTENING
+
+    def answer(self, ask: Ask, text: str) -> list[Any]:
+        return self.feed(AnswerPiece(ask.turn, text, self.now))
+
+    def ask(self, question: str) -> Ask:
+        self.say(tone(0.6))
+        self.ticks(0.3)
+        [ask] = of(self.feed(Transcript(question, True, True, self.now)), Ask)
+        return ask
+
+
+def test_the_greeting_is_said_first_and_played_before_the_call_listens() -> None:
+    phone = Phone()
+    effects = phone.start()
+    assert effects == [Speak(1, 0, GREETING)]
+    assert phone.call.state is State.ANSWERING
+    phone.synthesize(effects[0], tone(1.0))
+    assert phone.call.state is State.SPEAKING
+    # paced: only what plays within LEAD_SECONDS went out at once
+    assert len(phone.sent) == round(LEAD_SECONDS / 0.02)
+    phone.ticks(1.2)
+    assert b"".join(phone.sent) == tone(1.0)
+    assert phone.marks == ["1.0"]  # after the last frame
+    effects = phone.play_marks()
+    assert phone.call.state is State.LISTENING
+    assert of(effects, RecordTurn) == []  # scripted words are not a question
+
+
+def test_pacing_never_runs_more_than_the_lead_ahead_of_playback() -> None:
+    phone = Phone()
+    [speak] = of(phone.start(), Speak)
+    phone.synthesize(speak, tone(2.0))
+    for step in range(1, 60):
+        phone.ticks(0.02, frame=None)
+        ahead = len(phone.sent) * 0.02 - step * 0.02
+        assert ahead <= LEAD_SECONDS + 0.02 + 1e-9
+
+
+def test_a_question_is_answered_sentence_by_sentence_and_recorded_with_its_timings() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    assert ask.question == "how long do I have to return an item"
+    assert phone.call.state is State.ANSWERING
+    effects = phone.feed(AnswerPiece(ask.turn, "Items can be returned within 30 days", phone.now))
+    assert of(effects, Speak) == []  # not a whole sentence yet
+    phone.now += 0.1
+    effects = phone.feed(AnswerPiece(ask.turn, ". [1] Refunds take 5", phone.now))
+    [first] = of(effects, Speak)
+    assert first.text == "Items can be returned within 30 days."
+    phone.synthesize(first, tone(0.5))
+    phone.now += 0.1
+    answer = ChatAnswer(
+        "Items can be returned within 30 days. [1] Refunds take 5 days. [1]",
+        (),
+        "support",
+        "openai",
+        "gpt",
+    )
+    effects = phone.feed(AnswerPiece(ask.turn, " days. [1]", phone.now))
+    effects += phone.feed(Answered(ask.turn, answer, phone.now))
+    [second] = of(effects, Speak)
+    assert second.text == "Refunds take 5 days."
+    phone.synthesize(second, tone(0.5))
+    phone.ticks(1.2)
+    [record] = of(phone.play_marks(), RecordTurn)
+    assert record.record.outcome == "answered"
+    assert record.record.answer == answer.answer
+    stages = record.record.stages
+    assert stages["transcript_ms"] == 300  # speech ended 0.3 s before the final transcript
+    assert stages["first_sentence_ms"] == 100
+    assert stages["voice_to_voice_ms"] >= 400
+    assert phone.call.state is State.LISTENING
+
+
+def test_a_whole_answer_is_said_too_when_it_was_not_streamed() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("who checks the figures")
+    answer = ChatAnswer("The finance team checks them. [1] Every Friday.", (), "x", "y", "z")
+    effects = phone.feed(Answered(ask.turn, answer, phone.now))
+    said = [s.text for s in of(effects, Speak)]
+    assert said == ["The finance team checks them.", "Every Friday."]
+
+
+def test_caller_speech_over_the_answer_clears_it_cancels_it_and_is_listened_to() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    [speak] = of(phone.answer(ask, "We open at nine every weekday. "), Speak)
+    phone.synthesize(speak, tone(3.0))
+    phone.ticks(0.5)
+    assert phone.call.state is State.SPEAKING
+    effects = phone.say(tone(0.2, amplitude=8000, hertz=300))
+    assert SendClear() in effects
+    assert Cancel(ask.turn) in effects
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "interrupted"
+    heard = of(effects, Listen)
+    assert len(heard) >= BARGE_IN_FRAMES  # the words so far go to speech-to-text
+    assert phone.call.state is State.LISTENING
+    # the old answer's late pieces and audio are ignored
+    assert phone.feed(AnswerPiece(ask.turn, "And on Saturdays at ten. ", phone.now)) == []
+    assert phone.feed(SpeechAudio(ask.turn, 0, tone(1.0), phone.now)) == []
+    sent = len(phone.sent)
+    phone.ticks(0.5)
+    assert len(phone.sent) == sent
+
+
+def test_the_bots_own_echo_20_db_down_neither_barges_in_nor_is_transcribed() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    [speak] = of(phone.answer(ask, "We open at nine every weekday. "), Speak)
+    audio = tone(2.0, amplitude=12000)
+    phone.synthesize(speak, audio)
+    echo = tone(2.0, amplitude=1200)  # -20 dB, and the detector calls it speech
+    effects = phone.say(echo[: 160 * 90], speech=True)
+    assert of(effects, SendClear) == [] and of(effects, Cancel) == []
+    assert of(effects, Listen) == []
+    assert phone.call.state is State.SPEAKING
+
+
+def test_echo_in_the_tail_after_the_bot_stops_is_not_transcribed() -> None:
+    phone = Phone()
+    phone.greet(tone(0.4, amplitude=12000))
+    effects = phone.say(tone(0.2, amplitude=1200), speech=True)  # the greeting's echo
+    assert of(effects, Listen) == []
+    phone.ticks(0.6)
+    assert of(phone.say(tone(0.1)), Listen)  # later, the caller is heard again
+
+
+def test_a_caller_who_goes_on_before_the_answer_starts_is_asked_as_one_question() -> None:
+    phone = Phone()
+    phone.greet()
+    first = phone.ask("do you ship")
+    effects = phone.say(tone(0.3))  # they go on speaking while the answer is prepared
+    assert Cancel(first.turn) in effects
+    phone.ticks(0.3)
+    [ask] = of(phone.feed(Transcript("to Canada", True, True, phone.now)), Ask)
+    assert ask.question == "do you ship to Canada"
+
+
+def test_a_short_addition_that_does_not_barge_in_still_joins_the_question() -> None:
+    phone = Phone()
+    phone.greet()
+    first = phone.ask("do you ship")
+    effects = phone.feed(Transcript("to Canada", True, True, phone.now))
+    assert Cancel(first.turn) in effects
+    [ask] = of(effects, Ask)
+    assert ask.question == "do you ship to Canada"
+
+
+def test_interim_and_partial_results_wait_for_the_end_of_the_utterance() -> None:
+    phone = Phone()
+    phone.greet()
+    assert phone.feed(Transcript("how long", False, False, phone.now)) == []
+    assert phone.feed(Transcript("how long do I have", True, False, phone.now)) == []
+    [ask] = of(phone.feed(Transcript("to return it", True, True, phone.now)), Ask)
+    assert ask.question == "how long do I have to return it"
+    # an utterance end with nothing heard asks nothing
+    phone2 = Phone()
+    phone2.greet()
+    assert phone2.feed(Transcript("", True, True, phone2.now)) == []
+
+
+def test_silence_is_asked_about_once_then_the_call_is_closed_politely() -> None:
+    phone = Phone()
+    phone.greet()
+    effects = phone.ticks(SILENCE_SECONDS)
+    [prompt] = of(effects, Speak)
+    assert prompt.text == STILL_THERE
+    phone.synthesize(prompt, tone(0.2))
+    phone.ticks(0.4)
+    phone.play_marks()
+    [goodbye] = of(phone.ticks(SILENCE_SECONDS), Speak)
+    assert goodbye.text == GOODBYE
+    assert phone.call.state is State.CLOSING
+    assert of(phone.say(tone(0.3)), Cancel) == []  # the goodbye is not interrupted
+    phone.synthesize(goodbye, tone(0.2))
+    phone.ticks(0.4)
+    [hang_up] = of(phone.play_marks(), HangUp)
+    assert phone.call.state is State.ENDED
+    assert hang_up.reason
+
+
+def test_speech_resets_the_silence_clock() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.ticks(SILENCE_SECONDS - 1)
+    phone.say(tone(0.2))
+    assert of(phone.ticks(SILENCE_SECONDS - 1), Speak) == []
+
+
+def test_a_hang_up_mid_answer_cancels_the_turn_and_records_it() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    effects = phone.feed(Ended("stop", phone.now))
+    assert Cancel(ask.turn) in effects
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "hung up"
+    assert phone.call.state is State.ENDED
+    assert phone.ticks(1.0) == []
+    assert phone.feed(AnswerPiece(ask.turn, "We open at nine. ", phone.now)) == []
+
+
+def test_a_failed_answer_is_apologised_for_and_the_call_goes_on() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    effects = phone.feed(AnswerFailed(ask.turn, "every provider failed", phone.now))
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "failed"
+    [apology] = of(effects, Speak)
+    assert apology.text == APOLOGY
+    phone.synthesize(apology, tone(0.2))
+    phone.ticks(0.4)
+    phone.play_marks()
+    assert phone.call.state is State.LISTENING
+    assert of(phone.feed(Transcript("and on Sunday", True, True, phone.now)), Ask)
+
+
+def test_failed_speech_is_apologised_for_and_a_failed_apology_leaves_silence() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    [speak] = of(phone.feed(AnswerPiece(ask.turn, "We open at nine every day. ", phone.now)), Speak)
+    effects = phone.feed(SpeechFailed(ask.turn, speak.part, "HTTP 500", phone.now))
+    assert Cancel(ask.turn) in effects
+    [apology] = of(effects, Speak)
+    assert apology.text == APOLOGY
+    effects = phone.feed(SpeechFailed(apology.turn, 0, "HTTP 500", phone.now))
+    assert of(effects, Speak) == []
+    assert phone.call.state is State.LISTENING
+
+
+def test_a_lost_listener_is_apologised_for_and_ends_the_call_when_it_keeps_failing() -> None:
+    phone = Phone()
+    phone.greet()
+    [missed] = of(phone.feed(ListenerFailed("closed", phone.now)), Speak)
+    assert missed.text == MISSED
+    phone.synthesize(missed, tone(0.1))
+    phone.ticks(0.3)
+    phone.play_marks()
+    phone.feed(ListenerFailed("closed", phone.now))
+    effects = phone.feed(ListenerFailed("closed", phone.now))
+    assert [s.text for s in of(effects, Speak)] == [CANT_HEAR]
+    assert phone.call.state is State.CLOSING
+
+
+def test_a_key_pressed_while_the_bot_talks_stops_it() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    [speak] = of(phone.answer(ask, "We open at nine every weekday. "), Speak)
+    phone.synthesize(speak, tone(2.0))
+    effects = phone.feed(KeyPressed("1", phone.now))
+    assert SendClear() in effects and Cancel(ask.turn) in effects
+    assert phone.feed(KeyPressed("2", phone.now)) == []  # listening: keys mean nothing
+
+
+def test_speech_to_text_is_kept_alive_while_no_caller_audio_is_sent() -> None:
+    phone = Phone()
+    [speak] = of(phone.start(), Speak)
+    phone.synthesize(speak, tone(KEEP_ALIVE_SECONDS + 1, amplitude=12000))
+    effects = phone.ticks(KEEP_ALIVE_SECONDS + 0.1, frame=tone(0.02, amplitude=1200), speech=True)
+    assert of(effects, Listen) == []
+    assert of(effects, KeepListening)
+
+
+@pytest.mark.parametrize("event", [Tick(1.0), Inbound(SILENT_FRAME, False, 1.0)])
+def test_nothing_happens_before_the_stream_starts(event: Any) -> None:
+    assert Call(GREETING).receive(event) == []
