@@ -32,7 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands.add_parser(
-        "serve", help="run the HTTP API on APP_BIND:APP_PORT (default 127.0.0.1:8000)"
+        "serve",
+        help="run the HTTP API on APP_BIND:APP_PORT (default 127.0.0.1:8000); on the embedded "
+        "database with VOICEAI_API_KEY set, also the voice server on VOICE_BIND:VOICE_PORT",
+    )
+    commands.add_parser(
+        "voice",
+        help="run the voice server alone on VOICE_BIND:VOICE_PORT (default 127.0.0.1:8765), "
+        "against DATABASE_URL",
     )
     ingest = commands.add_parser(
         "ingest",
@@ -68,8 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) -> int:
+    """Run the command line; ``commands`` adds to or replaces ``COMMANDS`` (the voice
+    service's, which this layer cannot import: ``voiceio.cli``)."""
+    commands = {**COMMANDS, **(commands or {})}
     args = build_parser().parse_args(argv)
+    if args.command not in commands:
+        print(f"ragchat: {args.command} is run by the `ragchat` command itself", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -88,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ragchat: {error}", file=sys.stderr)
         return 2
     try:
-        return trio.run(COMMANDS[args.command], settings, args)
+        return trio.run(commands[args.command], settings, args)
     except KeyboardInterrupt:
         return 130
     except StartupError as error:
@@ -100,14 +113,17 @@ class StartupError(Exception):
     """The service cannot start as configured; the message says what to change."""
 
 
-async def serve_command(settings: Any, args: argparse.Namespace) -> int:
+async def serve_command(
+    settings: Any, args: argparse.Namespace, companions: tuple[Any, ...] = ()
+) -> int:
+    """The HTTP API, and ``companions`` beside it on the same service (the voice server)."""
     refusal = bind_refusal(settings)
     if refusal:
         raise StartupError(refusal)
     from ragio.server import run_server
 
-    async with _startup_errors():
-        await run_server(settings)
+    async with startup_errors():
+        await run_server(settings, companions=companions)
     return 0
 
 
@@ -115,7 +131,7 @@ async def migrate_command(settings: Any, args: argparse.Namespace) -> int:
     from ragio.db.migrations import apply_migrations
     from ragio.service import open_database
 
-    async with _startup_errors(), open_database(settings) as database:
+    async with startup_errors(), open_database(settings) as database:
         applied = await database.run(apply_migrations)
     print("applied: " + ", ".join(applied) if applied else "the database is up to date")
     return 0
@@ -135,7 +151,7 @@ async def ask_command(settings: Any, args: argparse.Namespace) -> int:
         except InvalidInput as error:
             print(f"ragchat: --role {error.message}", file=sys.stderr)
             return 2
-    async with _startup_errors(), open_service(settings) as svc:
+    async with startup_errors(), open_service(settings) as svc:
         try:
             # the stored role, runtime roles included, as POST /chat?role= finds it
             employee = None if args.role is None else await stored_role(svc.database, args.role)
@@ -172,7 +188,7 @@ async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
     from ragio.knowledge.ingest import ingest_paths
     from ragio.service import open_service
 
-    async with _startup_errors(), open_service(settings) as svc:
+    async with startup_errors(), open_service(settings) as svc:
         with tqdm(unit="file", disable=None, dynamic_ncols=True) as progress:
             chunks = 0
 
@@ -203,7 +219,7 @@ async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
 
 
 @asynccontextmanager
-async def _startup_errors() -> AsyncIterator[None]:
+async def startup_errors() -> AsyncIterator[None]:
     """Turn the known ways a command fails into one clear message (and exit code 2)."""
     from psycopg_pool import PoolTimeout
 
@@ -231,7 +247,7 @@ async def reindex_command(settings: Any, args: argparse.Namespace) -> int:
     from ragio.providers import aclose_all, build_embedder
     from ragio.service import open_database
 
-    async with _startup_errors():
+    async with startup_errors():
         embedder = build_embedder(settings)
         try:
             async with open_database(settings) as database:
@@ -303,7 +319,7 @@ async def discord_command(settings: Any, args: argparse.Namespace) -> int:
     if missing:
         print(f"ragchat: set {' and '.join(missing)} first", file=sys.stderr)
         return 2
-    async with _startup_errors(), open_database(settings) as database:
+    async with startup_errors(), open_database(settings) as database:
         await database.run(apply_migrations)
         stored = await database.run(list_roles)
     roles = customer_roles([s.role for s in stored], "discord")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import trio
@@ -14,6 +16,9 @@ from ragio.http.app import create_app
 from ragio.service import open_service
 
 log = logging.getLogger(__name__)
+#: another server run on the service beside the HTTP app: ``companion(service,
+#: task_status=…)`` reports ``started`` once it listens, and runs until cancelled
+Companion = Callable[..., Awaitable[None]]
 
 
 def hypercorn_config(settings: Any) -> Config:
@@ -33,8 +38,15 @@ def hypercorn_config(settings: Any) -> Config:
     return config
 
 
-async def run_server(settings: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Open the service, serve until a stop signal, then close everything in order."""
+async def run_server(
+    settings: Any,
+    *,
+    companions: Sequence[Companion] = (),
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Open the service, serve until a stop signal, then close everything in order.
+    Each of ``companions`` is started on the same service beside the HTTP app (the voice
+    server) and cancelled when the app has stopped."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_service(settings) as svc:
             app = create_app(svc)
@@ -51,17 +63,36 @@ async def run_server(settings: Any, *, task_status: Any = trio.TASK_STATUS_IGNOR
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch_signals)
-                binds = await nursery.start(
-                    lambda task_status: serve(
-                        app,
-                        hypercorn_config(settings),
-                        shutdown_trigger=shutdown_trigger,
-                        task_status=task_status,
+                async with trio.open_nursery() as beside:
+                    for companion in companions:
+                        await beside.start(partial(companion, svc))
+                    binds = await nursery.start(
+                        lambda task_status: serve(
+                            app,
+                            hypercorn_config(settings),
+                            shutdown_trigger=shutdown_trigger,
+                            task_status=task_status,
+                        )
                     )
-                )
-                log.info("serving on %s (%s mode)", ", ".join(binds), svc.mode)
-                print(f"ragchat listening on {', '.join(binds)}", flush=True)
-                task_status.started(binds)
-                await stop.wait()
+                    log.info("serving on %s (%s mode)", ", ".join(binds), svc.mode)
+                    print(f"ragchat listening on {', '.join(binds)}", flush=True)
+                    task_status.started(binds)
+                    await stop.wait()
+                    beside.cancel_scope.cancel()
                 # serve() returns once its graceful shutdown is done; then the nursery ends.
                 nursery.cancel_scope.deadline = trio.current_time() + 10
+
+
+async def run_companions(
+    settings: Any, companions: Sequence[Companion], *, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """``companions`` alone on the service (``ragchat voice``), until a stop signal."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_service(settings) as svc, trio.open_nursery() as nursery:
+            for companion in companions:
+                await nursery.start(partial(companion, svc))
+            task_status.started()
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                break
+            nursery.cancel_scope.cancel()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-RAGCHAT = [sys.executable, "-m", "ragio.cli"]
+RAGCHAT = [sys.executable, "-m", "voiceio.cli"]
 
 
 def free_port() -> int:

@@ -88,6 +88,8 @@ class ChatRequest:
     #: (``telegram``, ``whatsapp``, ``discord``: a customer's conversation). None: the
     #: role is not offered any action
     origin: str | None = None
+    #: the answer will be said aloud on a phone call: short and sayable
+    spoken: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.employee is not None and self.role is None:
@@ -193,7 +195,7 @@ def _grounded_answer(
         context_text = context.text
     offer, autonomy = yield from action_offer(request, policy)
     block = role_block(request, policy, context_text, offer)
-    prompt = build_prompt(question, sources, language, block)
+    prompt = build_prompt(question, sources, language, block, spoken=request.spoken)
     sensitive = is_sensitive(request, policy)
     generate = Generate(
         prompt,

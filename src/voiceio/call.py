@@ -1,0 +1,363 @@
+"""One phone call, run: the media stream's bytes in and out, and the effects of the call's
+state machine (``ragcore.voice.call``) carried out.
+
+Everything a call starts lives in the call's nursery and ends with it: the reader of the
+provider's socket, its writer, a 20 ms ticker, the speech-to-text stream, and each turn's
+answer and speech work (a turn has a cancel scope of its own, so a barge-in stops its
+model call and its synthesis at once and nothing else). Feeding the machine is
+synchronous: effects that need I/O are handed to the task that does it through memory
+channels, so the order the machine chose is the order on the wire.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from contextlib import aclosing
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from ragcore.channels.routing import default_role
+from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
+from ragcore.employees.roles import Role
+from ragcore.voice import media
+from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, frames
+from ragcore.voice.call import (
+    Answered,
+    AnswerFailed,
+    AnswerPiece,
+    Ask,
+    Call,
+    Cancel,
+    Ended,
+    HangUp,
+    Inbound,
+    KeepListening,
+    KeyPressed,
+    Listen,
+    ListenerFailed,
+    MarkPlayed,
+    RecordTurn,
+    SendAudio,
+    SendClear,
+    SendMark,
+    Speak,
+    SpeechAudio,
+    SpeechDone,
+    SpeechFailed,
+    Started,
+    Tick,
+    Transcript,
+)
+from ragcore.voice.greeting import greeting
+from ragio.employees.profile import get_profile
+from ragio.employees.store import list_roles
+from ragio.runner import run
+from ragio.voice import calls
+from voiceio.speech import Deepgram, SpeechError
+from voiceio.vad import SpeechDetector
+
+log = logging.getLogger(__name__)
+#: how long the provider has, once connected, to say which call this is
+START_SECONDS = 10.0
+#: caller audio waiting for speech-to-text (5 s); beyond it, the oldest is dropped
+LISTEN_BACKLOG = 250
+LISTENER_RETRY_SECONDS = (0.2, 1.0, 3.0)
+RECORD_SECONDS = 5.0
+_KEEP_ALIVE = b""  # in the listener's queue: send KeepAlive, not audio
+
+
+@attrs.define
+class TurnWork:
+    scope: trio.CancelScope
+    speak: trio.MemorySendChannel[tuple[int, str]]
+
+
+class PhoneCall:
+    """The running call: ``run`` returns when the call is over."""
+
+    def __init__(self, service: Any, speech: Deepgram, socket: WebSocketConnection) -> None:
+        self.service = service
+        self.speech = speech
+        self.socket = socket
+        self.call: Call | None = None
+        self.role: Role | None = None
+        self.detector = SpeechDetector()
+        self._began = trio.current_time()
+        self._nursery: trio.Nursery | None = None
+        self._out_send, self._out_receive = trio.open_memory_channel[str](math.inf)
+        self._listen_send, self._listen_receive = trio.open_memory_channel[bytes](LISTEN_BACKLOG)
+        self._turns: dict[int, TurnWork] = {}
+        self._dropped_audio = 0
+
+    def now(self) -> float:
+        return trio.current_time() - self._began
+
+    async def run(self) -> None:
+        start = await self._await_start()
+        if start is None:
+            return
+        self.call = Call(await self._greeting())
+        self.role = await self._role()
+        role = self.role.identifier if self.role else None
+        await self._record(calls.begin_call, start.call_sid, start.stream_sid, start.caller, role)
+        reason = "stopped"
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._write)
+                nursery.start_soon(self._tick)
+                nursery.start_soon(self._listen)
+                self.feed(Started(start.stream_sid, start.call_sid, start.caller, self.now()))
+                reason = await self._read()
+                self.feed(Ended(reason, self.now()))
+                nursery.cancel_scope.cancel()
+        finally:
+            await self._record(calls.end_call, start.call_sid, reason)
+            if self._dropped_audio:
+                log.warning(
+                    "call %s: %d frames of caller audio were dropped: speech-to-text fell behind",
+                    start.call_sid,
+                    self._dropped_audio,
+                )
+
+    # ------------------------------------------------------------ the machine
+
+    def feed(self, event: Any) -> None:
+        """Give the machine ``event`` and carry out its effects, in order, at once."""
+        assert self.call is not None
+        for effect in self.call.receive(event):
+            self._carry_out(effect)
+
+    def _carry_out(self, effect: Any) -> None:
+        assert self.call is not None and self._nursery is not None
+        sid = self.call.stream_sid
+        match effect:
+            case SendAudio(audio=audio):
+                self._out_send.send_nowait(media.media_message(sid, audio))
+            case SendMark(name=name):
+                self._out_send.send_nowait(media.mark_message(sid, name))
+            case SendClear():
+                self._out_send.send_nowait(media.clear_message(sid))
+            case Listen(audio=audio):
+                self._to_listener(audio)
+            case KeepListening():
+                self._to_listener(_KEEP_ALIVE)
+            case Ask(turn=turn, question=question):
+                self._begin_turn(turn, question)
+            case Speak(turn=turn, part=part, text=text):
+                work = self._turns.get(turn) or self._begin_turn(turn, None)
+                work.speak.send_nowait((part, text))
+            case Cancel(turn=turn):
+                if turn in self._turns:
+                    self._turns.pop(turn).scope.cancel()
+            case RecordTurn(record=record):
+                sid = self.call.call_sid
+                self._nursery.start_soon(self._record, calls.record_turn, sid, record)
+            case HangUp(reason=reason):
+                log.info("call %s: hanging up: %s", self.call.call_sid, reason)
+                self._nursery.start_soon(self._hang_up)
+            case _:
+                raise TypeError(f"no way to carry out {effect!r}")
+
+    # ------------------------------------------------------------ the provider's socket
+
+    async def _await_start(self) -> media.StreamStart | None:
+        """The ``start`` event (after ``connected``); None when the stream ends first."""
+        with trio.move_on_after(START_SECONDS):
+            while True:
+                try:
+                    event = media.parse_message(await self._text())
+                except (ConnectionClosed, media.BadMessage) as error:
+                    log.info("a media stream ended before it started: %s", error)
+                    return None
+                if isinstance(event, media.StreamStart):
+                    return event
+                if isinstance(event, media.StreamStop):
+                    return None
+        log.info("a media stream sent no start event in %s s", START_SECONDS)
+        await self.socket.aclose(code=1008, reason="no start event")
+        return None
+
+    async def _text(self) -> str:
+        message = await self.socket.get_message()
+        if not isinstance(message, str):
+            raise media.BadMessage("a binary frame; the media stream sends JSON text")
+        return message
+
+    async def _read(self) -> str:
+        """Feed the machine what the provider sends; the reason the stream ended."""
+        try:
+            while True:
+                event = media.parse_message(await self._text())
+                match event:
+                    case media.StreamMedia(audio=audio):
+                        for frame in frames(audio) if len(audio) != FRAME_BYTES else (audio,):
+                            speech = self.detector.is_speech(frame)
+                            self.feed(Inbound(frame, speech, self.now()))
+                    case media.StreamMark(name=name):
+                        self.feed(MarkPlayed(name, self.now()))
+                    case media.StreamDigit(digit=digit):
+                        self.feed(KeyPressed(digit, self.now()))
+                    case media.StreamStop():
+                        return "the caller hung up"
+        except ConnectionClosed:
+            return "the media stream closed"
+        except media.BadMessage as error:
+            log.warning("call %s: ending it on a message out of protocol: %s", self._sid(), error)
+            await self.socket.aclose(code=1002, reason="protocol error")
+            return "protocol error"
+
+    async def _write(self) -> None:
+        async for message in self._out_receive:
+            try:
+                await self.socket.send_message(message)
+            except ConnectionClosed:
+                return
+
+    async def _tick(self) -> None:
+        """Tick the machine every 20 ms on a fixed schedule; a late tick does not burst."""
+        due = trio.current_time()
+        while True:
+            due += FRAME_SECONDS
+            await trio.sleep_until(due)
+            late = trio.current_time() - due
+            if late > 5 * FRAME_SECONDS:
+                due = trio.current_time()
+            self.feed(Tick(self.now()))
+
+    async def _hang_up(self) -> None:
+        """End the call: closing the stream ends a ``<Connect><Stream>`` call."""
+        await self.socket.aclose(code=1000, reason="goodbye")
+
+    # ------------------------------------------------------------ speech-to-text
+
+    def _to_listener(self, audio: bytes) -> None:
+        try:
+            self._listen_send.send_nowait(audio)
+        except trio.WouldBlock:
+            self._dropped_audio += 1
+
+    async def _listen(self) -> None:
+        """Keep one recognition stream open for the whole call, reopening a lost one."""
+        failures = 0
+        while True:
+            try:
+                async with self.speech.listen() as listener, trio.open_nursery() as pumps:
+                    pumps.start_soon(self._pump_audio, listener)
+                    async for heard in listener.results():
+                        failures = 0
+                        self.feed(
+                            Transcript(heard.text, heard.final, heard.ends_utterance, self.now())
+                        )
+            except* SpeechError as group:
+                error = group.exceptions[0]
+                log.warning("call %s: %s", self._sid(), error)
+                self.feed(ListenerFailed(str(error), self.now()))
+            pause = LISTENER_RETRY_SECONDS[min(failures, len(LISTENER_RETRY_SECONDS) - 1)]
+            failures += 1
+            await trio.sleep(pause)
+
+    async def _pump_audio(self, listener: Any) -> None:
+        async for audio in self._listen_receive:
+            try:
+                if audio is _KEEP_ALIVE:
+                    await listener.keep_alive()
+                else:
+                    await listener.send_audio(audio)
+            except ConnectionClosed:
+                return  # results() reports the loss
+
+    # ------------------------------------------------------------ turns
+
+    def _begin_turn(self, turn: int, question: str | None) -> TurnWork:
+        """A turn's work in a scope of its own; the turns before it are over."""
+        assert self._nursery is not None
+        for old in self._turns.values():
+            old.scope.cancel()
+        self._turns.clear()
+        send, receive = trio.open_memory_channel[tuple[int, str]](math.inf)
+        work = TurnWork(trio.CancelScope(), send)
+        self._turns[turn] = work
+        self._nursery.start_soon(self._run_turn, turn, question, work.scope, receive)
+        return work
+
+    async def _run_turn(
+        self,
+        turn: int,
+        question: str | None,
+        scope: trio.CancelScope,
+        sentences: trio.MemoryReceiveChannel[tuple[int, str]],
+    ) -> None:
+        with scope:
+            async with trio.open_nursery() as nursery:
+                if question is not None:
+                    nursery.start_soon(self._answer, turn, question)
+                nursery.start_soon(self._say, turn, sentences)
+
+    async def _answer(self, turn: int, question: str) -> None:
+        caller = self.call.caller if self.call else ""
+        request = ChatRequest(question, employee=self.role, asker=f"voice:{caller}", spoken=True)
+        policy = ChatPolicy.from_settings(self.service.settings)
+
+        async def piece(text: str) -> None:
+            self.feed(AnswerPiece(turn, text, self.now()))
+
+        try:
+            answer = await run(answer_question(request, policy), self.service, on_delta=piece)
+        except Exception as error:  # every failure is said as an apology; the call goes on
+            log.warning("call %s: answering failed: %s", self._sid(), error, exc_info=True)
+            self.feed(AnswerFailed(turn, f"{type(error).__name__}: {error}", self.now()))
+            return
+        self.feed(Answered(turn, answer, self.now()))
+
+    async def _say(
+        self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]
+    ) -> None:
+        """Synthesize the turn's sentences in order, each streamed as it arrives."""
+        async for part, text in sentences:
+            try:
+                async with aclosing(self.speech.synthesize(text)) as audio:
+                    async for chunk in audio:
+                        self.feed(SpeechAudio(turn, part, chunk, self.now()))
+            except SpeechError as error:
+                log.warning("call %s: %s", self._sid(), error)
+                self.feed(SpeechFailed(turn, part, str(error), self.now()))
+                return
+            self.feed(SpeechDone(turn, part, self.now()))
+
+    # ------------------------------------------------------------ the record
+
+    async def _greeting(self) -> str:
+        settings = self.service.settings
+        profile = None
+        if not settings.voice_greeting.strip():
+            profile = await self._database(get_profile)
+        return greeting(settings.voice_greeting, settings.voice_bot_name, profile)
+
+    async def _role(self) -> Role | None:
+        """The role whose channels include ``voice`` (``support`` first); never an
+        internal role (``ragcore.channels.routing``)."""
+        stored = await self._database(list_roles)
+        return default_role([s.role for s in stored], "voice") if stored else None
+
+    async def _database(self, function: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await self.service.database.run(function, *args)
+        except Exception:
+            log.exception("call %s: the database failed", self._sid())
+            return None
+
+    async def _record(self, function: Callable[..., Any], *args: Any) -> None:
+        """Keep the call's record, even as the call ends around it (shielded, for at most
+        RECORD_SECONDS); a failure is logged and the call goes on."""
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + RECORD_SECONDS):
+            await self._database(function, *args, datetime.now(UTC))
+
+    def _sid(self) -> str:
+        return self.call.call_sid if self.call is not None and self.call.call_sid else "?"

@@ -1,0 +1,66 @@
+"""The `ragchat` command: ragio's commands, with the voice server added where it belongs.
+
+The command line lives in ragio; this module is the entry point only because ``serve``
+runs the voice server beside the HTTP API and ``voice`` runs it alone, and ragio cannot
+import voiceio (dependencies point one way: voiceio -> ragio -> ragcore).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+from typing import Any
+
+import trio
+
+from ragcore.settings import voice_refusal
+from ragio import cli
+from voiceio.server import serve_voice
+
+
+async def serve_command(settings: Any, args: argparse.Namespace) -> int:
+    """The HTTP API; on the embedded database with VOICEAI_API_KEY set, the voice server
+    too, in the same process (two servers, one database: the embedded one cannot be
+    shared with a second process)."""
+    companions: tuple[Any, ...] = ()
+    if settings.voiceai_api_key and not settings.database_url:
+        refusal = voice_refusal(settings)
+        if refusal:
+            raise cli.StartupError(refusal)
+        companions = (partial(_announced, serve_voice),)
+    return await cli.serve_command(settings, args, companions)
+
+
+async def voice_command(settings: Any, args: argparse.Namespace) -> int:
+    """The voice server alone, against DATABASE_URL, as the compose file's ``voice``
+    service and a Kubernetes deployment run it."""
+    if not settings.database_url:
+        raise cli.StartupError(
+            "`ragchat voice` runs against DATABASE_URL (the API's database); on the embedded "
+            "database, `ragchat serve` answers calls itself when VOICEAI_API_KEY is set"
+        )
+    refusal = voice_refusal(settings)
+    if refusal:
+        raise cli.StartupError(refusal)
+    from ragio.server import run_companions
+
+    async with cli.startup_errors():
+        await run_companions(settings, (partial(_announced, serve_voice),))
+    return 0
+
+
+async def _announced(serve: Any, service: Any, *, task_status: Any) -> None:
+    """``serve``, saying on stdout where it listens, as ``serve`` does for the API."""
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(partial(serve, service))
+        print(f"ragchat voice listening on {service.settings.voice_bind}:{port}", flush=True)
+        task_status.started(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(argv, {"serve": serve_command, "voice": voice_command})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
