@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 from typing import Any
+from urllib.parse import urlsplit
 from xml.sax.saxutils import quoteattr
 
 import attrs
@@ -26,6 +27,8 @@ MEDIA_ENCODING = "audio/x-mulaw"
 #: the names of the ``<Parameter>``s the voice webhook passes into the stream
 CALLER_PARAMETER = "caller"
 CALL_PARAMETER = "call_sid"
+#: the media stream's scheme for the scheme the service is reached at
+STREAM_SCHEMES = {"https": "wss", "http": "ws"}
 
 
 class BadMessage(ValueError):
@@ -156,3 +159,19 @@ def connect_stream(stream_url: str, parameters: dict[str, str]) -> str:
         f"<Response><Connect><Stream url={quoteattr(stream_url)}>{items}</Stream>"
         "</Connect></Response>"
     )
+
+
+def stream_url(
+    voice_public_url: str, public_base_url: str, request_url: str, voice_port: int
+) -> str:
+    """Where the provider opens the media stream: VOICE_PUBLIC_URL when set; else the host
+    of PUBLIC_BASE_URL, else of the webhook request's own URL (its port and path left
+    out), on ``voice_port``, as ``wss://`` for an https URL and ``ws://`` for an http one.
+    """
+    if voice_public_url:
+        return voice_public_url
+    parts = urlsplit(public_base_url or request_url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"{STREAM_SCHEMES.get(parts.scheme, 'wss')}://{host}:{voice_port}"

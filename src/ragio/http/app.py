@@ -20,6 +20,7 @@ from ragio.http import (
     openapi,
     profile,
     usage,
+    voice,
     webhooks,
     workflows,
 )
@@ -52,6 +53,7 @@ def create_app(svc: Service) -> QuartTrio:
         usage,
         workflows,
         webhooks,
+        voice,
         actions,
         openapi,
     )

@@ -468,6 +468,82 @@ SPEC: dict[str, Any] = {
                     "is_active": {"type": "boolean"},
                 },
             },
+            "VoiceCall": {
+                "type": "object",
+                "required": [
+                    "id",
+                    "call_sid",
+                    "caller_hash",
+                    "role",
+                    "started_at",
+                    "ended_at",
+                    "end_reason",
+                    "turns",
+                ],
+                "properties": {
+                    "id": {"type": "integer", "description": "for ?before= (paging)"},
+                    "call_sid": {"type": "string", "description": "the provider's call id"},
+                    "caller_hash": {
+                        "type": "string",
+                        "pattern": "^[0-9a-f]{64}$",
+                        "description": "SHA-256 of voice:<the caller's number>: the same "
+                        "caller gives the same hash; the number is not kept",
+                    },
+                    "role": {"type": ["string", "null"], "description": "the role answering"},
+                    "started_at": {"type": "string", "format": "date-time"},
+                    "ended_at": {"type": ["string", "null"], "format": "date-time"},
+                    "end_reason": {"type": ["string", "null"]},
+                    "turns": {"type": "array", "items": _ref("VoiceTurn")},
+                },
+            },
+            "VoiceTurn": {
+                "type": "object",
+                "required": [
+                    "turn",
+                    "question",
+                    "answer",
+                    "outcome",
+                    "citations",
+                    "role",
+                    "provider",
+                    "model",
+                    "language",
+                    "stages",
+                    "created_at",
+                ],
+                "properties": {
+                    "turn": {"type": "integer"},
+                    "question": {"type": ["string", "null"], "description": "as transcribed"},
+                    "answer": {"type": ["string", "null"], "description": "the text spoken"},
+                    "outcome": {
+                        "type": "string",
+                        "enum": ["answered", "interrupted", "failed", "hung up"],
+                    },
+                    "citations": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "number": {"type": "integer"},
+                                "document_id": {"type": "integer"},
+                                "document_name": {"type": "string"},
+                            },
+                        },
+                    },
+                    "role": {"type": ["string", "null"]},
+                    "provider": {"type": ["string", "null"]},
+                    "model": {"type": ["string", "null"]},
+                    "language": {"type": ["string", "null"]},
+                    "stages": {
+                        "type": "object",
+                        "additionalProperties": {"type": "integer"},
+                        "description": "milliseconds each stage took: transcript_ms, "
+                        "first_sentence_ms, first_audio_ms, first_frame_ms, voice_to_voice_ms, "
+                        "answer_ms (those the turn reached)",
+                    },
+                    "created_at": {"type": "string", "format": "date-time"},
+                },
+            },
         },
     },
     "security": [{"ApiKey": []}],
@@ -634,6 +710,37 @@ SPEC: dict[str, Any] = {
                 },
             }
         },
+        "/webhook/voice": {
+            "post": {
+                "summary": "Incoming calls from the telephony provider (the number's voice URL)",
+                "description": "Form-encoded, as the provider sends it (CallSid, From, To, …); "
+                "verified like /webhook/whatsapp (403 otherwise, unless "
+                "VOICE_ALLOW_UNSIGNED=true). Answered with TwiML that connects the call to the "
+                "media stream at VOICE_PUBLIC_URL, else wss://<PUBLIC_BASE_URL's host, else "
+                "this request's>:VOICE_PORT (ws:// for http), with the caller and the call id "
+                "as <Parameter>s. 503 without VOICEAI_API_KEY.",
+                "security": [],
+                "parameters": [
+                    {"name": "X-Twilio-Signature", "in": "header", "schema": {"type": "string"}}
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {"schema": {"type": "object"}}
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "<Response><Connect><Stream url=…> with the Parameters "
+                        "caller and call_sid",
+                        "content": {"text/xml": {"schema": {"type": "string"}}},
+                    },
+                    "400": PROBLEM,
+                    "403": PROBLEM,
+                    "503": PROBLEM,
+                },
+            }
+        },
         "/webhook/discord": {
             "post": {
                 "summary": "Discord interactions (the application's Interactions Endpoint URL)",
@@ -721,6 +828,41 @@ SPEC: dict[str, Any] = {
             "get": {
                 "summary": "Tokens spent by day, month, role and provider, and the budgets",
                 "responses": {"200": _json({"type": "object"}, "The usage summary")},
+            }
+        },
+        "/voice/calls": {
+            "get": {
+                "summary": "The latest phone calls, newest first, each with its turns",
+                "description": "Kept 90 days. The caller is shown only as a hash.",
+                "parameters": [
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "default": 20, "minimum": 1, "maximum": 100},
+                    },
+                    {
+                        "name": "before",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1},
+                        "description": "calls that began before this one (next_before of the "
+                        "last page)",
+                    },
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "required": ["calls", "next_before"],
+                            "properties": {
+                                "calls": {"type": "array", "items": _ref("VoiceCall")},
+                                "next_before": {"type": ["integer", "null"]},
+                            },
+                        },
+                        "The calls",
+                    ),
+                    "401": PROBLEM,
+                    "422": PROBLEM,
+                },
             }
         },
         "/chat": {
