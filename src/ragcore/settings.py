@@ -693,8 +693,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "VOICE_ALLOW_UNSIGNED",
         "false",
-        "true accepts media streams without a valid X-Twilio-Signature (local testing only; "
-        "warns each time)",
+        "true accepts voice webhooks and media streams without a valid X-Twilio-Signature "
+        "(local testing only; warns each time)",
         _boolean,
     ),
     Setting("VOICE_BOT_NAME", "", "name the voice assistant introduces itself with"),
