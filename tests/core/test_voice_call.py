@@ -190,6 +190,7 @@ def test_a_question_is_answered_sentence_by_sentence_and_recorded_with_its_timin
     phone.ticks(1.2)
     [record] = of(phone.play_marks(), RecordTurn)
     assert record.record.outcome == "answered"
+    assert record.record.turn == 1  # the first question; the greeting is not counted
     assert record.record.answer == answer.answer
     stages = record.record.stages
     assert stages["transcript_ms"] == 300  # speech ended 0.3 s before the final transcript

@@ -234,7 +234,7 @@ class TurnRecord:
     """One question and what came of it, for ``GET /voice/calls``. Times are seconds of
     the call's clock; ``stages`` has the milliseconds each stage took."""
 
-    turn: int
+    turn: int  # the question's number in the call: 1, 2, … (scripted words not counted)
     question: str
     answer: str
     outcome: str  # answered, interrupted, failed, hung up
@@ -281,6 +281,7 @@ class Turn:
     number: int
     question: str | None
     times: dict[str, float]
+    asked: int = 0  # the question's number in the call (0: scripted words)
     splitter: SentenceSplitter = attrs.field(factory=SentenceSplitter)
     parts: int = 0  # sentences handed to speech
     spoken: int = 0  # sentences whose audio is all queued
@@ -302,6 +303,7 @@ class Call:
         self.caller = ""
         self.turn: Turn | None = None
         self._turns = 0
+        self._questions = 0
         self._queue: deque[bytes | str] = deque()  # frames, and mark names between them
         self._partial = b""  # speech audio short of a whole frame
         self._sent_until = 0.0  # when what was sent will have played
@@ -430,6 +432,8 @@ class Call:
         question = f"{self._carried} {question}".strip()
         self._carried = ""
         turn = self._new_turn(question, at)
+        self._questions += 1
+        turn.asked = self._questions
         turn.times.update(speech_ended=min(self._last_speech or at, at), transcribed=at)
         return [Ask(turn.number, question)]
 
@@ -585,7 +589,7 @@ class Call:
 
 def _record(turn: Turn, outcome: str) -> TurnRecord:
     answer = turn.answer.answer if turn.answer is not None else ""
-    return TurnRecord(turn.number, turn.question or "", answer, outcome, turn.answer, turn.times)
+    return TurnRecord(turn.asked, turn.question or "", answer, outcome, turn.answer, turn.times)
 
 
 # ---------------------------------------------------------------- the transitions
