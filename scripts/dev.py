@@ -6,12 +6,15 @@
 
 Needs only Python 3.11+ and the package registries. Creates .venv beside this
 folder and installs the project into it (again only when pyproject.toml changed).
+For the tests, installs the Debian packages espeak-ng and sox when they are missing and
+this is a root shell with apt-get: the voice tests synthesise speech with them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".ragchat-installed"
+VOICE_TOOLS = ("espeak-ng", "sox")  # the voice tests' speech synthesis and audio conversion
 
 
 def step(*command: str | Path) -> None:
@@ -41,6 +45,32 @@ def setup() -> None:
     STAMP.write_text(wanted)
 
 
+def voice_tools() -> None:
+    """espeak-ng and sox from Debian's packages, when missing and this can install them;
+    otherwise say what the voice tests need and go on."""
+    missing = [tool for tool in VOICE_TOOLS if shutil.which(tool) is None]
+    if not missing:
+        return
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not root or shutil.which("apt-get") is None:
+        print(
+            f"the voice tests need espeak-ng and sox ({', '.join(missing)} not found); "
+            "install them (Debian, Ubuntu: apt-get install espeak-ng sox) or those tests fail",
+            flush=True,
+        )
+        return
+    print(f"installing espeak-ng and sox for the voice tests ({', '.join(missing)} not found)")
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update"],
+        ["apt-get", "install", "-y", "--no-install-recommends", *VOICE_TOOLS],
+    ):
+        print("+", " ".join(command), flush=True)
+        if subprocess.run(command, env=environment).returncode:
+            print("could not install espeak-ng and sox: the voice tests will fail", flush=True)
+            return
+
+
 def main() -> int:
     if sys.version_info < (3, 11):  # noqa: UP036 - the point is to say so on an old Python
         print(f"ragchat needs Python 3.11 or newer; this is {sys.version.split()[0]}")
@@ -57,6 +87,7 @@ def main() -> int:
         os.execv(  # noqa: S606 - replace this process with the service
             BIN / "ragchat", [str(BIN / "ragchat"), "serve", *sys.argv[2:]]
         )
+    voice_tools()
     for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"]):
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1
