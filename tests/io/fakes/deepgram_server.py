@@ -44,8 +44,9 @@ Scripting knobs:
 - ``drop_listeners(code, reason)``: close every open listening connection at once, with no
   final result or Metadata, as a failing provider does mid-call;
 - ``first_byte_delay``: seconds before a speech response starts (Deepgram's time to first
-  byte); ``fail_next(status)`` and ``delay``: as for every fake (``tests.io.fakes.asgi``),
-  for ``/v1/speak``;
+  byte); a client that goes away meanwhile is noticed, and its text listed in
+  ``abandoned``; ``fail_next(status)`` and ``delay``: as for every fake
+  (``tests.io.fakes.asgi``), for ``/v1/speak``;
 - ``idle_timeout``: a constructor argument, so a test can see the timeout in half a second.
 
 Records: ``listeners`` (one ``Listener`` per accepted connection: query, audio with arrival
@@ -63,6 +64,7 @@ import struct
 import uuid
 from collections import deque
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -83,6 +85,9 @@ from tests.io.fakes.asgi import (
 )
 
 LISTEN, SPEAK = "/v1/listen", "/v1/speak"
+#: the ASGI ``receive`` of the request being answered: a slow answer watches it, to stop
+#: when the client goes away, as a real server does
+_RECEIVE: ContextVar[Receive] = ContextVar("receive")
 IDLE_TIMEOUT = 10.0  # seconds without audio or KeepAlive before Deepgram closes (NET-0001)
 DEFAULT_ENDPOINTING_MS = 10  # Deepgram's default
 FRAME_MS = 20
@@ -372,6 +377,7 @@ class FakeDeepgram(FakeServer):
         self.listeners: list[Listener] = []
         self.refused: list[Refusal] = []
         self.spoken: list[Spoken] = []
+        self.abandoned: list[str] = []  # texts whose client went away before the first byte
         self.listen_failures: deque[int] = deque()
         self._sessions: set[_Session] = set()
         self._speech: dict[str, bytes] = {}  # text -> µ-law, synthesised once
@@ -430,9 +436,33 @@ class FakeDeepgram(FakeServer):
         if scope["type"] == "websocket":
             await self._listen(scope, receive, send)
         else:
+            _RECEIVE.set(receive)
             await super().__call__(scope, receive, send)
 
     # ------------------------------------------------------------ /v1/speak
+
+    async def _hold(self, seconds: float) -> bool:
+        """Wait ``seconds`` (less if the fake is closing); False when the client went away
+        first: the request's connection closed (``http.disconnect``)."""
+        receive = _RECEIVE.get()
+        gone = False
+
+        async def watch(nursery: trio.Nursery) -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone = True
+            nursery.cancel_scope.cancel()
+
+        async def closing(nursery: trio.Nursery) -> None:
+            await self._closing.wait()
+            nursery.cancel_scope.cancel()
+
+        with trio.move_on_after(seconds):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch, nursery)
+                nursery.start_soon(closing, nursery)
+        return not gone
 
     async def _answer(self, request: Recorded, send: Send) -> None:
         if not self._authorised(request.headers):
@@ -456,9 +486,9 @@ class FakeDeepgram(FakeServer):
         speech = await self._synthesise(text)
         if container == "wav":
             speech = wav_header(len(speech)) + speech
-        if self.first_byte_delay:
-            with trio.move_on_after(self.first_byte_delay):
-                await self._closing.wait()
+        if self.first_byte_delay and not await self._hold(self.first_byte_delay):
+            self.abandoned.append(text)
+            return
         content_type = "audio/wav" if container == "wav" else "audio/mulaw"
         await self._start(
             send,

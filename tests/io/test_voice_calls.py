@@ -1,0 +1,306 @@
+"""Phone calls end to end, with real audio: a fake telephony provider streams a question
+spoken by espeak-ng into a real WebSocket at real-time pace; a fake speech provider on
+127.0.0.1 speaks Deepgram's wire format and really transcribes (pocketsphinx) and
+synthesizes (espeak-ng); the test transcribes what the caller heard."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from ragcore.voice.call import APOLOGY, MISSED
+from ragio.service import Service
+from tests.io.audio import speak, transcribe
+from tests.io.fakes.deepgram_server import FakeDeepgram
+from tests.io.fakes.phone import HandshakeError, PhoneCall, phone_call
+from voiceio.server import VoiceServer, serve_voice
+
+TOKEN = "telco-auth-token-for-tests"
+SPEECH_KEY = "dg-test-key"
+GREETING = "Hello, how can I help?"
+RETURNS = (
+    "# Returns\n\nItems can be returned within thirty days of delivery for a full refund. "
+    "Refunds reach the original payment method within five business days."
+)
+QUESTION = "How long do I have to return an item"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def stream_url() -> str:
+    return f"ws://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+async def speech(serve_fake: Callable[[Any], Awaitable[Any]]) -> FakeDeepgram:
+    return await serve_fake(FakeDeepgram(api_key=SPEECH_KEY))
+
+
+@pytest.fixture
+def voice_settings() -> dict[str, Any]:
+    """Override in a test for more settings."""
+    return {}
+
+
+@pytest.fixture
+async def settings_overrides(
+    speech: FakeDeepgram, stream_url: str, voice_settings: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "voiceai_api_key": SPEECH_KEY,
+        "voiceai_base_url": speech.base_url,
+        "telco_auth_token": TOKEN,
+        "voice_port": stream_url.rsplit(":", 1)[1],
+        "voice_public_url": stream_url,
+        "voice_greeting": GREETING,
+        **voice_settings,
+    }
+
+
+@pytest.fixture
+async def voice(
+    service: Service, api: httpx.AsyncClient, nursery: trio.Nursery
+) -> AsyncIterator[VoiceServer]:
+    """The voice server on the service, with the returns policy in the knowledge base."""
+    response = await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+    assert response.status_code == 201, response.text
+    server = VoiceServer(service)
+    await nursery.start(partial(serve_voice, service, server=server))
+    yield server
+
+
+def call(stream_url: str, **options: Any) -> Any:
+    caller = "+15551234567"
+    parameters = {"caller": caller, "call_sid": options.get("call_sid") or "CA" + "1" * 32}
+    return phone_call(stream_url, auth_token=TOKEN, caller=caller, parameters=parameters, **options)
+
+
+async def words(audio: bytes) -> str:
+    return await trio.to_thread.run_sync(transcribe, audio)
+
+
+async def spoken(text: str) -> bytes:
+    return await trio.to_thread.run_sync(speak, text)
+
+
+async def greeted(phone: PhoneCall) -> None:
+    """Until the greeting has been heard to its end."""
+    await phone.wait_for_audio(10)
+    await phone.wait_until_quiet(500, 15)
+    await phone.wait_until_played(10)
+
+
+async def ask(phone: PhoneCall, question: bytes) -> int:
+    """Say ``question``; the number of bytes heard before it."""
+    before = len(phone.heard)
+    await phone.say(question)
+    return before
+
+
+async def recorded_calls(api: httpx.AsyncClient) -> list[dict[str, Any]]:
+    response = await api.get("/voice/calls")
+    assert response.status_code == 200
+    return response.json()["calls"]
+
+
+def voice_tasks() -> list[str]:
+    """The names of the voice server's call tasks still running."""
+    found: list[str] = []
+
+    def walk(task: trio.lowlevel.Task) -> None:
+        if task.name.startswith("voiceio.call."):
+            found.append(task.name)
+        for nursery in task.child_nurseries:
+            for child in nursery.child_tasks:
+                walk(child)
+
+    walk(trio.lowlevel.current_root_task())
+    return found
+
+
+async def test_a_caller_hears_the_greeting_then_the_answer_to_a_spoken_question(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    question = await spoken(QUESTION)
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        greeting = phone.heard
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await phone.wait_until_quiet(1000, 30)
+        await phone.wait_until_played(10)
+        answer = phone.heard[before:]
+        await phone.hang_up()
+        assert phone.violations == []
+    assert "hello" in await words(greeting)
+    heard = await words(answer)
+    assert "thirty days" in heard, heard
+    [recorded] = await recorded_calls(api)
+    [turn] = recorded["turns"]
+    assert "return" in turn["question"]
+    assert (turn["turn"], turn["outcome"], turn["role"]) == (1, "answered", "support")
+    assert turn["citations"][0]["document_name"] == "returns.md"
+    assert "+1555" not in str(recorded)  # the caller is kept only as a hash
+    assert recorded["end_reason"] == "the caller hung up"
+    with trio.fail_after(5):
+        while voice.calls or voice_tasks():
+            await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize("sign", ["none", "forged"])
+async def test_unsigned_and_forged_upgrades_are_refused_before_any_audio(
+    voice: VoiceServer, speech: FakeDeepgram, stream_url: str, sign: str
+) -> None:
+    with pytest.raises(HandshakeError) as refused:
+        async with call(stream_url, sign=sign):
+            pass
+    assert getattr(refused.value, "status_code", None) == 403
+    assert voice.peak == 0
+    assert speech.listeners == []  # no speech-to-text stream was opened for it
+
+
+async def test_an_upgrade_signed_for_another_url_is_refused(
+    voice: VoiceServer, speech: FakeDeepgram, stream_url: str
+) -> None:
+    with pytest.raises(HandshakeError):
+        async with call(stream_url, signed_url="wss://elsewhere.example.com"):
+            pass
+    assert voice.peak == 0
+
+
+@pytest.mark.parametrize("voice_settings", [{"voice_allow_unsigned": "true"}])
+async def test_voice_allow_unsigned_lets_an_unsigned_stream_in_with_a_warning(
+    voice: VoiceServer, speech: FakeDeepgram, stream_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with call(stream_url, sign="none") as phone:
+        await phone.wait_for_audio(10)
+        await phone.hang_up()
+    assert "VOICE_ALLOW_UNSIGNED=true" in caplog.text
+
+
+async def test_caller_speech_over_the_answer_clears_it_and_the_new_question_is_answered(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    question = await spoken(QUESTION)
+    interruption = await spoken("Can I get a refund")
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await trio.sleep(1.0)  # the answer is playing
+        cleared_before = len(phone.messages("clear"))
+        await phone.say(interruption)
+        assert len(phone.messages("clear")) > cleared_before
+        await phone.wait_until_quiet(1000, 30)
+        await phone.wait_until_played(10)
+        await phone.hang_up()
+        assert phone.violations == []
+    [recorded] = await recorded_calls(api)
+    outcomes = [(t["outcome"], "refund" in t["question"]) for t in recorded["turns"]]
+    assert outcomes == [("interrupted", False), ("answered", True)]
+
+
+async def test_the_bots_own_echo_at_minus_20_db_neither_barges_in_nor_is_asked(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    question = await spoken(QUESTION)
+    async with call(stream_url, echo_db=-20.0, echo_delay_ms=120) as phone:
+        await greeted(phone)
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await phone.wait_until_quiet(1500, 30)
+        await phone.wait_until_played(10)
+        await phone.pause(1500)  # the echo's tail, and time for any false question
+        await phone.hang_up()
+    assert phone.messages("clear") == []  # the answer played to its end
+    assert "thirty days" in await words(phone.played_audio[before:])
+    [recorded] = await recorded_calls(api)
+    assert [t["outcome"] for t in recorded["turns"]] == ["answered"]
+    # the only thing transcribed is the question: never the bot's own voice
+    finals = [text for _, text in speech.listeners[0].transcripts if text]
+    assert len(finals) == 1 and "return" in finals[0], finals
+
+
+async def test_a_hang_up_mid_answer_leaves_no_task_running(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    question = await spoken(QUESTION)
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        speech.first_byte_delay = 5.0  # the answer's speech is on its way
+        await ask(phone, question)
+        with trio.fail_after(15):
+            while len(speech.spoken) < 2:
+                await trio.sleep(0.05)
+        await phone.hang_up()
+    with trio.move_on_after(2):
+        while voice.calls or voice_tasks() or speech.in_flight or speech.live:
+            await trio.sleep(0.02)
+    assert (voice.calls, voice_tasks(), speech.in_flight, speech.live) == (0, [], 0, [])
+    assert len(speech.abandoned) == 1  # the answer's speech request was given up
+    [recorded] = await recorded_calls(api)
+    assert [t["outcome"] for t in recorded["turns"]] == ["hung up"]
+
+
+async def test_failed_speech_is_apologised_for_and_the_call_goes_on(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    speech.transcriber = lambda audio: "how long do i have to return an item"
+    question = await spoken(QUESTION)
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        speech.fail_next(500)  # the answer's first sentence cannot be synthesized
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await phone.wait_until_quiet(800, 30)
+        await phone.wait_until_played(10)
+        assert APOLOGY in [s.text for s in speech.spoken]
+        speech.drop_listeners()  # then speech-to-text fails mid-call
+        await speech.wait_for_listeners(2)
+        await phone.wait_until_quiet(800, 30)
+        await phone.wait_until_played(10)
+        assert MISSED in [s.text for s in speech.spoken]
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await phone.wait_until_quiet(800, 30)
+        await phone.hang_up()
+    [recorded] = await recorded_calls(api)
+    assert [t["outcome"] for t in recorded["turns"]] == ["failed", "answered"]
+
+
+async def test_twenty_calls_at_once_are_each_answered(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    speech.transcriber = lambda audio: "how long do i have to return an item"
+    question = await spoken(QUESTION)
+    answered: list[int] = []
+
+    async def one_call(number: int) -> None:
+        async with call(stream_url, call_sid=f"CA{number:032d}") as phone:
+            await greeted(phone)
+            before = await ask(phone, question)
+            await phone.wait_for_audio(20, after=before)
+            await phone.wait_until_quiet(800, 30)
+            await phone.hang_up()
+            assert phone.violations == []
+            answered.append(len(phone.heard) - before)
+
+    async with trio.open_nursery() as nursery:
+        for number in range(20):
+            nursery.start_soon(one_call, number)
+    assert len(answered) == 20 and min(answered) > 8000  # each heard over a second of answer
+    assert voice.peak == 20
+    calls = await recorded_calls(api)
+    assert len(calls) == 20
+    assert all([t["outcome"] for t in c["turns"]] == ["answered"] for c in calls)
