@@ -266,7 +266,7 @@ class PhoneCall:
     async def _pump_audio(self, listener: Any) -> None:
         async for audio in self._listen_receive:
             try:
-                if audio is _KEEP_ALIVE:
+                if not audio:  # _KEEP_ALIVE
                     await listener.keep_alive()
                 else:
                     await listener.send_audio(audio)

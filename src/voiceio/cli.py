@@ -58,8 +58,12 @@ async def _announced(serve: Any, service: Any, *, task_status: Any) -> None:
         task_status.started(port)
 
 
+#: every command of ``ragchat``: ragio's, with these two
+COMMANDS = {**cli.COMMANDS, "serve": serve_command, "voice": voice_command}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return cli.main(argv, {"serve": serve_command, "voice": voice_command})
+    return cli.main(argv, COMMANDS)
 
 
 if __name__ == "__main__":

@@ -196,7 +196,23 @@ def test_a_question_is_answered_sentence_by_sentence_and_recorded_with_its_timin
     assert stages["transcript_ms"] == 300  # speech ended 0.3 s before the final transcript
     assert stages["first_sentence_ms"] == 100
     assert stages["voice_to_voice_ms"] >= 400
+    assert stages["stalled_ms"] == 0  # ticks on time: the caller never heard a gap
     assert phone.call.state is State.LISTENING
+
+
+def test_a_late_tick_that_lets_playback_run_dry_is_recorded_as_a_stall() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    [speak] = of(phone.answer(ask, "We open at nine every weekday. "), Speak)
+    phone.synthesize(speak, tone(2.0))
+    phone.ticks(0.4, frame=None)
+    phone.now += 0.35  # the loop was busy: 350 ms without a tick, 100 ms of audio ahead
+    phone.ticks(2.0, frame=None)
+    answer = ChatAnswer("We open at nine every weekday. [1]", (), "support", "x", "y")
+    phone.feed(Answered(ask.turn, answer, phone.now))
+    [record] = of(phone.play_marks(), RecordTurn)
+    assert 230 <= record.record.stages["stalled_ms"] <= 270
 
 
 def test_a_whole_answer_is_said_too_when_it_was_not_streamed() -> None:

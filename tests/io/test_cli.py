@@ -208,3 +208,25 @@ def test_ask_refuses_an_unknown_role_as_the_api_does(tmp_path, database_url):
     )
     assert result.returncode == 2
     assert "unknown role 'pirate'" in result.stderr and "support" in result.stderr
+
+
+def test_the_voice_server_alone_needs_the_apis_database(tmp_path):
+    result = run_cli("voice", cwd=tmp_path, data_dir=tmp_path / "data", voiceai_api_key="k")
+    assert result.returncode == 2
+    assert "DATABASE_URL" in result.stderr and "ragchat serve" in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_voice_server_needs_the_speech_key(tmp_path, database_url):
+    result = run_cli("voice", cwd=tmp_path, database_url=database_url)
+    assert result.returncode == 2
+    assert "VOICEAI_API_KEY" in result.stderr
+
+
+def test_a_public_voice_bind_without_signatures_refuses_to_start_and_says_why(tmp_path):
+    result = run_cli(
+        "serve", cwd=tmp_path, data_dir=tmp_path / "data", voiceai_api_key="k", voice_bind="0.0.0.0"
+    )
+    assert result.returncode == 2
+    assert "VOICE_BIND=0.0.0.0" in result.stderr and "TELCO_AUTH_TOKEN" in result.stderr
+    assert not (tmp_path / "data").exists()

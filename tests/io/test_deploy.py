@@ -23,7 +23,7 @@ import yaml
 from dotenv import dotenv_values
 
 from ragcore.settings import bind_refusal, example_file, load_settings
-from ragio.cli import COMMANDS
+from voiceio.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -153,7 +153,8 @@ def test_the_four_services_exist_and_only_db_and_app_start_by_default():
     assert set(SERVICES) <= set(services)
     assert "profiles" not in services["db"]
     assert "profiles" not in services["app"]
-    # `ragchat voice` and `ragchat worker` do not exist yet: a plain `up` must not start them
+    # voice needs the speech key and the telephony token; `ragchat worker` does not exist
+    # yet: a plain `up` must start neither
     assert services["voice"]["profiles"] == ["voice"]
     assert services["worker"]["profiles"] == ["worker"]
 

@@ -6,8 +6,11 @@ import signal
 
 import httpx
 import pytest
+import trio
+from trio_websocket import ConnectionRejected, open_websocket_url
+from twilio.request_validator import RequestValidator
 
-from tests.io.processes import postgres_processes_for, running_service
+from tests.io.processes import free_port, postgres_processes_for, running_service
 
 MANUAL = (
     "# Espresso machine manual\n\n"
@@ -69,3 +72,36 @@ def test_with_an_api_key_every_route_but_health_needs_it(tmp_path):
         allowed = httpx.post(f"{url}/chat", params={"question": "hi?"}, headers={"X-API-Key": key})
         assert allowed.status_code == 200
         assert httpx.get(f"{url}/documents", headers={"X-API-Key": key}).status_code == 200
+
+
+def test_with_a_speech_key_serve_also_runs_the_voice_server(tmp_path):
+    """Two servers, one process, one embedded database: the voice server refuses an
+    unsigned media stream with 403 (it is there, and it checks), and the webhook points
+    the provider at it."""
+    voice_port = free_port()
+    settings = {
+        "data_dir": tmp_path / "data",
+        "voiceai_api_key": "speech-key",
+        "telco_auth_token": "telco-token",
+        "voice_port": voice_port,
+    }
+    with running_service(tmp_path, **settings) as (_, url):
+        form = {"CallSid": "CA1", "From": "+15551234567"}
+        signed = RequestValidator("telco-token").compute_signature(f"{url}/webhook/voice", form)
+        markup = httpx.post(
+            f"{url}/webhook/voice", data=form, headers={"X-Twilio-Signature": signed}
+        ).text
+        assert f"ws://127.0.0.1:{voice_port}" in markup and "<Connect><Stream" in markup
+
+        async def upgrade(signature: str) -> int | None:
+            try:
+                async with open_websocket_url(
+                    f"ws://127.0.0.1:{voice_port}/",
+                    extra_headers=[(b"X-Twilio-Signature", signature.encode())],
+                ):
+                    return None
+            except ConnectionRejected as refused:
+                return refused.status_code
+
+        forged = RequestValidator("wrong").compute_signature(f"ws://127.0.0.1:{voice_port}", {})
+        assert trio.run(upgrade, forged) == 403

@@ -240,11 +240,13 @@ class TurnRecord:
     outcome: str  # answered, interrupted, failed, hung up
     answer_detail: ChatAnswer | None
     times: dict[str, float]
+    stalled: float = 0.0  # the longest the caller's playback ran dry mid-answer, seconds
 
     @property
     def stages(self) -> dict[str, int]:
         """Milliseconds from the end of the caller's speech: to the final transcript, to
-        the first sentence written, to its first audio, to its first frame sent."""
+        the first sentence written, to its first audio, to its first frame sent; and the
+        longest the caller's playback ran dry once the answer had begun (``stalled_ms``)."""
         times = self.times
         spans = {
             "transcript_ms": ("speech_ended", "transcribed"),
@@ -254,11 +256,14 @@ class TurnRecord:
             "voice_to_voice_ms": ("speech_ended", "first_frame"),
             "answer_ms": ("transcribed", "answered"),
         }
-        return {
+        stages = {
             name: round((times[end] - times[start]) * 1000)
             for name, (start, end) in spans.items()
             if start in times and end in times
         }
+        if "first_frame" in times:
+            stages["stalled_ms"] = round(self.stalled * 1000)
+        return stages
 
 
 @attrs.frozen
@@ -290,6 +295,7 @@ class Turn:
     streamed: bool = False  # the answer came in pieces
     answer: ChatAnswer | None = None
     hang_up: bool = False  # the call ends when this turn has been heard
+    stalled: float = 0.0  # the longest the caller's playback ran dry mid-turn, in seconds
 
 
 class Call:
@@ -519,6 +525,10 @@ class Call:
                 effects.append(SendMark(item))
                 continue
             start = max(self._sent_until, at)
+            if self.turn is not None and "first_frame" in self.turn.times:
+                # the provider played all it had before this frame came: the caller heard
+                # a gap (a late tick, speech that did not keep up)
+                self.turn.stalled = max(self.turn.stalled, at - self._sent_until)
             self._echo.playing(start, level_db(item))
             self._sent_until = start + FRAME_SECONDS
             if self.turn is not None:
@@ -589,7 +599,9 @@ class Call:
 
 def _record(turn: Turn, outcome: str) -> TurnRecord:
     answer = turn.answer.answer if turn.answer is not None else ""
-    return TurnRecord(turn.asked, turn.question or "", answer, outcome, turn.answer, turn.times)
+    return TurnRecord(
+        turn.asked, turn.question or "", answer, outcome, turn.answer, turn.times, turn.stalled
+    )
 
 
 # ---------------------------------------------------------------- the transitions

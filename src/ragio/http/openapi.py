@@ -539,7 +539,8 @@ SPEC: dict[str, Any] = {
                         "additionalProperties": {"type": "integer"},
                         "description": "milliseconds each stage took: transcript_ms, "
                         "first_sentence_ms, first_audio_ms, first_frame_ms, voice_to_voice_ms, "
-                        "answer_ms (those the turn reached)",
+                        "answer_ms (those the turn reached), and stalled_ms: the longest the "
+                        "caller's playback ran dry once the answer had begun",
                     },
                     "created_at": {"type": "string", "format": "date-time"},
                 },

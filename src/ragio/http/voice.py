@@ -15,12 +15,11 @@ from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ragcore.channels import telco
 from ragcore.errors import InvalidInput
 from ragcore.voice.media import CALL_PARAMETER, CALLER_PARAMETER, connect_stream, stream_url
 from ragio.http.context import service
 from ragio.http.problems import Problem
-from ragio.http.webhooks import _form, _verified
+from ragio.http.webhooks import telco_form
 from ragio.voice.calls import recent_calls
 
 blueprint = Blueprint("voice", __name__)
@@ -32,22 +31,7 @@ MAX_CALLS = 100
 @blueprint.post("/webhook/voice")
 async def voice_webhook() -> Response:
     settings = service().settings
-    body = await request.get_data()
-    params = _form(body)
-    url = telco.public_url(
-        settings.public_base_url or request.host_url, request.path, request.query_string.decode()
-    )
-    given = next(
-        (request.headers[h] for h in telco.SIGNATURE_HEADERS if h in request.headers), None
-    )
-    _verified(
-        telco.check_signature(
-            settings.telco_auth_token, url, params, given, settings.voice_allow_unsigned
-        ),
-        "voice",
-        "VOICE_ALLOW_UNSIGNED",
-        403,
-    )
+    params = await telco_form("voice", settings.voice_allow_unsigned, "VOICE_ALLOW_UNSIGNED")
     if not settings.voiceai_api_key:
         raise Problem(
             503, "the voice channel needs VOICEAI_API_KEY (the speech provider's key) to answer"

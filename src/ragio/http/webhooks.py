@@ -51,23 +51,8 @@ async def telegram_webhook() -> dict[str, Any]:
 
 @blueprint.post("/webhook/whatsapp")
 async def whatsapp_webhook() -> Response:
-    settings = service().settings
-    body = await request.get_data()
-    params = _form(body)
-    url = telco.public_url(
-        settings.public_base_url or request.host_url, request.path, request.query_string.decode()
-    )
-    given = next(
-        (request.headers[h] for h in telco.SIGNATURE_HEADERS if h in request.headers), None
-    )
-    _verified(
-        telco.check_signature(
-            settings.telco_auth_token, url, params, given, settings.whatsapp_allow_unsigned
-        ),
-        "whatsapp",
-        "WHATSAPP_ALLOW_UNSIGNED",
-        403,
-    )
+    allowed = service().settings.whatsapp_allow_unsigned
+    params = await telco_form("whatsapp", allowed, "WHATSAPP_ALLOW_UNSIGNED")
     await _take(_parsed(whatsapp.parse_form, params))
     # no reply in the response: it goes through the Messages API once answered
     return Response(EMPTY_TWIML, content_type="text/xml")
@@ -92,6 +77,25 @@ async def discord_webhook() -> dict[str, Any]:
         return parsed.response
     await _take(parsed)
     return discord.DEFERRED
+
+
+async def telco_form(
+    channel: str, allow_unsigned: bool, unsigned_setting: str
+) -> list[tuple[str, str]]:
+    """The form of a request from the telephony provider (WhatsApp, the voice webhook),
+    once its signature over PUBLIC_BASE_URL (or this request's URL) and the form has
+    passed; 403 otherwise, unless ``allow_unsigned``."""
+    settings = service().settings
+    params = _form(await request.get_data())
+    url = telco.public_url(
+        settings.public_base_url or request.host_url, request.path, request.query_string.decode()
+    )
+    given = next(
+        (request.headers[h] for h in telco.SIGNATURE_HEADERS if h in request.headers), None
+    )
+    verdict = telco.check_signature(settings.telco_auth_token, url, params, given, allow_unsigned)
+    _verified(verdict, channel, unsigned_setting, 403)
+    return params
 
 
 def _verified(verdict: Verification, channel: str, unsigned_setting: str, status: int) -> None:

@@ -17,6 +17,7 @@ and records every request. Tests script it through its attributes:
   ``dimensions`` and always return ``NATIVE_DIMENSIONS``;
 - ``delay``: seconds to hang before answering (for timeouts);
 - ``chat_delay``: the same for chat completions only (a slow model, quick embeddings);
+- ``word_delay``: seconds between streamed words after the first (a model's writing pace);
 - ``fail_next(status, retry_after=…)``: failures returned before any success;
 - ``stream_usage``: whether a streamed reply ends with the usage chunk: ``"asked"`` (when
   ``stream_options.include_usage`` is set, as OpenAI, vLLM and Ollama >= 0.5.2 do),
@@ -109,6 +110,7 @@ class FakeOpenAI(FakeServer):
         self.honour_dimensions = True
         self.respond: Callable[[dict[str, Any]], str] | None = None
         self.chat_delay = 0.0
+        self.word_delay = 0.0
         self.stream_usage: Literal["asked", "always", "never"] = "asked"
         self.rejects_stream_options: int | None = None
         self.break_stream_after: int | None = None
@@ -255,6 +257,8 @@ class FakeOpenAI(FakeServer):
                 broken = cut if self.break_with == "not json" else json.dumps(error)
                 await send_event(send, f"data: {broken}\n\n", more=False)
                 return
+            if self.word_delay and number > 1:
+                await trio.sleep(self.word_delay)
             await send_event(send, f"data: {json.dumps(event)}\n\n")
         await send_event(send, "data: [DONE]\n\n", more=False)
 

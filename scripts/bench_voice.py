@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Time the voice channel: what the service adds to a spoken turn, and what a caller waits.
+
+    .venv/bin/python scripts/bench_voice.py
+    .venv/bin/python scripts/bench_voice.py --questions 40 --calls 20 --barge-ins 10
+
+Everything real but the providers: the embedded PostgreSQL, the service with its voice
+server, and callers on the fake phone line (tests/io/fakes/phone.py) streaming a question
+spoken by espeak-ng at real-time pace over a real WebSocket. The speech provider is the
+fake Deepgram (its endpointing on the real audio; its transcript fixed, since
+pocketsphinx is not what is timed) and the model is the fake OpenAI server (answers and
+embeddings). Four measurements:
+
+1. **server-added latency**, with instant fakes: from the final transcript leaving the
+   speech provider to the first frame of the answer reaching the phone (retrieval, the
+   model call, the first sentence's synthesis and the first frame, with every provider
+   answering at once);
+2. **voice-to-voice latency**, with fakes that model the providers: the final transcript
+   300 ms after speech ends (the provider's endpointing on the real audio), the model's
+   first token after 400 ms, the first byte of speech after 200 ms: from the end of the
+   caller's speech (its last frame above -45 dBFS) to the first frame of the answer; then
+   again with the model writing a word every 20 ms after its first, since a sentence is
+   said only once it is whole;
+3. the second, **20 calls at once** (``--calls``, the model writing at 50 words/s) on this
+   machine; the worst gap between two frames of an answer as the phone received them, and
+   the worst stall of its playback (the phone played everything it had and waited), as the
+   phones saw them (their own process is busy too: 20 phone lines and the fake speech
+   provider's detector on 20 streams) and as the service saw them (``stalled_ms`` of
+   GET /voice/calls: its pacing fell behind playback);
+4. **barge-in**: from the first frame of a caller talking over an answer to the ``clear``
+   reaching the phone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from tests.io.audio import speak  # noqa: E402
+from tests.io.conftest import serve_app  # noqa: E402
+from tests.io.fakes.deepgram_server import FakeDeepgram  # noqa: E402
+from tests.io.fakes.openai_server import FakeOpenAI  # noqa: E402
+from tests.io.fakes.phone import PhoneCall, phone_call  # noqa: E402
+from tests.io.processes import free_port, running_service  # noqa: E402
+
+from ragcore.voice.audio import level_db  # noqa: E402
+
+TOKEN = "bench-telco-token"  # noqa: S105 (the fake line signs with it)
+QUESTION = "How long do I have to return an item"
+ANSWER = (
+    "Items can be returned within thirty days of delivery for a full refund [1]. "
+    "Refunds reach the original payment method within five business days [1]."
+)
+INTERRUPTION = "Can I get a refund"
+DOCUMENT = (
+    "# Returns\n\nItems can be returned within thirty days of delivery for a full refund. "
+    "Refunds reach the original payment method within five business days."
+)
+SPEECH_DB = -45.0  # a frame louder than this is speech (espeak's pauses are digital silence)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def summary(name: str, values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (
+        f"{name:<44} n={len(ms):<4} p50 {statistics.median(ms):7.1f} ms   "
+        f"p95 {percentile(ms, 0.95):7.1f} ms   max {max(ms):7.1f} ms"
+    )
+
+
+class Bench:
+    def __init__(self, url: str, api_url: str, speech: FakeDeepgram, question: bytes) -> None:
+        self.url = url
+        self.api_url = api_url
+        self.speech = speech
+        self.question = question
+        self.numbers = iter(range(10**6))
+
+    def call(self) -> Any:
+        number = next(self.numbers)
+        sid = f"CA{number:032d}"
+        return phone_call(
+            self.url,
+            auth_token=TOKEN,
+            call_sid=sid,
+            parameters={"caller": "+15550001111", "call_sid": sid},
+        )
+
+    async def greeted(self, phone: PhoneCall) -> None:
+        await phone.wait_for_audio(15)
+        await phone.wait_until_quiet(400, 30)
+        await phone.wait_until_played(15)
+
+    async def turn(self, phone: PhoneCall) -> dict[str, float]:
+        """Ask once; the times of the turn, on trio's clock."""
+        sent_before = len(phone.sent)
+        heard_before = len(phone.messages("media"))
+        await phone.say(self.question)
+        loud = [
+            at
+            for at, message in phone.sent[sent_before:]
+            if message.get("event") == "media" and level_db(_payload(message)) > SPEECH_DB
+        ]
+        speech_end = loud[-1] + 0.02
+        await phone.wait_for_audio(20, after=len(phone.heard))
+        await phone.wait_until_quiet(400, 30)
+        await phone.wait_until_played(20)
+        media = phone.messages("media")[heard_before:]
+        finals = [
+            at
+            for listener in self.speech.listeners
+            for at, text in listener.transcripts
+            if text and at >= speech_end - 0.05
+        ]
+        gaps = [b.at - a.at for a, b in zip(media, media[1:], strict=False)]
+        played = [p for p in phone.played if p.at >= media[0].at]
+        stalls = [
+            b.at - (a.at + len(a.audio) / 8000) for a, b in zip(played, played[1:], strict=False)
+        ]
+        return {
+            "worst_stall": max([0.0, *stalls]),
+            "speech_end": speech_end,
+            "final": min(finals),
+            "first_frame": media[0].at,
+            "worst_gap": max(gaps) if gaps else 0.0,
+        }
+
+
+def _payload(message: dict[str, Any]) -> bytes:
+    import base64
+
+    return base64.b64decode(message["media"]["payload"])
+
+
+async def sequential(bench: Bench, questions: int, per_call: int = 10) -> list[dict[str, float]]:
+    turns = []
+    while len(turns) < questions:
+        async with bench.call() as phone:
+            await bench.greeted(phone)
+            for _ in range(min(per_call, questions - len(turns))):
+                turns.append(await bench.turn(phone))
+                await phone.pause(300)
+            await phone.hang_up()
+    return turns
+
+
+async def concurrent(bench: Bench, calls: int, per_call: int) -> list[dict[str, float]]:
+    turns: list[dict[str, float]] = []
+
+    async def one(delay: float) -> None:
+        await trio.sleep(delay)
+        async with bench.call() as phone:
+            await bench.greeted(phone)
+            for _ in range(per_call):
+                turns.append(await bench.turn(phone))
+                await phone.pause(300)
+            await phone.hang_up()
+
+    async with trio.open_nursery() as nursery:
+        for number in range(calls):
+            nursery.start_soon(one, number * 0.05)
+    return turns
+
+
+async def barge_ins(bench: Bench, interruption: bytes, count: int) -> list[float]:
+    """Seconds from the caller's first word over an answer to the ``clear``."""
+    latencies = []
+    async with bench.call() as phone:
+        await bench.greeted(phone)
+        for _ in range(count):
+            cleared = len(phone.messages("clear"))
+            await phone.say(bench.question)
+            await phone.wait_for_audio(20, after=len(phone.heard))
+            await trio.sleep(0.8)
+            sent_before = len(phone.sent)
+            await phone.say(interruption)
+            first_word = next(
+                at
+                for at, message in phone.sent[sent_before:]
+                if message.get("event") == "media" and level_db(_payload(message)) > SPEECH_DB
+            )
+            clears = phone.messages("clear")[cleared:]
+            if clears:
+                latencies.append(clears[0].at - first_word)
+            await phone.wait_until_quiet(400, 30)
+            await phone.wait_until_played(20)
+            await phone.pause(300)
+        await phone.hang_up()
+    return latencies
+
+
+async def run(args: argparse.Namespace) -> None:
+    question = await trio.to_thread.run_sync(speak, QUESTION)
+    interruption = await trio.to_thread.run_sync(speak, INTERRUPTION)
+    with tempfile.TemporaryDirectory(prefix="bench-voice-") as scratch:
+        async with trio.open_nursery() as nursery:
+            await measure(args, nursery, Path(scratch), question, interruption)
+            nursery.cancel_scope.cancel()
+
+
+async def measure(
+    args: argparse.Namespace,
+    nursery: trio.Nursery,
+    scratch: Path,
+    question: bytes,
+    interruption: bytes,
+) -> None:
+    """The providers and the callers here; the service in a process of its own, as
+    ``ragchat serve`` runs it (the API and the voice server on the embedded database), so
+    that the callers' and the fakes' own work does not share its event loop."""
+    openai = FakeOpenAI(reply=ANSWER)
+    openai_url, _ = await serve_app(openai, nursery)
+    speech = FakeDeepgram(api_key="bench-speech-key")
+    speech_url, _ = await serve_app(speech, nursery)
+    speech.base_url = speech_url
+    speech.transcriber = lambda audio: QUESTION.lower()
+    port = free_port()
+    service = running_service(
+        scratch,
+        data_dir=scratch / "data",
+        openai_api_key=openai.api_key,
+        openai_base_url=openai_url + "/v1",
+        embedding_dimensions=64,
+        voiceai_api_key=speech.api_key,
+        voiceai_base_url=speech_url,
+        telco_auth_token=TOKEN,
+        voice_port=port,
+        voice_public_url=f"ws://127.0.0.1:{port}",
+        voice_greeting="Hello.",
+        voice_max_calls=max(20, args.calls),
+    )
+    _, api_url = await trio.to_thread.run_sync(service.__enter__)
+    try:
+        async with httpx.AsyncClient(base_url=api_url, timeout=30) as api:
+            added = await api.post("/documents", json={"name": "returns.md", "text": DOCUMENT})
+            added.raise_for_status()
+        await scenarios(
+            args,
+            Bench(f"ws://127.0.0.1:{port}", api_url, speech, question),
+            openai,
+            speech,
+            interruption,
+        )
+    finally:
+        await trio.to_thread.run_sync(service.__exit__, None, None, None)
+
+
+async def scenarios(
+    args: argparse.Namespace,
+    bench: Bench,
+    openai: FakeOpenAI,
+    speech: FakeDeepgram,
+    interruption: bytes,
+) -> None:
+    await sequential(bench, 3)  # warm-up: connections, caches
+    if "added" in args.only:
+        await server_added(args, bench)
+    if "voice" in args.only:
+        await voice_to_voice(args, bench, openai, speech)
+    if "load" in args.only:
+        await under_load(args, bench, openai, speech)
+    if "barge" in args.only:
+        openai.chat_delay, openai.word_delay, speech.first_byte_delay = 0.0, 0.0, 0.0
+        latencies = await barge_ins(bench, interruption, args.barge_ins)
+        print(summary("barge-in: caller's first word -> clear", latencies))
+        print(f"  barged in {len(latencies)} of {args.barge_ins} times")
+
+
+async def server_added(args: argparse.Namespace, bench: Bench) -> None:
+    instant = await sequential(bench, args.questions)
+    print(
+        summary(
+            "server-added: final transcript -> first frame",
+            [t["first_frame"] - t["final"] for t in instant],
+        )
+    )
+
+
+async def voice_to_voice(
+    args: argparse.Namespace, bench: Bench, openai: FakeOpenAI, speech: FakeDeepgram
+) -> None:
+    openai.chat_delay, openai.word_delay, speech.first_byte_delay = 0.4, 0.0, 0.2
+    modelled = await sequential(bench, args.questions)
+    print(
+        summary(
+            "voice-to-voice: end of speech -> first frame",
+            [t["first_frame"] - t["speech_end"] for t in modelled],
+        )
+    )
+    print(
+        summary(
+            "  of which speech end -> final transcript",
+            [t["final"] - t["speech_end"] for t in modelled],
+        )
+    )
+    openai.word_delay = 0.02
+    paced = await sequential(bench, args.questions)
+    print(
+        summary(
+            "  the model writing 50 words/s after that",
+            [t["first_frame"] - t["speech_end"] for t in paced],
+        )
+    )
+
+
+async def under_load(
+    args: argparse.Namespace, bench: Bench, openai: FakeOpenAI, speech: FakeDeepgram
+) -> None:
+    openai.chat_delay, openai.word_delay, speech.first_byte_delay = 0.4, 0.02, 0.2
+    loaded = await concurrent(bench, args.calls, args.per_call)
+    print(
+        summary(
+            f"{args.calls} calls at once: voice-to-voice",
+            [t["first_frame"] - t["speech_end"] for t in loaded],
+        )
+    )
+    async with httpx.AsyncClient(base_url=bench.api_url, timeout=30) as api:
+        calls = (await api.get("/voice/calls", params={"limit": args.calls})).json()["calls"]
+    stages = [turn["stages"] for call in calls for turn in call["turns"]]
+    print(
+        summary(
+            "  as the service saw it: transcript -> sentence",
+            [st["first_sentence_ms"] / 1000 for st in stages],
+        )
+    )
+    print(
+        summary(
+            "  as the service saw it: transcript -> frame",
+            [
+                (st["first_sentence_ms"] + st["first_audio_ms"] + st["first_frame_ms"]) / 1000
+                for st in stages
+            ],
+        )
+    )
+    print(
+        summary(
+            "  as the service saw it: playback ran dry",
+            [st.get("stalled_ms", 0) / 1000 for st in stages],
+        )
+    )
+    print(
+        summary(
+            f"{args.calls} calls at once: worst gap between frames",
+            [t["worst_gap"] for t in loaded],
+        )
+    )
+    print(
+        summary(
+            f"{args.calls} calls at once: worst playback stall",
+            [t["worst_stall"] for t in loaded],
+        )
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=30, help="questions per measurement")
+    parser.add_argument("--calls", type=int, default=20, help="calls at once")
+    parser.add_argument("--per-call", type=int, default=2, help="questions per concurrent call")
+    parser.add_argument("--barge-ins", type=int, default=10)
+    parser.add_argument(
+        "--only",
+        default="added,voice,load,barge",
+        help="which measurements, comma-separated: added, voice, load, barge",
+    )
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  (figures as they come)
+    trio.run(run, parser.parse_args())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
