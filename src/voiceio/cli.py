@@ -8,6 +8,7 @@ import voiceio (dependencies point one way: voiceio -> ragio -> ragcore).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from functools import partial
 from typing import Any
@@ -17,6 +18,8 @@ import trio
 from ragcore.settings import voice_refusal
 from ragio import cli
 from voiceio.server import serve_voice
+
+log = logging.getLogger(__name__)
 
 
 async def serve_command(settings: Any, args: argparse.Namespace) -> int:
@@ -29,6 +32,8 @@ async def serve_command(settings: Any, args: argparse.Namespace) -> int:
         if refusal:
             raise cli.StartupError(refusal)
         companions = (partial(_announced, serve_voice),)
+    elif settings.voiceai_api_key:
+        log.info("calls are answered by `ragchat voice`, run beside this on DATABASE_URL")
     return await cli.serve_command(settings, args, companions)
 
 
