@@ -80,9 +80,6 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     service's, which this layer cannot import: ``voiceio.cli``)."""
     commands = {**COMMANDS, **(commands or {})}
     args = build_parser().parse_args(argv)
-    if args.command not in commands:
-        print(f"ragchat: {args.command} is run by the `ragchat` command itself", file=sys.stderr)
-        return 2
     serving = args.command in ("serve", "voice")
     logging.basicConfig(
         level=logging.INFO if args.verbose or serving else logging.WARNING,
@@ -94,6 +91,9 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
 
         print(Fernet.generate_key().decode("ascii"))
         return 0
+    if args.command not in commands:
+        print(f"ragchat: {args.command} is run by the `ragchat` command itself", file=sys.stderr)
+        return 2
     from ragio.config import read_settings
 
     try:
