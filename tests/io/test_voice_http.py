@@ -313,6 +313,7 @@ async def test_calls_are_listed_newest_first_with_their_turns(api, service):
         "first_frame_ms": 10,
         "voice_to_voice_ms": 1210,
         "answer_ms": 2250,
+        "stalled_ms": 0,
     }
     assert two["outcome"] == "answered"  # the second record of turn 4
     assert two["created_at"] == "2026-03-02T10:30:40+00:00"  # when first recorded
