@@ -157,8 +157,8 @@ class PhoneCall:
                 if turn in self._turns:
                     self._turns.pop(turn).scope.cancel()
             case RecordTurn(record=record):
-                sid = self.call.call_sid
-                self._nursery.start_soon(self._record, calls.record_turn, sid, record)
+                call_sid = self.call.call_sid
+                self._nursery.start_soon(self._record, calls.record_turn, call_sid, record)
             case HangUp(reason=reason):
                 log.info("call %s: hanging up: %s", self.call.call_sid, reason)
                 self._nursery.start_soon(self._hang_up)
