@@ -200,6 +200,7 @@ async def test_caller_speech_over_the_answer_clears_it_and_the_new_question_is_a
         cleared_before = len(phone.messages("clear"))
         await phone.say(interruption)
         assert len(phone.messages("clear")) > cleared_before
+        await phone.wait_for_audio(30, after=len(phone.heard))  # the new answer
         await phone.wait_until_quiet(1000, 30)
         await phone.wait_until_played(10)
         await phone.hang_up()
@@ -288,8 +289,9 @@ async def test_twenty_calls_at_once_are_each_answered(
         async with call(stream_url, call_sid=f"CA{number:032d}") as phone:
             await greeted(phone)
             before = await ask(phone, question)
-            await phone.wait_for_audio(20, after=before)
-            await trio.sleep(1.5)  # over a second of the answer, as it plays
+            # a second of the answer, however slowly 20 calls and their fakes in this one
+            # process let it come
+            await phone.wait_for_audio(60, after=before + 8000)
             await phone.hang_up()
             assert phone.violations == []
             answered.append(len(phone.heard) - before)
@@ -297,7 +299,7 @@ async def test_twenty_calls_at_once_are_each_answered(
     async with trio.open_nursery() as nursery:
         for number in range(20):
             nursery.start_soon(one_call, number)
-    assert len(answered) == 20 and min(answered) > 8000  # each heard over a second of answer
+    assert len(answered) == 20 and min(answered) > 8000  # each heard a second of answer
     assert voice.peak == 20
     calls = await recorded_calls(api)
     assert len(calls) == 20
