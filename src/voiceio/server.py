@@ -10,6 +10,7 @@ stutter on a small machine; the provider plays its fallback to the extra caller)
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
 from functools import partial
 from typing import Any
 
@@ -37,6 +38,27 @@ class VoiceServer:
         self.peak = 0
 
     async def handle(self, request: WebSocketRequest) -> None:
+        try:
+            admitted = await self._admit(request)
+        except Exception:  # nothing a stranger sends may stop the server
+            log.exception("refused a media stream whose upgrade could not be read")
+            with suppress(Exception):
+                await request.reject(400, body=b"not a media stream upgrade\n")
+            return
+        if not admitted:
+            return
+        self.calls += 1
+        self.peak = max(self.peak, self.calls)
+        try:
+            socket = await request.accept()
+            await PhoneCall(self.service, self.speech, socket).run()
+        except Exception:
+            log.exception("a call failed")
+        finally:
+            self.calls -= 1
+
+    async def _admit(self, request: WebSocketRequest) -> bool:
+        """Whether to accept the upgrade; refused with its status when not."""
         settings = self.service.settings
         headers = {
             name.decode("latin-1").lower(): value.decode("latin-1")
@@ -56,7 +78,7 @@ class VoiceServer:
         if not verdict.accepted:
             log.info("refused a media stream: %s", verdict.reason)
             await request.reject(403, body=b"the media stream is not verified\n")
-            return
+            return False
         if not verdict.signed:
             log.warning(
                 "VOICE_ALLOW_UNSIGNED=true: accepted an unverified media stream (%s); "
@@ -66,16 +88,8 @@ class VoiceServer:
         if self.calls >= settings.voice_max_calls:
             log.warning("refused a call: %d calls are in progress (VOICE_MAX_CALLS)", self.calls)
             await request.reject(503, body=b"too many calls in progress\n")
-            return
-        self.calls += 1
-        self.peak = max(self.peak, self.calls)
-        try:
-            socket = await request.accept()
-            await PhoneCall(self.service, self.speech, socket).run()
-        except Exception:
-            log.exception("a call failed")
-        finally:
-            self.calls -= 1
+            return False
+        return True
 
 
 async def serve_voice(

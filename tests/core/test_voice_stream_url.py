@@ -102,3 +102,10 @@ def test_unsigned_forged_and_misdirected_upgrades_are_refused(
         given = sign("tok", "wss://attacker.example.com")
     verdict = check_upgrade(token, urls, given, allow)
     assert (verdict.accepted, verdict.signed) == (accepted, signed)
+
+
+@pytest.mark.parametrize("host", ["[abc", "a:b", "", "x y"])
+def test_a_host_header_no_url_can_have_is_refused_not_an_error(host: str) -> None:
+    urls = signed_urls("", "", 8765, host, "/")
+    given = sign("tok", "wss://chat.example.com:8765")
+    assert not check_upgrade("tok", urls, given, False).accepted

@@ -177,6 +177,24 @@ async def test_an_upgrade_signed_for_another_url_is_refused(
     assert voice.peak == 0
 
 
+async def test_an_upgrade_with_a_host_no_url_can_have_is_refused_and_the_server_goes_on(
+    voice: VoiceServer, speech: FakeDeepgram, stream_url: str
+) -> None:
+    port = int(stream_url.rsplit(":", 1)[1])
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(
+            b"GET / HTTP/1.1\r\nHost: [abc\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            b"X-Twilio-Signature: AAAA\r\n\r\n"
+        )
+        answer = await stream.receive_some(1024)
+    assert answer.startswith(b"HTTP/1.1 403")
+    async with call(stream_url) as phone:  # the server still answers calls
+        await phone.wait_for_audio(10)
+        await phone.hang_up()
+
+
 @pytest.mark.parametrize("voice_settings", [{"voice_allow_unsigned": "true"}])
 async def test_voice_allow_unsigned_lets_an_unsigned_stream_in_with_a_warning(
     voice: VoiceServer, speech: FakeDeepgram, stream_url: str, caplog: pytest.LogCaptureFixture

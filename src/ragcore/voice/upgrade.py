@@ -21,13 +21,17 @@ from ragcore.voice.media import stream_url
 def signed_urls(
     voice_public_url: str, public_base_url: str, voice_port: int, host: str, path: str
 ) -> list[str]:
-    """The URLs the provider may have signed for an upgrade to ``path`` at ``host``."""
+    """The URLs the provider may have signed for an upgrade to ``path`` at ``host`` (the
+    upgrade's Host header, which only matters when no public URL is configured)."""
     bases = []
-    if voice_public_url or public_base_url:
-        bases.append(stream_url(voice_public_url, public_base_url, f"https://{host}/", voice_port))
-    else:
-        for scheme in ("https", "http"):
-            bases.append(stream_url("", "", f"{scheme}://{host}/", voice_port))
+    schemes = ("https",) if voice_public_url or public_base_url else ("https", "http")
+    for scheme in schemes:
+        try:
+            bases.append(
+                stream_url(voice_public_url, public_base_url, f"{scheme}://{host}/", voice_port)
+            )
+        except ValueError:  # a Host header no URL can have: nothing was signed for it
+            continue
     urls = []
     for base in bases:
         parts = urlsplit(base)
