@@ -34,9 +34,14 @@ embeddings). Four measurements:
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +57,7 @@ from tests.io.conftest import serve_app  # noqa: E402
 from tests.io.fakes.deepgram_server import FakeDeepgram  # noqa: E402
 from tests.io.fakes.openai_server import FakeOpenAI  # noqa: E402
 from tests.io.fakes.phone import PhoneCall, phone_call  # noqa: E402
-from tests.io.processes import free_port, running_service  # noqa: E402
+from tests.io.processes import RAGCHAT, clean_environ, free_port  # noqa: E402
 
 from ragcore.voice.audio import level_db  # noqa: E402
 
@@ -230,7 +235,7 @@ async def measure(
     speech.base_url = speech_url
     speech.transcriber = lambda audio: QUESTION.lower()
     port = free_port()
-    service = running_service(
+    service = service_process(
         scratch,
         data_dir=scratch / "data",
         openai_api_key=openai.api_key,
@@ -244,7 +249,7 @@ async def measure(
         voice_greeting="Hello.",
         voice_max_calls=max(20, args.calls),
     )
-    _, api_url = await trio.to_thread.run_sync(service.__enter__)
+    api_url = await trio.to_thread.run_sync(service.__enter__)
     try:
         async with httpx.AsyncClient(base_url=api_url, timeout=30) as api:
             added = await api.post("/documents", json={"name": "returns.md", "text": DOCUMENT})
@@ -258,6 +263,43 @@ async def measure(
         )
     finally:
         await trio.to_thread.run_sync(service.__exit__, None, None, None)
+
+
+@contextmanager
+def service_process(scratch: Path, **settings: Any) -> Iterator[str]:
+    """``ragchat serve`` on a free port, its log in a file (a pipe nobody reads fills up
+    and stops a chatty service); yields its base URL once /health answers."""
+    port = free_port()
+    with open(scratch / "service.log", "w") as log:
+        process = subprocess.Popen(
+            [*RAGCHAT, "serve"],
+            cwd=scratch,
+            env=clean_environ(app_port=port, **settings),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while not _healthy(url):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    tail = (scratch / "service.log").read_text()[-3000:]
+                    raise RuntimeError(f"ragchat serve did not start:\n{tail}")
+                time.sleep(0.1)
+            yield url
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 async def scenarios(
