@@ -34,6 +34,7 @@ embeddings). Four measurements:
 from __future__ import annotations
 
 import argparse
+import base64
 import signal
 import statistics
 import subprocess
@@ -147,8 +148,6 @@ class Bench:
 
 
 def _payload(message: dict[str, Any]) -> bytes:
-    import base64
-
     return base64.b64decode(message["media"]["payload"])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 
 import httpx
 import pytest
@@ -10,7 +11,13 @@ import trio
 from trio_websocket import ConnectionRejected, open_websocket_url
 from twilio.request_validator import RequestValidator
 
-from tests.io.processes import free_port, postgres_processes_for, running_service
+from tests.io.processes import (
+    RAGCHAT,
+    clean_environ,
+    free_port,
+    postgres_processes_for,
+    running_service,
+)
 
 MANUAL = (
     "# Espresso machine manual\n\n"
@@ -105,3 +112,47 @@ def test_with_a_speech_key_serve_also_runs_the_voice_server(tmp_path):
 
         forged = RequestValidator("wrong").compute_signature(f"ws://127.0.0.1:{voice_port}", {})
         assert trio.run(upgrade, forged) == 403
+
+
+def test_ragchat_voice_serves_calls_alone_on_the_apis_database(tmp_path, database_url):
+    """The compose file's `voice` service: the voice server alone on DATABASE_URL, which
+    checks every stream, says where it listens, and stops cleanly on SIGTERM."""
+    voice_port = free_port()
+    process = subprocess.Popen(
+        [*RAGCHAT, "voice"],
+        cwd=tmp_path,
+        env=clean_environ(
+            database_url=database_url,
+            voiceai_api_key="speech-key",
+            telco_auth_token="telco-token",
+            voice_port=voice_port,
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        said = []
+        while not said or "ragchat voice listening" not in said[-1]:  # the log comes first
+            said.append(process.stdout.readline())
+            assert said[-1], "".join(said)  # it ended before it listened
+        assert f"ragchat voice listening on 127.0.0.1:{voice_port}" in said[-1]
+
+        async def upgrade() -> int | None:
+            forged = RequestValidator("wrong").compute_signature(f"ws://127.0.0.1:{voice_port}", {})
+            try:
+                async with open_websocket_url(
+                    f"ws://127.0.0.1:{voice_port}/",
+                    extra_headers=[(b"X-Twilio-Signature", forged.encode())],
+                ):
+                    return None
+            except ConnectionRejected as refused:
+                return refused.status_code
+
+        assert trio.run(upgrade) == 403
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

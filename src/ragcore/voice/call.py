@@ -372,8 +372,9 @@ class Call:
     def _inbound(self, event: Inbound) -> list[Any]:
         at = event.at
         exposed = self._echo.exposed(at)
-        level = level_db(event.audio)
-        caller = self._echo.is_caller(level, event.speech, at) if exposed else event.speech
+        caller = event.speech
+        if exposed:  # the level matters only while echo may be coming back
+            caller = self._echo.is_caller(level_db(event.audio), event.speech, at)
         if caller:
             self._last_speech = at
             self._quiet_since = at if self.state is State.LISTENING else self._quiet_since

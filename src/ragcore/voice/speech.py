@@ -67,9 +67,9 @@ class SentenceSplitter:
     def _cut(self) -> int | None:
         """Where the first whole sentence ends (after its citation markers), or None."""
         text = self._text
-        if _OPEN_CITATION.search(text):
+        if (open_marker := _OPEN_CITATION.search(text)) is not None:
             # "[1" may still become "[1, 2]": hold the text back until it closes
-            text = text[: _OPEN_CITATION.search(text).start()]  # type: ignore[union-attr]
+            text = text[: open_marker.start()]
         for end in _END.finditer(text):
             stop = end.end()
             marker = _CITATION.match(text, stop)
