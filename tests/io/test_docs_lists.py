@@ -1,0 +1,73 @@
+"""The lists in the docs that drift as the code grows are checked against the code: the
+migrations, the commands, the settings. (The roles' prompts are generated:
+tests/core/test_role_prompts.py; the routes and effects have their own checks.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ragcore.settings import SETTINGS
+from ragio.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+MIGRATIONS = ROOT / "src" / "ragio" / "db" / "migrations"
+
+
+def _doc(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under ``heading`` up to the next heading of the same or a higher level."""
+    level = heading.split(" ", 1)[0]
+    start = text.index(heading + "\n")
+    rest = text[start + len(heading) + 1 :]
+    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", rest, re.MULTILINE)]
+    return rest[: ends[0]] if ends else rest
+
+
+def _first_column(section: str) -> list[str]:
+    """The first cell of each body row of the section's first table, backticks kept."""
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [row.split("|")[1].strip() for row in rows[2:]]
+
+
+def test_the_migrations_table_lists_every_migration_in_order():
+    files = sorted(path.stem for path in MIGRATIONS.glob("*.sql"))
+    table = _section(_doc("operations.md"), "### Migrations and the advisory lock")
+    assert [cell.strip("`") for cell in _first_column(table)] == files
+
+
+def test_the_commands_table_lists_every_command():
+    parser = build_parser()
+    [subparsers] = [a for a in parser._actions if a.dest == "command"]
+    commands = set()
+    for name, sub in subparsers.choices.items():
+        nested = [a for a in sub._actions if getattr(a, "choices", None) and a.dest == "action"]
+        commands |= {f"{name} {n}" for n in nested[0].choices} if nested else {name}
+    table = _section(_doc("operations.md"), "## Commands")
+    documented = set()
+    for cell in _first_column(table):
+        words = [w for w in cell.strip("`").split()[1:] if re.fullmatch(r"[a-z][a-z-]*", w)]
+        documented.add(" ".join(words))
+    assert documented == commands
+
+
+def test_every_setting_is_documented_and_every_documented_setting_exists():
+    text = _doc("operations.md")
+    names = {s.name for s in SETTINGS}
+    first_cells = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    documented = set(re.findall(r"`([A-Z][A-Z0-9_]{2,})`", " ".join(first_cells)))
+    missing = names - documented
+    assert not missing, f"settings missing from docs/operations.md: {sorted(missing)}"
+    unknown = {n for n in documented - names if "_" in n}
+    assert not unknown, f"docs/operations.md documents settings that do not exist: {unknown}"
+
+
+def test_the_spec_the_code_cites_is_in_the_repository():
+    spec = _doc("SPEC.md")
+    assert spec.startswith("# Role-Based RAG Chat Service: Interface Specification")
+    for section in ("## 1. What the service does", "### Behaviour rules"):
+        assert section in spec
