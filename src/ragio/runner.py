@@ -12,23 +12,19 @@ from typing import Any, TypeVar
 import trio
 
 from ragcore.actions.effects import ActionEffect
-from ragcore.effects import (
-    CheckBudget,
-    DetectLanguage,
-    Embed,
-    FetchRoleMemory,
-    FindDocuments,
-    Generate,
-    LearnPattern,
-    RecordInteraction,
-    ReleaseTokens,
-    ReserveTokens,
-    SearchChunks,
-    SettleTokens,
-    StoreDocuments,
-)
+from ragcore.chat.effects import Generate
+from ragcore.employees.effects import FetchRoleMemory, LearnPattern, RecordInteraction
 from ragcore.employees.learning import History
-from ragcore.usage import Capped, Reservation
+from ragcore.knowledge.effects import Embed, FindDocuments, SearchChunks, StoreDocuments
+from ragcore.language import DetectLanguage
+from ragcore.usage import (
+    Capped,
+    CheckBudget,
+    ReleaseTokens,
+    Reservation,
+    ReserveTokens,
+    SettleTokens,
+)
 from ragio.actions import handlers as actions
 from ragio.employees import learning, memory
 from ragio.knowledge import search, store

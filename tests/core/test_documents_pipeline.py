@@ -1,6 +1,5 @@
 import pytest
 
-from ragcore.effects import Embed, FindDocuments, StoreDocuments
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     EMBED_BATCH,
@@ -8,6 +7,7 @@ from ragcore.knowledge.documents import (
     add_document,
     content_hash,
 )
+from ragcore.knowledge.effects import Embed, FindDocuments, StoreDocuments
 from tests.core.drive import drive
 
 

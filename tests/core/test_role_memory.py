@@ -5,9 +5,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatRequest, answer_question
-from ragcore.effects import Embed, FetchRoleMemory, Generate
 from ragcore.employees.builtin import BUILT_IN
+from ragcore.employees.effects import FetchRoleMemory
 from ragcore.employees.memory import (
     CONTEXT_BUDGET_CHARS,
     MemoryItem,
@@ -19,6 +20,7 @@ from ragcore.employees.memory import (
     seed_memories,
 )
 from ragcore.errors import InvalidInput
+from ragcore.knowledge.effects import Embed
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.effects import LearnPattern, RecordInteraction
+from ragcore.employees.effects import LearnPattern, RecordInteraction
 from ragcore.employees.memory import MAX_MEMORY_CHARS, MemoryItem, NewMemory
 from ragcore.errors import InvalidInput
 

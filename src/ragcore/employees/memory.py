@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 import attrs
 
-from ragcore.effects import Embed, FetchRoleMemory
+from ragcore.employees.effects import FetchRoleMemory
 from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.knowledge.effects import Embed
 
 Source = Literal["owner", "profile", "learned"]
 SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")

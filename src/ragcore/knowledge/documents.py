@@ -15,7 +15,6 @@ from typing import Any
 
 import attrs
 
-from ragcore.effects import Embed, FindDocuments, StoreDocument, StoreDocuments
 from ragcore.errors import InvalidInput, TooLarge
 from ragcore.inputs import check_text_input
 from ragcore.knowledge.chunking import (
@@ -25,6 +24,7 @@ from ragcore.knowledge.chunking import (
     chunk_text,
     count_tokens_lazily,
 )
+from ragcore.knowledge.effects import Embed, FindDocuments, StoreDocument, StoreDocuments
 
 MAX_NAME_CHARS = 255
 NO_WORDS = "has no words to index"

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from ragcore.effects import FetchRoleMemory
+from ragcore.employees.effects import FetchRoleMemory
 from ragcore.employees.memory import MemoryItem, NewMemory
 from ragcore.employees.profile import profile_items
 from ragio.employees.profile import get_profile

@@ -13,8 +13,8 @@ from typing import Any
 import attrs
 import trio
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.fallback import Attempt, moves_on
-from ragcore.effects import Generate, Reply
 from ragcore.usage import TokenUsage
 from ragio.providers.failures import (
     AllProvidersFailed,
@@ -76,9 +76,7 @@ async def stream_with_fallback(
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
-    return Reply(
-        "".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage
-    )
+    return Reply("".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage)
 
 
 @attrs.define
