@@ -22,7 +22,7 @@ from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.employees.effects import FetchRoleMemory
+from ragcore.employees.effects import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage
 from tests.core.drive import drive
@@ -51,6 +51,8 @@ def world(reply, autonomy):
                 return [[0.1, 0.2]]
             case SearchChunks():
                 return list(HITS)
+            case FindUnembeddedMemory():
+                return []  # every memory item has its vector
             case FetchRoleMemory():
                 return []
             case Generate():

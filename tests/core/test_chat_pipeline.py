@@ -6,7 +6,7 @@ from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
 from ragcore.chat.sources import Hit
-from ragcore.employees.effects import FetchRoleMemory, RecordInteraction
+from ragcore.employees.effects import FetchRoleMemory, FindUnembeddedMemory, RecordInteraction
 from ragcore.employees.learning import History
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.effects import Embed, SearchChunks
@@ -31,6 +31,8 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
                 return list(hits)
             case Generate():
                 return Reply(reply, provider="recorded", model="m1")
+            case FindUnembeddedMemory():
+                return []  # every memory item has its vector
             case FetchRoleMemory():
                 return []
             case RecordInteraction():

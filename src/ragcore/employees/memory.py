@@ -27,7 +27,11 @@ from typing import Any, Literal
 
 import attrs
 
-from ragcore.employees.effects import FetchRoleMemory
+from ragcore.employees.effects import (
+    FetchRoleMemory,
+    FindUnembeddedMemory,
+    StoreMemoryVectors,
+)
 from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 from ragcore.knowledge.effects import Embed
@@ -196,6 +200,18 @@ def assemble_context(
     return RoleContext(text, tuple(kept), budget_chars, dropped=len(ordered) - len(kept))
 
 
+def embed_missing(role: str) -> Generator[Any, Any, None]:
+    """Embed the items of ``role`` that have no vector in the active embedder's space
+    (starter seeds, items from before the space changed), so a search by meaning finds
+    them."""
+    missing: Sequence[tuple[int, str]] = yield FindUnembeddedMemory(role)
+    if not missing:
+        return
+    vectors = yield Embed(tuple(text for _, text in missing), purpose="document")
+    pairs = zip((item_id for item_id, _ in missing), vectors, strict=True)
+    yield StoreMemoryVectors(tuple((item_id, tuple(vector)) for item_id, vector in pairs))
+
+
 def role_context(
     role: str,
     query: str,
@@ -204,6 +220,7 @@ def role_context(
 ) -> Generator[Any, Any, RoleContext]:
     """Fetch and assemble the role context of ``role`` for ``query`` (embedded here unless
     its ``vector`` is given): owner and profile items, and the learned ones nearest it."""
+    yield from embed_missing(role)
     if vector is None:
         [vector] = yield Embed((query,), purpose="query")
     items: Sequence[MemoryItem] = yield FetchRoleMemory(
