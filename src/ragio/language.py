@@ -9,12 +9,11 @@ worker thread, on first use.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import trio
 from lingua import IsoCode639_1, Language, LanguageDetector, LanguageDetectorBuilder
 
-from ragcore.language import DetectLanguage, LanguageGuess, language_name
+from ragcore.language import LanguageGuess, language_name
 
 GUESSES = 3
 
@@ -48,10 +47,3 @@ class LanguageDetection:
             guesses.append(LanguageGuess(code, language_name(code), value.value))
         return guesses
 
-
-async def detect_language(effect: DetectLanguage, service: Any) -> list[LanguageGuess]:
-    """The handler of ``DetectLanguage``, with the service's detector."""
-    return await service.language.detect(effect.text)
-
-
-HANDLERS = {DetectLanguage: detect_language}

@@ -12,7 +12,6 @@ from types import ModuleType
 
 import ragcore
 from ragcore.effects import Effect
-from ragio import language
 from ragio.actions import handlers as actions
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
@@ -22,17 +21,21 @@ from ragio.usage import handlers as usage
 
 
 def effects_declared_in(package: ModuleType) -> list[EffectType]:
-    """Every effect class the modules of ``package`` declare (imported here to find them)."""
-    for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-        importlib.import_module(module.name)
+    """Every effect class the modules of ``package`` declare (imported here to find them).
+
+    Read from the modules, not from ``Effect.__subclasses__()``: that also lists the
+    classes attrs replaced with slotted ones, until the garbage collector runs."""
     found: list[EffectType] = []
-    pending: list[EffectType] = list(Effect.__subclasses__())
-    while pending:
-        kind = pending.pop()
-        pending.extend(kind.__subclasses__())
-        if kind.__module__.startswith(f"{package.__name__}.") and kind not in found:
-            found.append(kind)
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(info.name)
+        found += [value for value in vars(module).values() if _is_effect_of(value, module)]
     return found
+
+
+def _is_effect_of(value: object, module: ModuleType) -> bool:
+    if not isinstance(value, type) or value is Effect:
+        return False
+    return value.__module__ == module.__name__ and issubclass(value, Effect)
 
 
 HANDLERS: Handlers = merge_handlers(
@@ -41,7 +44,6 @@ HANDLERS: Handlers = merge_handlers(
         chat.HANDLERS,
         employees.HANDLERS,
         knowledge.HANDLERS,
-        language.HANDLERS,
         usage.HANDLERS,
     ],
     effects=effects_declared_in(ragcore),

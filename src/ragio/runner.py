@@ -28,6 +28,9 @@ Handler = Callable[[Any, Any], Awaitable[Any]]
 #: to ``on_delta`` as it is produced when the caller streams (``run(..., on_delta)``)
 StreamHandler = Callable[[Any, Any, OnDelta], Awaitable[Any]]
 EffectType = type[Effect[Any]]
+#: what an area exports: the handler of each of its effects
+HandlerTable = Mapping[EffectType, Handler]
+StreamHandlerTable = Mapping[EffectType, StreamHandler]
 
 
 class HandlerTableError(Exception):
@@ -39,14 +42,14 @@ class Handlers:
     """Which handler executes each type of effect; ``streaming`` ones are used instead
     when the caller streams."""
 
-    plain: Mapping[EffectType, Handler]
-    streaming: Mapping[EffectType, StreamHandler] = attrs.field(factory=dict)
+    plain: HandlerTable
+    streaming: StreamHandlerTable = attrs.field(factory=dict)
 
 
 def merge_handlers(
-    tables: Iterable[Mapping[EffectType, Handler]],
+    tables: Iterable[HandlerTable],
     effects: Iterable[EffectType],
-    streaming: Mapping[EffectType, StreamHandler] | None = None,
+    streaming: StreamHandlerTable | None = None,
 ) -> Handlers:
     """One table of the areas' ``tables``, checked to handle each of ``effects`` exactly
     once (and to stream only effects it handles); HandlerTableError names each that is not."""

@@ -22,7 +22,7 @@ from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.employees.effects import FetchRoleMemory, FindUnembeddedMemory
+from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage
 from tests.core.drive import drive

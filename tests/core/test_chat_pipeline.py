@@ -6,8 +6,8 @@ from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
 from ragcore.chat.sources import Hit
-from ragcore.employees.effects import FetchRoleMemory, FindUnembeddedMemory, RecordInteraction
-from ragcore.employees.learning import History
+from ragcore.employees.learning import History, RecordInteraction
+from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage, LanguageGuess, not_found

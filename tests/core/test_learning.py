@@ -3,12 +3,13 @@
 from datetime import UTC, datetime, timedelta
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.employees.effects import LearnPattern, RecordInteraction
 from ragcore.employees.learning import (
     PATTERN_TAG,
     History,
     LearningPolicy,
+    LearnPattern,
     PastQuestion,
+    RecordInteraction,
     asker_hash,
     interaction,
     lesson,

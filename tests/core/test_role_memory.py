@@ -8,10 +8,12 @@ import pytest
 from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatRequest, answer_question
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.employees.effects import FetchRoleMemory, FindUnembeddedMemory, StoreMemoryVectors
 from ragcore.employees.memory import (
     CONTEXT_BUDGET_CHARS,
+    FetchRoleMemory,
+    FindUnembeddedMemory,
     MemoryItem,
+    StoreMemoryVectors,
     assemble_context,
     check_memory,
     content_hash,

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 
 from ragcore.knowledge.chunking import Chunk
-from ragcore.knowledge.effects import SearchChunks, StoreDocument
+from ragcore.knowledge.documents import StoreDocument
+from ragcore.knowledge.effects import SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.knowledge.retrieval import relevant_hits
 from ragio.db.embedding_space import prepare_space

@@ -4,19 +4,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import attrs
 
+from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.records import ActionRecord
 from ragcore.effects import Effect
 
-if TYPE_CHECKING:
-    pass
-
 
 @attrs.frozen
-class LoadAutonomy(Effect["AutonomyConfig"]):
+class LoadAutonomy(Effect[AutonomyConfig]):
     """The stored autonomy setting. Result: ``ragcore.actions.autonomy.AutonomyConfig``."""
 
 

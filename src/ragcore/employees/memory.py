@@ -27,11 +27,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ragcore.employees.effects import (
-    FetchRoleMemory,
-    FindUnembeddedMemory,
-    StoreMemoryVectors,
-)
+from ragcore.effects import Effect
 from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 from ragcore.knowledge.effects import Embed
@@ -92,6 +88,40 @@ class MemoryItem:
     importance: int
     created_at: datetime | None = None
     similarity: float | None = None
+
+
+# The effects of role memory: embedding the items without a vector, and fetching them.
+
+
+@attrs.frozen
+class FindUnembeddedMemory(Effect[list[tuple[int, str]]]):
+    """The items of ``role`` without a vector in the active embedder's space (starter
+    seeds, or items from before the space changed). Result: ``(id, text)`` pairs."""
+
+    role: str
+
+
+@attrs.frozen
+class StoreMemoryVectors(Effect[None]):
+    """Store each item's vector, given as ``(id, vector)`` pairs, in one transaction.
+    Result: None."""
+
+    vectors: tuple[tuple[int, tuple[float, ...]], ...]
+
+
+@attrs.frozen
+class FetchRoleMemory(Effect[list[MemoryItem]]):
+    """The role memory a role context is assembled from: every ``owner`` and ``profile``
+    item of ``role`` (the business profile record among them, as ``profile`` items made
+    by ``ragcore.employees.profile.profile_items``), and its ``learned_limit`` learned
+    items nearest ``vector`` (the query's embedding), each with its ``similarity``.
+
+    Result: ``MemoryItem``s, in any order.
+    """
+
+    role: str
+    vector: tuple[float, ...]
+    learned_limit: int
 
 
 def check_memory(body: Mapping[str, Any]) -> NewMemory:

@@ -34,6 +34,7 @@ from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
 from ragio.actions import store
 from ragio.actions.mail import send_email
 from ragio.actions.notify import notify_owner
+from ragio.runner import HandlerTable
 from ragio.targets.post import interfaces, post
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | N
     log.log(level, "action %s%s: %s (%s)", action_id, what, event, detail)
 
 
-HANDLERS = {
+HANDLERS: HandlerTable = {
     LoadAutonomy: load_autonomy,
     NewTicket: new_ticket,
     SaveAction: save_action,

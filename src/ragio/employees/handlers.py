@@ -7,16 +7,15 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from ragcore.employees.effects import (
+from ragcore.employees.learning import History, LearnPattern, RecordInteraction
+from ragcore.employees.memory import (
     FetchRoleMemory,
     FindUnembeddedMemory,
-    LearnPattern,
-    RecordInteraction,
+    MemoryItem,
     StoreMemoryVectors,
 )
-from ragcore.employees.learning import History
-from ragcore.employees.memory import MemoryItem
 from ragio.employees import learning, memory
+from ragio.runner import HandlerTable
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +58,7 @@ def _unlearned() -> None:
     log.warning("learning from an answer failed; the answer is unaffected", exc_info=True)
 
 
-HANDLERS = {
+HANDLERS: HandlerTable = {
     FindUnembeddedMemory: find_unembedded_memory,
     StoreMemoryVectors: store_memory_vectors,
     FetchRoleMemory: fetch_role_memory,

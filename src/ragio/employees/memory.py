@@ -14,8 +14,7 @@ from typing import Any
 
 import psycopg
 
-from ragcore.employees.effects import FetchRoleMemory
-from ragcore.employees.memory import MemoryItem, NewMemory
+from ragcore.employees.memory import FetchRoleMemory, MemoryItem, NewMemory
 from ragcore.employees.profile import profile_items
 from ragio.employees.profile import get_profile
 from ragio.knowledge.store import vector_literal

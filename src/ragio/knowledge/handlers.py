@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragcore.knowledge.documents import StoredDocument
-from ragcore.knowledge.effects import (
-    Embed,
-    FindDocuments,
-    SearchChunks,
-    StoreDocuments,
-    Vector,
-)
+from ragcore.knowledge.documents import FindDocuments, StoredDocument, StoreDocuments
+from ragcore.knowledge.effects import Embed, SearchChunks, Vector
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragio.knowledge import search, store
 from ragio.providers.chain import embed
+from ragio.runner import HandlerTable
 
 
 async def embed_texts(effect: Embed, service: Any) -> list[Vector]:
@@ -33,7 +28,7 @@ async def store_documents(effect: StoreDocuments, service: Any) -> list[StoredDo
     return await service.database.run(store.store_documents, effect.documents)
 
 
-HANDLERS = {
+HANDLERS: HandlerTable = {
     Embed: embed_texts,
     SearchChunks: search_chunks,
     FindDocuments: find_documents,

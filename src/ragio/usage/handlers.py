@@ -17,6 +17,7 @@ from ragcore.usage import (
     ReserveTokens,
     SettleTokens,
 )
+from ragio.runner import HandlerTable
 from ragio.usage import ledger
 
 #: how long a call that would fit once others settle waits for them (``reserve_tokens``)
@@ -53,7 +54,7 @@ async def release_tokens(effect: ReleaseTokens, service: Any) -> None:
     await service.database.run(ledger.release, effect.reservation_id)
 
 
-HANDLERS = {
+HANDLERS: HandlerTable = {
     CheckBudget: check_budget,
     ReserveTokens: reserve_tokens,
     SettleTokens: settle_tokens,
