@@ -45,8 +45,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from ragcore.effects import StoreDocument  # noqa: E402
 from ragcore.knowledge.chunking import Chunk  # noqa: E402
+from ragcore.knowledge.documents import StoreDocument  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
 from ragio.db.embedding_space import prepare_space  # noqa: E402
 from ragio.db.migrations import apply_migrations  # noqa: E402

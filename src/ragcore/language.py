@@ -13,6 +13,8 @@ from typing import Any
 
 import attrs
 
+from ragcore.effects import Effect
+
 #: messages with fewer letters than this fall back to the default language
 MIN_LETTERS = 12
 
@@ -22,6 +24,13 @@ class LanguageGuess:
     code: str  # ISO 639-1, lowercase
     name: str  # English name, e.g. "German"
     confidence: float
+
+
+@attrs.frozen
+class DetectLanguage(Effect[list[LanguageGuess]]):
+    """Guess the language of ``text``. Result: ``LanguageGuess``es, best first."""
+
+    text: str
 
 
 @attrs.frozen

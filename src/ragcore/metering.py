@@ -10,8 +10,16 @@ from typing import Any
 
 import attrs
 
-from ragcore.effects import Generate, ReleaseTokens, Reply, ReserveTokens, SettleTokens
-from ragcore.usage import Capped, Caps, estimate_tokens, measured_usage
+from ragcore.chat.effects import Generate, Reply
+from ragcore.usage import (
+    Capped,
+    Caps,
+    ReleaseTokens,
+    ReserveTokens,
+    SettleTokens,
+    estimate_tokens,
+    measured_usage,
+)
 
 
 def metered_generate(

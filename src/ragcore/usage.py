@@ -24,6 +24,8 @@ from typing import Any
 
 import attrs
 
+from ragcore.effects import Effect
+
 CHARS_PER_TOKEN = 4
 LIMIT_REACHED = "Usage limit reached: I cannot answer right now. Please try again later."
 #: the least output an answer is sent with when a cap leaves less than MAX_OUTPUT_TOKENS:
@@ -86,7 +88,10 @@ class Caps:
     @property
     def any(self) -> bool:
         return bool(
-            self.daily or self.monthly or self.role_daily or self.role_monthly
+            self.daily
+            or self.monthly
+            or self.role_daily
+            or self.role_monthly
             or any(t for _, t in self.role_daily_overrides)
             or any(t for _, t in self.role_monthly_overrides)
         )
@@ -232,3 +237,58 @@ def day_and_month(now: datetime) -> tuple[datetime, datetime]:
     utc = now.astimezone(UTC)
     day = utc.replace(hour=0, minute=0, second=0, microsecond=0)
     return day, day.replace(day=1)
+
+
+# The usage ledger's effects: the caps are checked, held and settled in one place.
+
+
+@attrs.frozen
+class CheckBudget(Effect[Allowed | Capped]):
+    """Whether a call of at least ``tokens`` (its prompt's least size) could still fit under
+    the caps by what was used so far, before any provider is asked (embedding included).
+
+    Result: ``Allowed`` or ``Capped``.
+    """
+
+    role: str | None
+    tokens: int
+    caps: Caps
+
+
+@attrs.frozen
+class ReserveTokens(Effect[Reservation | Capped]):
+    """Hold a call's tokens against the caps, atomically with every other reservation: its
+    prompt, estimated at ``prompt_tokens`` (the runner calibrates it with the provider's
+    counts of recent calls, ``prompt_hold``), and its output, as much of
+    ``max_output_tokens`` as is left, not less than ``min_output_tokens`` (``fit_hold``); a
+    call that would fit once calls in flight settle waits a little for them.
+
+    Result: ``Reservation`` (with the output allowed) or ``Capped``.
+    """
+
+    role: str | None
+    prompt_tokens: int
+    caps: Caps
+    max_output_tokens: int
+    min_output_tokens: int
+
+
+@attrs.frozen
+class SettleTokens(Effect[None]):
+    """Replace a reservation with what the call used, in the usage ledger. Result: None."""
+
+    gives_back = True
+
+    reservation_id: int
+    provider: str
+    model: str
+    usage: TokenUsage
+
+
+@attrs.frozen
+class ReleaseTokens(Effect[None]):
+    """Drop a reservation whose call never ran or failed. Result: None."""
+
+    gives_back = True
+
+    reservation_id: int

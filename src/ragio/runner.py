@@ -1,52 +1,76 @@
-"""Run a ragcore pipeline: execute each effect it yields and send the result back."""
+"""Run a ragcore pipeline: execute each effect it yields and send the result back.
+
+The runner knows no effect: each area of ragio exports the handlers of its effects
+(``HANDLERS`` in its ``handlers`` module), ``ragio.registry`` merges them into one
+``Handlers`` table at import, and the service carries it here (``service.handlers``).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import (
-    Generator,
-)
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, TypeVar
 
+import attrs
 import trio
 
-from ragcore.actions.effects import ActionEffect
-from ragcore.effects import (
-    CheckBudget,
-    DetectLanguage,
-    Embed,
-    FetchRoleMemory,
-    FindDocuments,
-    Generate,
-    LearnPattern,
-    RecordInteraction,
-    ReleaseTokens,
-    ReserveTokens,
-    SearchChunks,
-    SettleTokens,
-    StoreDocuments,
-)
-from ragcore.employees.learning import History
-from ragcore.usage import Capped, Reservation
-from ragio.actions import handlers as actions
-from ragio.employees import learning, memory
-from ragio.knowledge import search, store
-from ragio.providers.chain import (
-    OnDelta,
-    embed,
-    generate_with_fallback,
-    stream_with_fallback,
-)
-from ragio.usage import ledger
+from ragcore.effects import Effect
+from ragio.providers.chain import OnDelta
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 #: how long a cancelled pipeline may take to give back what it holds
 UNWIND_SECONDS = 5.0
-UNWIND_EFFECTS = (ReleaseTokens, SettleTokens)
-#: how long a call that would fit once others settle waits for them (``_reserve``)
-RESERVE_WAIT_SECONDS = 10.0
+
+#: ``async def handler(effect, service) -> result``: executes one type of effect
+Handler = Callable[[Any, Any], Awaitable[Any]]
+#: ``async def handler(effect, service, on_delta) -> result``: the same, passing the text
+#: to ``on_delta`` as it is produced when the caller streams (``run(..., on_delta)``)
+StreamHandler = Callable[[Any, Any, OnDelta], Awaitable[Any]]
+EffectType = type[Effect[Any]]
+#: what an area exports: the handler of each of its effects
+HandlerTable = Mapping[EffectType, Handler]
+StreamHandlerTable = Mapping[EffectType, StreamHandler]
+
+
+class HandlerTableError(Exception):
+    """An effect with no handler, or with two: a mistake of ours, found at start-up."""
+
+
+@attrs.frozen
+class Handlers:
+    """Which handler executes each type of effect; ``streaming`` ones are used instead
+    when the caller streams."""
+
+    plain: HandlerTable
+    streaming: StreamHandlerTable = attrs.field(factory=dict)
+
+
+def merge_handlers(
+    tables: Iterable[HandlerTable],
+    effects: Iterable[EffectType],
+    streaming: StreamHandlerTable | None = None,
+) -> Handlers:
+    """One table of the areas' ``tables``, checked to handle each of ``effects`` exactly
+    once (and to stream only effects it handles); HandlerTableError names each that is not."""
+    plain: dict[EffectType, Handler] = {}
+    twice = []
+    for table in tables:
+        for kind, handler in table.items():
+            if kind in plain:
+                twice.append(kind)
+            plain[kind] = handler
+    missing = [kind for kind in effects if kind not in plain]
+    missing += [kind for kind in streaming or {} if kind not in plain]
+    problems = [f"{_name(kind)} has two handlers" for kind in twice]
+    problems += [f"{_name(kind)} has no handler" for kind in missing]
+    if problems:
+        raise HandlerTableError("; ".join(problems))
+    return Handlers(plain, dict(streaming or {}))
+
+
+def _name(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 class Abandoned(Exception):
@@ -79,15 +103,15 @@ async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta 
 
 
 async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
-    """Throw ``Abandoned`` into a cancelled pipeline and execute only what gives back what
-    it holds (``UNWIND_EFFECTS``), shielded and within ``UNWIND_SECONDS``; any other effect
-    it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
+    """Throw ``Abandoned`` into a cancelled pipeline and execute only the effects that give
+    back what it holds (``Effect.gives_back``), shielded and within ``UNWIND_SECONDS``; any
+    other effect it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + UNWIND_SECONDS
         try:
             effect = pipeline.throw(Abandoned())
             while True:
-                if isinstance(effect, UNWIND_EFFECTS):
+                if getattr(effect, "gives_back", False):
                     effect = pipeline.send(await execute(effect, service))
                 else:
                     effect = pipeline.throw(Abandoned())
@@ -100,64 +124,12 @@ async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
 
 
 async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) -> Any:
-    match effect:
-        case Embed(texts=texts, purpose=purpose):
-            return await embed(service.embedder, texts, purpose)
-        case SearchChunks():
-            return await service.database.run(search.search, effect, service.embedder.space)
-        case Generate():
-            # rule 6: the primary, then LLM_FALLBACK_PROVIDERS (ragio.providers.chain)
-            timeout = service.settings.provider_timeout_seconds
-            if on_delta is not None and effect.stream:
-                return await stream_with_fallback(service.answerer, effect, timeout, on_delta)
-            return await generate_with_fallback(service.answerer, effect, timeout)
-        case FindDocuments(content_hashes=digests):
-            return await service.database.run(store.find_documents, digests)
-        case StoreDocuments(documents=documents):
-            return await service.database.run(store.store_documents, documents)
-        case FetchRoleMemory(role=role):
-            await memory.ensure_embedded(service, role)
-            return await service.database.run(memory.context_items, effect)
-        case DetectLanguage(text=text):
-            return await service.language.detect(text)
-        case CheckBudget():
-            return await service.database.run(ledger.check, effect, datetime.now(UTC))
-        case ReserveTokens():
-            return await _reserve(effect, service)
-        case SettleTokens(reservation_id=rid, provider=provider, model=model, usage=usage):
-            return await service.database.run(ledger.settle, rid, provider, model, usage)
-        case ReleaseTokens(reservation_id=rid):
-            return await service.database.run(ledger.release, rid)
-        case RecordInteraction() | LearnPattern():
-            return await _learn(effect, service)
-        case ActionEffect():  # outbound actions and approvals (ragcore.actions)
-            return await actions.execute(effect, service)
-    raise TypeError(f"no handler for effect {effect!r}")
-
-
-async def _reserve(effect: ReserveTokens, service: Any) -> Reservation | Capped:
-    """A reservation, waiting up to RESERVE_WAIT_SECONDS while the caps are held only by
-    calls in flight (``Capped.wait``): they usually settle for less than they hold, and a
-    small cap then serves the next call instead of refusing it."""
-    deadline = trio.current_time() + RESERVE_WAIT_SECONDS
-    pause = 0.02
-    while True:
-        decision = await service.database.run(ledger.reserve, effect, datetime.now(UTC))
-        if not (isinstance(decision, Capped) and decision.wait):
-            return decision
-        if trio.current_time() + pause > deadline:
-            return decision
-        await trio.sleep(pause)
-        pause = min(pause * 2, 0.25)
-
-
-async def _learn(effect: RecordInteraction | LearnPattern, service: Any) -> Any:
-    """Learning never costs anyone their answer: a failure is logged and learns nothing."""
-    try:
-        if isinstance(effect, RecordInteraction):
-            now = datetime.now(UTC)
-            return await service.database.run(learning.record, effect, now)
-        return await service.database.run(learning.learn, effect)
-    except Exception:
-        log.warning("learning from an answer failed; the answer is unaffected", exc_info=True)
-        return History(recorded=False) if isinstance(effect, RecordInteraction) else None
+    """The result of ``effect``, by the handler the service's table has for its type."""
+    handlers: Handlers = service.handlers
+    kind = type(effect)
+    if on_delta is not None and kind in handlers.streaming:
+        return await handlers.streaming[kind](effect, service, on_delta)
+    handler = handlers.plain.get(kind)
+    if handler is None:
+        raise TypeError(f"no handler for effect {effect!r}")
+    return await handler(effect, service)

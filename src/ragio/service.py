@@ -19,6 +19,8 @@ from ragio.db.pool import Database
 from ragio.employees.store import follow_built_in_defaults
 from ragio.language import LanguageDetection
 from ragio.providers import AnswererChain, Embedder, aclose_all, build_answerers, build_embedder
+from ragio.registry import HANDLERS
+from ragio.runner import Handlers
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,8 @@ class Service:
     # the platforms' APIs (channel replies, the owner's notifications): one pool,
     # a timeout on every request, redirects never followed
     outbound: httpx.AsyncClient = attrs.field(factory=lambda: outbound_client())
+    # the handler of every effect, by which ragio.runner executes pipelines
+    handlers: Handlers = HANDLERS
 
     @property
     def mode(self) -> str:

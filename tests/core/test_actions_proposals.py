@@ -18,17 +18,13 @@ from ragcore.actions.effects import (
 )
 from ragcore.actions.flow import ActionPolicy
 from ragcore.actions.kinds import Catalog, ChatopsAction
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
-from ragcore.effects import (
-    DetectLanguage,
-    Embed,
-    FetchRoleMemory,
-    Generate,
-    Reply,
-    SearchChunks,
-)
 from ragcore.employees.builtin import BUILT_IN
+from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
+from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.language import DetectLanguage
 from tests.core.drive import drive
 from tests.core.test_autonomy import NOW
 
@@ -55,6 +51,8 @@ def world(reply, autonomy):
                 return [[0.1, 0.2]]
             case SearchChunks():
                 return list(HITS)
+            case FindUnembeddedMemory():
+                return []  # every memory item has its vector
             case FetchRoleMemory():
                 return []
             case Generate():

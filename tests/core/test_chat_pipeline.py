@@ -2,21 +2,15 @@
 
 import pytest
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
 from ragcore.chat.sources import Hit
-from ragcore.effects import (
-    DetectLanguage,
-    Embed,
-    FetchRoleMemory,
-    Generate,
-    RecordInteraction,
-    Reply,
-    SearchChunks,
-)
-from ragcore.employees.learning import History
+from ragcore.employees.learning import History, RecordInteraction
+from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
-from ragcore.language import LanguageGuess, not_found
+from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.language import DetectLanguage, LanguageGuess, not_found
 from tests.core.drive import drive
 
 POLICY = ChatPolicy(max_context_chars=12000, max_output_tokens=256, temperature=0.2)
@@ -37,6 +31,8 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
                 return list(hits)
             case Generate():
                 return Reply(reply, provider="recorded", model="m1")
+            case FindUnembeddedMemory():
+                return []  # every memory item has its vector
             case FetchRoleMemory():
                 return []
             case RecordInteraction():

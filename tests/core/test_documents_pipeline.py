@@ -1,13 +1,15 @@
 import pytest
 
-from ragcore.effects import Embed, FindDocuments, StoreDocuments
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     EMBED_BATCH,
+    FindDocuments,
     StoredDocument,
+    StoreDocuments,
     add_document,
     content_hash,
 )
+from ragcore.knowledge.effects import Embed
 from tests.core.drive import drive
 
 

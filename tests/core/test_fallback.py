@@ -5,10 +5,13 @@ import pytest
 from ragcore.chat.fallback import (
     Attempt,
     FailureKind,
+    GiveUp,
+    TryProvider,
     answering_order,
     classify_status,
     failure_summary,
     moves_on,
+    next_attempt,
     provider_order,
 )
 from tests.conftest import make_settings
@@ -149,3 +152,22 @@ def test_only_a_bad_reply_carries_a_reason_in_its_error_body():
         "status": 200,
         "reason": "JSON without choices",
     }
+
+
+def test_the_chain_is_walked_in_order_while_failures_move_on():
+    limited = Attempt("genai", FailureKind.RATE_LIMITED, 429)
+    down = Attempt("openai", FailureKind.UNAVAILABLE, 503)
+    assert next_attempt(3, []) == TryProvider(0)
+    assert next_attempt(3, [limited]) == TryProvider(1)
+    assert next_attempt(3, [limited, down]) == TryProvider(2)
+
+
+def test_when_every_provider_failed_the_chain_gives_up_for_now():
+    limited = Attempt("genai", FailureKind.RATE_LIMITED, 429)
+    assert next_attempt(1, [limited]) == GiveUp((limited,), rejected=False)
+    assert next_attempt(0, []) == GiveUp((), rejected=False)  # no provider at all
+
+
+def test_a_rejected_request_stops_the_chain_with_providers_left():
+    rejected = Attempt("genai", FailureKind.REJECTED, 400)
+    assert next_attempt(3, [rejected]) == GiveUp((rejected,), rejected=True)

@@ -1,7 +1,10 @@
-"""Which format an upload is, and how tables become text: pure rules."""
+"""Which format an upload is, and how its bytes become text: pure rules."""
+
+import codecs
 
 import pytest
 
+from ragcore.errors import TooLarge
 from ragcore.knowledge.documents import (
     DOCX,
     detect_format,
@@ -10,6 +13,22 @@ from ragcore.knowledge.documents import (
     table_lines,
     text_content_type,
     upload_name,
+)
+from ragcore.knowledge.formats import (
+    MAX_BLOCKS,
+    MAX_DOCX_XML_BYTES,
+    MAX_PDF_PAGES,
+    Unreadable,
+    check_block_count,
+    check_package_size,
+    check_page_count,
+    csv_text,
+    decode_text,
+    heading_level,
+    html_charset,
+    html_text,
+    paragraph_line,
+    pdf_text,
 )
 
 
@@ -80,3 +99,80 @@ def test_a_table_with_a_header_reads_as_named_values_one_row_a_line():
 def test_a_table_without_a_header_joins_its_cells():
     assert table_lines([["a", " b\n c "], ["d", ""]], header=False) == ["a | b c", "d"]
     assert table_lines([["only", "row"]], header=True) == ["only | row"]
+
+
+def test_text_is_read_as_utf8_then_windows_1252_and_a_bom_or_a_declared_charset_wins():
+    assert decode_text("Grüße".encode()) == "Grüße"
+    assert decode_text("Café".encode("cp1252")) == "Café"  # a legacy export
+    assert decode_text(codecs.BOM_UTF16_LE + "Köln".encode("utf-16-le")) == "Köln"
+    assert decode_text("Привет".encode("koi8-r"), "koi8-r") == "Привет"
+    with pytest.raises(Unreadable, match="binary, not text"):
+        decode_text(b"PK\x00\x03")
+
+
+def test_html_becomes_headings_paragraphs_list_items_and_table_rows():
+    html = (
+        "<html><head><title>x</title><script>var a = 1;</script></head><body>"
+        "<nav>Home | Shop</nav><h2>Refunds</h2><p>Within <b>30</b> days.</p>"
+        "<ul><li>Keep the receipt</li></ul><p># not a heading</p>"
+        "<table><tr><th>Item</th><th>Days</th></tr><tr><td>Bike</td><td>14</td></tr></table>"
+        "</body></html>"
+    )
+    assert html_text(html) == (
+        "## Refunds\n\nWithin 30 days.\n\n- Keep the receipt\n\n\\# not a heading\n\n"
+        "Item: Bike; Days: 14\n"
+    )
+    assert html_charset(b'<meta charset="windows-1252"><p>x') == "windows-1252"
+
+
+def test_a_csv_is_read_with_its_sniffed_delimiter_and_header_one_row_a_block():
+    semicolons = "Name;City;Days\nAda;London;14\nGrace;Paris;30\n\nAlan;Wilmslow;7\n"
+    assert csv_text(semicolons) == (
+        "Name: Ada; City: London; Days: 14\n\nName: Grace; City: Paris; Days: 30\n\n"
+        "Name: Alan; City: Wilmslow; Days: 7\n"
+    )
+    quoted = 'name,note\r\nAda,"two\r\nlines"\r\nGrace,x\r\n'  # a line end in a cell
+    assert csv_text(quoted) == "name: Ada; note: two lines\n\nname: Grace; note: x\n"
+    with pytest.raises(Unreadable, match="no rows under its header"):
+        csv_text("name,city\n")
+
+
+def test_pdf_pages_become_page_sections_with_broken_words_joined():
+    assert pdf_text(["Refunds take exam-\nple days.", "  \n", "# Total\x00"]) == (
+        "# Page 1\n\nRefunds take example days.\n\n# Page 3\n\n\\# Total\n"
+    )
+    with pytest.raises(Unreadable, match="no text layer"):
+        pdf_text(["", " \n "])
+
+
+def test_word_styles_make_headings_and_list_items():
+    assert heading_level(["Title"]) == 1
+    assert heading_level(["Heading 2"]) == 3
+    assert heading_level(["My Fancy Heading", "heading 9"]) == 6  # based on one, at most 6
+    assert heading_level(["Normal"]) == 0
+    assert paragraph_line("  Returns \n policy ", heading_level(["Heading 1"]), False) == (
+        "## Returns policy"
+    )
+    assert paragraph_line("Keep it", 0, True) == "- Keep it"
+    assert paragraph_line("## not a heading", 0, False) == "\\## not a heading"
+    assert paragraph_line("   ", 2, False) == ""
+
+
+def test_the_work_one_file_may_cause_is_bounded():
+    check_page_count(MAX_PDF_PAGES)
+    with pytest.raises(TooLarge, match=f"5001 pages; the limit is {MAX_PDF_PAGES}"):
+        check_page_count(MAX_PDF_PAGES + 1)
+    with pytest.raises(TooLarge, match="paragraphs and table rows"):
+        check_block_count(MAX_BLOCKS + 1)
+    with pytest.raises(TooLarge, match="MB of it XML"):
+        check_package_size(1, MAX_DOCX_XML_BYTES + 1)
+
+
+def test_reading_stops_at_a_check_that_raises():
+    def stop():
+        raise TooLarge("file", "took too long")
+
+    with pytest.raises(TooLarge):
+        html_text("<p>x</p>", stop)
+    with pytest.raises(TooLarge):
+        csv_text("a,b\n" + "1,2\n" * 600, stop)

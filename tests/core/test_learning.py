@@ -3,12 +3,13 @@
 from datetime import UTC, datetime, timedelta
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.effects import LearnPattern, RecordInteraction
 from ragcore.employees.learning import (
     PATTERN_TAG,
     History,
     LearningPolicy,
+    LearnPattern,
     PastQuestion,
+    RecordInteraction,
     asker_hash,
     interaction,
     lesson,
@@ -67,7 +68,7 @@ def test_only_grounded_answers_as_a_role_are_recorded():
 
 def test_a_long_question_is_clipped_in_the_pattern():
     text = pattern_text("why " * 200, ["a.md"])
-    assert len(text) < 400 and text.endswith("…\". It is answered in: a.md.")
+    assert len(text) < 400 and text.endswith('…". It is answered in: a.md.')
 
 
 SUPPORT = Role("support", "Support", "You help customers.")

@@ -2,10 +2,18 @@
 
 import pytest
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.prompts import Prompt
-from ragcore.effects import Generate, ReleaseTokens, Reply, ReserveTokens, SettleTokens
 from ragcore.metering import metered_generate
-from ragcore.usage import Capped, Caps, Reservation, TokenUsage
+from ragcore.usage import (
+    Capped,
+    Caps,
+    ReleaseTokens,
+    Reservation,
+    ReserveTokens,
+    SettleTokens,
+    TokenUsage,
+)
 from tests.core.drive import drive
 
 REQUEST = Generate(Prompt("system", "user words here", "q", ()), 100, 0.2, task="summary")

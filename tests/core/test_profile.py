@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcore.effects import Generate, Reply
+from ragcore.chat.effects import Generate, Reply
 from ragcore.employees.memory import MemoryItem, assemble_context
 from ragcore.employees.profile import (
     MAX_SUMMARY_CHARS,

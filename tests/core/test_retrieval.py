@@ -2,9 +2,10 @@
 
 import pytest
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
-from ragcore.effects import DetectLanguage, Embed, Generate, Reply, SearchChunks
+from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.knowledge.retrieval import (
     CANDIDATES,
@@ -16,7 +17,7 @@ from ragcore.knowledge.retrieval import (
     rrf_score,
     similarity_floor,
 )
-from ragcore.language import LanguageGuess, not_found
+from ragcore.language import DetectLanguage, LanguageGuess, not_found
 from tests.core.drive import drive
 
 POLICY = ChatPolicy(max_context_chars=12000, max_output_tokens=256, temperature=0.2)

@@ -2,9 +2,9 @@
 
 import pytest
 
+from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
-from ragcore.effects import Generate
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.editing import (
     EDITABLE_FIELDS,

@@ -5,12 +5,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatRequest, answer_question
-from ragcore.effects import Embed, FetchRoleMemory, Generate
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import (
     CONTEXT_BUDGET_CHARS,
+    FetchRoleMemory,
+    FindUnembeddedMemory,
     MemoryItem,
+    StoreMemoryVectors,
     assemble_context,
     check_memory,
     content_hash,
@@ -19,6 +22,7 @@ from ragcore.employees.memory import (
     seed_memories,
 )
 from ragcore.errors import InvalidInput
+from ragcore.knowledge.effects import Embed
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
 
@@ -114,13 +118,33 @@ def test_the_budget_drops_the_lowest_priority_first():
 
 
 def test_role_context_embeds_the_query_unless_given_its_vector():
-    answers = {Embed: [[0.5, 0.5]], FetchRoleMemory: [item(1, "Be brief.")]}
+    answers = {
+        FindUnembeddedMemory: [],  # every item has its vector
+        Embed: [[0.5, 0.5]],
+        FetchRoleMemory: [item(1, "Be brief.")],
+    }
     context, effects = drive(role_context("sales", "prices?"), lambda e: answers[type(e)])
-    assert [type(e) for e in effects] == [Embed, FetchRoleMemory]
-    assert effects[1] == FetchRoleMemory("sales", (0.5, 0.5), learned_limit=8)
+    assert [type(e) for e in effects] == [FindUnembeddedMemory, Embed, FetchRoleMemory]
+    assert effects[2] == FetchRoleMemory("sales", (0.5, 0.5), learned_limit=8)
     assert context.text == "Owner instructions:\n- Be brief."
     _, effects = drive(role_context("sales", "prices?", [0.1]), lambda e: answers[type(e)])
-    assert [type(e) for e in effects] == [FetchRoleMemory]
+    assert [type(e) for e in effects] == [FindUnembeddedMemory, FetchRoleMemory]
+
+
+def test_items_without_a_vector_are_embedded_as_documents_before_the_search():
+    answers = {
+        FindUnembeddedMemory: [(4, "Be brief."), (9, "We sell bikes.")],
+        Embed: [[0.1, 0.2], [0.3, 0.4]],
+        StoreMemoryVectors: None,
+        FetchRoleMemory: [item(4, "Be brief.")],
+    }
+    _, effects = drive(role_context("sales", "prices?", [0.5]), lambda e: answers[type(e)])
+    assert effects[:3] == [
+        FindUnembeddedMemory("sales"),
+        Embed(("Be brief.", "We sell bikes."), purpose="document"),
+        StoreMemoryVectors(((4, (0.1, 0.2)), (9, (0.3, 0.4)))),
+    ]
+    assert isinstance(effects[3], FetchRoleMemory)  # searched once they have their vectors
 
 
 def test_the_chat_pipeline_injects_the_same_context_text():

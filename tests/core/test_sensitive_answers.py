@@ -3,12 +3,20 @@ and a second, low-temperature pass judges that answer against the sources."""
 
 import pytest
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.grounding import CAVEATS, CHECK_INSTRUCTIONS, parse_verdict
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.reasoning import final_answer
-from ragcore.effects import CheckBudget, Generate, Reply, ReserveTokens, SettleTokens
 from ragcore.employees.roles import Role
-from ragcore.usage import Allowed, Capped, Reservation, TokenUsage
+from ragcore.usage import (
+    Allowed,
+    Capped,
+    CheckBudget,
+    Reservation,
+    ReserveTokens,
+    SettleTokens,
+    TokenUsage,
+)
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
 

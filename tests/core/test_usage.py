@@ -4,26 +4,22 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
-from ragcore.effects import (
-    CheckBudget,
-    DetectLanguage,
-    Embed,
-    Generate,
-    ReleaseTokens,
-    Reply,
-    ReserveTokens,
-    SearchChunks,
-    SettleTokens,
-)
+from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.language import DetectLanguage
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,
     Allowed,
     Capped,
     Caps,
+    CheckBudget,
+    ReleaseTokens,
     Reservation,
+    ReserveTokens,
+    SettleTokens,
     TokenUsage,
     Totals,
     check_budget,

@@ -17,8 +17,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from ragcore.chat.effects import Generate
 from ragcore.chat.prompts import Prompt
-from ragcore.effects import Generate
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.http.app import create_app
 from ragio.server import hypercorn_config

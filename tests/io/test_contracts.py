@@ -73,3 +73,23 @@ async def test_openapi_is_served(api):
     assert response.status_code == 200
     assert response.json()["openapi"].startswith("3.1")
     assert "/chat" in response.json()["paths"]
+
+
+def test_a_runner_importing_an_area_breaks_the_layers_inside_ragio(tmp_path):
+    tree = copy_tree(tmp_path)
+    planted = tree / "src" / "ragio" / "runner.py"
+    planted.write_text("import ragio.knowledge.handlers  # planted\n" + planted.read_text())
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "ragio is layered" in result.stdout and "BROKEN" in result.stdout
+    assert "ragio.runner -> ragio.knowledge.handlers" in result.stdout
+
+
+def test_a_store_running_a_pipeline_breaks_the_contract(tmp_path):
+    tree = copy_tree(tmp_path)
+    planted = tree / "src" / "ragio" / "knowledge" / "store.py"
+    planted.write_text("import ragio.runner  # planted\n" + planted.read_text())
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "the areas' SQL stores run no pipeline" in result.stdout
+    assert "ragio.knowledge.store -> ragio.runner" in result.stdout

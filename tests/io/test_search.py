@@ -10,8 +10,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from ragcore.effects import SearchChunks, StoreDocument
 from ragcore.knowledge.chunking import Chunk
+from ragcore.knowledge.documents import StoreDocument
+from ragcore.knowledge.effects import SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.knowledge.retrieval import relevant_hits
 from ragio.db.embedding_space import prepare_space

@@ -1,6 +1,5 @@
-"""Effects the action pipelines yield (see ``ragcore.effects`` for the pattern). Every
-one is an ``ActionEffect``; ``ragio.actions.handlers`` executes them. Each documents the
-result it expects."""
+"""Effects the action pipelines yield (see ``ragcore.effects`` for the pattern);
+``ragio.actions.handlers`` executes them. Each documents the result it expects."""
 
 from __future__ import annotations
 
@@ -8,20 +7,18 @@ from datetime import datetime
 
 import attrs
 
+from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.records import ActionRecord
-
-
-class ActionEffect:
-    """Marker base of the action effects, so the runner hands them to one handler."""
+from ragcore.effects import Effect
 
 
 @attrs.frozen
-class LoadAutonomy(ActionEffect):
+class LoadAutonomy(Effect[AutonomyConfig]):
     """The stored autonomy setting. Result: ``ragcore.actions.autonomy.AutonomyConfig``."""
 
 
 @attrs.frozen
-class NewTicket(ActionEffect):
+class NewTicket(Effect["Ticket"]):
     """A fresh action id (from ``os.urandom``, see ``approvals.approval_id``) and the
     current UTC time. Result: ``Ticket``."""
 
@@ -33,7 +30,7 @@ class Ticket:
 
 
 @attrs.frozen
-class SaveAction(ActionEffect):
+class SaveAction(Effect[None]):
     """Store a new action and its first log ``event``. Result: None."""
 
     record: ActionRecord
@@ -42,14 +39,14 @@ class SaveAction(ActionEffect):
 
 
 @attrs.frozen
-class LoadAction(ActionEffect):
+class LoadAction(Effect[ActionRecord | None]):
     """The action with this id. Result: ``ActionRecord`` or None."""
 
     action_id: str
 
 
 @attrs.frozen
-class ClaimAction(ActionEffect):
+class ClaimAction(Effect[ActionRecord | None]):
     """Move a ``pending`` action to ``status`` at ``now`` (decided by ``by``), logging
     ``event``: atomically, and only when it is still pending and (unless the move is to
     ``expired``) not expired at ``now``, so an id is decided once however many YES arrive
@@ -65,7 +62,7 @@ class ClaimAction(ActionEffect):
 
 
 @attrs.frozen
-class FinishAction(ActionEffect):
+class FinishAction(Effect[ActionRecord]):
     """Record the send's result: ``executed`` or ``failed`` with ``detail`` (the reason).
     Result: the updated ``ActionRecord``."""
 
@@ -75,7 +72,7 @@ class FinishAction(ActionEffect):
 
 
 @attrs.frozen
-class NoteAction(ActionEffect):
+class NoteAction(Effect[None]):
     """Add a log ``event`` to an action without changing it. Result: None."""
 
     action_id: str
@@ -84,14 +81,14 @@ class NoteAction(ActionEffect):
 
 
 @attrs.frozen
-class PerformAction(ActionEffect):
+class PerformAction(Effect["Sent"]):
     """Send the action (webhook, e-mail or chat-ops). Never raises. Result: ``Sent``."""
 
     record: ActionRecord
 
 
 @attrs.frozen
-class NotifyOwner(ActionEffect):
+class NotifyOwner(Effect["Sent"]):
     """Message the owner at ``target`` on ``channel``. Never raises. Result: ``Sent``."""
 
     channel: str

@@ -5,9 +5,9 @@ LLM_FALLBACK_PROVIDERS in order. A failure that another provider could avoid
 (a rate limit, an outage, a timeout, a key the provider refuses, a reply that
 breaks its API's promise) moves on to the next; a request the provider
 *rejected* as malformed would be malformed for the next one too, so it stops
-the chain. The runner in ragio maps each
-SDK's exceptions into a ``FailureKind`` and follows these rules; nothing here
-knows an SDK, a clock or a socket.
+the chain. ``next_attempt`` walks the chain by these rules; ragio only calls
+the provider it names and maps each SDK's exceptions into a ``FailureKind``;
+nothing here knows an SDK, a clock or a socket.
 """
 
 from __future__ import annotations
@@ -93,6 +93,32 @@ def answering_order(settings: Any) -> tuple[str, ...]:
 def moves_on(failure: FailureKind) -> bool:
     """Whether the next provider should be tried after this failure."""
     return failure in MOVES_ON
+
+
+@attrs.frozen
+class TryProvider:
+    """Ask the provider at ``index`` of the chain next."""
+
+    index: int
+
+
+@attrs.frozen
+class GiveUp:
+    """No provider answers: ``rejected`` when the last one refused the request itself (the
+    next would too), otherwise every provider of the chain failed in a way that moves on."""
+
+    attempts: tuple[Attempt, ...]
+    rejected: bool
+
+
+def next_attempt(chain_length: int, attempts: Sequence[Attempt]) -> TryProvider | GiveUp:
+    """What to do after ``attempts`` (the failures so far, in chain order) on a chain of
+    ``chain_length`` providers: try the next one while the last failure moves on, else stop."""
+    if attempts and not moves_on(attempts[-1].failure):
+        return GiveUp(tuple(attempts), rejected=True)
+    if len(attempts) < chain_length:
+        return TryProvider(len(attempts))
+    return GiveUp(tuple(attempts), rejected=False)
 
 
 def classify_status(status: int) -> FailureKind:

@@ -24,6 +24,7 @@ from ragcore.actions.proposals import (
 )
 from ragcore.actions.records import ProposedAction
 from ragcore.chat.citations import Citation, resolve_citations
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.grounding import (
     CHECK_OUTPUT_TOKENS,
     CHECK_TEMPERATURE,
@@ -35,28 +36,28 @@ from ragcore.chat.grounding import (
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, build_prompt
 from ragcore.chat.reasoning import final_answer
 from ragcore.chat.sources import Hit, Source, number_sources, trim_hits
-from ragcore.effects import (
-    CheckBudget,
-    DetectLanguage,
-    Embed,
-    Generate,
-    Reply,
-    SearchChunks,
-)
 from ragcore.employees.layering import role_instructions
 from ragcore.employees.learning import LearningPolicy, interaction, learn_from
 from ragcore.employees.memory import role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
+from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.retrieval import relevant_hits
-from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
+from ragcore.language import (
+    DetectLanguage,
+    LanguagePolicy,
+    choose_language,
+    not_found,
+    worth_detecting,
+)
 from ragcore.metering import metered_generate
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,
     Capped,
     Caps,
+    CheckBudget,
     TokenUsage,
     estimate_tokens,
     measured_usage,
@@ -318,9 +319,7 @@ def check_grounding(
         stream=False,
     )
     try:
-        verdict = yield from metered_generate(
-            judge, request.role, policy.caps, policy.usage_ledger
-        )
+        verdict = yield from metered_generate(judge, request.role, policy.caps, policy.usage_ledger)
     except Exception:  # noqa: BLE001 (no judge: the answer goes out with the caveat)
         return False, None
     if not isinstance(verdict, Reply):  # a cap: the judge is not asked

@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.effects import LearnPattern, RecordInteraction
+from ragcore.effects import Effect
 from ragcore.employees.memory import MAX_MEMORY_CHARS, MemoryItem, NewMemory
 from ragcore.errors import InvalidInput
 
@@ -97,6 +97,35 @@ class Lesson:
     memory: NewMemory
     source_id: int
     spent_ids: tuple[int, ...] = ()
+
+
+# The effects of learning: recording an answered question, learning a pattern.
+
+
+@attrs.frozen
+class RecordInteraction(Effect[History]):
+    """Record an answered question for learning (``ragcore.employees.learning``, rule 1
+    and 2), unless its asker is over ``policy.per_asker_daily`` today, and find the
+    recorded questions of the last ``policy.window_days`` days nearest it (itself
+    included, at least ``policy.similarity``), and whether a learned pattern is near it.
+    Recorded questions older than the window are deleted, except those patterns came
+    from. Result: ``History``.
+    """
+
+    interaction: Interaction
+    policy: LearningPolicy
+
+
+@attrs.frozen
+class LearnPattern(Effect[MemoryItem | None]):
+    """Store ``lesson`` as a learned memory of ``role`` (nothing when the role holds the
+    same text), mark the recorded question it came from, and keep the role's learned
+    items to ``max_learned``, least important and oldest removed first. Result: the
+    stored ``MemoryItem``, or None."""
+
+    role: str
+    lesson: Lesson
+    max_learned: int
 
 
 def asker_hash(asker: str | None) -> str:

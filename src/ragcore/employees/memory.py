@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 import attrs
 
-from ragcore.effects import Embed, FetchRoleMemory
+from ragcore.effects import Effect
 from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.knowledge.effects import Embed
 
 Source = Literal["owner", "profile", "learned"]
 SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")
@@ -87,6 +88,40 @@ class MemoryItem:
     importance: int
     created_at: datetime | None = None
     similarity: float | None = None
+
+
+# The effects of role memory: embedding the items without a vector, and fetching them.
+
+
+@attrs.frozen
+class FindUnembeddedMemory(Effect[list[tuple[int, str]]]):
+    """The items of ``role`` without a vector in the active embedder's space (starter
+    seeds, or items from before the space changed). Result: ``(id, text)`` pairs."""
+
+    role: str
+
+
+@attrs.frozen
+class StoreMemoryVectors(Effect[None]):
+    """Store each item's vector, given as ``(id, vector)`` pairs, in one transaction.
+    Result: None."""
+
+    vectors: tuple[tuple[int, tuple[float, ...]], ...]
+
+
+@attrs.frozen
+class FetchRoleMemory(Effect[list[MemoryItem]]):
+    """The role memory a role context is assembled from: every ``owner`` and ``profile``
+    item of ``role`` (the business profile record among them, as ``profile`` items made
+    by ``ragcore.employees.profile.profile_items``), and its ``learned_limit`` learned
+    items nearest ``vector`` (the query's embedding), each with its ``similarity``.
+
+    Result: ``MemoryItem``s, in any order.
+    """
+
+    role: str
+    vector: tuple[float, ...]
+    learned_limit: int
 
 
 def check_memory(body: Mapping[str, Any]) -> NewMemory:
@@ -195,6 +230,18 @@ def assemble_context(
     return RoleContext(text, tuple(kept), budget_chars, dropped=len(ordered) - len(kept))
 
 
+def embed_missing(role: str) -> Generator[Any, Any, None]:
+    """Embed the items of ``role`` that have no vector in the active embedder's space
+    (starter seeds, items from before the space changed), so a search by meaning finds
+    them."""
+    missing: Sequence[tuple[int, str]] = yield FindUnembeddedMemory(role)
+    if not missing:
+        return
+    vectors = yield Embed(tuple(text for _, text in missing), purpose="document")
+    pairs = zip((item_id for item_id, _ in missing), vectors, strict=True)
+    yield StoreMemoryVectors(tuple((item_id, tuple(vector)) for item_id, vector in pairs))
+
+
 def role_context(
     role: str,
     query: str,
@@ -203,6 +250,7 @@ def role_context(
 ) -> Generator[Any, Any, RoleContext]:
     """Fetch and assemble the role context of ``role`` for ``query`` (embedded here unless
     its ``vector`` is given): owner and profile items, and the learned ones nearest it."""
+    yield from embed_missing(role)
     if vector is None:
         [vector] = yield Embed((query,), purpose="query")
     items: Sequence[MemoryItem] = yield FetchRoleMemory(

@@ -18,8 +18,8 @@ from typing import Any
 
 import attrs
 
+from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.prompts import Prompt
-from ragcore.effects import Generate, Reply
 from ragcore.employees.memory import MemoryItem
 from ragcore.errors import InvalidInput, refuse_unknown_fields
 from ragcore.language import NAMES, language_name

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.effects import Embed, FindDocuments, StoreDocument, StoreDocuments
+from ragcore.effects import Effect
 from ragcore.errors import InvalidInput, TooLarge
 from ragcore.inputs import check_text_input
 from ragcore.knowledge.chunking import (
@@ -25,6 +25,7 @@ from ragcore.knowledge.chunking import (
     chunk_text,
     count_tokens_lazily,
 )
+from ragcore.knowledge.effects import Embed
 
 MAX_NAME_CHARS = 255
 NO_WORDS = "has no words to index"
@@ -49,6 +50,45 @@ class StoredDocument:
 # --- formats -------------------------------------------------------------------------------
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+# The effects storing documents yields: looking them up, storing them with their chunks.
+
+
+@attrs.frozen
+class FindDocuments(Effect[list[StoredDocument | None]]):
+    """Look documents up by content hash. Result: for each hash, its ``StoredDocument``
+    or None, in order."""
+
+    content_hashes: tuple[str, ...]
+
+
+@attrs.frozen
+class StoreDocument:
+    """A document to store with its chunks and their vectors (see StoreDocuments).
+
+    ``content_type`` and ``size_bytes`` describe the file the text was read from.
+    """
+
+    name: str
+    content_hash: str
+    text: str
+    chunks: tuple[Chunk, ...]
+    vectors: tuple[tuple[float, ...], ...]
+    content_type: str = "text/plain"
+    size_bytes: int = 0
+
+
+@attrs.frozen
+class StoreDocuments(Effect[list[StoredDocument]]):
+    """Store documents, each with all its chunks, in one transaction: all or nothing.
+
+    Result: a ``StoredDocument`` for each, in order (the one already stored when the same
+    content was stored meanwhile). A group in one step is what makes bulk ingestion fast
+    (scripts/bench_ingest.py).
+    """
+
+    documents: tuple[StoreDocument, ...]
 
 
 @attrs.frozen

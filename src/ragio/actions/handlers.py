@@ -1,4 +1,4 @@
-"""Executing the action effects (``ragcore.actions.effects``) for ``ragio.runner``."""
+"""Handlers of the action effects (``ragcore.actions.effects``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragcore.actions.approvals import ID_BYTES, approval_id
+from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.effects import (
-    ActionEffect,
     ClaimAction,
     FinishAction,
     LoadAction,
@@ -34,6 +34,7 @@ from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
 from ragio.actions import store
 from ragio.actions.mail import send_email
 from ragio.actions.notify import notify_owner
+from ragio.runner import HandlerTable
 from ragio.targets.post import interfaces, post
 
 log = logging.getLogger(__name__)
@@ -48,37 +49,53 @@ def new_id() -> str:
     return approval_id(os.urandom(ID_BYTES))
 
 
-async def execute(effect: ActionEffect, service: Any) -> Any:
-    db = service.database
-    match effect:
-        case LoadAutonomy():
-            return await db.run(store.load_autonomy)
-        case NewTicket():
-            return Ticket(new_id(), now())
-        case SaveAction(record=record, event=event, detail=detail):
-            await db.run(store.save_action, record, event, detail)
-            _log_event(record.id, event, detail, record)
-            return None
-        case LoadAction(action_id=action_id):
-            return await db.run(store.load_action, action_id)
-        case ClaimAction(action_id=aid, status=status, now=at, by=by, event=event, detail=detail):
-            claimed = await db.run(store.claim_action, aid, status, at, by, event, detail)
-            if claimed is not None:
-                _log_event(aid, event, detail, claimed)
-            return claimed
-        case FinishAction(action_id=aid, status=status, detail=detail):
-            finished = await db.run(store.finish_action, aid, status, detail)
-            _log_event(aid, status, detail, finished)
-            return finished
-        case NoteAction(action_id=aid, event=event, detail=detail):
-            await db.run(store.note_action, aid, event, detail)
-            _log_event(aid, event, detail)
-            return None
-        case PerformAction(record=record):
-            return await perform(service, record)
-        case NotifyOwner(channel=channel, target=target, text=text):
-            return await notify_owner(service, channel, target, text)
-    raise TypeError(f"no handler for action effect {effect!r}")
+async def load_autonomy(effect: LoadAutonomy, service: Any) -> AutonomyConfig:
+    return await service.database.run(store.load_autonomy)
+
+
+async def new_ticket(effect: NewTicket, service: Any) -> Ticket:
+    return Ticket(new_id(), now())
+
+
+async def save_action(effect: SaveAction, service: Any) -> None:
+    record = effect.record
+    await service.database.run(store.save_action, record, effect.event, effect.detail)
+    _log_event(record.id, effect.event, effect.detail, record)
+
+
+async def load_action(effect: LoadAction, service: Any) -> ActionRecord | None:
+    return await service.database.run(store.load_action, effect.action_id)
+
+
+async def claim_action(effect: ClaimAction, service: Any) -> ActionRecord | None:
+    aid, event, detail = effect.action_id, effect.event, effect.detail
+    claimed = await service.database.run(
+        store.claim_action, aid, effect.status, effect.now, effect.by, event, detail
+    )
+    if claimed is not None:
+        _log_event(aid, event, detail, claimed)
+    return claimed
+
+
+async def finish_action(effect: FinishAction, service: Any) -> ActionRecord:
+    aid, status, detail = effect.action_id, effect.status, effect.detail
+    finished = await service.database.run(store.finish_action, aid, status, detail)
+    _log_event(aid, status, detail, finished)
+    return finished
+
+
+async def note_action(effect: NoteAction, service: Any) -> None:
+    aid, event, detail = effect.action_id, effect.event, effect.detail
+    await service.database.run(store.note_action, aid, event, detail)
+    _log_event(aid, event, detail)
+
+
+async def perform_action(effect: PerformAction, service: Any) -> Sent:
+    return await perform(service, effect.record)
+
+
+async def notify(effect: NotifyOwner, service: Any) -> Sent:
+    return await notify_owner(service, effect.channel, effect.target, effect.text)
 
 
 async def perform(service: Any, record: ActionRecord) -> Sent:
@@ -149,3 +166,16 @@ def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | N
     what = f" {describe(record.action)}" if record is not None else ""
     level = logging.WARNING if event in ("failed", "not_notified") else logging.INFO
     log.log(level, "action %s%s: %s (%s)", action_id, what, event, detail)
+
+
+HANDLERS: HandlerTable = {
+    LoadAutonomy: load_autonomy,
+    NewTicket: new_ticket,
+    SaveAction: save_action,
+    LoadAction: load_action,
+    ClaimAction: claim_action,
+    FinishAction: finish_action,
+    NoteAction: note_action,
+    PerformAction: perform_action,
+    NotifyOwner: notify,
+}

@@ -7,8 +7,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from ragcore.effects import LearnPattern, RecordInteraction
-from ragcore.employees.learning import History, PastQuestion
+from ragcore.employees.learning import History, LearnPattern, PastQuestion, RecordInteraction
 from ragcore.employees.memory import MemoryItem
 from ragio.employees.memory import add_memory
 from ragio.knowledge.store import vector_literal

@@ -4,7 +4,7 @@ A duplicate (the same whole normalised text for the same role) is refused by the
 ``UNIQUE (role, content_hash)`` constraint: ``INSERT … ON CONFLICT DO NOTHING`` returns
 no row, and the caller answers 409. Vectors are in the active embedder's space; items
 without one (starter seeds, or items from before the space changed) are embedded from
-their text by ``ensure_embedded`` before a search.
+their text before a search (``ragcore.employees.memory.embed_missing``).
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from typing import Any
 
 import psycopg
 
-from ragcore.effects import FetchRoleMemory
-from ragcore.employees.memory import MemoryItem, NewMemory
+from ragcore.employees.memory import FetchRoleMemory, MemoryItem, NewMemory
 from ragcore.employees.profile import profile_items
 from ragio.employees.profile import get_profile
 from ragio.knowledge.store import vector_literal
-from ragio.providers.chain import embed
 
 _COLUMNS = "id, role, text, tags, source, importance, created_at"
 _FIXED_ORDER = (
@@ -167,13 +165,3 @@ def set_embeddings(conn: psycopg.Connection, pairs: Sequence[tuple[int, Sequence
             "UPDATE role_memory SET embedding = %s::vector WHERE id = %s",
             [(vector_literal(vector), item_id) for item_id, vector in pairs],
         )
-
-
-async def ensure_embedded(service: Any, role: str) -> None:
-    """Embed the role's items that have no vector in the active embedder's space."""
-    missing = await service.database.run(unembedded, role, service.embedder.space.dimensions)
-    if not missing:
-        return
-    vectors = await embed(service.embedder, [text for _, text in missing], "document")
-    pairs = [(item_id, v) for (item_id, _), v in zip(missing, vectors, strict=True)]
-    await service.database.run(set_embeddings, pairs)

@@ -13,6 +13,7 @@ from ragcore.employees.editing import check_patch, role_view
 from ragcore.employees.memory import (
     check_memory,
     context_view,
+    embed_missing,
     memory_view,
     parse_tags,
     role_context,
@@ -106,7 +107,7 @@ async def list_memory(role: str) -> dict[str, Any]:
     svc = service()
     vector = None
     if query is not None:
-        await memory.ensure_embedded(svc, identifier)
+        await run(embed_missing(identifier), svc)
         [vector] = await embed(svc.embedder, [query], "query")
     items = await svc.database.run(memory.list_memory, identifier, tags, vector, limit)
     return {"role": identifier, "memory": [memory_view(item) for item in items]}

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ragcore.effects import SearchChunks
+from ragcore.knowledge.effects import SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace, index_kind
 from ragcore.knowledge.retrieval import (
     BM25_B,

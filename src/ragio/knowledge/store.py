@@ -7,8 +7,7 @@ from typing import Any
 
 import psycopg
 
-from ragcore.effects import StoreDocument
-from ragcore.knowledge.documents import StoredDocument
+from ragcore.knowledge.documents import StoredDocument, StoreDocument
 
 # The columns a StoredDocument is read from, for a documents row ``d``.
 _DOCUMENT = """d.id, d.name, d.content_type, d.size_bytes, d.created_at,

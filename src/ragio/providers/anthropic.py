@@ -29,7 +29,7 @@ from typing import Any
 from anthropic import AsyncAnthropic, BadRequestError
 from anthropic.types import Message, MessageParam
 
-from ragcore.effects import Generate, Reply
+from ragcore.chat.effects import Generate, Reply
 from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text
 

@@ -1,7 +1,8 @@
 """Answering with fallback (rule 6) and embedding, with failures reported clearly.
 
-The rules (the order, which failures move on) are ragcore.chat.fallback's; here the
-providers are called, each attempt under the timeout, and failures classified.
+The rules (the order, which failures move on, when to stop) are ragcore.chat.fallback's
+(``next_attempt``); here the provider it names is called, each attempt under the
+timeout, and failures classified.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any
 import attrs
 import trio
 
-from ragcore.chat.fallback import Attempt, moves_on
-from ragcore.effects import Generate, Reply
+from ragcore.chat.effects import Generate, Reply
+from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_attempt
 from ragcore.usage import TokenUsage
 from ragio.providers.failures import (
     AllProvidersFailed,
     AnswerBroken,
+    AnswerFailed,
     BadReply,
     EmbeddingFailed,
     ProviderRejected,
@@ -52,18 +54,22 @@ async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeou
     """The first reply of the chain's providers, tried in order; each attempt, retries
     included, gets at most ``timeout`` seconds. A reply without any text is a failure of its
     provider like any other. Raises AllProvidersFailed or ProviderRejected."""
+    answerers = able(chain, request)
     attempts: list[Attempt] = []
-    for answerer in able(chain, request):
+    failure: Exception | None = None  # the last one: the cause of a rejected request
+    while isinstance(step := next_attempt(len(answerers), attempts), TryProvider):
+        answerer = answerers[step.index]
         try:
             with trio.fail_after(timeout):
                 reply: Reply = await answerer.generate(request)
             if not reply.text.strip():
                 raise BadReply("no text", status=None)  # a provider that did not say so itself
         except Exception as error:
-            _record(attempts, answerer.name, error)
+            attempts.append(_failed(answerer.name, error))
+            failure = error
         else:
             return reply
-    raise AllProvidersFailed(attempts)
+    raise _given_up(step) from (failure if step.rejected else None)
 
 
 async def stream_with_fallback(
@@ -76,9 +82,7 @@ async def stream_with_fallback(
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
-    return Reply(
-        "".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage
-    )
+    return Reply("".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage)
 
 
 @attrs.define
@@ -128,18 +132,22 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
     the next (rule 6), and so does one whose stream ends without any text; once a delta is
     out, a failure is the stream's and raises from it. Each provider gets ``timeout``
     seconds to produce its first delta."""
+    answerers = able(chain, request)
     attempts: list[Attempt] = []
-    for answerer in able(chain, request):
+    failure: Exception | None = None  # the last one: the cause of a rejected request
+    while isinstance(step := next_attempt(len(answerers), attempts), TryProvider):
+        answerer = answerers[step.index]
         deltas = _deltas(answerer, request)
         try:
             with trio.fail_after(timeout):
                 first, usage = await _first_delta(deltas)
         except Exception as error:
             await deltas.aclose()
-            _record(attempts, answerer.name, error)
+            attempts.append(_failed(answerer.name, error))
+            failure = error
             continue
         return OpenedStream(answerer.name, answerer.model, first, deltas, usage)
-    raise AllProvidersFailed(attempts)
+    raise _given_up(step) from (failure if step.rejected else None)
 
 
 async def _first_delta(items: AsyncGenerator[StreamItem, None]) -> tuple[str, TokenUsage | None]:
@@ -175,14 +183,18 @@ def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[StreamItem, None
     return whole()
 
 
-def _record(attempts: list[Attempt], provider: str, error: Exception) -> None:
-    """Add the failed attempt, or raise: the error itself when it is no provider failure (a bug),
-    ProviderRejected when the failure does not move on to the next provider."""
+def _failed(provider: str, error: Exception) -> Attempt:
+    """The failed attempt ``error`` makes, or the error itself raised when it is no provider
+    failure (a bug of ours)."""
     attempt = attempt_of(provider, error)
     if attempt is None:
         raise error
-    attempts.append(attempt)
-    if not moves_on(attempt.failure):
-        raise ProviderRejected(attempts) from error
-    log.warning("answering provider %s", attempts[-1].describe())
-    log.debug("%s failed", provider, exc_info=error)
+    if moves_on(attempt.failure):
+        log.warning("answering provider %s", attempt.describe())
+        log.debug("%s failed", provider, exc_info=error)
+    return attempt
+
+
+def _given_up(step: GiveUp) -> AnswerFailed:
+    """ProviderRejected when the last provider refused the request, else AllProvidersFailed."""
+    return ProviderRejected(step.attempts) if step.rejected else AllProvidersFailed(step.attempts)

@@ -33,7 +33,7 @@ import trio
 from google import genai
 from google.genai import errors, types
 
-from ragcore.effects import Generate, Reply
+from ragcore.chat.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.usage import TokenUsage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
@@ -311,4 +311,3 @@ def _duration(value: Any) -> float | None:
         except ValueError:
             return None
     return None
-

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from openai import AsyncOpenAI, BadRequestError, UnprocessableEntityError
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
-from ragcore.effects import Generate, Reply
+from ragcore.chat.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.usage import TokenUsage, is_count, reported_usage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
@@ -43,7 +43,6 @@ from ragio.providers.failures import BadReply, no_text, stream_without_text
 # request, which 2,048 chunks of ~224 tokens would pass.
 MAX_BATCH = 512
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
-
 
 
 def make_client(settings: Any, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:

@@ -14,11 +14,12 @@ from typing import Any
 
 import psycopg
 
-from ragcore.effects import CheckBudget, ReserveTokens
 from ragcore.usage import (
     Allowed,
     Capped,
+    CheckBudget,
     Reservation,
+    ReserveTokens,
     TokenUsage,
     Totals,
     check_budget,

@@ -1,0 +1,345 @@
+"""Reading an uploaded file into text: the rules over bytes and text already in memory.
+
+What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of HTML and
+Word files get a heading path), paragraphs separated by blank lines, and tables as one
+line per row (``Name: Ada; Role: engineer``, see ``ragcore.knowledge.documents.table_lines``).
+A PDF's pages become ``# Page N`` sections, so a citation can say which page it came
+from. In text taken from a PDF, a Word file, HTML or a CSV, a line that merely begins
+with ``# `` is escaped so it does not become a heading.
+
+Here: decoding text, HTML and CSV read with the standard library's parsers, how PDF pages
+and Word paragraphs become text, and the bounds on the work one file may cause.
+``ragio.knowledge.formats`` calls the PDF and Word libraries and runs the reading in a
+worker thread, with a ``check`` that the pieces of work here call between them (it stops
+a reading whose request was cancelled or that took too long).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import re
+from collections.abc import Callable, Iterable
+from html.parser import HTMLParser
+
+from ragcore.errors import InvalidInput, TooLarge
+from ragcore.knowledge.documents import table_lines
+
+# A .docx is a zip whose parts python-docx reads whole into memory and whose XML it
+# parses into a tree: refuse packages that unpack to more than these (a zip bomb).
+MAX_UNPACKED_BYTES = 256 * 2**20
+MAX_DOCX_XML_BYTES = 32 * 2**20  # a 1,000-page manual's XML is about 10 MB
+MAX_BLOCKS = 50_000  # paragraphs and table rows of a Word file
+MAX_PDF_PAGES = 5_000
+HTML_PIECE = 256 * 1024  # characters fed to the HTML parser between checks
+CHECK_EVERY = 500  # paragraphs or rows read between checks
+_LOOKS_LIKE_HEADING = re.compile(r"^#{1,6}\s")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
+_HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.I)
+#: a line and its end (``\n``, ``\r\n`` or ``\r``, as the csv module wants them), or the last
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+", re.S)
+
+#: called between pieces of work: raises to stop the reading
+Check = Callable[[], None]
+
+
+def unchecked() -> None:
+    return None
+
+
+class Unreadable(InvalidInput):
+    """The file is not what it says or holds no text; the message says why (HTTP 422)."""
+
+    def __init__(self, message: str):
+        super().__init__("file", message)
+
+
+def decode_text(data: bytes, declared: str | None = None) -> str:
+    """``data`` as text: BOM, then the declared charset, then UTF-8, then Windows-1252."""
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError:
+                raise Unreadable(f"is not valid {encoding.upper()} text") from None
+    if b"\x00" in data:
+        raise Unreadable("is binary, not text")
+    for charset in (_known_charset(declared), "utf-8", "cp1252"):
+        if charset:
+            try:
+                return data.decode(charset)
+            except UnicodeDecodeError:
+                continue
+    raise Unreadable("is not UTF-8 text; save it as UTF-8 and send it again")
+
+
+def _known_charset(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        return codecs.lookup(name.strip().strip("\"'")).name
+    except LookupError:
+        return None
+
+
+def literal(line: str) -> str:
+    """A line of text from a non-markdown file, escaped if it would read as a heading."""
+    return "\\" + line if _LOOKS_LIKE_HEADING.match(line) else line
+
+
+def short_reason(error: BaseException) -> str:
+    """A library's error, on one line and short, for the reason a file is unreadable."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    return message[:200]
+
+
+# --- PDF --------------------------------------------------------------------------------------
+
+
+def check_page_count(pages: int) -> None:
+    if pages > MAX_PDF_PAGES:
+        raise TooLarge("file", f"has {pages} pages; the limit is {MAX_PDF_PAGES}: split it")
+
+
+def pdf_text(pages: Iterable[str]) -> str:
+    """The text of a PDF's pages (their text layer, in order) as ``# Page N`` sections;
+    Unreadable when no page holds any text."""
+    sections = []
+    for number, page in enumerate(pages, start=1):
+        text = _join_hyphenated(page.replace("\x00", ""))
+        lines = [literal(line.strip()) for line in text.split("\n")]
+        body = "\n".join(lines).strip()
+        if any(ch.isalnum() for ch in body):
+            sections.append(f"# Page {number}\n\n{body}")
+    if not sections:
+        raise Unreadable(
+            "has no text layer (a scanned PDF needs OCR, which ragchat does not do); "
+            "export it with text or send the text itself"
+        )
+    return "\n\n".join(sections) + "\n"
+
+
+def _join_hyphenated(text: str) -> str:
+    """Words broken across lines with a hyphen ("exam-\\nple") joined again."""
+    return re.sub(r"(\w)-\n(?=[a-zà-ÿ])", r"\1", text)
+
+
+# --- Word -------------------------------------------------------------------------------------
+
+
+def check_package_size(unpacked: int, xml: int) -> None:
+    """Refuse a Word package that unpacks to more than is read (a zip bomb)."""
+    if unpacked > MAX_UNPACKED_BYTES or xml > MAX_DOCX_XML_BYTES:
+        raise TooLarge(
+            "file",
+            f"unpacks to {unpacked // 2**20} MB, {xml // 2**20} MB of it XML; the limits are "
+            f"{MAX_UNPACKED_BYTES // 2**20} MB and {MAX_DOCX_XML_BYTES // 2**20} MB of XML",
+        )
+
+
+def check_block_count(blocks: int) -> None:
+    if blocks > MAX_BLOCKS:
+        raise TooLarge(
+            "file",
+            f"has {blocks} paragraphs and table rows; the limit is {MAX_BLOCKS}: "
+            "split it into smaller files",
+        )
+
+
+def heading_level(style_names: Iterable[str]) -> int:
+    """The heading level a paragraph style makes, given the style's name and those of the
+    styles it is based on, nearest first: Title is level 1 and Heading N level N+1 (at
+    most 6); custom styles based on them too; 0 for any other."""
+    for name in style_names:
+        name = name.strip()
+        if name.lower() == "title":
+            return 1
+        if match := _HEADING_STYLE.match(name):
+            return min(int(match.group(1)) + 1, 6)
+    return 0
+
+
+def paragraph_line(text: str, level: int, listed: bool) -> str:
+    """A Word paragraph as a line: a heading of ``level``, a list item, or plain text."""
+    text = " ".join(text.split())
+    if not text:
+        return ""
+    if level:
+        return "#" * level + " " + text
+    if listed:
+        return "- " + text
+    return literal(text)
+
+
+# --- HTML -------------------------------------------------------------------------------------
+
+
+def html_text(text: str, check: Check = unchecked) -> str:
+    parser = _HtmlText()
+    for start in range(0, len(text), HTML_PIECE):
+        check()
+        parser.feed(text[start : start + HTML_PIECE])
+    parser.close()
+    return parser.result()
+
+
+def html_charset(data: bytes) -> str | None:
+    """The charset an HTML file declares in a <meta> tag near its start."""
+    match = _META_CHARSET.search(data[:4096])
+    return match.group(1).decode("ascii") if match else None
+
+
+class _HtmlText(HTMLParser):
+    """One pass over the tags: headings, blocks, list items and tables become lines."""
+
+    SKIP = frozenset(
+        {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object"}
+        | {"nav"}  # site menus: the same links on every page, noise in every chunk
+    )
+    VOID = frozenset(
+        {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"}
+        | {"param", "track", "wbr"}
+    )
+    BLOCKS = frozenset(
+        {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "ul"}
+        | {"ol", "dl", "dt", "dd", "blockquote", "pre", "hr", "figure", "figcaption", "form"}
+        | {"address", "details", "summary", "body", "html", "fieldset", "caption"}
+    )
+    HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[str] = []
+        self.words: list[str] = []
+        self.prefix = ""
+        self.heading = 0
+        self.skip: tuple[str, int] | None = None  # the tag being skipped, and its depth
+        self.tables: list[dict] = []  # open tables: rows, the row and cell being read
+
+    # the tag stream
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip:
+            if tag == self.skip[0]:
+                self.skip = (tag, self.skip[1] + 1)
+            return
+        hidden = any(name == "hidden" for name, _ in attrs)
+        if tag in self.SKIP or (hidden and tag not in self.VOID):
+            self.skip = (tag, 1)
+            return
+        if tag == "br":
+            self.words.append("\n")
+        elif tag in self.HEADINGS:
+            self.end_block()
+            self.heading = int(tag[1])
+        elif tag == "li":
+            self.end_block()
+            self.prefix = "- "
+        elif tag == "table":
+            self.end_block()
+            self.tables.append({"rows": [], "row": None, "cell": None, "header": True})
+        elif tag == "tr" and self.tables:
+            self.end_row()
+            self.tables[-1]["row"] = []
+        elif tag in ("td", "th") and self.tables:
+            self.end_cell()
+            table = self.tables[-1]
+            if table["row"] is None:
+                table["row"] = []
+            if tag == "td" and not table["rows"]:
+                table["header"] = False  # a header row is all <th>
+            table["cell"] = []
+        elif tag in self.BLOCKS:
+            self.end_block()
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip:
+            if tag == self.skip[0]:
+                depth = self.skip[1] - 1
+                self.skip = (tag, depth) if depth else None
+            return
+        if tag in self.HEADINGS:
+            self.end_block()
+        elif tag == "table" and self.tables:
+            self.end_row()
+            table = self.tables.pop()
+            lines = table_lines(table["rows"], header=table["header"])
+            if self.tables and self.tables[-1]["cell"] is not None:
+                self.tables[-1]["cell"].append("; ".join(lines))  # a table in a cell
+            else:
+                self.blocks.extend(literal(line) for line in lines)
+        elif tag == "tr" and self.tables:
+            self.end_row()
+        elif tag in ("td", "th") and self.tables:
+            self.end_cell()
+        elif tag in self.BLOCKS or tag == "li":
+            self.end_block()
+
+    def handle_data(self, data: str) -> None:
+        if self.skip:
+            return
+        if self.tables and self.tables[-1]["cell"] is not None:
+            self.tables[-1]["cell"].append(data)
+        elif not self.tables or self.tables[-1]["row"] is None:
+            self.words.append(data)
+
+    # building the text
+
+    def end_block(self) -> None:
+        text = " ".join("".join(self.words).split())
+        self.words.clear()
+        if text:
+            if self.heading:
+                self.blocks.append("#" * self.heading + " " + text)
+            else:
+                self.blocks.append(self.prefix + literal(text) if self.prefix else literal(text))
+        self.heading = 0
+        self.prefix = ""
+
+    def end_cell(self) -> None:
+        table = self.tables[-1]
+        if table["cell"] is not None:
+            if table["row"] is None:
+                table["row"] = []
+            table["row"].append(" ".join("".join(table["cell"]).split()))
+            table["cell"] = None
+
+    def end_row(self) -> None:
+        self.end_cell()
+        table = self.tables[-1]
+        if table["row"] is not None:
+            table["rows"].append(table["row"])
+            table["row"] = None
+
+    def result(self) -> str:
+        while self.tables:
+            self.handle_endtag("table")
+        self.end_block()
+        return "\n\n".join(self.blocks) + "\n"
+
+
+# --- CSV --------------------------------------------------------------------------------------
+
+
+def csv_text(text: str, check: Check = unchecked) -> str:
+    sample = text[:8192]
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    try:
+        rows = []
+        for row in csv.reader(_LINE.findall(text), dialect):
+            rows.append(row)
+            if len(rows) % CHECK_EVERY == 0:
+                check()
+    except csv.Error as error:
+        raise Unreadable(f"is not a readable CSV file ({short_reason(error)})") from None
+    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if len(rows) < 2:
+        raise Unreadable("has no rows under its header row")
+    return "\n\n".join(literal(line) for line in table_lines(rows, header=True)) + "\n"

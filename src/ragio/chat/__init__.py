@@ -1,0 +1,1 @@
+"""Answering: the handlers of the chat pipeline's effects."""

@@ -1,0 +1,67 @@
+"""Handlers of the employees' effects (``ragcore.employees.effects``): role memory and
+learning, in the database."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from ragcore.employees.learning import History, LearnPattern, RecordInteraction
+from ragcore.employees.memory import (
+    FetchRoleMemory,
+    FindUnembeddedMemory,
+    MemoryItem,
+    StoreMemoryVectors,
+)
+from ragio.employees import learning, memory
+from ragio.runner import HandlerTable
+
+log = logging.getLogger(__name__)
+
+
+async def find_unembedded_memory(
+    effect: FindUnembeddedMemory, service: Any
+) -> list[tuple[int, str]]:
+    dimensions = service.embedder.space.dimensions
+    return await service.database.run(memory.unembedded, effect.role, dimensions)
+
+
+async def store_memory_vectors(effect: StoreMemoryVectors, service: Any) -> None:
+    await service.database.run(memory.set_embeddings, effect.vectors)
+
+
+async def fetch_role_memory(effect: FetchRoleMemory, service: Any) -> list[MemoryItem]:
+    return await service.database.run(memory.context_items, effect)
+
+
+# Learning never costs anyone their answer: a failure is logged and learns nothing.
+
+
+async def record_interaction(effect: RecordInteraction, service: Any) -> History:
+    try:
+        return await service.database.run(learning.record, effect, datetime.now(UTC))
+    except Exception:
+        _unlearned()
+        return History(recorded=False)
+
+
+async def learn_pattern(effect: LearnPattern, service: Any) -> MemoryItem | None:
+    try:
+        return await service.database.run(learning.learn, effect)
+    except Exception:
+        _unlearned()
+        return None
+
+
+def _unlearned() -> None:
+    log.warning("learning from an answer failed; the answer is unaffected", exc_info=True)
+
+
+HANDLERS: HandlerTable = {
+    FindUnembeddedMemory: find_unembedded_memory,
+    StoreMemoryVectors: store_memory_vectors,
+    FetchRoleMemory: fetch_role_memory,
+    RecordInteraction: record_interaction,
+    LearnPattern: learn_pattern,
+}

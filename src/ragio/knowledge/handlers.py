@@ -1,0 +1,36 @@
+"""Handlers of the knowledge effects (``ragcore.knowledge.effects``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragcore.knowledge.documents import FindDocuments, StoredDocument, StoreDocuments
+from ragcore.knowledge.effects import Embed, SearchChunks, Vector
+from ragcore.knowledge.retrieval import RetrievedHit
+from ragio.knowledge import search, store
+from ragio.providers.chain import embed
+from ragio.runner import HandlerTable
+
+
+async def embed_texts(effect: Embed, service: Any) -> list[Vector]:
+    return await embed(service.embedder, effect.texts, effect.purpose)
+
+
+async def search_chunks(effect: SearchChunks, service: Any) -> list[RetrievedHit]:
+    return await service.database.run(search.search, effect, service.embedder.space)
+
+
+async def find_documents(effect: FindDocuments, service: Any) -> list[StoredDocument | None]:
+    return await service.database.run(store.find_documents, effect.content_hashes)
+
+
+async def store_documents(effect: StoreDocuments, service: Any) -> list[StoredDocument]:
+    return await service.database.run(store.store_documents, effect.documents)
+
+
+HANDLERS: HandlerTable = {
+    Embed: embed_texts,
+    SearchChunks: search_chunks,
+    FindDocuments: find_documents,
+    StoreDocuments: store_documents,
+}

@@ -1,0 +1,46 @@
+"""One table of handlers: every effect of ragcore has exactly one, checked at start-up."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import ragcore
+from ragcore.chat.effects import Generate
+from ragcore.effects import Effect
+from ragcore.knowledge.effects import Embed
+from ragcore.usage import ReleaseTokens
+from ragio.registry import HANDLERS, effects_declared_in
+from ragio.runner import HandlerTableError, merge_handlers
+
+
+@attrs.frozen
+class Ping(Effect[str]):
+    """An effect of a test, not of ragcore."""
+
+
+async def pong(effect: Ping, service: object) -> str:
+    return "pong"
+
+
+def test_every_effect_of_ragcore_has_a_handler():
+    effects = effects_declared_in(ragcore)
+    assert {Embed, Generate, ReleaseTokens} <= set(effects)
+    assert Ping not in effects  # only ragcore's
+    assert set(effects) <= set(HANDLERS.plain)
+    assert set(HANDLERS.streaming) == {Generate}
+
+
+def test_an_effect_without_a_handler_is_refused():
+    with pytest.raises(HandlerTableError, match=r"test_registry\.Ping has no handler"):
+        merge_handlers([{Embed: pong}], effects=[Embed, Ping])
+
+
+def test_an_effect_with_two_handlers_is_refused():
+    with pytest.raises(HandlerTableError, match=r"test_registry\.Ping has two handlers"):
+        merge_handlers([{Ping: pong}, {Ping: pong}], effects=[Ping])
+
+
+def test_streaming_an_effect_without_a_plain_handler_is_refused():
+    with pytest.raises(HandlerTableError, match=r"Ping has no handler"):
+        merge_handlers([{}], effects=[], streaming={Ping: pong})
