@@ -6,7 +6,6 @@ import logging
 from collections.abc import (
     Generator,
 )
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import trio
@@ -121,7 +120,7 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
         case DetectLanguage(text=text):
             return await service.language.detect(text)
         case CheckBudget():
-            return await service.database.run(ledger.check, effect, datetime.now(UTC))
+            return await service.database.run(ledger.check, effect, service.clock.now())
         case ReserveTokens():
             return await _reserve(effect, service)
         case SettleTokens(reservation_id=rid, provider=provider, model=model, usage=usage):
@@ -142,7 +141,7 @@ async def _reserve(effect: ReserveTokens, service: Any) -> Reservation | Capped:
     deadline = trio.current_time() + RESERVE_WAIT_SECONDS
     pause = 0.02
     while True:
-        decision = await service.database.run(ledger.reserve, effect, datetime.now(UTC))
+        decision = await service.database.run(ledger.reserve, effect, service.clock.now())
         if not (isinstance(decision, Capped) and decision.wait):
             return decision
         if trio.current_time() + pause > deadline:
@@ -155,8 +154,7 @@ async def _learn(effect: RecordInteraction | LearnPattern, service: Any) -> Any:
     """Learning never costs anyone their answer: a failure is logged and learns nothing."""
     try:
         if isinstance(effect, RecordInteraction):
-            now = datetime.now(UTC)
-            return await service.database.run(learning.record, effect, now)
+            return await service.database.run(learning.record, effect, service.clock.now())
         return await service.database.run(learning.learn, effect)
     except Exception:
         log.warning("learning from an answer failed; the answer is unaffected", exc_info=True)

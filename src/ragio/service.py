@@ -1,4 +1,4 @@
-"""The running service: settings, database, providers. Opened and closed as one."""
+"""The running service: settings, clock, database, providers. Opened and closed as one."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
 import trio
 
+from ragcore.settings import Settings
+from ragio.clock import Clock, SystemClock
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 @attrs.define
 class Service:
-    settings: Any
+    settings: Settings
     database: Database
     embedder: Embedder
     answerer: AnswererChain  # the primary, then the fallbacks (rule 6); see ragio.runner
@@ -33,6 +34,7 @@ class Service:
     # the platforms' APIs (channel replies, the owner's notifications): one pool,
     # a timeout on every request, redirects never followed
     outbound: httpx.AsyncClient = attrs.field(factory=lambda: outbound_client())
+    clock: Clock = attrs.field(factory=SystemClock)  # every wall-clock read (ragio.clock)
 
     @property
     def mode(self) -> str:
@@ -51,7 +53,7 @@ def outbound_client() -> httpx.AsyncClient:
 
 
 @asynccontextmanager
-async def open_database(settings: Any) -> AsyncIterator[Database]:
+async def open_database(settings: Settings) -> AsyncIterator[Database]:
     """DATABASE_URL, or the embedded server under DATA_DIR; closed (and left) on the way out."""
     embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
     try:
@@ -73,7 +75,7 @@ async def open_database(settings: Any) -> AsyncIterator[Database]:
 
 
 @asynccontextmanager
-async def open_service(settings: Any) -> AsyncIterator[Service]:
+async def open_service(settings: Settings) -> AsyncIterator[Service]:
     """The database migrated and shaped for the active embedder, and the providers;
     the providers' connections are closed on the way out."""
     embedder = build_embedder(settings)

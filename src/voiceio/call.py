@@ -15,7 +15,6 @@ import logging
 import math
 from collections.abc import Callable
 from contextlib import aclosing
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -357,7 +356,7 @@ class PhoneCall:
         """Keep the call's record, even as the call ends around it (shielded, for at most
         RECORD_SECONDS); a failure is logged and the call goes on."""
         with trio.CancelScope(shield=True, deadline=trio.current_time() + RECORD_SECONDS):
-            await self._database(function, *args, datetime.now(UTC))
+            await self._database(function, *args, self.service.clock.now())
 
     def _sid(self) -> str:
         return self.call.call_sid if self.call is not None and self.call.call_sid else "?"

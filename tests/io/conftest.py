@@ -26,6 +26,7 @@ from ragio.service import Service, open_service
 from tests.conftest import make_settings
 from tests.io.fakes.action_receivers import CertAuthority, serve_https
 from tests.io.fakes.asgi import FakeServer
+from tests.io.fakes.clock import FakeClock
 from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 F = TypeVar("F", bound=FakeServer)
@@ -68,6 +69,14 @@ async def service(
     )
     async with open_service(settings) as svc:
         yield svc
+
+
+@pytest.fixture
+def fake_clock(service: Service) -> FakeClock:
+    """The service's clock, stopped at the present moment: the test moves time with
+    ``advance`` (the service reads the time only through ``service.clock``)."""
+    service.clock = clock = FakeClock()
+    return clock
 
 
 async def serve_app(

@@ -15,7 +15,7 @@ from ragcore.actions.approvals import (
     same_sender,
 )
 from ragcore.actions.flow import Decision, decide_action, result_text
-from ragio.actions import handlers, store
+from ragio.actions import store
 from ragio.runner import run
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ async def decide(
     service: Any, raw_id: str, verdict: str, by: str, now: datetime | None = None
 ) -> Decision:
     """Approve (the action is sent) or reject the held action ``raw_id`` as ``by``."""
-    at = now if now is not None else handlers.now()
+    at = now if now is not None else service.clock.now()
     return await run(decide_action(raw_id, verdict, by, at), service)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,11 +38,6 @@ from ragio.targets.post import interfaces, post
 log = logging.getLogger(__name__)
 
 
-def now() -> datetime:
-    """The clock the action code reads (tests replace it to pass time)."""
-    return datetime.now(UTC)
-
-
 def new_id() -> str:
     return approval_id(os.urandom(ID_BYTES))
 
@@ -54,7 +48,7 @@ async def execute(effect: ActionEffect, service: Any) -> Any:
         case LoadAutonomy():
             return await db.run(store.load_autonomy)
         case NewTicket():
-            return Ticket(new_id(), now())
+            return Ticket(new_id(), service.clock.now())
         case SaveAction(record=record, event=event, detail=detail):
             await db.run(store.save_action, record, event, detail)
             _log_event(record.id, event, detail, record)
@@ -90,7 +84,7 @@ async def perform(service: Any, record: ActionRecord) -> Sent:
             url = dict(settings.webhook_targets).get(action.target)
             if url is None:
                 return Sent(False, f"no webhook target named {action.target!r} any more")
-            body = webhook_body(record, now())
+            body = webhook_body(record, service.clock.now())
             headers = {"X-Ragchat-Action": record.id}
             return await post_json(settings, f'webhook "{action.target}"', url, body, headers)
         if isinstance(action, EmailAction):
