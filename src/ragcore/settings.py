@@ -13,7 +13,7 @@ import binascii
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -44,9 +44,10 @@ class _Bad(ValueError):
 VALUE_HIDDEN = "(the value is not shown: it is a secret)"
 
 Parser = Callable[[str], Any]
+P = TypeVar("P", bound=Parser)
 
 
-def _needs(requirement: str) -> Callable[[Parser], Parser]:
+def _needs(requirement: str) -> Callable[[P], P]:
     """Give a parser the fixed words of what it takes (``must be an https:// URL``).
 
     A bad secret is reported with these words alone: they are written before any value
@@ -54,7 +55,7 @@ def _needs(requirement: str) -> Callable[[Parser], Parser]:
     message would have quoted.
     """
 
-    def mark(parse: Parser) -> Parser:
+    def mark(parse: P) -> P:
         parse.requirement = requirement  # type: ignore[attr-defined]
         return parse
 
@@ -866,9 +867,11 @@ if [field.name for field in attrs.fields(Settings)] != [s.field for s in SETTING
     raise TypeError("Settings' fields must be the SETTINGS table's, in its order")
 
 
-def load_settings(environ: Mapping[str, str], dotenv: Mapping[str, str | None] = ()) -> Settings:
+def load_settings(
+    environ: Mapping[str, str], dotenv: Mapping[str, str | None] | None = None
+) -> Settings:
     """Parse settings from ``environ`` over ``dotenv``; raise SettingsError naming every bad one."""
-    merged = {k: v for k, v in dict(dotenv).items() if v is not None}
+    merged = {k: v for k, v in (dotenv or {}).items() if v is not None}
     merged.update(environ)
     values: dict[str, Any] = {}
     problems: list[str] = []

@@ -37,6 +37,7 @@ from ragio.providers.chain import (
     generate_with_fallback,
     stream_with_fallback,
 )
+from ragio.service import Service
 from ragio.usage import ledger
 
 T = TypeVar("T")
@@ -54,7 +55,9 @@ class Abandoned(Exception):
     token reservation is released at once instead of counting until it goes stale."""
 
 
-async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta | None = None) -> T:
+async def run(
+    pipeline: Generator[Any, Any, T], service: Service, on_delta: OnDelta | None = None
+) -> T:
     """Drive ``pipeline`` to its return value, executing its effects against ``service``.
 
     With ``on_delta``, answers are streamed: each piece of text is passed to it as the
@@ -77,7 +80,7 @@ async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta 
             failure = error
 
 
-async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
+async def unwind(pipeline: Generator[Any, Any, Any], service: Service) -> None:
     """Throw ``Abandoned`` into a cancelled pipeline and execute only what gives back what
     it holds (``UNWIND_EFFECTS``), shielded and within ``UNWIND_SECONDS``; any other effect
     it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
@@ -98,7 +101,7 @@ async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
         log.warning("a cancelled request took over %s s to release what it held", UNWIND_SECONDS)
 
 
-async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) -> Any:
+async def execute(effect: Any, service: Service, on_delta: OnDelta | None = None) -> Any:
     match effect:
         case Embed(texts=texts, purpose=purpose):
             return await embed(service.embedder, texts, purpose)
@@ -134,7 +137,7 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
     raise TypeError(f"no handler for effect {effect!r}")
 
 
-async def _reserve(effect: ReserveTokens, service: Any) -> Reservation | Capped:
+async def _reserve(effect: ReserveTokens, service: Service) -> Reservation | Capped:
     """A reservation, waiting up to RESERVE_WAIT_SECONDS while the caps are held only by
     calls in flight (``Capped.wait``): they usually settle for less than they hold, and a
     small cap then serves the next call instead of refusing it."""
@@ -150,7 +153,7 @@ async def _reserve(effect: ReserveTokens, service: Any) -> Reservation | Capped:
         pause = min(pause * 2, 0.25)
 
 
-async def _learn(effect: RecordInteraction | LearnPattern, service: Any) -> Any:
+async def _learn(effect: RecordInteraction | LearnPattern, service: Service) -> Any:
     """Learning never costs anyone their answer: a failure is logged and learns nothing."""
     try:
         if isinstance(effect, RecordInteraction):

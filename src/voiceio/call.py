@@ -57,6 +57,7 @@ from ragcore.voice.greeting import greeting
 from ragio.employees.profile import get_profile
 from ragio.employees.store import list_roles
 from ragio.runner import run
+from ragio.service import Service
 from ragio.voice import calls
 from voiceio.speech import Deepgram, SpeechError
 from voiceio.vad import SpeechDetector
@@ -80,7 +81,7 @@ class TurnWork:
 class PhoneCall:
     """The running call: ``run`` returns when the call is over."""
 
-    def __init__(self, service: Any, speech: Deepgram, socket: WebSocketConnection) -> None:
+    def __init__(self, service: Service, speech: Deepgram, socket: WebSocketConnection) -> None:
         self.service = service
         self.speech = speech
         self.socket = socket
@@ -315,9 +316,7 @@ class PhoneCall:
             return
         self.feed(Answered(turn, answer, self.now()))
 
-    async def _say(
-        self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]
-    ) -> None:
+    async def _say(self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]) -> None:
         """Synthesize the turn's sentences in order, each streamed as it arrives."""
         async for part, text in sentences:
             try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 import trio
@@ -20,6 +20,7 @@ from trio_websocket import (
     open_websocket_url,
 )
 
+from ragcore.settings import Settings
 from ragcore.voice import deepgram
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class DeepgramListener:
 class Deepgram:
     """VOICEAI_API_KEY at VOICEAI_BASE_URL: ``listen()`` and ``synthesize()``."""
 
-    def __init__(self, settings: Any, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None) -> None:
         self._key = settings.voiceai_api_key
         self._listen_url = deepgram.listen_url(
             settings.voiceai_base_url, settings.voice_stt_model, settings.voice_language

@@ -52,6 +52,7 @@ from ragcore.errors import InvalidInput, check_text
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import LanguagePolicy, choose_language, not_found, worth_detecting
 from ragcore.metering import metered_generate
+from ragcore.settings import Settings
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,
@@ -113,7 +114,7 @@ class ChatPolicy:
     actions: ActionPolicy | None = None  # None: no action is ever proposed
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ChatPolicy:
+    def from_settings(cls, settings: Settings) -> ChatPolicy:
         return cls(
             max_context_chars=settings.max_context_chars,
             max_output_tokens=settings.max_output_tokens,

@@ -30,9 +30,11 @@ from ragcore.actions.kinds import (
     describe,
 )
 from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
+from ragcore.settings import Settings
 from ragio.actions import store
 from ragio.actions.mail import send_email
 from ragio.actions.notify import notify_owner
+from ragio.service import Service
 from ragio.targets.post import interfaces, post
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ def new_id() -> str:
     return approval_id(os.urandom(ID_BYTES))
 
 
-async def execute(effect: ActionEffect, service: Any) -> Any:
+async def execute(effect: ActionEffect, service: Service) -> Any:
     db = service.database
     match effect:
         case LoadAutonomy():
@@ -75,7 +77,7 @@ async def execute(effect: ActionEffect, service: Any) -> Any:
     raise TypeError(f"no handler for action effect {effect!r}")
 
 
-async def perform(service: Any, record: ActionRecord) -> Sent:
+async def perform(service: Service, record: ActionRecord) -> Sent:
     """Send the action; a Sent that says how it went. Never raises."""
     settings = service.settings
     action = record.action
@@ -101,7 +103,7 @@ async def perform(service: Any, record: ActionRecord) -> Sent:
 
 
 async def post_json(
-    settings: Any, name: str, url: str, body: bytes, headers: dict[str, str] | None = None
+    settings: Settings, name: str, url: str, body: bytes, headers: dict[str, str] | None = None
 ) -> Sent:
     """POST an action's ``body`` to ``url`` (called ``name`` in logs and reasons) through
     ``ragio.targets.post``: https, public addresses only unless

@@ -10,7 +10,7 @@ their text by ``ensure_embedded`` before a search.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -20,6 +20,9 @@ from ragcore.employees.profile import profile_items
 from ragio.employees.profile import get_profile
 from ragio.knowledge.store import vector_literal
 from ragio.providers.chain import embed
+
+if TYPE_CHECKING:
+    from ragio.service import Service
 
 _COLUMNS = "id, role, text, tags, source, importance, created_at"
 _FIXED_ORDER = (
@@ -169,7 +172,7 @@ def set_embeddings(conn: psycopg.Connection, pairs: Sequence[tuple[int, Sequence
         )
 
 
-async def ensure_embedded(service: Any, role: str) -> None:
+async def ensure_embedded(service: Service, role: str) -> None:
     """Embed the role's items that have no vector in the active embedder's space."""
     missing = await service.database.run(unembedded, role, service.embedder.space.dimensions)
     if not missing:

@@ -30,6 +30,7 @@ from anthropic import AsyncAnthropic, BadRequestError
 from anthropic.types import Message, MessageParam
 
 from ragcore.effects import Generate, Reply
+from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text
 
@@ -38,7 +39,7 @@ MAX_TEMPERATURE = 1.0  # the Messages API takes 0..1; DEFAULT_TEMPERATURE may go
 
 
 def make_client(
-    settings: Any, base_url: str | None = None, max_retries: int = MAX_RETRIES
+    settings: Settings, base_url: str | None = None, max_retries: int = MAX_RETRIES
 ) -> AsyncAnthropic:
     """``base_url`` None: api.anthropic.com (or ANTHROPIC_BASE_URL, as the SDK reads it)."""
     return AsyncAnthropic(
@@ -54,7 +55,7 @@ class AnthropicAnswerer:
 
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         client: AsyncAnthropic | None = None,
         *,
         base_url: str | None = None,

@@ -35,6 +35,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, is_count, reported_usage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
 from ragio.providers.failures import BadReply, no_text, stream_without_text
@@ -46,7 +47,7 @@ MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stall
 
 
 
-def make_client(settings: Any, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
+def make_client(settings: Settings, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
     return AsyncOpenAI(
         api_key=settings.openai_api_key or "unset",
         base_url=settings.openai_base_url or None,
@@ -66,7 +67,11 @@ class OpenAIAnswerer:
     name = "openai"
 
     def __init__(
-        self, settings: Any, client: AsyncOpenAI | None = None, *, max_retries: int = MAX_RETRIES
+        self,
+        settings: Settings,
+        client: AsyncOpenAI | None = None,
+        *,
+        max_retries: int = MAX_RETRIES,
     ):
         self.client = client or make_client(settings, max_retries)
         self.model = settings.openai_chat_model
@@ -192,7 +197,11 @@ class OpenAIEmbedder:
     name = "openai"
 
     def __init__(
-        self, settings: Any, client: AsyncOpenAI | None = None, *, max_retries: int = MAX_RETRIES
+        self,
+        settings: Settings,
+        client: AsyncOpenAI | None = None,
+        *,
+        max_retries: int = MAX_RETRIES,
     ):
         self.client = client or make_client(settings, max_retries)
         self.space = EmbeddingSpace(

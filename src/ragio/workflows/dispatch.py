@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -29,6 +28,7 @@ from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay
 from ragcore.workflows.matching import firing
 from ragcore.workflows.payload import request_headers, signing_key, workflow_body
 from ragio.clock import Clock
+from ragio.service import Service
 from ragio.targets.post import interfaces, post
 from ragio.workflows import store
 
@@ -37,7 +37,7 @@ DEFAULT_POLICY = RetryPolicy()
 
 
 async def fire_workflows(
-    service: Any,
+    service: Service,
     channel: str,
     message: str,
     ai_reply: str,
