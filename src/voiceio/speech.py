@@ -7,7 +7,7 @@ speaks Deepgram's documented wire format (``ragcore.voice.deepgram``) with VOICE
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Protocol
 
@@ -42,7 +42,7 @@ class Listener(Protocol):
 
 
 class Speaker(Protocol):
-    def synthesize(self, text: str) -> AsyncIterator[bytes]: ...
+    def synthesize(self, text: str) -> AsyncGenerator[bytes, None]: ...
 
 
 class DeepgramListener:
@@ -114,7 +114,7 @@ class Deepgram:
         except (OSError, trio.TooSlowError) as error:
             raise SpeechError(f"speech-to-text could not be reached: {error!r}") from None
 
-    async def synthesize(self, text: str) -> AsyncIterator[bytes]:
+    async def synthesize(self, text: str) -> AsyncGenerator[bytes, None]:
         """The speech of ``text`` as µ-law, in chunks as the provider sends them."""
         headers = deepgram.auth_header(self._key)
         try:

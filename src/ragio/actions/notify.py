@@ -27,7 +27,7 @@ from ragio.service import Service
 log = logging.getLogger(__name__)
 # under every platform's limit (Telegram 4096, WhatsApp 1600, Discord 2000 characters)
 MAX_CHARS = 1500
-NO_MENTIONS = {"parse": []}
+NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 
 def missing_settings(settings: Settings, channel: str) -> list[str]:

@@ -18,6 +18,7 @@ from ragcore.chat.fallback import answering_order
 from ragcore.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.settings import Settings, answering_provider, embedding_provider
+from ragcore.usage import TokenUsage
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class Answerer(Protocol):
 
     async def generate(self, request: Generate) -> Reply: ...
 
-    def stream(self, request: Generate) -> AsyncIterator[str]: ...
+    def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]: ...
 
     async def aclose(self) -> None: ...
 

@@ -163,7 +163,7 @@ def _message_text(message: Message) -> str:
     content = getattr(message, "content", None)
     if not isinstance(content, list):
         raise BadReply("JSON without content")
-    texts = [getattr(block, "text", None) for block in content if _type(block) == "text"]
+    texts: list[Any] = [getattr(block, "text", None) for block in content if _type(block) == "text"]
     if not all(isinstance(text, str) for text in texts):
         raise BadReply("text blocks whose text is not a string")
     text = "".join(texts)
@@ -177,7 +177,7 @@ def _type(block: Any) -> Any:
 
 
 def _refuses_temperature(error: BadRequestError) -> bool:
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
+    inner: Any = body.get("error") if isinstance(body.get("error"), dict) else body
     message = str(inner.get("message", ""))
     return "temperature" in message and "deprecated" in message

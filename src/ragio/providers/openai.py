@@ -265,5 +265,5 @@ def _check_json(body: bytes) -> None:
 
 def _index(item: Any) -> int:
     """Where an embedding goes: its ``index``, which every server sends; in order without."""
-    index = getattr(item, "index", None)
+    index: Any = getattr(item, "index", None)
     return index if is_count(index) else 0

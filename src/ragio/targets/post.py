@@ -261,7 +261,8 @@ async def _post_to(
 
 
 def _connect_failure(error: BaseException) -> str:
-    chain, cause = [], error
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
     while cause is not None and len(chain) < 5:
         chain.append(cause)
         cause = cause.__cause__ or cause.__context__
