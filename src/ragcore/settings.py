@@ -2,7 +2,9 @@
 
 The table ``SETTINGS`` is the single source of truth: ``load_settings`` parses a
 mapping (the environment merged over an optional ``.env``) with it, and
-``.env.example`` and the docs are checked against it. Every bad variable is
+``.env.example`` and the docs are checked against it. ``Settings`` declares the same
+fields with their types, so a type checker sees them; it cannot drift from the table
+(its names are checked at import, its types by a test). Every bad variable is
 reported at once, each naming itself, so an operator fixes them in one go.
 """
 
