@@ -59,7 +59,7 @@ from ragio.http.app import create_app  # noqa: E402
 from ragio.knowledge import search  # noqa: E402
 from ragio.providers import AnswererChain  # noqa: E402
 from ragio.providers.local import LocalEmbedder  # noqa: E402
-from ragio.service import open_service  # noqa: E402
+from ragio.startup import open_service  # noqa: E402
 
 BENCH_VERSION = "2"  # change to rebuild cached databases
 CHUNKS_PER_DOCUMENT = 20

@@ -36,7 +36,7 @@ from tests.io.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
 from ragio.knowledge.ingest import ingest_paths  # noqa: E402
-from ragio.service import open_service  # noqa: E402
+from ragio.startup import open_service  # noqa: E402
 
 
 def write_corpus(dataset: Path, folder: Path, count: int) -> int:

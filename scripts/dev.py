@@ -2,7 +2,7 @@
 """Set everything up, then run the service or the tests: the README's two commands.
 
     python3 scripts/dev.py serve    # the service, on its offline embedded default
-    python3 scripts/dev.py test     # ruff, the import contract and the whole test suite
+    python3 scripts/dev.py test     # ruff, the import contracts, mypy and the whole test suite
 
 Needs only Python 3.11+ and the package registries. Creates .venv beside this
 folder and installs the project into it (again only when pyproject.toml changed).
@@ -88,7 +88,7 @@ def main() -> int:
             BIN / "ragchat", [str(BIN / "ragchat"), "serve", *sys.argv[2:]]
         )
     voice_tools()
-    for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"]):
+    for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"], ["mypy"]):
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1
     arguments = sys.argv[2:]

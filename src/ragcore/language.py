@@ -9,11 +9,14 @@ DEFAULT_LANGUAGE.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ragcore.effects import Effect
+
+if TYPE_CHECKING:
+    from ragcore.settings import Settings
 
 #: messages with fewer letters than this fall back to the default language
 MIN_LETTERS = 12
@@ -40,7 +43,7 @@ class LanguagePolicy:
     supported: tuple[str, ...] = ()  # empty: any language
 
     @classmethod
-    def from_settings(cls, settings: Any) -> LanguagePolicy:
+    def from_settings(cls, settings: Settings) -> LanguagePolicy:
         return cls(
             default=settings.default_language,
             threshold=settings.language_detection_confidence_threshold,

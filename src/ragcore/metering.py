@@ -36,7 +36,8 @@ def metered_generate(
     judge's verdict). Without the ledger the call is made unmetered. A failed call raises,
     its hold released."""
     if not ledger:
-        return (yield request)
+        unmetered: Reply = yield request
+        return unmetered
     prompt = request.prompt
     wanted = request.max_output_tokens
     decision = yield ReserveTokens(

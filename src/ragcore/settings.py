@@ -2,7 +2,9 @@
 
 The table ``SETTINGS`` is the single source of truth: ``load_settings`` parses a
 mapping (the environment merged over an optional ``.env``) with it, and
-``.env.example`` and the docs are checked against it. Every bad variable is
+``.env.example`` and the docs are checked against it. ``Settings`` declares the same
+fields with their types, so a type checker sees them; it cannot drift from the table
+(its names are checked at import, its types by a test). Every bad variable is
 reported at once, each naming itself, so an operator fixes them in one go.
 """
 
@@ -13,7 +15,7 @@ import binascii
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -44,9 +46,10 @@ class _Bad(ValueError):
 VALUE_HIDDEN = "(the value is not shown: it is a secret)"
 
 Parser = Callable[[str], Any]
+P = TypeVar("P", bound=Parser)
 
 
-def _needs(requirement: str) -> Callable[[Parser], Parser]:
+def _needs(requirement: str) -> Callable[[P], P]:
     """Give a parser the fixed words of what it takes (``must be an https:// URL``).
 
     A bad secret is reported with these words alone: they are written before any value
@@ -54,7 +57,7 @@ def _needs(requirement: str) -> Callable[[Parser], Parser]:
     message would have quoted.
     """
 
-    def mark(parse: Parser) -> Parser:
+    def mark(parse: P) -> P:
         parse.requirement = requirement  # type: ignore[attr-defined]
         return parse
 
@@ -758,31 +761,119 @@ SETTINGS: tuple[Setting, ...] = (
 
 SETTING_NAMES = frozenset(s.name for s in SETTINGS)
 
-# Settings is generated from the table so the two can never drift apart.
-Settings = attrs.make_class(
-    "Settings",
-    {s.field: attrs.field() for s in SETTINGS},
-    frozen=True,
-    repr=False,
-)
-Settings.__doc__ = "Every setting, typed. Build it with load_settings()."
-Settings.__module__ = __name__
+
+@attrs.frozen(repr=False)
+class Settings:
+    """Every setting, typed. Build it with load_settings().
+
+    The fields are the table's, in its order (checked below, so the two cannot drift);
+    each field's type is what its setting's parser returns (tests/core checks it).
+    """
+
+    app_bind: str
+    app_port: int
+    service_api_key: str
+    allow_insecure_bind: bool
+    database_url: str
+    data_dir: str
+    postgres_password: str
+    llm_provider: str
+    llm_fallback_providers: tuple[str, ...]
+    embedding_provider: str
+    genai_api_key: str
+    genai_chat_model: str
+    genai_embedding_model: str
+    embedding_dimensions: int
+    openai_api_key: str
+    openai_base_url: str
+    openai_chat_model: str
+    openai_embedding_model: str
+    anthropic_api_key: str
+    anthropic_chat_model: str
+    provider_timeout_seconds: float
+    max_output_tokens: int
+    default_temperature: float
+    max_context_chars: int
+    max_upload_bytes: int
+    max_document_chunks: int
+    max_document_read_seconds: float
+    http_read_timeout_seconds: float
+    default_language: str
+    language_detection_confidence_threshold: float
+    language_detection_supported_languages: tuple[str, ...]
+    graph_uri: str
+    graph_user: str
+    graph_password: str
+    domain_terms: tuple[str, ...]
+    sensitive_roles_extra: tuple[str, ...]
+    sensitive_roles_reviewed_safe: tuple[str, ...]
+    addon_encryption_key: str
+    webhook_targets: tuple[tuple[str, str], ...]
+    chatops_webhook_url: str
+    smtp_host: str
+    smtp_port: int
+    smtp_security: str
+    smtp_user: str
+    smtp_password: str
+    email_from: str
+    email_allowed_recipients: tuple[str, ...]
+    approval_ttl_hours: int
+    actions_timeout_seconds: float
+    actions_allow_private_targets: bool
+    actions_ca_bundle: str
+    workflow_signing_secret: str
+    workflow_allow_private_targets: bool
+    public_base_url: str
+    telegram_bot_token: str
+    telegram_webhook_secret: str
+    telegram_allow_unsigned: bool
+    telegram_api_base_url: str
+    telco_account_sid: str
+    telco_auth_token: str
+    whatsapp_from_number: str
+    telco_api_base_url: str
+    whatsapp_allow_unsigned: bool
+    discord_public_key: str
+    discord_application_id: str
+    discord_bot_token: str
+    discord_api_base_url: str
+    voiceai_api_key: str
+    voiceai_base_url: str
+    voice_bind: str
+    voice_port: int
+    voice_public_url: str
+    voice_allow_unsigned: bool
+    voice_bot_name: str
+    voice_greeting: str
+    voice_tts_voice: str
+    voice_stt_model: str
+    voice_language: str
+    voice_max_calls: int
+    usage_ledger: bool
+    budget_daily_tokens: int
+    budget_monthly_tokens: int
+    budget_role_daily_tokens: int
+    budget_role_monthly_tokens: int
+    budget_role_daily_overrides: tuple[tuple[str, int], ...]
+    budget_role_monthly_overrides: tuple[tuple[str, int], ...]
+
+    def __repr__(self) -> str:  # a secret never reaches a log through repr()
+        def shown(s: Setting) -> str:
+            value = getattr(self, s.field)
+            return "***" if s.secret and value else repr(value)
+
+        return "Settings(" + ", ".join(f"{s.field}={shown(s)}" for s in SETTINGS) + ")"
 
 
-def _settings_repr(self: Any) -> str:
-    def shown(s: Setting) -> str:
-        value = getattr(self, s.field)
-        return "***" if s.secret and value else repr(value)
-
-    return "Settings(" + ", ".join(f"{s.field}={shown(s)}" for s in SETTINGS) + ")"
+if [field.name for field in attrs.fields(Settings)] != [s.field for s in SETTINGS]:
+    raise TypeError("Settings' fields must be the SETTINGS table's, in its order")
 
 
-Settings.__repr__ = _settings_repr  # a secret never reaches a log through repr()
-
-
-def load_settings(environ: Mapping[str, str], dotenv: Mapping[str, str | None] = ()) -> Any:
+def load_settings(
+    environ: Mapping[str, str], dotenv: Mapping[str, str | None] | None = None
+) -> Settings:
     """Parse settings from ``environ`` over ``dotenv``; raise SettingsError naming every bad one."""
-    merged = {k: v for k, v in dict(dotenv).items() if v is not None}
+    merged = {k: v for k, v in (dotenv or {}).items() if v is not None}
     merged.update(environ)
     values: dict[str, Any] = {}
     problems: list[str] = []
@@ -831,7 +922,7 @@ def _cross_checks(values: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------- derived
 
 
-def answering_provider(settings: Any) -> str:
+def answering_provider(settings: Settings) -> str:
     """LLM_PROVIDER, else the provider whose key is present, else offline extractive."""
     if settings.llm_provider:
         return settings.llm_provider
@@ -845,7 +936,7 @@ def answering_provider(settings: Any) -> str:
     return "extractive"
 
 
-def embedding_provider(settings: Any) -> str:
+def embedding_provider(settings: Settings) -> str:
     """EMBEDDING_PROVIDER, else the provider whose key is present, else offline local."""
     if settings.embedding_provider:
         return settings.embedding_provider
@@ -875,7 +966,7 @@ def example_file() -> str:
     return "\n".join(lines)
 
 
-def bind_refusal(settings: Any) -> str | None:
+def bind_refusal(settings: Settings) -> str | None:
     """Why ``serve`` must not start on this bind address, or None when it may."""
     if is_loopback(settings.app_bind) or settings.service_api_key or settings.allow_insecure_bind:
         return None
@@ -886,7 +977,7 @@ def bind_refusal(settings: Any) -> str | None:
     )
 
 
-def voice_refusal(settings: Any) -> str | None:
+def voice_refusal(settings: Settings) -> str | None:
     """Why the voice server must not start as configured, or None when it may: it needs
     the speech key, and beyond loopback its key is the provider's signature (a media stream
     is a caller's voice and a free line to the answering pipeline)."""

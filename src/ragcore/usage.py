@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from ragcore.effects import Effect
+from ragcore.settings import Settings
 
 CHARS_PER_TOKEN = 4
 LIMIT_REACHED = "Usage limit reached: I cannot answer right now. Please try again later."
@@ -75,7 +76,7 @@ class Caps:
     role_monthly_overrides: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> Caps:
+    def from_settings(cls, settings: Settings) -> Caps:
         return cls(
             daily=settings.budget_daily_tokens,
             monthly=settings.budget_monthly_tokens,

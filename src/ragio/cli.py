@@ -14,7 +14,7 @@ import trio
 
 from ragcore import __version__
 from ragcore.errors import InvalidInput
-from ragcore.settings import SettingsError, bind_refusal
+from ragcore.settings import Settings, SettingsError, bind_refusal
 
 DESCRIPTION = """\
 ragchat answers questions over your own documents, with citations.
@@ -115,7 +115,7 @@ class StartupError(Exception):
 
 
 async def serve_command(
-    settings: Any, args: argparse.Namespace, companions: tuple[Any, ...] = ()
+    settings: Settings, args: argparse.Namespace, companions: tuple[Any, ...] = ()
 ) -> int:
     """The HTTP API, and ``companions`` beside it on the same service (the voice server)."""
     refusal = bind_refusal(settings)
@@ -128,9 +128,9 @@ async def serve_command(
     return 0
 
 
-async def migrate_command(settings: Any, args: argparse.Namespace) -> int:
+async def migrate_command(settings: Settings, args: argparse.Namespace) -> int:
     from ragio.db.migrations import apply_migrations
-    from ragio.service import open_database
+    from ragio.startup import open_database
 
     async with startup_errors(), open_database(settings) as database:
         applied = await database.run(apply_migrations)
@@ -138,11 +138,11 @@ async def migrate_command(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def ask_command(settings: Any, args: argparse.Namespace) -> int:
+async def ask_command(settings: Settings, args: argparse.Namespace) -> int:
     from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
     from ragio.employees.lookup import UnknownRole, stored_role
     from ragio.runner import run
-    from ragio.service import open_service
+    from ragio.startup import open_service
 
     if args.role is not None:
         from ragcore.employees.roles import check_role_identifier
@@ -177,7 +177,7 @@ async def ask_command(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
+async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
     """Add files (folders walked) with a progress bar: files, chunks, rates and time left.
 
     A file that cannot be added is reported with the reason and the rest go on; an
@@ -187,7 +187,7 @@ async def ingest_command(settings: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ragio.knowledge.ingest import ingest_paths
-    from ragio.service import open_service
+    from ragio.startup import open_service
 
     async with startup_errors(), open_service(settings) as svc:
         with tqdm(unit="file", disable=None, dynamic_ncols=True) as progress:
@@ -240,13 +240,13 @@ async def startup_errors() -> AsyncIterator[None]:
         ) from None
 
 
-async def reindex_command(settings: Any, args: argparse.Namespace) -> int:
+async def reindex_command(settings: Settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ragio.db.migrations import apply_migrations
     from ragio.knowledge.reindex import reindex
     from ragio.providers import aclose_all, build_embedder
-    from ragio.service import open_database
+    from ragio.startup import open_database
 
     async with startup_errors():
         embedder = build_embedder(settings)
@@ -261,7 +261,7 @@ async def reindex_command(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def telegram_command(settings: Any, args: argparse.Namespace) -> int:
+async def telegram_command(settings: Settings, args: argparse.Namespace) -> int:
     """``telegram set-webhook [URL]``: Telegram then calls URL with the secret."""
     from urllib.parse import urlsplit
 
@@ -299,7 +299,7 @@ async def telegram_command(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def discord_command(settings: Any, args: argparse.Namespace) -> int:
+async def discord_command(settings: Settings, args: argparse.Namespace) -> int:
     """``discord register-command``: create or update /ask, its role choices from the
     roles a customer can reach on Discord."""
     from ragcore.channels.routing import customer_roles
@@ -307,7 +307,8 @@ async def discord_command(settings: Any, args: argparse.Namespace) -> int:
     from ragio.channels.outbound import SendFailed
     from ragio.db.migrations import apply_migrations
     from ragio.employees.store import list_roles
-    from ragio.service import open_database, outbound_client
+    from ragio.service import outbound_client
+    from ragio.startup import open_database
 
     missing = [
         name

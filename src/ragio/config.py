@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from dotenv import dotenv_values
 
-from ragcore.settings import load_settings
+from ragcore.settings import Settings, load_settings
 
 
-def read_settings(env_file: Path | None = None) -> Any:
+def read_settings(env_file: Path | None = None) -> Settings:
     """Settings for this process; raises ragcore.settings.SettingsError naming every bad one."""
     path = env_file if env_file is not None else Path(os.environ.get("RAGCHAT_ENV_FILE", ".env"))
     dotenv = dotenv_values(path) if path.is_file() else {}

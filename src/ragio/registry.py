@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from types import ModuleType
 
 import ragcore
@@ -16,8 +17,39 @@ from ragio.actions import handlers as actions
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
 from ragio.knowledge import handlers as knowledge
-from ragio.runner import EffectType, Handlers, merge_handlers
+from ragio.service import EffectType, Handler, Handlers, HandlerTable, StreamHandlerTable
 from ragio.usage import handlers as usage
+
+
+class HandlerTableError(Exception):
+    """An effect with no handler, or with two: a mistake of ours, found at start-up."""
+
+
+def merge_handlers(
+    tables: Iterable[HandlerTable],
+    effects: Iterable[EffectType],
+    streaming: StreamHandlerTable | None = None,
+) -> Handlers:
+    """One table of the areas' ``tables``, checked to handle each of ``effects`` exactly
+    once (and to stream only effects it handles); HandlerTableError names each that is not."""
+    plain: dict[EffectType, Handler] = {}
+    twice = []
+    for table in tables:
+        for kind, handler in table.items():
+            if kind in plain:
+                twice.append(kind)
+            plain[kind] = handler
+    missing = [kind for kind in effects if kind not in plain]
+    missing += [kind for kind in streaming or {} if kind not in plain]
+    problems = [f"{_name(kind)} has two handlers" for kind in twice]
+    problems += [f"{_name(kind)} has no handler" for kind in missing]
+    if problems:
+        raise HandlerTableError("; ".join(problems))
+    return Handlers(plain, dict(streaming or {}))
+
+
+def _name(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def effects_declared_in(package: ModuleType) -> list[EffectType]:

@@ -8,69 +8,18 @@ The runner knows no effect: each area of ragio exports the handlers of its effec
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Generator
 from typing import Any, TypeVar
 
-import attrs
 import trio
 
-from ragcore.effects import Effect
 from ragio.providers.chain import OnDelta
+from ragio.service import Service
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 #: how long a cancelled pipeline may take to give back what it holds
 UNWIND_SECONDS = 5.0
-
-#: ``async def handler(effect, service) -> result``: executes one type of effect
-Handler = Callable[[Any, Any], Awaitable[Any]]
-#: ``async def handler(effect, service, on_delta) -> result``: the same, passing the text
-#: to ``on_delta`` as it is produced when the caller streams (``run(..., on_delta)``)
-StreamHandler = Callable[[Any, Any, OnDelta], Awaitable[Any]]
-EffectType = type[Effect[Any]]
-#: what an area exports: the handler of each of its effects
-HandlerTable = Mapping[EffectType, Handler]
-StreamHandlerTable = Mapping[EffectType, StreamHandler]
-
-
-class HandlerTableError(Exception):
-    """An effect with no handler, or with two: a mistake of ours, found at start-up."""
-
-
-@attrs.frozen
-class Handlers:
-    """Which handler executes each type of effect; ``streaming`` ones are used instead
-    when the caller streams."""
-
-    plain: HandlerTable
-    streaming: StreamHandlerTable = attrs.field(factory=dict)
-
-
-def merge_handlers(
-    tables: Iterable[HandlerTable],
-    effects: Iterable[EffectType],
-    streaming: StreamHandlerTable | None = None,
-) -> Handlers:
-    """One table of the areas' ``tables``, checked to handle each of ``effects`` exactly
-    once (and to stream only effects it handles); HandlerTableError names each that is not."""
-    plain: dict[EffectType, Handler] = {}
-    twice = []
-    for table in tables:
-        for kind, handler in table.items():
-            if kind in plain:
-                twice.append(kind)
-            plain[kind] = handler
-    missing = [kind for kind in effects if kind not in plain]
-    missing += [kind for kind in streaming or {} if kind not in plain]
-    problems = [f"{_name(kind)} has two handlers" for kind in twice]
-    problems += [f"{_name(kind)} has no handler" for kind in missing]
-    if problems:
-        raise HandlerTableError("; ".join(problems))
-    return Handlers(plain, dict(streaming or {}))
-
-
-def _name(kind: type) -> str:
-    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 class Abandoned(Exception):
@@ -79,7 +28,9 @@ class Abandoned(Exception):
     token reservation is released at once instead of counting until it goes stale."""
 
 
-async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta | None = None) -> T:
+async def run(
+    pipeline: Generator[Any, Any, T], service: Service, on_delta: OnDelta | None = None
+) -> T:
     """Drive ``pipeline`` to its return value, executing its effects against ``service``.
 
     With ``on_delta``, answers are streamed: each piece of text is passed to it as the
@@ -102,7 +53,7 @@ async def run(pipeline: Generator[Any, Any, T], service: Any, on_delta: OnDelta 
             failure = error
 
 
-async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
+async def unwind(pipeline: Generator[Any, Any, Any], service: Service) -> None:
     """Throw ``Abandoned`` into a cancelled pipeline and execute only the effects that give
     back what it holds (``Effect.gives_back``), shielded and within ``UNWIND_SECONDS``; any
     other effect it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
@@ -123,9 +74,9 @@ async def unwind(pipeline: Generator[Any, Any, Any], service: Any) -> None:
         log.warning("a cancelled request took over %s s to release what it held", UNWIND_SECONDS)
 
 
-async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) -> Any:
+async def execute(effect: Any, service: Service, on_delta: OnDelta | None = None) -> Any:
     """The result of ``effect``, by the handler the service's table has for its type."""
-    handlers: Handlers = service.handlers
+    handlers = service.handlers
     kind = type(effect)
     if on_delta is not None and kind in handlers.streaming:
         return await handlers.streaming[kind](effect, service, on_delta)

@@ -12,8 +12,9 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from ragcore.settings import Settings
 from ragio.http.app import create_app
-from ragio.service import open_service
+from ragio.startup import open_service
 
 log = logging.getLogger(__name__)
 #: another server run on the service beside the HTTP app: ``companion(service,
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 Companion = Callable[..., Awaitable[None]]
 
 
-def hypercorn_config(settings: Any) -> Config:
+def hypercorn_config(settings: Settings) -> Config:
     config = Config()
     host = settings.app_bind
     config.bind = [
@@ -39,7 +40,7 @@ def hypercorn_config(settings: Any) -> Config:
 
 
 async def run_server(
-    settings: Any,
+    settings: Settings,
     *,
     companions: Sequence[Companion] = (),
     task_status: Any = trio.TASK_STATUS_IGNORED,
@@ -84,7 +85,10 @@ async def run_server(
 
 
 async def run_companions(
-    settings: Any, companions: Sequence[Companion], *, task_status: Any = trio.TASK_STATUS_IGNORED
+    settings: Settings,
+    companions: Sequence[Companion],
+    *,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """``companions`` alone on the service (``ragchat voice``), until a stop signal."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -1,48 +1,45 @@
-"""The running service: settings, database, providers. Opened and closed as one."""
+"""The running service: what a request works with (settings, clock, database, providers,
+the handler of every effect). ``ragio.startup`` opens and closes it as one.
+
+It sits low in ragio's layers, under the runner and the areas that type their work
+against it; only the table of handlers it carries is filled from above
+(``ragio.registry``), when ``ragio.startup`` builds it.
+"""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
 import httpx
-import trio
 
-from ragio.db.embedded import EmbeddedPostgres
-from ragio.db.embedding_space import prepare_space
-from ragio.db.migrations import apply_migrations
+from ragcore.effects import Effect
+from ragcore.settings import Settings
+from ragio.clock import Clock, SystemClock
 from ragio.db.pool import Database
-from ragio.employees.store import follow_built_in_defaults
 from ragio.language import LanguageDetection
-from ragio.providers import AnswererChain, Embedder, aclose_all, build_answerers, build_embedder
-from ragio.registry import HANDLERS
-from ragio.runner import Handlers
+from ragio.providers import AnswererChain, Embedder
+from ragio.providers.chain import OnDelta
 
-log = logging.getLogger(__name__)
+#: ``async def handler(effect, service) -> result``: executes one type of effect
+Handler = Callable[[Any, "Service"], Awaitable[Any]]
+#: ``async def handler(effect, service, on_delta) -> result``: the same, passing the text
+#: to ``on_delta`` as it is produced when the caller streams (``run(..., on_delta)``)
+StreamHandler = Callable[[Any, "Service", OnDelta], Awaitable[Any]]
+EffectType = type[Effect[Any]]
+#: what an area exports: the handler of each of its effects
+HandlerTable = Mapping[EffectType, Handler]
+StreamHandlerTable = Mapping[EffectType, StreamHandler]
 
 
-@attrs.define
-class Service:
-    settings: Any
-    database: Database
-    embedder: Embedder
-    answerer: AnswererChain  # the primary, then the fallbacks (rule 6); see ragio.runner
-    language: LanguageDetection
-    # the platforms' APIs (channel replies, the owner's notifications): one pool,
-    # a timeout on every request, redirects never followed
-    outbound: httpx.AsyncClient = attrs.field(factory=lambda: outbound_client())
-    # the handler of every effect, by which ragio.runner executes pipelines
-    handlers: Handlers = HANDLERS
+@attrs.frozen
+class Handlers:
+    """Which handler executes each type of effect; ``streaming`` ones are used instead
+    when the caller streams."""
 
-    @property
-    def mode(self) -> str:
-        """offline when no provider outside this machine is used."""
-        offline = self.embedder.name == "local" and self.answerer.name == "extractive"
-        return "offline" if offline else "online"
+    plain: HandlerTable
+    streaming: StreamHandlerTable = attrs.field(factory=dict)
 
 
 OUTBOUND_TIMEOUT_SECONDS = 10.0
@@ -54,51 +51,22 @@ def outbound_client() -> httpx.AsyncClient:
     )
 
 
-@asynccontextmanager
-async def open_database(settings: Any) -> AsyncIterator[Database]:
-    """DATABASE_URL, or the embedded server under DATA_DIR; closed (and left) on the way out."""
-    embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
-    try:
-        if embedded is not None:
-            url = await trio.to_thread.run_sync(embedded.start)
-        else:
-            url = settings.database_url
-        database = Database(url, embedded=embedded is not None)
-        await database.open()
-        try:
-            yield database
-        finally:
-            with trio.CancelScope(shield=True):
-                await database.close()
-    finally:
-        if embedded is not None:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(embedded.stop)
+@attrs.define
+class Service:
+    settings: Settings
+    database: Database
+    embedder: Embedder
+    answerer: AnswererChain  # the primary, then the fallbacks (rule 6); see ragio.runner
+    language: LanguageDetection
+    # the handler of every effect, by which ragio.runner executes pipelines
+    handlers: Handlers
+    # the platforms' APIs (channel replies, the owner's notifications): one pool,
+    # a timeout on every request, redirects never followed
+    outbound: httpx.AsyncClient = attrs.field(factory=outbound_client)
+    clock: Clock = attrs.field(factory=SystemClock)  # every wall-clock read (ragio.clock)
 
-
-@asynccontextmanager
-async def open_service(settings: Any) -> AsyncIterator[Service]:
-    """The database migrated and shaped for the active embedder, and the providers;
-    the providers' connections are closed on the way out."""
-    embedder = build_embedder(settings)
-    answerer = build_answerers(settings)
-    outbound = outbound_client()
-    try:
-        async with open_database(settings) as database:
-            await database.run(apply_migrations)
-            await database.run(prepare_space, embedder.space)
-            updated = await database.run(follow_built_in_defaults)
-            if updated:
-                log.info("built-in roles brought up to this version: %s", ", ".join(updated))
-            yield Service(
-                settings,
-                database,
-                embedder,
-                answerer,
-                LanguageDetection(settings.language_detection_supported_languages),
-                outbound,
-            )
-    finally:
-        with trio.CancelScope(shield=True):
-            await outbound.aclose()
-        await aclose_all(embedder, answerer)
+    @property
+    def mode(self) -> str:
+        """offline when no provider outside this machine is used."""
+        offline = self.embedder.name == "local" and self.answerer.name == "extractive"
+        return "offline" if offline else "online"

@@ -15,7 +15,6 @@ import logging
 import math
 from collections.abc import Callable
 from contextlib import aclosing
-from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -58,6 +57,7 @@ from ragcore.voice.greeting import greeting
 from ragio.employees.profile import get_profile
 from ragio.employees.store import list_roles
 from ragio.runner import run
+from ragio.service import Service
 from ragio.voice import calls
 from voiceio.speech import Deepgram, SpeechError
 from voiceio.vad import SpeechDetector
@@ -81,7 +81,7 @@ class TurnWork:
 class PhoneCall:
     """The running call: ``run`` returns when the call is over."""
 
-    def __init__(self, service: Any, speech: Deepgram, socket: WebSocketConnection) -> None:
+    def __init__(self, service: Service, speech: Deepgram, socket: WebSocketConnection) -> None:
         self.service = service
         self.speech = speech
         self.socket = socket
@@ -316,9 +316,7 @@ class PhoneCall:
             return
         self.feed(Answered(turn, answer, self.now()))
 
-    async def _say(
-        self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]
-    ) -> None:
+    async def _say(self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]) -> None:
         """Synthesize the turn's sentences in order, each streamed as it arrives."""
         async for part, text in sentences:
             try:
@@ -357,7 +355,7 @@ class PhoneCall:
         """Keep the call's record, even as the call ends around it (shielded, for at most
         RECORD_SECONDS); a failure is logged and the call goes on."""
         with trio.CancelScope(shield=True, deadline=trio.current_time() + RECORD_SECONDS):
-            await self._database(function, *args, datetime.now(UTC))
+            await self._database(function, *args, self.service.clock.now())
 
     def _sid(self) -> str:
         return self.call.call_sid if self.call is not None and self.call.call_sid else "?"

@@ -15,14 +15,15 @@ from typing import Any
 
 import trio
 
-from ragcore.settings import voice_refusal
+from ragcore.settings import Settings, voice_refusal
 from ragio import cli
+from ragio.service import Service
 from voiceio.server import serve_voice
 
 log = logging.getLogger(__name__)
 
 
-async def serve_command(settings: Any, args: argparse.Namespace) -> int:
+async def serve_command(settings: Settings, args: argparse.Namespace) -> int:
     """The HTTP API; on the embedded database with VOICEAI_API_KEY set, the voice server
     too, in the same process (two servers, one database: the embedded one cannot be
     shared with a second process)."""
@@ -37,7 +38,7 @@ async def serve_command(settings: Any, args: argparse.Namespace) -> int:
     return await cli.serve_command(settings, args, companions)
 
 
-async def voice_command(settings: Any, args: argparse.Namespace) -> int:
+async def voice_command(settings: Settings, args: argparse.Namespace) -> int:
     """The voice server alone, against DATABASE_URL, as the compose file's ``voice``
     service and a Kubernetes deployment run it."""
     if not settings.database_url:
@@ -55,7 +56,7 @@ async def voice_command(settings: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _announced(serve: Any, service: Any, *, task_status: Any) -> None:
+async def _announced(serve: Any, service: Service, *, task_status: Any) -> None:
     """``serve``, saying on stdout where it listens, as ``serve`` does for the API."""
     async with trio.open_nursery() as nursery:
         port = await nursery.start(partial(serve, service))

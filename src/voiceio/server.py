@@ -19,6 +19,7 @@ from trio_websocket import WebSocketRequest, serve_websocket
 
 from ragcore.channels.telco import SIGNATURE_HEADERS
 from ragcore.voice.upgrade import check_upgrade, signed_urls
+from ragio.service import Service
 from voiceio.call import PhoneCall
 from voiceio.speech import Deepgram
 
@@ -31,7 +32,7 @@ HANDSHAKE_SECONDS = 10.0
 class VoiceServer:
     """Calls in progress, and the speech provider they share."""
 
-    def __init__(self, service: Any, speech: Deepgram | None = None) -> None:
+    def __init__(self, service: Service, speech: Deepgram | None = None) -> None:
         self.service = service
         self.speech = speech or Deepgram(service.settings)
         self.calls = 0  # in progress
@@ -93,7 +94,7 @@ class VoiceServer:
 
 
 async def serve_voice(
-    service: Any,
+    service: Service,
     *,
     port: int | None = None,
     server: VoiceServer | None = None,

@@ -7,9 +7,9 @@ speaks Deepgram's documented wire format (``ragcore.voice.deepgram``) with VOICE
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 import trio
@@ -20,6 +20,7 @@ from trio_websocket import (
     open_websocket_url,
 )
 
+from ragcore.settings import Settings
 from ragcore.voice import deepgram
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class Listener(Protocol):
 
 
 class Speaker(Protocol):
-    def synthesize(self, text: str) -> AsyncIterator[bytes]: ...
+    def synthesize(self, text: str) -> AsyncGenerator[bytes, None]: ...
 
 
 class DeepgramListener:
@@ -75,7 +76,7 @@ class DeepgramListener:
 class Deepgram:
     """VOICEAI_API_KEY at VOICEAI_BASE_URL: ``listen()`` and ``synthesize()``."""
 
-    def __init__(self, settings: Any, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None) -> None:
         self._key = settings.voiceai_api_key
         self._listen_url = deepgram.listen_url(
             settings.voiceai_base_url, settings.voice_stt_model, settings.voice_language
@@ -113,7 +114,7 @@ class Deepgram:
         except (OSError, trio.TooSlowError) as error:
             raise SpeechError(f"speech-to-text could not be reached: {error!r}") from None
 
-    async def synthesize(self, text: str) -> AsyncIterator[bytes]:
+    async def synthesize(self, text: str) -> AsyncGenerator[bytes, None]:
         """The speech of ``text`` as µ-law, in chunks as the provider sends them."""
         headers = deepgram.auth_header(self._key)
         try:

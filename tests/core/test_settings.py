@@ -1,9 +1,12 @@
+import typing
 from pathlib import Path
 
 import pytest
 
+import ragcore.settings
 from ragcore.settings import (
     SETTINGS,
+    Settings,
     SettingsError,
     _text,
     answering_provider,
@@ -106,6 +109,14 @@ def test_secrets_never_show_in_repr():
     s = load_settings({"SERVICE_API_KEY": "hunter2", "OPENAI_API_KEY": "sk-secret"})
     assert "hunter2" not in repr(s) and "sk-secret" not in repr(s)
     assert "service_api_key=***" in repr(s)
+
+
+def test_each_field_has_the_type_its_setting_parses_to():
+    """Settings declares its fields by hand; the table's parsers decide what they hold."""
+    declared = typing.get_type_hints(Settings)
+    for setting in SETTINGS:
+        parsed = typing.get_type_hints(setting.parse, vars(ragcore.settings))["return"]
+        assert declared[setting.field] == parsed, setting.name
 
 
 MARKER = "SEKRET123"

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import trio
 
-from ragio.service import open_service
+from ragio.startup import open_service
 from tests.io.conftest import serve_service
 
 REFUNDS = """# Returns and refunds

@@ -22,10 +22,12 @@ from ragcore.chat.prompts import Prompt
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.http.app import create_app
 from ragio.server import hypercorn_config
-from ragio.service import Service, open_service
+from ragio.service import Service
+from ragio.startup import open_service
 from tests.conftest import make_settings
 from tests.io.fakes.action_receivers import CertAuthority, serve_https
 from tests.io.fakes.asgi import FakeServer
+from tests.io.fakes.clock import FakeClock
 from tests.io.fakes.workflow_receiver import WorkflowReceiver
 
 F = TypeVar("F", bound=FakeServer)
@@ -68,6 +70,14 @@ async def service(
     )
     async with open_service(settings) as svc:
         yield svc
+
+
+@pytest.fixture
+def fake_clock(service: Service) -> FakeClock:
+    """The service's clock, stopped at the present moment: the test moves time with
+    ``advance`` (the service reads the time only through ``service.clock``)."""
+    service.clock = clock = FakeClock()
+    return clock
 
 
 async def serve_app(

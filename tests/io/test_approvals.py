@@ -11,7 +11,6 @@ import psycopg
 import pytest
 
 from ragcore.actions.records import INTERRUPTED
-from ragio.actions import handlers
 from ragio.actions.approvals import handle_owner_reply
 from ragio.actions.notify import notify_owner
 from tests.io.actions import log_of, set_autonomy
@@ -114,9 +113,9 @@ async def test_no_drops_the_action(service, api, held, chatops):
     assert await status(api, held) == "rejected" and chatops.requests == []
 
 
-async def test_an_expired_id_is_refused(service, api, held, chatops):
-    later = handlers.now() + timedelta(hours=24, seconds=1)
-    reply = await handle_owner_reply(service, "telegram", OWNER, f"YES {held}", now=later)
+async def test_an_expired_id_is_refused(service, api, held, chatops, fake_clock):
+    fake_clock.advance(timedelta(hours=24, seconds=1))
+    reply = await handle_owner_reply(service, "telegram", OWNER, f"YES {held}")
     assert reply == f"Action {held} expired before it was approved; nothing was sent."
     assert chatops.requests == [] and await status(api, held) == "expired"
 

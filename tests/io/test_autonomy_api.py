@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 
-from ragio.actions import handlers
 from tests.io.actions import log_of, set_autonomy
 from tests.io.fakes.telegram_server import FakeTelegram
 
@@ -139,10 +138,9 @@ async def test_reject_drops_the_action(semi, chatops):
     assert chatops.requests == []
 
 
-async def test_an_expired_action_cannot_be_approved(semi, chatops, monkeypatch):
+async def test_an_expired_action_cannot_be_approved(semi, chatops, fake_clock):
     held = (await semi.post("/actions", json=NOTE)).json()
-    real_now = handlers.now
-    monkeypatch.setattr(handlers, "now", lambda: real_now() + timedelta(hours=24, minutes=1))
+    fake_clock.advance(timedelta(hours=24, minutes=1))
     assert (await semi.get("/autonomy/pending")).json()["pending"] == []
     response = await semi.post(f"/autonomy/pending/{held['id']}/approve")
     assert response.status_code == 409  # marked expired when the pending list was read
@@ -151,10 +149,9 @@ async def test_an_expired_action_cannot_be_approved(semi, chatops, monkeypatch):
     assert (await semi.get(f"/actions/{held['id']}")).json()["status"] == "expired"
 
 
-async def test_an_expired_action_is_410_when_decided_first(semi, chatops, monkeypatch):
+async def test_an_expired_action_is_410_when_decided_first(semi, chatops, fake_clock):
     held = (await semi.post("/actions", json=NOTE)).json()
-    real_now = handlers.now
-    monkeypatch.setattr(handlers, "now", lambda: real_now() + timedelta(hours=25))
+    fake_clock.advance(timedelta(hours=25))
     response = await semi.post(f"/autonomy/pending/{held['id']}/approve")
     assert response.status_code == 410 and "expired" in response.json()["detail"]
     assert chatops.requests == []

@@ -6,13 +6,17 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 from ragio.http.app import create_app
 from ragio.http.openapi import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+RUFF = Path(sys.executable).parent / "ruff"
 
 
 def lint_imports(tree: Path) -> subprocess.CompletedProcess:
@@ -57,6 +61,64 @@ def test_a_runner_import_planted_in_the_core_breaks_the_layers(tmp_path):
     result = lint_imports(tree)
     assert result.returncode != 0
     assert "ragcore.settings -> ragio.runner" in result.stdout
+
+
+def ruff(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(RUFF), "check", "--no-cache", "--output-format", "concise", "src"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def plant(tree: Path, module: str, code: str) -> None:
+    """Append ``code`` to ``module`` (a path under src) inside a function, as a slip would."""
+    planted = tree / "src" / module
+    body = textwrap.indent(textwrap.dedent(code).strip(), "    ")
+    planted.write_text(planted.read_text() + f"\n\ndef _planted() -> object:\n{body}\n")
+
+
+@pytest.mark.parametrize(
+    ("code", "banned"),
+    [
+        ("from datetime import datetime\nreturn datetime.now()", "`datetime.datetime.now`"),
+        ("import datetime\nreturn datetime.date.today()", "`datetime.date.today`"),
+        ("import os\nreturn os.environ['HOME']", "`os.environ`"),
+        ("import os\nreturn os.getenv('HOME')", "`os.getenv`"),
+        ("import random\nreturn random.random()", "`random`"),
+        ("import uuid\nreturn uuid.uuid4()", "`uuid`"),
+        ("return open('/etc/hostname').read()", "PTH123 `open()`"),
+    ],
+)
+def test_the_clock_environment_randomness_or_a_file_read_in_the_core_fails_ruff(
+    tmp_path, code, banned
+):
+    """What lint-imports cannot see (a call on an allowed module, a builtin) ruff refuses
+    in ragcore; the runners may do all of it."""
+    tree = copy_tree(tmp_path)
+    plant(tree, "ragcore/chat/citations.py", code)
+    plant(tree, "ragio/clock.py", code)
+    result = ruff(tree)
+    assert result.returncode != 0
+    refused = [line for line in result.stdout.splitlines() if banned in line]
+    assert refused and all("src/ragcore/chat/citations.py" in line for line in refused), (
+        result.stdout
+    )
+
+
+@pytest.mark.parametrize("module", ["time", "os", "random", "pathlib"])
+def test_importing_the_clock_environment_randomness_or_files_in_the_core_breaks_a_contract(
+    tmp_path, module
+):
+    tree = copy_tree(tmp_path)
+    planted = tree / "src" / "ragcore" / "chat" / "citations.py"
+    planted.write_text(f"import {module}  # planted\n" + planted.read_text())
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "ragcore is deterministic" in result.stdout and "BROKEN" in result.stdout
+    assert f"ragcore.chat.citations -> {module}" in result.stdout
 
 
 async def test_openapi_describes_every_route(service):

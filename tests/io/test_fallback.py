@@ -26,7 +26,8 @@ from ragcore.chat.prompts import Prompt
 from ragio.providers import ProviderUnavailable, build_answerers
 from ragio.providers.chain import open_stream
 from ragio.providers.failures import AllProvidersFailed, AnswerBroken, classify_failure
-from ragio.service import Service, open_service
+from ragio.service import Service
+from ragio.startup import open_service
 from tests.conftest import make_settings
 from tests.io.fakes.anthropic_server import FakeAnthropic
 from tests.io.fakes.gemini_server import FakeGemini

@@ -10,8 +10,7 @@ from ragcore.chat.effects import Generate
 from ragcore.effects import Effect
 from ragcore.knowledge.effects import Embed
 from ragcore.usage import ReleaseTokens
-from ragio.registry import HANDLERS, effects_declared_in
-from ragio.runner import HandlerTableError, merge_handlers
+from ragio.registry import HANDLERS, HandlerTableError, effects_declared_in, merge_handlers
 
 
 @attrs.frozen

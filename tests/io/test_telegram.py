@@ -459,7 +459,7 @@ async def test_an_answer_cut_off_by_a_stop_is_given_at_the_next_start(
     with psycopg.connect(database_url, autocommit=True) as conn:
         # claimed and acknowledged, then the service stopped before replying
         for message in (cut_off, answered, stale):
-            assert claim_delivery(conn, message)
+            assert claim_delivery(conn, message, service.clock.now())
         mark_answered(conn, "telegram", "7002")
         conn.execute(
             "UPDATE channel_updates SET received_at = now() - interval '2 hours' "

@@ -43,6 +43,7 @@ from ragcore.actions.effects import (
 )
 from ragcore.actions.kinds import Action, Catalog
 from ragcore.actions.records import ActionRecord
+from ragcore.settings import Settings
 
 
 @attrs.frozen
@@ -55,7 +56,7 @@ class ActionPolicy:
     reviewed_safe: tuple[str, ...] = ()  # SENSITIVE_ROLES_REVIEWED_SAFE
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ActionPolicy:
+    def from_settings(cls, settings: Settings) -> ActionPolicy:
         return cls(
             Catalog.from_settings(settings),
             settings.approval_ttl_hours,
@@ -138,7 +139,8 @@ def _perform(record: ActionRecord) -> Generator[Any, Any, ActionRecord]:
     sent: Sent = yield PerformAction(record)
     status = "executed" if sent.ok else "failed"
     detail = sent.detail or ("sent" if sent.ok else "the send failed")
-    return (yield FinishAction(record.id, status, detail))
+    finished: ActionRecord = yield FinishAction(record.id, status, detail)
+    return finished
 
 
 @attrs.frozen

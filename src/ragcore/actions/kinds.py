@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
 KINDS = ("webhook", "email", "chatops")
@@ -128,7 +129,8 @@ def check_data(value: Any) -> dict[str, Any]:
         raise InvalidInput("data", "must be plain JSON (objects, lists, text, numbers)") from None
     if len(encoded.encode("utf-8")) > MAX_DATA_BYTES:
         raise InvalidInput("data", f"is larger than {MAX_DATA_BYTES} bytes as JSON")
-    return json.loads(encoded)
+    data: dict[str, Any] = json.loads(encoded)
+    return data
 
 
 def check_recipient(value: Any) -> str:
@@ -196,7 +198,7 @@ class Catalog:
     chatops: bool = False  # CHATOPS_WEBHOOK_URL is set
 
     @classmethod
-    def from_settings(cls, settings: Any) -> Catalog:
+    def from_settings(cls, settings: Settings) -> Catalog:
         needed = (("SMTP_HOST", settings.smtp_host), ("EMAIL_FROM", settings.email_from))
         missing = tuple(name for name, value in needed if not value)
         return cls(
@@ -245,7 +247,7 @@ class Catalog:
         return None
 
 
-def action_reach(settings: Any, interfaces: Iterable[str] = ()) -> Reach:
+def action_reach(settings: Settings, interfaces: Iterable[str] = ()) -> Reach:
     """Where webhook and chat-ops actions may connect: https, public addresses, and
     loopback and private ones too when ACTIONS_ALLOW_PRIVATE_TARGETS is on (local
     testing). ``interfaces``: the host's addresses, when APP_BIND is every interface."""

@@ -47,7 +47,8 @@ PING, APPLICATION_COMMAND, AUTOCOMPLETE = 1, 2, 4
 PONG = {"type": 1}
 DEFERRED = {"type": 5}  # DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE: "thinking…", edited later
 EPHEMERAL = 1 << 6
-NO_MENTIONS = {"parse": []}  # an answer quoting "@everyone" must not ping anyone
+# an answer quoting "@everyone" must not ping anyone
+NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 
 @attrs.frozen
@@ -130,7 +131,7 @@ def parse_interaction(body: bytes) -> Ping | Immediate | InboundMessage:
     user = _user(interaction)
     return InboundMessage(
         channel="discord",
-        delivery_id=interaction_id,
+        delivery_id=str(interaction_id),
         conversation=str(interaction.get("channel_id", "")),
         text=question if isinstance(question, str) else "",
         kind="text" if isinstance(question, str) and question.strip() else "empty",
@@ -215,6 +216,7 @@ def _options(data: dict[str, Any]) -> dict[str, Any]:
 def _user(interaction: dict[str, Any]) -> dict[str, Any]:
     member = interaction.get("member")
     if isinstance(member, dict) and isinstance(member.get("user"), dict):
-        return member["user"]
+        member_user: dict[str, Any] = member["user"]
+        return member_user
     user = interaction.get("user")
     return user if isinstance(user, dict) else {}

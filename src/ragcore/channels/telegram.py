@@ -80,10 +80,12 @@ def parse_update(body: bytes) -> InboundMessage | Ignored:
     message_id = message.get("message_id")
     if not isinstance(chat, dict) or not _is_int(chat.get("id")) or not _is_int(message_id):
         raise BadShape("a message needs an integer message_id and a chat with an integer id")
-    sender = message.get("from") if isinstance(message.get("from"), dict) else {}
+    sender = message.get("from")
+    if not isinstance(sender, dict):
+        sender = {}
     if sender.get("is_bot"):
         return Ignored("messages from bots are not answered")
-    common = {
+    common: dict[str, Any] = {
         "channel": "telegram",
         "delivery_id": str(update_id),
         "conversation": str(chat["id"]),
@@ -102,7 +104,9 @@ def parse_update(body: bytes) -> InboundMessage | Ignored:
     return Ignored("a service message (members joining, a title change …) is not answered")
 
 
-def send_message_bodies(chat_id: str, parts: list[str], reply_to: int | None) -> list[dict]:
+def send_message_bodies(
+    chat_id: str, parts: list[str], reply_to: int | None
+) -> list[dict[str, Any]]:
     """The sendMessage JSON bodies for a reply in ``parts``; the first quotes the question.
 
     Plain text (no parse_mode), so nothing in an answer needs escaping."""

@@ -5,6 +5,8 @@ form and Messages API bodies. Webhooks are verified by the provider's signature
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage
 from ragcore.channels.replies import WHATSAPP_LIMIT
 from ragcore.channels.telco import Params
@@ -38,7 +40,7 @@ def parse_form(params: Params) -> InboundMessage | Ignored:
     sender, ours = first.get("From", ""), first.get("To", "")
     if not sender or not ours:
         raise BadShape("an incoming message needs From and To")
-    common = {
+    common: dict[str, Any] = {
         "channel": "whatsapp",
         "delivery_id": sid,
         "conversation": sender,

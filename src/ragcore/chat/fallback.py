@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.settings import answering_provider
+from ragcore.settings import Settings, answering_provider
 
 
 class FailureKind(enum.Enum):
@@ -85,7 +85,7 @@ def provider_order(primary: str, fallbacks: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys((primary, *fallbacks)))
 
 
-def answering_order(settings: Any) -> tuple[str, ...]:
+def answering_order(settings: Settings) -> tuple[str, ...]:
     """LLM_PROVIDER (or the one the keys select), then LLM_FALLBACK_PROVIDERS (blank: none)."""
     return provider_order(answering_provider(settings), settings.llm_fallback_providers)
 

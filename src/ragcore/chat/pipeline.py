@@ -52,6 +52,7 @@ from ragcore.language import (
     worth_detecting,
 )
 from ragcore.metering import metered_generate
+from ragcore.settings import Settings
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,
@@ -114,7 +115,7 @@ class ChatPolicy:
     actions: ActionPolicy | None = None  # None: no action is ever proposed
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ChatPolicy:
+    def from_settings(cls, settings: Settings) -> ChatPolicy:
         return cls(
             max_context_chars=settings.max_context_chars,
             max_output_tokens=settings.max_output_tokens,

@@ -197,4 +197,5 @@ def learn_from(
     found = lesson(history, policy)
     if found is None:
         return None
-    return (yield LearnPattern(record.role, found, policy.max_learned))
+    learned: MemoryItem | None = yield LearnPattern(record.role, found, policy.max_learned)
+    return learned

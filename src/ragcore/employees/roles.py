@@ -8,6 +8,7 @@ the HTTP layer.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Literal
 
 import attrs
@@ -58,6 +59,10 @@ def autonomy_rank(level: Autonomy) -> int:
     return AUTONOMY_LEVELS.index(level)
 
 
+def _texts(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 @attrs.frozen
 class Role:
     """An AI employee: who it is, how it speaks, where it works and how far it may act.
@@ -71,10 +76,10 @@ class Role:
     identifier: str
     display_name: str
     personality: str
-    channels: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    skill_tags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    channels: tuple[str, ...] = attrs.field(default=(), converter=_texts)
+    skill_tags: tuple[str, ...] = attrs.field(default=(), converter=_texts)
     autonomy: Autonomy = "semi"
-    memory_seeds: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    memory_seeds: tuple[str, ...] = attrs.field(default=(), converter=_texts)
 
     @property
     def built_in(self) -> bool:

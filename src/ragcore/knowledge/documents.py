@@ -334,8 +334,8 @@ def store_new_documents(
         )
     stored: dict[str, StoredDocument] = {}
     if to_store:
-        results = yield StoreDocuments(tuple(to_store))
-        stored = {doc.content_hash: result for doc, result in zip(new, results, strict=True)}
+        saved = yield StoreDocuments(tuple(to_store))
+        stored = {doc.content_hash: result for doc, result in zip(new, saved, strict=True)}
     results: list[StoredDocument] = []
     firsts = {id(doc) for doc in new}
     for doc, existing in zip(docs, found, strict=True):

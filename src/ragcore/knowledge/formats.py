@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable, Iterable
 from html.parser import HTMLParser
 
+import attrs
+
 from ragcore.errors import InvalidInput, TooLarge
 from ragcore.knowledge.documents import table_lines
 
@@ -193,6 +195,16 @@ def html_charset(data: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
+@attrs.define
+class _OpenTable:
+    """A table being read: its rows so far, and the row and cell being read (None: none)."""
+
+    rows: list[list[str]] = attrs.field(factory=list)
+    row: list[str] | None = None
+    cell: list[str] | None = None
+    header: bool = True  # a header row is all <th>
+
+
 class _HtmlText(HTMLParser):
     """One pass over the tags: headings, blocks, list items and tables become lines."""
 
@@ -218,7 +230,7 @@ class _HtmlText(HTMLParser):
         self.prefix = ""
         self.heading = 0
         self.skip: tuple[str, int] | None = None  # the tag being skipped, and its depth
-        self.tables: list[dict] = []  # open tables: rows, the row and cell being read
+        self.tables: list[_OpenTable] = []  # the open tables, innermost last
 
     # the tag stream
 
@@ -241,18 +253,18 @@ class _HtmlText(HTMLParser):
             self.prefix = "- "
         elif tag == "table":
             self.end_block()
-            self.tables.append({"rows": [], "row": None, "cell": None, "header": True})
+            self.tables.append(_OpenTable())
         elif tag == "tr" and self.tables:
             self.end_row()
-            self.tables[-1]["row"] = []
+            self.tables[-1].row = []
         elif tag in ("td", "th") and self.tables:
             self.end_cell()
             table = self.tables[-1]
-            if table["row"] is None:
-                table["row"] = []
-            if tag == "td" and not table["rows"]:
-                table["header"] = False  # a header row is all <th>
-            table["cell"] = []
+            if table.row is None:
+                table.row = []
+            if tag == "td" and not table.rows:
+                table.header = False  # a header row is all <th>
+            table.cell = []
         elif tag in self.BLOCKS:
             self.end_block()
 
@@ -267,9 +279,9 @@ class _HtmlText(HTMLParser):
         elif tag == "table" and self.tables:
             self.end_row()
             table = self.tables.pop()
-            lines = table_lines(table["rows"], header=table["header"])
-            if self.tables and self.tables[-1]["cell"] is not None:
-                self.tables[-1]["cell"].append("; ".join(lines))  # a table in a cell
+            lines = table_lines(table.rows, header=table.header)
+            if self.tables and self.tables[-1].cell is not None:
+                self.tables[-1].cell.append("; ".join(lines))  # a table in a cell
             else:
                 self.blocks.extend(literal(line) for line in lines)
         elif tag == "tr" and self.tables:
@@ -282,9 +294,9 @@ class _HtmlText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.skip:
             return
-        if self.tables and self.tables[-1]["cell"] is not None:
-            self.tables[-1]["cell"].append(data)
-        elif not self.tables or self.tables[-1]["row"] is None:
+        if self.tables and self.tables[-1].cell is not None:
+            self.tables[-1].cell.append(data)
+        elif not self.tables or self.tables[-1].row is None:
             self.words.append(data)
 
     # building the text
@@ -302,18 +314,18 @@ class _HtmlText(HTMLParser):
 
     def end_cell(self) -> None:
         table = self.tables[-1]
-        if table["cell"] is not None:
-            if table["row"] is None:
-                table["row"] = []
-            table["row"].append(" ".join("".join(table["cell"]).split()))
-            table["cell"] = None
+        if table.cell is not None:
+            if table.row is None:
+                table.row = []
+            table.row.append(" ".join("".join(table.cell).split()))
+            table.cell = None
 
     def end_row(self) -> None:
         self.end_cell()
         table = self.tables[-1]
-        if table["row"] is not None:
-            table["rows"].append(table["row"])
-            table["row"] = None
+        if table.row is not None:
+            table.rows.append(table.row)
+            table.row = None
 
     def result(self) -> str:
         while self.tables:

@@ -113,7 +113,9 @@ class Reach:
     service_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
 
 
-def own_networks(bind: str, interfaces: Iterable[str] = ()) -> tuple:
+def own_networks(
+    bind: str, interfaces: Iterable[str] = ()
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """The addresses the service answers on when bound to ``bind`` (APP_BIND): that one
     address; both loopback addresses for ``localhost``; for 0.0.0.0 or :: (every
     interface) all of loopback plus ``interfaces``, the host's own addresses."""
@@ -193,9 +195,9 @@ def host_addresses(host: str) -> list[str] | None:
         except ValueError:
             return None
         return [address]
-    address = inet_aton(host)
-    if address is not None:
-        return [str(address)]
+    spelled = inet_aton(host)
+    if spelled is not None:
+        return [str(spelled)]
     if host in LOOPBACK_NAMES or host.endswith(".localhost"):
         return list(LOOPBACK_ADDRESSES)
     return None
@@ -247,7 +249,12 @@ def address_refusal(address: str, reach: Reach, port: int | None = None) -> str 
     judged = ip if carried is None else carried
     shown = str(address) if carried is None else f"{address} ({carried})"
     kind = kind_of(judged)
-    if kind is not None and carried is not None and ip.ipv4_mapped is None:
+    if (
+        kind is not None
+        and isinstance(ip, ipaddress.IPv6Address)
+        and carried is not None
+        and ip.ipv4_mapped is None
+    ):
         kind = (f"{kind[0]} behind an address translator", False)  # NAT64, 6to4: never
     if kind is not None and not kind[1]:
         return f"{shown} is {kind[0]}; {reach.calls} never go there"

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
 WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
@@ -104,7 +105,7 @@ def check_name(value: Any) -> str:
     return check_text(value, "name", MAX_NAME_CHARS)
 
 
-def check_webhook_url(value: Any) -> str:
+def check_webhook_url(value: object) -> str:
     """An absolute http(s) URL with a host and no user:password part: the call carries no
     credentials (SPEC section 5 item 9), and an HTTP client would turn them into a Basic
     authorization header."""
@@ -135,7 +136,7 @@ def check_webhook_url(value: Any) -> str:
     return value
 
 
-def workflow_reach(settings: Any, interfaces: Iterable[str] = ()) -> Reach:
+def workflow_reach(settings: Settings, interfaces: Iterable[str] = ()) -> Reach:
     """Where workflow calls may connect: http or https, public addresses, and loopback and
     private ones too when WORKFLOW_ALLOW_PRIVATE_TARGETS is on (a workflow engine on this
     host or LAN); never a link-local or metadata address, nor the service itself.

@@ -71,7 +71,7 @@ def next_delay(policy: RetryPolicy, attempts: int, outcome: Outcome, now: dateti
     retries, or a Retry-After beyond the bound)."""
     if outcome.delivered or not outcome.retryable or attempts > policy.max_retries:
         return None
-    backoff = policy.backoff_seconds * 2 ** (attempts - 1)
+    backoff = policy.backoff_seconds * 2.0 ** (attempts - 1)
     if outcome.retry_after is None:
         return backoff
     asked = retry_after_seconds(outcome.retry_after, now)

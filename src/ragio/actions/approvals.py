@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
 from ragcore.actions.approvals import (
     BAD_ID_REPLY,
@@ -15,22 +14,23 @@ from ragcore.actions.approvals import (
     same_sender,
 )
 from ragcore.actions.flow import Decision, decide_action, result_text
-from ragio.actions import handlers, store
+from ragio.actions import store
 from ragio.runner import run
+from ragio.service import Service
 
 log = logging.getLogger(__name__)
 
 
 async def decide(
-    service: Any, raw_id: str, verdict: str, by: str, now: datetime | None = None
+    service: Service, raw_id: str, verdict: str, by: str, now: datetime | None = None
 ) -> Decision:
     """Approve (the action is sent) or reject the held action ``raw_id`` as ``by``."""
-    at = now if now is not None else handlers.now()
+    at = now if now is not None else service.clock.now()
     return await run(decide_action(raw_id, verdict, by, at), service)
 
 
 async def handle_owner_reply(
-    service: Any, channel: str, sender: str, text: str, *, now: datetime | None = None
+    service: Service, channel: str, sender: str, text: str, *, now: datetime | None = None
 ) -> str | None:
     """The reply to send when ``text`` is the approval owner's ``YES <id>`` / ``NO <id>``;
     None when it is not an approval command from the owner, so the caller hands the
@@ -56,7 +56,9 @@ async def handle_owner_reply(
     return decision_reply(command.action_id, decision.judgement, result_text(decision))
 
 
-async def _note_stranger(service: Any, channel: str, action_id: str | None, verdict: str) -> None:
+async def _note_stranger(
+    service: Service, channel: str, action_id: str | None, verdict: str
+) -> None:
     log.info(
         "an approval-like %s message came from a sender who is not the approval owner; "
         "not accepted, passed on as an ordinary message",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 from ragcore.actions.approvals import ID_BYTES, approval_id
@@ -31,43 +29,39 @@ from ragcore.actions.kinds import (
     describe,
 )
 from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
+from ragcore.settings import Settings
 from ragio.actions import store
 from ragio.actions.mail import send_email
 from ragio.actions.notify import notify_owner
-from ragio.runner import HandlerTable
+from ragio.service import HandlerTable, Service
 from ragio.targets.post import interfaces, post
 
 log = logging.getLogger(__name__)
-
-
-def now() -> datetime:
-    """The clock the action code reads (tests replace it to pass time)."""
-    return datetime.now(UTC)
 
 
 def new_id() -> str:
     return approval_id(os.urandom(ID_BYTES))
 
 
-async def load_autonomy(effect: LoadAutonomy, service: Any) -> AutonomyConfig:
+async def load_autonomy(effect: LoadAutonomy, service: Service) -> AutonomyConfig:
     return await service.database.run(store.load_autonomy)
 
 
-async def new_ticket(effect: NewTicket, service: Any) -> Ticket:
-    return Ticket(new_id(), now())
+async def new_ticket(effect: NewTicket, service: Service) -> Ticket:
+    return Ticket(new_id(), service.clock.now())
 
 
-async def save_action(effect: SaveAction, service: Any) -> None:
+async def save_action(effect: SaveAction, service: Service) -> None:
     record = effect.record
     await service.database.run(store.save_action, record, effect.event, effect.detail)
     _log_event(record.id, effect.event, effect.detail, record)
 
 
-async def load_action(effect: LoadAction, service: Any) -> ActionRecord | None:
+async def load_action(effect: LoadAction, service: Service) -> ActionRecord | None:
     return await service.database.run(store.load_action, effect.action_id)
 
 
-async def claim_action(effect: ClaimAction, service: Any) -> ActionRecord | None:
+async def claim_action(effect: ClaimAction, service: Service) -> ActionRecord | None:
     aid, event, detail = effect.action_id, effect.event, effect.detail
     claimed = await service.database.run(
         store.claim_action, aid, effect.status, effect.now, effect.by, event, detail
@@ -77,28 +71,28 @@ async def claim_action(effect: ClaimAction, service: Any) -> ActionRecord | None
     return claimed
 
 
-async def finish_action(effect: FinishAction, service: Any) -> ActionRecord:
+async def finish_action(effect: FinishAction, service: Service) -> ActionRecord:
     aid, status, detail = effect.action_id, effect.status, effect.detail
     finished = await service.database.run(store.finish_action, aid, status, detail)
     _log_event(aid, status, detail, finished)
     return finished
 
 
-async def note_action(effect: NoteAction, service: Any) -> None:
+async def note_action(effect: NoteAction, service: Service) -> None:
     aid, event, detail = effect.action_id, effect.event, effect.detail
     await service.database.run(store.note_action, aid, event, detail)
     _log_event(aid, event, detail)
 
 
-async def perform_action(effect: PerformAction, service: Any) -> Sent:
+async def perform_action(effect: PerformAction, service: Service) -> Sent:
     return await perform(service, effect.record)
 
 
-async def notify(effect: NotifyOwner, service: Any) -> Sent:
+async def notify(effect: NotifyOwner, service: Service) -> Sent:
     return await notify_owner(service, effect.channel, effect.target, effect.text)
 
 
-async def perform(service: Any, record: ActionRecord) -> Sent:
+async def perform(service: Service, record: ActionRecord) -> Sent:
     """Send the action; a Sent that says how it went. Never raises."""
     settings = service.settings
     action = record.action
@@ -107,7 +101,7 @@ async def perform(service: Any, record: ActionRecord) -> Sent:
             url = dict(settings.webhook_targets).get(action.target)
             if url is None:
                 return Sent(False, f"no webhook target named {action.target!r} any more")
-            body = webhook_body(record, now())
+            body = webhook_body(record, service.clock.now())
             headers = {"X-Ragchat-Action": record.id}
             return await post_json(settings, f'webhook "{action.target}"', url, body, headers)
         if isinstance(action, EmailAction):
@@ -124,7 +118,7 @@ async def perform(service: Any, record: ActionRecord) -> Sent:
 
 
 async def post_json(
-    settings: Any, name: str, url: str, body: bytes, headers: dict[str, str] | None = None
+    settings: Settings, name: str, url: str, body: bytes, headers: dict[str, str] | None = None
 ) -> Sent:
     """POST an action's ``body`` to ``url`` (called ``name`` in logs and reasons) through
     ``ragio.targets.post``: https, public addresses only unless

@@ -13,12 +13,12 @@ import smtplib
 import ssl
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid, parseaddr
-from typing import Any
 
 import trio
 
 from ragcore.actions.effects import Sent
 from ragcore.actions.kinds import EmailAction, recipient_allowed
+from ragcore.settings import Settings
 from ragio.targets.tls import CertificatesUnreadable, settings_context
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class _NoStartTLS(Exception):
     pass
 
 
-def build_message(settings: Any, action: EmailAction, action_id: str) -> EmailMessage:
+def build_message(settings: Settings, action: EmailAction, action_id: str) -> EmailMessage:
     message = EmailMessage()
     message["From"] = settings.email_from
     message["To"] = action.to
@@ -40,7 +40,7 @@ def build_message(settings: Any, action: EmailAction, action_id: str) -> EmailMe
     return message
 
 
-def _sender(settings: Any) -> str:
+def _sender(settings: Settings) -> str:
     """The envelope sender: EMAIL_FROM's address, also when it carries a display name."""
     return parseaddr(settings.email_from)[1] or settings.email_from
 
@@ -49,7 +49,9 @@ def _domain(address: str) -> str:
     return address.rpartition("@")[2] or "ragchat.invalid"
 
 
-def _send(settings: Any, message: EmailMessage, context: ssl.SSLContext, timeout: float) -> None:
+def _send(
+    settings: Settings, message: EmailMessage, context: ssl.SSLContext, timeout: float
+) -> None:
     host, port = settings.smtp_host, settings.smtp_port
     if settings.smtp_security == "tls":
         client: smtplib.SMTP = smtplib.SMTP_SSL(host, port, timeout=timeout, context=context)
@@ -71,7 +73,7 @@ def _send(settings: Any, message: EmailMessage, context: ssl.SSLContext, timeout
             raise smtplib.SMTPRecipientsRefused(refused)
 
 
-async def send_email(settings: Any, action: EmailAction, action_id: str) -> Sent:
+async def send_email(settings: Settings, action: EmailAction, action_id: str) -> Sent:
     """Send ``action``; never raises. ``ok`` only when the server accepted the message."""
     if not settings.smtp_host or not settings.email_from:
         return Sent(False, "e-mail is not configured (SMTP_HOST, EMAIL_FROM)")

@@ -15,21 +15,22 @@ reported without credentials) to the same API base URLs the channel replies use.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import httpx
 
 from ragcore.actions.effects import Sent
 from ragcore.channels import telegram, whatsapp
+from ragcore.settings import Settings
 from ragio.channels.outbound import SendFailed, call
+from ragio.service import Service
 
 log = logging.getLogger(__name__)
 # under every platform's limit (Telegram 4096, WhatsApp 1600, Discord 2000 characters)
 MAX_CHARS = 1500
-NO_MENTIONS = {"parse": []}
+NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 
-def missing_settings(settings: Any, channel: str) -> list[str]:
+def missing_settings(settings: Settings, channel: str) -> list[str]:
     """What must be set before the owner can be messaged on ``channel``."""
     needed = {
         "telegram": [("TELEGRAM_BOT_TOKEN", settings.telegram_bot_token)],
@@ -45,7 +46,7 @@ def missing_settings(settings: Any, channel: str) -> list[str]:
     return [name for name, value in needed if not value]
 
 
-async def notify_owner(service: Any, channel: str, target: str, text: str) -> Sent:
+async def notify_owner(service: Service, channel: str, target: str, text: str) -> Sent:
     """Send ``text`` to the owner; never raises."""
     missing = missing_settings(service.settings, channel)
     if missing:
@@ -63,7 +64,7 @@ async def notify_owner(service: Any, channel: str, target: str, text: str) -> Se
     return Sent(True, f"sent on {channel}")
 
 
-async def _telegram(client: httpx.AsyncClient, settings: Any, chat_id: str, text: str) -> None:
+async def _telegram(client: httpx.AsyncClient, settings: Settings, chat_id: str, text: str) -> None:
     url = settings.telegram_api_base_url + telegram.method_path(
         settings.telegram_bot_token, "sendMessage"
     )
@@ -75,7 +76,7 @@ async def _telegram(client: httpx.AsyncClient, settings: Any, chat_id: str, text
         raise SendFailed("telegram", str(detail)[:200], response.status_code)
 
 
-async def _whatsapp(client: httpx.AsyncClient, settings: Any, number: str, text: str) -> None:
+async def _whatsapp(client: httpx.AsyncClient, settings: Settings, number: str, text: str) -> None:
     url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
     [form] = whatsapp.message_forms(
         whatsapp.whatsapp_address(number), settings.whatsapp_from_number, [text]
@@ -84,7 +85,7 @@ async def _whatsapp(client: httpx.AsyncClient, settings: Any, number: str, text:
     await call(client, "whatsapp", "POST", url, data=form, auth=auth)
 
 
-async def _discord(client: httpx.AsyncClient, settings: Any, user_id: str, text: str) -> None:
+async def _discord(client: httpx.AsyncClient, settings: Settings, user_id: str, text: str) -> None:
     base = settings.discord_api_base_url
     headers = {"Authorization": f"Bot {settings.discord_bot_token}"}
     response = await call(

@@ -24,6 +24,7 @@ from ragio.channels.outbound import SendFailed
 from ragio.channels.updates import mark_answered
 from ragio.employees import store
 from ragio.runner import run
+from ragio.service import Service
 from ragio.workflows.dispatch import fire_workflows
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ PLATFORMS = {
 }
 
 
-async def answer_message(service: Any, message: InboundMessage) -> None:
+async def answer_message(service: Service, message: InboundMessage) -> None:
     """Reply to ``message`` on its channel; after an AI answer is sent, call the
     workflows tied to the channel (SPEC section 6). Never raises. Once the reply is out
     (or could not be), the delivery is marked answered; an answer cut off by a stop is
@@ -74,7 +75,7 @@ async def answer_message(service: Any, message: InboundMessage) -> None:
 
 
 async def _reply(
-    service: Any, message: InboundMessage, platform: Platform
+    service: Service, message: InboundMessage, platform: Platform
 ) -> tuple[ChatAnswer, str] | None:
     """Send the reply; the AI's answer and role when one was sent (None for a fixed
     reply: help, an unreadable message kind, a failure)."""

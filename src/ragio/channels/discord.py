@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from ragcore.channels import discord
 from ragcore.channels.messages import InboundMessage
 from ragcore.employees.roles import Role
+from ragcore.settings import Settings
 from ragio.channels.outbound import call
+from ragio.service import Service
 
 LIMIT = discord.LIMIT
 
 
-def missing_settings(settings: Any) -> list[str]:
+def missing_settings(settings: Settings) -> list[str]:
     """Nothing beyond the public key the webhook needs: the interaction brings its token."""
     return []
 
 
-async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
+async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
     """The first part replaces the "thinking…" message; the others follow it."""
     base = service.settings.discord_api_base_url
     app, token = message.reply_via["application_id"], message.reply_via["token"]
@@ -33,7 +33,7 @@ async def send_reply(service: Any, message: InboundMessage, parts: list[str]) ->
         )
 
 
-async def register_command(client: httpx.AsyncClient, settings: Any, roles: list[Role]) -> str:
+async def register_command(client: httpx.AsyncClient, settings: Settings, roles: list[Role]) -> str:
     """Create or update the global ``/ask`` command; the command's id."""
     url = settings.discord_api_base_url + discord.command_path(settings.discord_application_id)
     headers = {"Authorization": f"Bot {settings.discord_bot_token}"}

@@ -8,23 +8,25 @@ import httpx
 
 from ragcore.channels import telegram
 from ragcore.channels.messages import InboundMessage
+from ragcore.settings import Settings
 from ragio.channels.outbound import SendFailed, call
+from ragio.service import Service
 
 LIMIT = telegram.LIMIT
 
 
-def missing_settings(settings: Any) -> list[str]:
+def missing_settings(settings: Settings) -> list[str]:
     """What must be set before a Telegram message can be answered."""
     return [] if settings.telegram_bot_token else ["TELEGRAM_BOT_TOKEN"]
 
 
-def _url(settings: Any, method: str) -> str:
+def _url(settings: Settings, method: str) -> str:
     return settings.telegram_api_base_url + telegram.method_path(
         settings.telegram_bot_token, method
     )
 
 
-async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
+async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order; the first one quotes the question."""
     url = _url(service.settings, "sendMessage")
     reply_to = message.reply_via.get("message_id")
@@ -33,7 +35,7 @@ async def send_reply(service: Any, message: InboundMessage, parts: list[str]) ->
         _check_ok(response)
 
 
-async def set_webhook(client: httpx.AsyncClient, settings: Any, url: str) -> str:
+async def set_webhook(client: httpx.AsyncClient, settings: Settings, url: str) -> str:
     """Register ``url`` with TELEGRAM_WEBHOOK_SECRET as its secret_token; Telegram's
     answer (its ``description``)."""
     body = telegram.set_webhook_body(url, settings.telegram_webhook_secret)

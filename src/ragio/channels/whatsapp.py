@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragcore.channels import whatsapp
 from ragcore.channels.messages import InboundMessage
+from ragcore.settings import Settings
 from ragio.channels.outbound import call
+from ragio.service import Service
 
 LIMIT = whatsapp.LIMIT
 
 
-def missing_settings(settings: Any) -> list[str]:
+def missing_settings(settings: Settings) -> list[str]:
     """What must be set before a WhatsApp message can be answered."""
     return [
         name
@@ -23,7 +23,7 @@ def missing_settings(settings: Any) -> list[str]:
     ]
 
 
-async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
+async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order, from WHATSAPP_FROM_NUMBER or else from the
     number the customer wrote to."""
     settings = service.settings

@@ -4,20 +4,18 @@ the language of a question (``ragcore.language``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragcore.chat.effects import Generate, Reply
 from ragcore.language import DetectLanguage, LanguageGuess
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback
-from ragio.runner import HandlerTable, StreamHandlerTable
+from ragio.service import HandlerTable, Service, StreamHandlerTable
 
 
-async def generate(effect: Generate, service: Any) -> Reply:
+async def generate(effect: Generate, service: Service) -> Reply:
     timeout = service.settings.provider_timeout_seconds
     return await generate_with_fallback(service.answerer, effect, timeout)
 
 
-async def stream(effect: Generate, service: Any, on_delta: OnDelta) -> Reply:
+async def stream(effect: Generate, service: Service, on_delta: OnDelta) -> Reply:
     """The reply streamed to ``on_delta``; whole, unless the effect holds it back."""
     if not effect.stream:
         return await generate(effect, service)
@@ -25,7 +23,7 @@ async def stream(effect: Generate, service: Any, on_delta: OnDelta) -> Reply:
     return await stream_with_fallback(service.answerer, effect, timeout, on_delta)
 
 
-async def detect_language(effect: DetectLanguage, service: Any) -> list[LanguageGuess]:
+async def detect_language(effect: DetectLanguage, service: Service) -> list[LanguageGuess]:
     return await service.language.detect(effect.text)
 
 

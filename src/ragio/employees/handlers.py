@@ -4,8 +4,6 @@ learning, in the database."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
-from typing import Any
 
 from ragcore.employees.learning import History, LearnPattern, RecordInteraction
 from ragcore.employees.memory import (
@@ -15,38 +13,38 @@ from ragcore.employees.memory import (
     StoreMemoryVectors,
 )
 from ragio.employees import learning, memory
-from ragio.runner import HandlerTable
+from ragio.service import HandlerTable, Service
 
 log = logging.getLogger(__name__)
 
 
 async def find_unembedded_memory(
-    effect: FindUnembeddedMemory, service: Any
+    effect: FindUnembeddedMemory, service: Service
 ) -> list[tuple[int, str]]:
     dimensions = service.embedder.space.dimensions
     return await service.database.run(memory.unembedded, effect.role, dimensions)
 
 
-async def store_memory_vectors(effect: StoreMemoryVectors, service: Any) -> None:
+async def store_memory_vectors(effect: StoreMemoryVectors, service: Service) -> None:
     await service.database.run(memory.set_embeddings, effect.vectors)
 
 
-async def fetch_role_memory(effect: FetchRoleMemory, service: Any) -> list[MemoryItem]:
+async def fetch_role_memory(effect: FetchRoleMemory, service: Service) -> list[MemoryItem]:
     return await service.database.run(memory.context_items, effect)
 
 
 # Learning never costs anyone their answer: a failure is logged and learns nothing.
 
 
-async def record_interaction(effect: RecordInteraction, service: Any) -> History:
+async def record_interaction(effect: RecordInteraction, service: Service) -> History:
     try:
-        return await service.database.run(learning.record, effect, datetime.now(UTC))
+        return await service.database.run(learning.record, effect, service.clock.now())
     except Exception:
         _unlearned()
         return History(recorded=False)
 
 
-async def learn_pattern(effect: LearnPattern, service: Any) -> MemoryItem | None:
+async def learn_pattern(effect: LearnPattern, service: Service) -> MemoryItem | None:
     try:
         return await service.database.run(learning.learn, effect)
     except Exception:

@@ -21,7 +21,7 @@ from ragcore.actions.flow import ActionPolicy, Submission, submit_action
 from ragcore.actions.kinds import Catalog, check_action
 from ragcore.actions.records import ActionRecord, log_view, record_view, stale_after
 from ragcore.errors import InvalidInput
-from ragio.actions import handlers, store
+from ragio.actions import store
 from ragio.actions.approvals import decide
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import EXTENSION, service
@@ -129,7 +129,7 @@ async def _settle_stale() -> None:
     """Before showing actions: those held past their expiry are expired, and those still
     ``executing`` long after their send must have ended were cut off by a stop."""
     svc = service()
-    now = handlers.now()
+    now = svc.clock.now()
     await svc.database.run(store.expire_due, now)
     stale = stale_after(svc.settings.actions_timeout_seconds)
     await svc.database.run(store.fail_interrupted, now, stale)
@@ -138,7 +138,7 @@ async def _settle_stale() -> None:
 @blueprint.get("/autonomy/pending")
 async def list_pending() -> dict[str, Any]:
     await _settle_stale()
-    pending = await service().database.run(store.pending_actions, handlers.now())
+    pending = await service().database.run(store.pending_actions, service().clock.now())
     return {"pending": [record_view(record) for record in pending]}
 
 

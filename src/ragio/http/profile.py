@@ -3,7 +3,6 @@ rebuild the auto-learned summary from current activity with POST /profile/learn.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from quart import Blueprint
@@ -40,5 +39,5 @@ async def learn_profile() -> dict[str, Any]:
     caps = Caps.from_settings(svc.settings)
     pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
     summary, learned_by = await run(pipeline, svc)
-    saved = await svc.database.run(profile.set_summary, summary, datetime.now(UTC))
+    saved = await svc.database.run(profile.set_summary, summary, svc.clock.now())
     return {**profile_view(saved), "learned_by": learned_by}

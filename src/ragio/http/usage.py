@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from quart import Blueprint
@@ -17,7 +16,7 @@ blueprint = Blueprint("usage", __name__)
 @blueprint.get("/usage")
 async def usage() -> dict[str, Any]:
     svc = service()
-    now = datetime.now(UTC)
+    now = svc.clock.now()
     summary = await svc.database.run(ledger.summary, now)
     totals, _ = await svc.database.run(ledger.totals, None, now)
     caps = Caps.from_settings(svc.settings)

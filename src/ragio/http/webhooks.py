@@ -11,7 +11,6 @@ retry when a webhook waits for an LLM.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -67,7 +66,7 @@ async def discord_webhook() -> dict[str, Any]:
         request.headers.get(discord.SIGNATURE_HEADER),
         request.headers.get(discord.TIMESTAMP_HEADER),
         body,
-        datetime.now(UTC),
+        service().clock.now(),
     )
     _verified(verdict, "discord", "", 401)
     parsed = _parsed(discord.parse_interaction, body)
@@ -140,7 +139,7 @@ async def _take(parsed: InboundMessage | Ignored) -> None:
     missing = PLATFORMS[parsed.channel].missing_settings(svc.settings)
     if missing:  # refused before claiming, so the platform's redelivery is answered later
         raise Problem(503, f"{parsed.channel} replies need {', '.join(missing)}")
-    if not await svc.database.run(claim_delivery, parsed):
+    if not await svc.database.run(claim_delivery, parsed, svc.clock.now()):
         log.info("%s delivery %s was already taken", parsed.channel, parsed.delivery_id)
         return
     _answer_later(svc, parsed)
@@ -164,7 +163,7 @@ async def resume_cut_off_answers() -> None:
     """Answer the deliveries a stop or crash left unanswered (ragio.channels.updates)."""
     svc = service()
     try:
-        messages, given_up = await svc.database.run(take_unanswered)
+        messages, given_up = await svc.database.run(take_unanswered, svc.clock.now())
     except Exception:  # the service still starts; those customers wait for nothing
         log.exception("could not look for channel answers cut off by the last stop")
         return

@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragcore.knowledge.documents import FindDocuments, StoredDocument, StoreDocuments
 from ragcore.knowledge.effects import Embed, SearchChunks, Vector
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragio.knowledge import search, store
 from ragio.providers.chain import embed
-from ragio.runner import HandlerTable
+from ragio.service import HandlerTable, Service
 
 
-async def embed_texts(effect: Embed, service: Any) -> list[Vector]:
+async def embed_texts(effect: Embed, service: Service) -> list[Vector]:
     return await embed(service.embedder, effect.texts, effect.purpose)
 
 
-async def search_chunks(effect: SearchChunks, service: Any) -> list[RetrievedHit]:
+async def search_chunks(effect: SearchChunks, service: Service) -> list[RetrievedHit]:
     return await service.database.run(search.search, effect, service.embedder.space)
 
 
-async def find_documents(effect: FindDocuments, service: Any) -> list[StoredDocument | None]:
+async def find_documents(effect: FindDocuments, service: Service) -> list[StoredDocument | None]:
     return await service.database.run(store.find_documents, effect.content_hashes)
 
 
-async def store_documents(effect: StoreDocuments, service: Any) -> list[StoredDocument]:
+async def store_documents(effect: StoreDocuments, service: Service) -> list[StoredDocument]:
     return await service.database.run(store.store_documents, effect.documents)
 
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import attrs
 import trio
 
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import NewDocument, prepare_document, store_new_documents
+from ragcore.settings import Settings
 from ragio.knowledge.files import find_files, read_document
 from ragio.runner import run
+from ragio.service import Service
 
 #: a group is stored once it holds this many chunks (or files)
 GROUP_CHUNKS = 512
@@ -42,7 +43,7 @@ class IngestReport:
 
 
 async def ingest_paths(
-    service: Any,
+    service: Service,
     paths: Iterable[Path],
     on_progress: Callable[[int, int], None] = lambda files, chunks: None,
     *,
@@ -108,7 +109,7 @@ class _Stop(Exception):
     """A group could not be stored: the run ends."""
 
 
-async def _read_and_chunk(path: Path, settings: Any) -> NewDocument:
+async def _read_and_chunk(path: Path, settings: Settings) -> NewDocument:
     """No MAX_DOCUMENT_CHUNKS here: nobody waits on a request for it (see docs)."""
     text, fmt, size = await read_document(
         path, settings.max_upload_bytes, settings.max_document_read_seconds

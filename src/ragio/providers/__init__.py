@@ -17,7 +17,8 @@ import trio
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.fallback import answering_order
 from ragcore.knowledge.embedding_space import EmbeddingSpace
-from ragcore.settings import answering_provider, embedding_provider
+from ragcore.settings import Settings, answering_provider, embedding_provider
+from ragcore.usage import TokenUsage
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class Answerer(Protocol):
 
     async def generate(self, request: Generate) -> Reply: ...
 
-    def stream(self, request: Generate) -> AsyncIterator[str]: ...
+    def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]: ...
 
     async def aclose(self) -> None: ...
 
@@ -85,7 +86,7 @@ class AnswererChain:
         await aclose_all(*self.answerers)
 
 
-def build_embedder(settings: Any) -> Embedder:
+def build_embedder(settings: Settings) -> Embedder:
     name = embedding_provider(settings)
     if name == "local":
         from ragio.providers.local import LocalEmbedder
@@ -105,7 +106,7 @@ def build_embedder(settings: Any) -> Embedder:
 
 
 def build_answerer(
-    settings: Any, name: str | None = None, setting: str = "LLM_PROVIDER"
+    settings: Settings, name: str | None = None, setting: str = "LLM_PROVIDER"
 ) -> Answerer:
     """The answering provider ``name`` (default: the primary one); ``setting`` names where it
     was chosen, for errors. To answer with fallback, use ``build_answerers``."""
@@ -132,7 +133,7 @@ def build_answerer(
     raise ProviderUnavailable(f"{setting}: {name!r} is not available in this version")
 
 
-def build_answerers(settings: Any) -> AnswererChain:
+def build_answerers(settings: Settings) -> AnswererChain:
     """The primary answering provider, then LLM_FALLBACK_PROVIDERS in order, each once."""
     # A provider that fails to build (a missing key) fails start-up; the ones built before
     # it have opened no connection yet, so there is nothing to close.
@@ -157,14 +158,14 @@ async def aclose_all(*providers: Any) -> None:
                 log.warning("closing the %s provider failed", provider.name, exc_info=True)
 
 
-def _require_key(settings: Any, name: str, key: str, setting: str) -> None:
+def _require_key(settings: Settings, name: str, key: str, setting: str) -> None:
     if not getattr(settings, key.lower()):
         raise ProviderUnavailable(
             f"{setting} selects {name}, but {key} is not set: set it, or choose another provider"
         )
 
 
-def _require_openai(settings: Any, setting: str) -> None:
+def _require_openai(settings: Settings, setting: str) -> None:
     """OpenAI itself needs a key; a compatible server at OPENAI_BASE_URL (Ollama…) may not."""
     if not settings.openai_api_key and not settings.openai_base_url:
         raise ProviderUnavailable(

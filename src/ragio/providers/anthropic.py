@@ -30,6 +30,7 @@ from anthropic import AsyncAnthropic, BadRequestError
 from anthropic.types import Message, MessageParam
 
 from ragcore.chat.effects import Generate, Reply
+from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text
 
@@ -38,7 +39,7 @@ MAX_TEMPERATURE = 1.0  # the Messages API takes 0..1; DEFAULT_TEMPERATURE may go
 
 
 def make_client(
-    settings: Any, base_url: str | None = None, max_retries: int = MAX_RETRIES
+    settings: Settings, base_url: str | None = None, max_retries: int = MAX_RETRIES
 ) -> AsyncAnthropic:
     """``base_url`` None: api.anthropic.com (or ANTHROPIC_BASE_URL, as the SDK reads it)."""
     return AsyncAnthropic(
@@ -54,7 +55,7 @@ class AnthropicAnswerer:
 
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         client: AsyncAnthropic | None = None,
         *,
         base_url: str | None = None,
@@ -162,7 +163,7 @@ def _message_text(message: Message) -> str:
     content = getattr(message, "content", None)
     if not isinstance(content, list):
         raise BadReply("JSON without content")
-    texts = [getattr(block, "text", None) for block in content if _type(block) == "text"]
+    texts: list[Any] = [getattr(block, "text", None) for block in content if _type(block) == "text"]
     if not all(isinstance(text, str) for text in texts):
         raise BadReply("text blocks whose text is not a string")
     text = "".join(texts)
@@ -176,7 +177,7 @@ def _type(block: Any) -> Any:
 
 
 def _refuses_temperature(error: BadRequestError) -> bool:
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
+    inner: Any = body.get("error") if isinstance(body.get("error"), dict) else body
     message = str(inner.get("message", ""))
     return "temperature" in message and "deprecated" in message

@@ -79,7 +79,7 @@ class BadReply(Exception):
         self.status = status
 
 
-def no_text(finished: object = None, what: str = "finish reason") -> BadReply:
+def no_text(finished: Any = None, what: str = "finish reason") -> BadReply:
     """A reply without any text; ``finished`` is the provider's finish (or stop, or block)
     reason when it gave one: MAX_TOKENS says the allowance went on thinking."""
     shown = finished.value if isinstance(getattr(finished, "value", None), str) else finished
@@ -230,8 +230,8 @@ def _in_band(body: Any) -> FailureKind:
 def _anthropic_error_type(error: Any) -> FailureKind | None:
     """By the body's error type: an ``error`` event mid-stream arrives on a 200 response.
     An account out of credit is a 400 invalid_request_error that another provider avoids."""
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
+    inner: Any = body.get("error") if isinstance(body.get("error"), dict) else body
     if "credit balance is too low" in str(inner.get("message", "")):
         return FailureKind.BAD_KEY
     return _ANTHROPIC_ERROR_TYPES.get(str(inner.get("type")))

@@ -35,6 +35,7 @@ from google.genai import errors, types
 
 from ragcore.chat.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.settings import Settings
 from ragcore.usage import TokenUsage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
 from ragio.providers.failures import BadReply, no_text
@@ -54,7 +55,7 @@ TASK_TYPES = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
 
 
 def make_client(
-    settings: Any, http: httpx.AsyncClient, base_url: str | None = None
+    settings: Settings, http: httpx.AsyncClient, base_url: str | None = None
 ) -> genai.Client:
     """A client on ``http``; ``base_url`` None: the Gemini API (or GOOGLE_GEMINI_BASE_URL)."""
     options = types.HttpOptions(
@@ -65,14 +66,14 @@ def make_client(
     return genai.Client(api_key=settings.genai_api_key, http_options=options)
 
 
-def make_http_client(settings: Any) -> httpx.AsyncClient:
+def make_http_client(settings: Settings) -> httpx.AsyncClient:
     return httpx.AsyncClient(timeout=settings.provider_timeout_seconds)
 
 
 class _GenaiProvider:
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         *,
         base_url: str | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -107,7 +108,7 @@ class GenaiAnswerer(_GenaiProvider):
 
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         *,
         base_url: str | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -181,7 +182,7 @@ class GenaiEmbedder(_GenaiProvider):
 
     def __init__(
         self,
-        settings: Any,
+        settings: Settings,
         *,
         base_url: str | None = None,
         http_client: httpx.AsyncClient | None = None,

@@ -35,6 +35,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from ragcore.chat.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, is_count, reported_usage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
 from ragio.providers.failures import BadReply, no_text, stream_without_text
@@ -45,7 +46,7 @@ MAX_BATCH = 512
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
 
 
-def make_client(settings: Any, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
+def make_client(settings: Settings, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
     return AsyncOpenAI(
         api_key=settings.openai_api_key or "unset",
         base_url=settings.openai_base_url or None,
@@ -65,7 +66,11 @@ class OpenAIAnswerer:
     name = "openai"
 
     def __init__(
-        self, settings: Any, client: AsyncOpenAI | None = None, *, max_retries: int = MAX_RETRIES
+        self,
+        settings: Settings,
+        client: AsyncOpenAI | None = None,
+        *,
+        max_retries: int = MAX_RETRIES,
     ):
         self.client = client or make_client(settings, max_retries)
         self.model = settings.openai_chat_model
@@ -191,7 +196,11 @@ class OpenAIEmbedder:
     name = "openai"
 
     def __init__(
-        self, settings: Any, client: AsyncOpenAI | None = None, *, max_retries: int = MAX_RETRIES
+        self,
+        settings: Settings,
+        client: AsyncOpenAI | None = None,
+        *,
+        max_retries: int = MAX_RETRIES,
     ):
         self.client = client or make_client(settings, max_retries)
         self.space = EmbeddingSpace(
@@ -255,5 +264,5 @@ def _check_json(body: bytes) -> None:
 
 def _index(item: Any) -> int:
     """Where an embedding goes: its ``index``, which every server sends; in order without."""
-    index = getattr(item, "index", None)
+    index: Any = getattr(item, "index", None)
     return index if is_count(index) else 0

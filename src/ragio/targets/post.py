@@ -37,6 +37,7 @@ import psutil
 import trio
 
 from ragcore import __version__
+from ragcore.settings import Settings
 from ragcore.targets.addresses import (
     DEFAULT_PORTS,
     Reach,
@@ -86,7 +87,7 @@ async def addresses_of(host: str, port: int) -> list[str]:
     return known if known is not None else await resolve(host, port)
 
 
-def interfaces(settings: Any) -> tuple[str, ...]:
+def interfaces(settings: Settings) -> tuple[str, ...]:
     """This host's own addresses when APP_BIND is every interface (0.0.0.0 or ::), so a
     call to the service itself through one of them is refused; otherwise not needed."""
     try:
@@ -260,7 +261,8 @@ async def _post_to(
 
 
 def _connect_failure(error: BaseException) -> str:
-    chain, cause = [], error
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
     while cause is not None and len(chain) < 5:
         chain.append(cause)
         cause = cause.__cause__ or cause.__context__

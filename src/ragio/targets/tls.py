@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import functools
 import ssl
-from typing import Any
 
 import certifi
+
+from ragcore.settings import Settings
 
 
 class CertificatesUnreadable(ValueError):
@@ -30,5 +31,5 @@ def tls_context(ca_bundle: str = "") -> ssl.SSLContext:
     return context
 
 
-def settings_context(settings: Any) -> ssl.SSLContext:
+def settings_context(settings: Settings) -> ssl.SSLContext:
     return tls_context(settings.actions_ca_bundle.strip())

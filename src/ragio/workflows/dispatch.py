@@ -15,10 +15,8 @@ and stays cancellable: cancelling the task that runs it stops every call at once
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 from urllib.parse import urlsplit
 
 import attrs
@@ -29,6 +27,8 @@ from ragcore.workflows.definitions import Workflow, workflow_reach
 from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay
 from ragcore.workflows.matching import firing
 from ragcore.workflows.payload import request_headers, signing_key, workflow_body
+from ragio.clock import Clock
+from ragio.service import Service
 from ragio.targets.post import interfaces, post
 from ragio.workflows import store
 
@@ -37,7 +37,7 @@ DEFAULT_POLICY = RetryPolicy()
 
 
 async def fire_workflows(
-    service: Any,
+    service: Service,
     channel: str,
     message: str,
     ai_reply: str,
@@ -62,7 +62,9 @@ async def fire_workflows(
         limiter = trio.CapacityLimiter(policy.concurrency)
         async with trio.open_nursery() as nursery:
             for workflow in due:
-                nursery.start_soon(_call, target, workflow, body, key, policy, limiter)
+                nursery.start_soon(
+                    _call, target, workflow, body, key, policy, limiter, service.clock
+                )
     except Exception as error:  # never raise to the channel adapter
         log.warning("workflows for a %s reply were not called: %s", channel, type(error).__name__)
 
@@ -82,6 +84,7 @@ async def _call(
     key: bytes | None,
     policy: RetryPolicy,
     limiter: trio.CapacityLimiter,
+    clock: Clock,
 ) -> None:
     """One workflow's call with its retries; logs, never raises."""
     message_id = f"msg_{uuid.uuid4().hex}"  # the same on every retry of this call
@@ -90,8 +93,9 @@ async def _call(
         while True:
             async with limiter:
                 attempts += 1
-                outcome = await _attempt(target, workflow, body, key, message_id, policy)
-            delay = next_delay(policy, attempts, outcome, datetime.now(UTC))
+                sent_at = clock.now()
+                outcome = await _attempt(target, workflow, body, key, message_id, policy, sent_at)
+            delay = next_delay(policy, attempts, outcome, clock.now())
             if delay is None:
                 break
             await trio.sleep(delay)
@@ -124,10 +128,11 @@ async def _attempt(
     key: bytes | None,
     message_id: str,
     policy: RetryPolicy,
+    sent_at: datetime,
 ) -> Outcome:
     """One POST, bounded as a whole (resolving, connecting and the response's headers) by
     the policy's timeout. The response body is never read."""
-    headers = request_headers(body, key, message_id, int(time.time()))
+    headers = request_headers(body, key, message_id, int(sent_at.timestamp()))
     reply = await post(
         workflow.webhook_url,
         body,

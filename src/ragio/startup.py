@@ -1,0 +1,76 @@
+"""Opening the service: the database (embedded or DATABASE_URL) migrated and shaped for
+the active embedder, the providers, and the handlers of every effect; all closed as one
+on the way out. The entry points (``ragio.cli``, ``ragio.server``, voiceio) go through it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from ragcore.settings import Settings
+from ragio.db.embedded import EmbeddedPostgres
+from ragio.db.embedding_space import prepare_space
+from ragio.db.migrations import apply_migrations
+from ragio.db.pool import Database
+from ragio.employees.store import follow_built_in_defaults
+from ragio.language import LanguageDetection
+from ragio.providers import aclose_all, build_answerers, build_embedder
+from ragio.registry import HANDLERS
+from ragio.service import Service, outbound_client
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def open_database(settings: Settings) -> AsyncIterator[Database]:
+    """DATABASE_URL, or the embedded server under DATA_DIR; closed (and left) on the way out."""
+    embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
+    try:
+        if embedded is not None:
+            url = await trio.to_thread.run_sync(embedded.start)
+        else:
+            url = settings.database_url
+        database = Database(url, embedded=embedded is not None)
+        await database.open()
+        try:
+            yield database
+        finally:
+            with trio.CancelScope(shield=True):
+                await database.close()
+    finally:
+        if embedded is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(embedded.stop)
+
+
+@asynccontextmanager
+async def open_service(settings: Settings) -> AsyncIterator[Service]:
+    """The database migrated and shaped for the active embedder, and the providers;
+    the providers' connections are closed on the way out."""
+    embedder = build_embedder(settings)
+    answerer = build_answerers(settings)
+    outbound = outbound_client()
+    try:
+        async with open_database(settings) as database:
+            await database.run(apply_migrations)
+            await database.run(prepare_space, embedder.space)
+            updated = await database.run(follow_built_in_defaults)
+            if updated:
+                log.info("built-in roles brought up to this version: %s", ", ".join(updated))
+            yield Service(
+                settings,
+                database,
+                embedder,
+                answerer,
+                LanguageDetection(settings.language_detection_supported_languages),
+                HANDLERS,
+                outbound,
+            )
+    finally:
+        with trio.CancelScope(shield=True):
+            await outbound.aclose()
+        await aclose_all(embedder, answerer)
