@@ -23,6 +23,7 @@ from ragcore.actions.proposals import (
     split_proposal,
 )
 from ragcore.actions.records import ProposedAction
+from ragcore.api.schema import described
 from ragcore.chat.citations import Citation, resolve_citations
 from ragcore.chat.grounding import (
     CHECK_OUTPUT_TOKENS,
@@ -133,22 +134,31 @@ class ChatPolicy:
 
 @attrs.frozen
 class ChatAnswer:
+    """The answer to a question, with the passages it cites (POST /chat)."""
+
     answer: str
     citations: tuple[Citation, ...]
     role: str | None
     provider: str | None  # None when no provider was asked
     model: str | None
     usage: TokenUsage | None = None  # None when no provider was asked
-    limited: bool = False  # True when a token budget stopped the request
-    language: str | None = None  # ISO 639-1 code of the answer; None when not answered
-    #: the grounding check's verdict for a sensitive role's answer (rule 13); None when
-    #: no check ran (not a sensitive role, or nothing was generated)
-    grounded: bool | None = None
-    #: the tokens of the check's own call (``usage`` is the answer's); None without one
-    check_usage: TokenUsage | None = None
-    #: the action the role's reply proposed, after the gate (None: none proposed, or the
-    #: proposal was dropped)
-    action: ProposedAction | None = None
+    limited: bool = described("true when a token budget stopped the request", default=False)
+    language: str | None = described("ISO 639-1 code of the answer's language", default=None)
+    grounded: bool | None = described(
+        "a sensitive role's grounding check: false adds a caveat to the answer; null when no "
+        "check ran",
+        default=None,
+    )
+    check_usage: TokenUsage | None = described(
+        "tokens of the grounding check's own call (usage is the answer's); null when no judge "
+        "was asked",
+        default=None,
+    )
+    action: ProposedAction | None = described(
+        "the outbound action the role's reply proposed, after the gate; null when none was "
+        "proposed (or the proposal was dropped)",
+        default=None,
+    )
 
 
 def check_question(question: Any) -> str:
@@ -318,9 +328,7 @@ def check_grounding(
         stream=False,
     )
     try:
-        verdict = yield from metered_generate(
-            judge, request.role, policy.caps, policy.usage_ledger
-        )
+        verdict = yield from metered_generate(judge, request.role, policy.caps, policy.usage_ledger)
     except Exception:  # noqa: BLE001 (no judge: the answer goes out with the caveat)
         return False, None
     if not isinstance(verdict, Reply):  # a cap: the judge is not asked

@@ -8,6 +8,8 @@ from typing import Any
 
 from quart import Blueprint
 
+from ragcore.api.employees import Profile, ProfileLearned, ProfilePatch
+from ragcore.api.operations import Reply, operation
 from ragcore.employees.profile import check_profile_patch, learn_summary, profile_view
 from ragcore.usage import Caps
 from ragio.employees import profile
@@ -19,19 +21,26 @@ blueprint = Blueprint("profile", __name__)
 
 
 @blueprint.get("/profile")
+@operation(Reply(200, "The profile", Profile))
 async def get_profile() -> dict[str, Any]:
+    """The business profile (empty fields when never set)"""
     return profile_view(await service().database.run(profile.get_profile))
 
 
 @blueprint.patch("/profile")
+@operation(Reply(200, "The updated profile", Profile), 422, body=ProfilePatch)
 async def patch_profile() -> dict[str, Any]:
+    """Set the owner's fields: description, products, tone, language"""
     fields = check_profile_patch(await json_body(required=True))
     return profile_view(await service().database.run(profile.patch_profile, fields))
 
 
 @blueprint.post("/profile/learn")
+@operation(Reply(200, "The updated profile", ProfileLearned))
 async def learn_profile() -> dict[str, Any]:
-    """Rebuild the summary: through the configured LLM when there is one (a model's
+    """Rebuild the learned summary from documents and role memory
+
+    Through the configured LLM when there is one (a model's
     failure falls back to the offline summary), by the extractive summary otherwise."""
     svc = service()
     current = await svc.database.run(profile.get_profile)

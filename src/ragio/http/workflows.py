@@ -11,9 +11,10 @@ from typing import Any
 
 from quart import Blueprint, request
 
+from ragcore.api.operations import Reply, operation
+from ragcore.api.workflows import NewWorkflow, Workflow, WorkflowFilters, WorkflowPatch, Workflows
 from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
-    Workflow,
     WorkflowFields,
     check_filters,
     check_new,
@@ -30,6 +31,7 @@ from ragio.workflows import store
 
 blueprint = Blueprint("workflows", __name__)
 PATH = "/automation-workflows"
+WORKFLOW_ID = {"path": {"id": {"type": "integer"}}}
 
 
 def _missing(raw: str) -> Problem:
@@ -57,7 +59,9 @@ def _id(raw: str) -> int:
 
 
 @blueprint.get(PATH)
+@operation(Reply(200, "The workflows", Workflows), 422, query=WorkflowFilters)
 async def list_workflows() -> dict[str, Any]:
+    """List the automation workflows, oldest first"""
     repeated = sorted(name for name in request.args if len(request.args.getlist(name)) > 1)
     if repeated:
         raise Problem(422, f"give {', '.join(repeated)} once", field=", ".join(repeated))
@@ -67,14 +71,18 @@ async def list_workflows() -> dict[str, Any]:
 
 
 @blueprint.post(PATH)
+@operation(Reply(201, "Created (Location: its URL)", Workflow), 422, body=NewWorkflow)
 async def create_workflow() -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Create a workflow: a webhook called after replies on its channels"""
     new = await _check_target(check_new(await json_body(required=True)))
-    created: Workflow = await service().database.run(store.create_workflow, new)
+    created = await service().database.run(store.create_workflow, new)
     return workflow_view(created), 201, {"Location": f"{PATH}/{created.id}"}
 
 
 @blueprint.get(f"{PATH}/<id>")
+@operation(Reply(200, "The workflow", Workflow), 404, **WORKFLOW_ID)
 async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """One workflow"""
     found = await service().database.run(store.get_workflow, _id(id))
     if found is None:
         raise _missing(id)
@@ -82,7 +90,9 @@ async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's nam
 
 
 @blueprint.patch(f"{PATH}/<id>")
+@operation(Reply(200, "Updated", Workflow), 404, 422, body=WorkflowPatch, **WORKFLOW_ID)
 async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """Change a workflow's fields (is_active turns it on and off)"""
     workflow_id = _id(id)
     patch = await _check_target(check_patch(await json_body(required=True)))
     saved = await service().database.run(store.patch_workflow, workflow_id, patch)
@@ -92,7 +102,9 @@ async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's n
 
 
 @blueprint.delete(f"{PATH}/<id>")
+@operation(Reply(204, "Deleted"), 404, **WORKFLOW_ID)
 async def delete_workflow(id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
+    """Delete a workflow"""
     if not await service().database.run(store.delete_workflow, _id(id)):
         raise _missing(id)
     return "", 204

@@ -1,0 +1,33 @@
+"""The body of every error the API returns (RFC 9457 problem details)."""
+
+from __future__ import annotations
+
+import attrs
+
+from ragcore.api.schema import described
+from ragcore.chat.fallback import FailureKind
+
+FAILURES = tuple(kind.value for kind in FailureKind)
+
+
+@attrs.frozen
+class ProviderAttempt:
+    provider: str
+    failure: str = described(enum=list(FAILURES), default=attrs.NOTHING)
+    status: int | None = described(default=attrs.NOTHING)
+    reason: str = ""
+
+
+@attrs.frozen
+class Problem:
+    type: str
+    title: str
+    status: int
+    detail: str
+    field: str = described("the input at fault, if one", default="")
+    providers: tuple[ProviderAttempt, ...] = described(
+        "502 and 503 from answering: each provider tried", default=()
+    )
+    action_id: str = described("the action a refusal or failure is about", default="")
+    action_status: str = described(default="")
+    existing_id: int = described("409 of a memory item: the item already stored", default=0)

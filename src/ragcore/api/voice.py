@@ -1,0 +1,75 @@
+"""GET /voice/calls: the phone calls and their turns, as recorded by the voice server."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import attrs
+
+from ragcore.api.schema import described
+
+DEFAULT_CALLS = 20
+MAX_CALLS = 100
+MAX_CALL_ID = 2**62
+
+
+@attrs.frozen
+class TurnCitation:
+    number: int
+    document_id: int
+    document_name: str
+
+
+@attrs.frozen
+class VoiceTurn:
+    turn: int
+    question: str | None = described("as transcribed", default=attrs.NOTHING)
+    answer: str | None = described("the text spoken", default=attrs.NOTHING)
+    outcome: Literal["answered", "interrupted", "failed", "hung up"]
+    citations: list[TurnCitation]
+    role: str | None
+    provider: str | None
+    model: str | None
+    language: str | None
+    stages: dict[str, int] = described(
+        "milliseconds each stage took: transcript_ms, first_sentence_ms, first_audio_ms, "
+        "first_frame_ms, voice_to_voice_ms, answer_ms (those the turn reached), and "
+        "stalled_ms: the longest the caller's playback ran dry once the answer had begun",
+        default=attrs.NOTHING,
+    )
+    created_at: datetime
+
+
+@attrs.frozen
+class VoiceCall:
+    id: int = described("for ?before= (paging)", default=attrs.NOTHING)
+    call_sid: str = described("the provider's call id", default=attrs.NOTHING)
+    caller_hash: str = described(
+        "SHA-256 of voice:<the caller's number>: the same caller gives the same hash; the "
+        "number is not kept",
+        pattern="^[0-9a-f]{64}$",
+        default=attrs.NOTHING,
+    )
+    role: str | None = described("the role answering", default=attrs.NOTHING)
+    started_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+    turns: list[VoiceTurn]
+
+
+@attrs.frozen
+class VoiceCalls:
+    calls: list[VoiceCall]
+    next_before: int | None
+
+
+@attrs.frozen
+class CallsQuery:
+    limit: int = described(minimum=1, maximum=MAX_CALLS, default=DEFAULT_CALLS)
+    before: int = described(
+        "calls that began before this one (next_before of the last page)",
+        minimum=1,
+        maximum=MAX_CALL_ID,
+        default=0,
+    )

@@ -1,0 +1,67 @@
+"""/automation-workflows: a workflow as shown, created and changed, and the list filters."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import attrs
+
+from ragcore.api.schema import described
+from ragcore.workflows.definitions import MAX_NAME_CHARS, MAX_URL_CHARS, WIRED_CHANNELS
+
+Channel = Literal[WIRED_CHANNELS]  # type: ignore[valid-type]
+NAME = {"minLength": 1, "maxLength": MAX_NAME_CHARS}
+CHANNELS = {"minItems": 1}
+TARGET = (
+    "http:// or https://, with a host and no user:password; never a metadata, link-local or "
+    "unspecified address, nor the service itself; loopback and private addresses only with "
+    "WORKFLOW_ALLOW_PRIVATE_TARGETS=true (422 otherwise)"
+)
+
+
+@attrs.frozen
+class Workflow:
+    id: int
+    name: str
+    webhook_url: str = described(format="uri", default=attrs.NOTHING)
+    channels: list[Channel]
+    is_active: bool
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+@attrs.frozen
+class Workflows:
+    workflows: list[Workflow]
+
+
+@attrs.frozen
+class NewWorkflow:
+    """Unknown and read-only fields are refused (422) by name."""
+
+    name: str = described(**NAME, default=attrs.NOTHING)
+    webhook_url: str = described(TARGET, maxLength=MAX_URL_CHARS, default=attrs.NOTHING)
+    channels: list[Channel] = described(
+        "the wired text channels whose replies call it; voice, api, slack and email never do "
+        "and are refused",
+        **CHANNELS,
+        default=attrs.NOTHING,
+    )
+    is_active: bool = True
+
+
+@attrs.frozen
+class WorkflowPatch:
+    """The fields to change, as in NewWorkflow; {} changes nothing."""
+
+    name: str = described(**NAME, default="")
+    webhook_url: str = described(maxLength=MAX_URL_CHARS, default="")
+    channels: list[Channel] = described(**CHANNELS, default=list)
+    is_active: bool = True
+
+
+@attrs.frozen
+class WorkflowFilters:
+    channel: Channel = described("only workflows this channel triggers", default="telegram")
+    is_active: bool = described("true or false", default=True)
