@@ -35,14 +35,12 @@ SENSITIVE = "what sensitive roles are held to, whatever the mode"
 class AutonomySetting:
     mode: Autonomy
     approval_channel: ApprovalChannel | None
-    approval_target: str | None = described(OWNER, default=attrs.NOTHING)
+    approval_target: str | None = described(OWNER)
     allowed_kinds: list[Kind]
-    sensitive_roles: Literal["semi", "off"] = described(SENSITIVE, default=attrs.NOTHING)
-    approval_ttl_hours: int = described(readOnly=True, default=attrs.NOTHING)
+    sensitive_roles: Literal["semi", "off"] = described(SENSITIVE)
+    approval_ttl_hours: int = described(readOnly=True)
     kinds: dict[str, Any] = described(
-        "what each kind can reach under the settings (target names, never URLs)",
-        readOnly=True,
-        default=attrs.NOTHING,
+        "what each kind can reach under the settings (target names, never URLs)", readOnly=True
     )
     updated_at: datetime | None
 

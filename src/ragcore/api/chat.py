@@ -16,7 +16,7 @@ ASKER = "who is asking, kept as a hash; roles learn from questions many users as
 
 @attrs.frozen
 class ChatQuestion:
-    question: str = described(maxLength=MAX_QUESTION_CHARS, default=attrs.NOTHING)
+    question: str = described(maxLength=MAX_QUESTION_CHARS)
     role: str = described("answer as this AI employee", default="")
     user: str = described(ASKER, maxLength=MAX_ASKER_CHARS, default="")
 
@@ -33,8 +33,7 @@ class ChatQuery:
 @attrs.frozen
 class TokenText:
     text: str = described(
-        "the next piece of the answer as it is written; the done event holds the answer as checked",
-        default=attrs.NOTHING,
+        "the next piece of the answer as it is written; the done event holds the answer as checked"
     )
 
 

@@ -13,16 +13,13 @@ from ragcore.knowledge.documents import MAX_NAME_CHARS, StoredDocument, supporte
 
 @attrs.frozen
 class NewDocument:
-    name: str = described(maxLength=MAX_NAME_CHARS, default=attrs.NOTHING)
-    text: str = described("plain text or markdown", default=attrs.NOTHING)
+    name: str = described(maxLength=MAX_NAME_CHARS)
+    text: str = described("plain text or markdown")
 
 
 @attrs.frozen
 class DocumentUpload:
-    file: bytes = described(
-        f"{supported_formats()}; at most MAX_UPLOAD_BYTES (default 25 MB)",
-        default=attrs.NOTHING,
-    )
+    file: bytes = described(f"{supported_formats()}; at most MAX_UPLOAD_BYTES (default 25 MB)")
     name: str = described(
         "the document's name; default: the file's name", maxLength=MAX_NAME_CHARS, default=""
     )

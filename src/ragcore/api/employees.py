@@ -34,32 +34,27 @@ class SensitivityShown:
     marker: str | None
     field: str | None
     setting: str | None = described(
-        "SENSITIVE_ROLES_EXTRA or SENSITIVE_ROLES_REVIEWED_SAFE when a setting decided",
-        default=attrs.NOTHING,
+        "SENSITIVE_ROLES_EXTRA or SENSITIVE_ROLES_REVIEWED_SAFE when a setting decided"
     )
-    explanation: str = described(default=attrs.NOTHING)
+    explanation: str = described()
 
 
 @attrs.frozen
 class Employee:
     identifier: str = described(
-        "lowercase letters, digits, _ and -, at most 64 characters",
-        pattern=IDENTIFIER,
-        default=attrs.NOTHING,
+        "lowercase letters, digits, _ and -, at most 64 characters", pattern=IDENTIFIER
     )
-    display_name: str = described(maxLength=MAX_DISPLAY_NAME_CHARS, default=attrs.NOTHING)
+    display_name: str = described(maxLength=MAX_DISPLAY_NAME_CHARS)
     personality: str = described(
         "tone, focus and limits; layered on top of the grounding instructions, never in place "
         "of them",
         maxLength=MAX_PERSONALITY_CHARS,
-        default=attrs.NOTHING,
     )
     channels: list[str]
     skill_tags: list[str]
     autonomy: Autonomy
     effective_autonomy: Autonomy = described(
-        "the autonomy it acts with: a sensitive role is capped at semi whatever is configured",
-        default=attrs.NOTHING,
+        "the autonomy it acts with: a sensitive role is capped at semi whatever is configured"
     )
     built_in: bool
     sensitive: bool
@@ -70,7 +65,7 @@ class Employee:
 
 @attrs.frozen
 class Employees:
-    employees: list[Employee] = described("the roles, built-in first", default=attrs.NOTHING)
+    employees: list[Employee] = described("the roles, built-in first")
 
 
 @attrs.frozen
@@ -92,8 +87,8 @@ class MemoryItem:
     text: str
     tags: list[str]
     source: Source
-    importance: int = described(**IMPORTANCE, default=attrs.NOTHING)
-    created_at: datetime | None = described(default=attrs.NOTHING)
+    importance: int = described(**IMPORTANCE)
+    created_at: datetime | None = described()
     similarity: float = described("cosine similarity to ?query= (only when searching)", default=0.0)
 
 
@@ -102,7 +97,7 @@ class NewMemory:
     """Unknown fields are refused (422). The same text (ignoring case and whitespace)
     twice for one role is 409."""
 
-    text: str = described(maxLength=MAX_MEMORY_CHARS, default=attrs.NOTHING)
+    text: str = described(maxLength=MAX_MEMORY_CHARS)
     tags: list[str] = described(
         maxItems=MAX_TAGS, items={"type": "string", "pattern": IDENTIFIER}, default=list
     )
@@ -125,21 +120,17 @@ class Memory:
 
 @attrs.frozen
 class ContextQuery:
-    query: str = described(
-        "the question the context is for", maxLength=MAX_QUESTION_CHARS, default=attrs.NOTHING
-    )
+    query: str = described("the question the context is for", maxLength=MAX_QUESTION_CHARS)
 
 
 @attrs.frozen
 class RoleContext:
     role: str
     query: str
-    text: str = described(
-        "exactly the role context injected into the prompt", default=attrs.NOTHING
-    )
+    text: str = described("exactly the role context injected into the prompt")
     chars: int
     budget_chars: int
-    dropped: int = described("items left out to keep within the budget", default=attrs.NOTHING)
+    dropped: int = described("items left out to keep within the budget")
     items: list[MemoryItem]
 
 

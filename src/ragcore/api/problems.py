@@ -13,8 +13,8 @@ FAILURES = tuple(kind.value for kind in FailureKind)
 @attrs.frozen
 class ProviderAttempt:
     provider: str
-    failure: str = described(enum=list(FAILURES), default=attrs.NOTHING)
-    status: int | None = described(default=attrs.NOTHING)
+    failure: str = described(enum=list(FAILURES))
+    status: int | None = described()
     reason: str = ""
 
 

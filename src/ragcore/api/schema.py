@@ -79,7 +79,7 @@ class Schemas:
             if field.default is attrs.NOTHING:
                 required.append(field.name)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
-        if cls.__doc__ and not cls.__doc__.startswith(f"{cls.__name__}("):
+        if cls.__doc__:
             schema["description"] = " ".join(cls.__doc__.split())
         if required:
             schema["required"] = required

@@ -24,8 +24,8 @@ class TurnCitation:
 @attrs.frozen
 class VoiceTurn:
     turn: int
-    question: str | None = described("as transcribed", default=attrs.NOTHING)
-    answer: str | None = described("the text spoken", default=attrs.NOTHING)
+    question: str | None = described("as transcribed")
+    answer: str | None = described("the text spoken")
     outcome: Literal["answered", "interrupted", "failed", "hung up"]
     citations: list[TurnCitation]
     role: str | None
@@ -35,23 +35,21 @@ class VoiceTurn:
     stages: dict[str, int] = described(
         "milliseconds each stage took: transcript_ms, first_sentence_ms, first_audio_ms, "
         "first_frame_ms, voice_to_voice_ms, answer_ms (those the turn reached), and "
-        "stalled_ms: the longest the caller's playback ran dry once the answer had begun",
-        default=attrs.NOTHING,
+        "stalled_ms: the longest the caller's playback ran dry once the answer had begun"
     )
     created_at: datetime
 
 
 @attrs.frozen
 class VoiceCall:
-    id: int = described("for ?before= (paging)", default=attrs.NOTHING)
-    call_sid: str = described("the provider's call id", default=attrs.NOTHING)
+    id: int = described("for ?before= (paging)")
+    call_sid: str = described("the provider's call id")
     caller_hash: str = described(
         "SHA-256 of voice:<the caller's number>: the same caller gives the same hash; the "
         "number is not kept",
         pattern="^[0-9a-f]{64}$",
-        default=attrs.NOTHING,
     )
-    role: str | None = described("the role answering", default=attrs.NOTHING)
+    role: str | None = described("the role answering")
     started_at: datetime
     ended_at: datetime | None
     end_reason: str | None

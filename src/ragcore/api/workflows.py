@@ -24,7 +24,7 @@ TARGET = (
 class Workflow:
     id: int
     name: str
-    webhook_url: str = described(format="uri", default=attrs.NOTHING)
+    webhook_url: str = described(format="uri")
     channels: list[Channel]
     is_active: bool
     created_at: datetime | None
@@ -40,13 +40,12 @@ class Workflows:
 class NewWorkflow:
     """Unknown and read-only fields are refused (422) by name."""
 
-    name: str = described(**NAME, default=attrs.NOTHING)
-    webhook_url: str = described(TARGET, maxLength=MAX_URL_CHARS, default=attrs.NOTHING)
+    name: str = described(**NAME)
+    webhook_url: str = described(TARGET, maxLength=MAX_URL_CHARS)
     channels: list[Channel] = described(
         "the wired text channels whose replies call it; voice, api, slack and email never do "
         "and are refused",
         **CHANNELS,
-        default=attrs.NOTHING,
     )
     is_active: bool = True
 
