@@ -23,6 +23,7 @@ Kind = Literal[KINDS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 ApprovalChannel = Literal[APPROVAL_CHANNELS]  # type: ignore[valid-type]
 MAX_LOG_LIMIT = 500
+MAX_LOG_ID = 2**62
 ACTION_ID = {
     "type": "string",
     "description": "the action id: 10 letters and digits, read case-insensitively",
@@ -118,6 +119,9 @@ class ActionLog:
 class ActionLogQuery:
     limit: int = described(minimum=1, maximum=MAX_LOG_LIMIT, default=50)
     before: int = described(
-        "entries with ids below this (next_before of the last page)", minimum=1, default=0
+        "entries with ids below this (next_before of the last page)",
+        minimum=1,
+        maximum=MAX_LOG_ID,
+        default=0,
     )
     action: str = described("only this action's entries", default="")

@@ -18,7 +18,7 @@ from ragcore.employees.memory import (
     MIN_IMPORTANCE,
     Source,
 )
-from ragcore.employees.profile import OWNER_FIELDS
+from ragcore.employees.profile import OWNER_FIELDS, Profile
 from ragcore.employees.roles import _IDENTIFIER, Autonomy
 
 IDENTIFIER = _IDENTIFIER.pattern
@@ -135,23 +135,14 @@ class RoleContext:
 
 
 @attrs.frozen
-class Profile:
-    """The business profile; empty fields when never set."""
-
-    description: str = described(maxLength=OWNER_FIELDS["description"], default="")
-    products: str = described(maxLength=OWNER_FIELDS["products"], default="")
-    tone: str = described(maxLength=OWNER_FIELDS["tone"], default="")
-    language: str = described("ISO 639-1 code, or ''", default="")
-    learned_summary: str = described(readOnly=True, default="")
-    learned_at: datetime | None = described(readOnly=True, default=None)
-    updated_at: datetime | None = described(readOnly=True, default=None)
-
-
-@attrs.frozen
 class ProfileLearned(Profile):
     learned_by: Literal["llm", "extractive"] = described(
         "how the summary was made", default="extractive"
     )
+
+    @classmethod
+    def of(cls, profile: Profile, learned_by: str) -> ProfileLearned:
+        return cls(**attrs.asdict(profile, recurse=False), learned_by=learned_by)
 
 
 @attrs.frozen

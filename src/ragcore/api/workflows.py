@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
-
 import attrs
 
 from ragcore.api.schema import described
-from ragcore.workflows.definitions import MAX_NAME_CHARS, MAX_URL_CHARS, WIRED_CHANNELS
+from ragcore.workflows.definitions import MAX_NAME_CHARS, MAX_URL_CHARS, Channel, Workflow
 
-Channel = Literal[WIRED_CHANNELS]  # type: ignore[valid-type]
 NAME = {"minLength": 1, "maxLength": MAX_NAME_CHARS}
 CHANNELS = {"minItems": 1}
 TARGET = (
@@ -18,17 +14,6 @@ TARGET = (
     "unspecified address, nor the service itself; loopback and private addresses only with "
     "WORKFLOW_ALLOW_PRIVATE_TARGETS=true (422 otherwise)"
 )
-
-
-@attrs.frozen
-class Workflow:
-    id: int
-    name: str
-    webhook_url: str = described(format="uri")
-    channels: list[Channel]
-    is_active: bool
-    created_at: datetime | None
-    updated_at: datetime | None
 
 
 @attrs.frozen

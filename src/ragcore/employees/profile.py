@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from ragcore.api.schema import described
 from ragcore.chat.prompts import Prompt
 from ragcore.effects import Generate, Reply
 from ragcore.employees.memory import MemoryItem
@@ -46,15 +47,15 @@ PROFILE_TAG = "business-profile"
 
 @attrs.frozen
 class Profile:
-    """The stored record; empty strings for fields never set."""
+    """The business profile; empty fields when never set."""
 
-    description: str = ""
-    products: str = ""
-    tone: str = ""
-    language: str = ""
-    learned_summary: str = ""
-    learned_at: datetime | None = None
-    updated_at: datetime | None = None
+    description: str = described(maxLength=OWNER_FIELDS["description"], default="")
+    products: str = described(maxLength=OWNER_FIELDS["products"], default="")
+    tone: str = described(maxLength=OWNER_FIELDS["tone"], default="")
+    language: str = described("ISO 639-1 code, or ''", default="")
+    learned_summary: str = described(readOnly=True, default="")
+    learned_at: datetime | None = described(readOnly=True, default=None)
+    updated_at: datetime | None = described(readOnly=True, default=None)
 
 
 def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
@@ -90,18 +91,6 @@ def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
             )
         out[field] = value
     return out
-
-
-def profile_view(profile: Profile) -> dict[str, Any]:
-    return {
-        "description": profile.description,
-        "products": profile.products,
-        "tone": profile.tone,
-        "language": profile.language,
-        "learned_summary": profile.learned_summary,
-        "learned_at": profile.learned_at.isoformat() if profile.learned_at else None,
-        "updated_at": profile.updated_at.isoformat() if profile.updated_at else None,
-    }
 
 
 def profile_lines(profile: Profile) -> list[str]:

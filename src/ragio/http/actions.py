@@ -22,7 +22,6 @@ from ragcore.actions.kinds import Catalog, check_action
 from ragcore.actions.records import ActionRecord, log_view, record_view, stale_after
 from ragcore.api.actions import (
     ACTION_ID,
-    MAX_LOG_LIMIT,
     Action,
     ActionLog,
     ActionLogQuery,
@@ -32,6 +31,7 @@ from ragcore.api.actions import (
     PendingActions,
 )
 from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
 from ragio.actions import handlers, store
 from ragio.actions.approvals import decide
@@ -218,26 +218,15 @@ async def _decide(raw: str, verdict: str) -> dict[str, Any]:
 @operation(Reply(200, "The log", ActionLog), 422, query=ActionLogQuery)
 async def get_log() -> dict[str, Any]:
     """Every decision and result, newest first"""
-    limit = _whole(request.args.get("limit", "50"), "limit", 1, MAX_LOG_LIMIT)
-    raw_before = request.args.get("before")
-    before = _whole(raw_before, "before", 1, 2**62) if raw_before else None
-    raw_action = request.args.get("action")
-    action_id = normalize_id(raw_action) if raw_action else None
-    if raw_action and action_id is None:
+    query = read_query(ActionLogQuery, request.args)
+    action_id = normalize_id(query.action) if query.action else None
+    if query.action and action_id is None:
         raise InvalidInput("action", "must be an action id (10 letters and digits)")
     await _settle_stale()
-    entries = await service().database.run(store.action_log, limit, before, action_id)
+    entries = await service().database.run(
+        store.action_log, query.limit, query.before or None, action_id
+    )
     return {
         "entries": [log_view(entry) for entry in entries],
-        "next_before": entries[-1].id if len(entries) == limit else None,
+        "next_before": entries[-1].id if len(entries) == query.limit else None,
     }
-
-
-def _whole(raw: str, field: str, minimum: int, maximum: int) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(field, "must be a whole number") from None
-    if not minimum <= value <= maximum:
-        raise InvalidInput(field, f"must be between {minimum} and {maximum}")
-    return value

@@ -10,7 +10,6 @@ from typing import Any
 from quart import Blueprint, request
 
 from ragcore.api.employees import (
-    MAX_MEMORY_LIMIT,
     ContextQuery,
     Employee,
     EmployeePatch,
@@ -22,6 +21,7 @@ from ragcore.api.employees import (
     RoleContext,
 )
 from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import read_query
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
 from ragcore.employees.editing import check_patch, role_view
 from ragcore.employees.memory import (
@@ -98,14 +98,6 @@ async def patch_employee(role: str) -> tuple[dict[str, Any], int, dict[str, str]
     return role_json(saved), 200, {}
 
 
-def _limit(value: str | None, default: int = 100) -> int:
-    if value is None:
-        return default
-    if not value.isdigit() or not 1 <= int(value) <= MAX_MEMORY_LIMIT:
-        raise Problem(422, f"limit must be a whole number from 1 to {MAX_MEMORY_LIMIT}")
-    return int(value)
-
-
 def _query(required: bool) -> str | None:
     query = (request.args.get("query") or "").strip()
     if not query:
@@ -125,7 +117,7 @@ async def list_memory(role: str) -> dict[str, Any]:
     identifier = (await found_role(role)).role.identifier
     tags = parse_tags(request.args.get("tags"))
     query = _query(required=False)
-    limit = _limit(request.args.get("limit"))
+    limit = read_query(MemoryQuery, request.args).limit
     svc = service()
     vector = None
     if query is not None:

@@ -8,9 +8,10 @@ from typing import Any
 
 from quart import Blueprint
 
-from ragcore.api.employees import Profile, ProfileLearned, ProfilePatch
+from ragcore.api.converter import converter
+from ragcore.api.employees import ProfileLearned, ProfilePatch
 from ragcore.api.operations import Reply, operation
-from ragcore.employees.profile import check_profile_patch, learn_summary, profile_view
+from ragcore.employees.profile import Profile, check_profile_patch, learn_summary
 from ragcore.usage import Caps
 from ragio.employees import profile
 from ragio.http.context import service
@@ -24,7 +25,7 @@ blueprint = Blueprint("profile", __name__)
 @operation(Reply(200, "The profile", Profile))
 async def get_profile() -> dict[str, Any]:
     """The business profile (empty fields when never set)"""
-    return profile_view(await service().database.run(profile.get_profile))
+    return converter.unstructure(await service().database.run(profile.get_profile))
 
 
 @blueprint.patch("/profile")
@@ -32,7 +33,7 @@ async def get_profile() -> dict[str, Any]:
 async def patch_profile() -> dict[str, Any]:
     """Set the owner's fields: description, products, tone, language"""
     fields = check_profile_patch(await json_body(required=True))
-    return profile_view(await service().database.run(profile.patch_profile, fields))
+    return converter.unstructure(await service().database.run(profile.patch_profile, fields))
 
 
 @blueprint.post("/profile/learn")
@@ -50,4 +51,4 @@ async def learn_profile() -> dict[str, Any]:
     pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
     summary, learned_by = await run(pipeline, svc)
     saved = await svc.database.run(profile.set_summary, summary, datetime.now(UTC))
-    return {**profile_view(saved), "learned_by": learned_by}
+    return converter.unstructure(ProfileLearned.of(saved, learned_by))

@@ -39,4 +39,4 @@ def _document(app: Any) -> dict[str, Any]:
 @operation(Reply(200, "OpenAPI 3.1", dict))
 async def openapi() -> dict[str, Any]:
     """This document"""
-    return _document(current_app._get_current_object())  # type: ignore[attr-defined]
+    return _document(current_app)

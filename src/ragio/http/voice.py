@@ -16,8 +16,8 @@ from quart import Blueprint, Response, request
 
 from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
-from ragcore.api.voice import DEFAULT_CALLS, MAX_CALL_ID, MAX_CALLS, CallsQuery, VoiceCalls
-from ragcore.errors import InvalidInput
+from ragcore.api.queries import read_query
+from ragcore.api.voice import CallsQuery, VoiceCalls
 from ragcore.voice.media import CALL_PARAMETER, CALLER_PARAMETER, connect_stream, stream_url
 from ragio.http.context import service
 from ragio.http.problems import Problem
@@ -66,10 +66,9 @@ async def list_calls() -> dict[str, Any]:
     """The latest phone calls, newest first, each with its turns
 
     Kept 90 days. The caller is shown only as a hash."""
-    limit = _whole(request.args.get("limit"), "limit", MAX_CALLS) or DEFAULT_CALLS
-    before = _whole(request.args.get("before"), "before", MAX_CALL_ID)
-    calls = await service().database.run(recent_calls, limit, before)
-    next_before = calls[-1]["id"] if len(calls) == limit else None
+    query = read_query(CallsQuery, request.args)
+    calls = await service().database.run(recent_calls, query.limit, query.before or None)
+    next_before = calls[-1]["id"] if len(calls) == query.limit else None
     return converter.unstructure(
         converter.structure({"calls": calls, "next_before": next_before}, VoiceCalls)
     )
@@ -81,13 +80,3 @@ def _first(params: list[tuple[str, str]]) -> dict[str, str]:
     for name, value in params:
         fields.setdefault(name, value)
     return fields
-
-
-def _whole(raw: str | None, field: str, maximum: int) -> int | None:
-    """A query parameter from 1 to ``maximum``; None when not given."""
-    if raw is None:
-        return None
-    digits = raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum))
-    if not digits or not 1 <= int(raw) <= maximum:
-        raise InvalidInput(field, f"must be a whole number from 1 to {maximum}")
-    return int(raw)

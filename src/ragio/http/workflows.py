@@ -11,6 +11,7 @@ from typing import Any
 
 from quart import Blueprint, request
 
+from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.workflows import NewWorkflow, Workflow, WorkflowFilters, WorkflowPatch, Workflows
 from ragcore.errors import InvalidInput
@@ -21,7 +22,6 @@ from ragcore.workflows.definitions import (
     check_patch,
     parse_id,
     workflow_reach,
-    workflow_view,
 )
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -67,7 +67,7 @@ async def list_workflows() -> dict[str, Any]:
         raise Problem(422, f"give {', '.join(repeated)} once", field=", ".join(repeated))
     filters = check_filters(request.args.to_dict())
     found = await service().database.run(store.list_workflows, filters)
-    return {"workflows": [workflow_view(w) for w in found]}
+    return {"workflows": [converter.unstructure(w) for w in found]}
 
 
 @blueprint.post(PATH)
@@ -76,7 +76,7 @@ async def create_workflow() -> tuple[dict[str, Any], int, dict[str, str]]:
     """Create a workflow: a webhook called after replies on its channels"""
     new = await _check_target(check_new(await json_body(required=True)))
     created = await service().database.run(store.create_workflow, new)
-    return workflow_view(created), 201, {"Location": f"{PATH}/{created.id}"}
+    return converter.unstructure(created), 201, {"Location": f"{PATH}/{created.id}"}
 
 
 @blueprint.get(f"{PATH}/<id>")
@@ -86,7 +86,7 @@ async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's nam
     found = await service().database.run(store.get_workflow, _id(id))
     if found is None:
         raise _missing(id)
-    return workflow_view(found)
+    return converter.unstructure(found)
 
 
 @blueprint.patch(f"{PATH}/<id>")
@@ -98,7 +98,7 @@ async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's n
     saved = await service().database.run(store.patch_workflow, workflow_id, patch)
     if saved is None:
         raise _missing(id)
-    return workflow_view(saved)
+    return converter.unstructure(saved)
 
 
 @blueprint.delete(f"{PATH}/<id>")
