@@ -42,7 +42,7 @@ async def chat_request() -> ChatRequest:
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
     questions many users ask, not from one user asking many times."""
     body = await json_body(required=False)
-    reject_unknown(body, {"question", "role", "user"})
+    reject_unknown(body, ChatQuestion)
     fields: dict[str, Any] = {**body, **request.args.to_dict()}
     question = check_question(fields.get("question"))
     asker = check_asker(fields.get("user"))

@@ -19,7 +19,7 @@ from ragcore.api.documents import (
     NewDocument,
 )
 from ragcore.api.operations import Reply, operation
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     NO_WORDS,
     StoredDocument,
@@ -37,7 +37,6 @@ from ragio.knowledge.formats import read_upload
 from ragio.runner import run
 
 blueprint = Blueprint("documents", __name__)
-UPLOAD_FIELDS = {"file", "name"}
 _MAX_ID = 2**63 - 1
 
 
@@ -77,7 +76,7 @@ async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
                 "(MAX_UPLOAD_BYTES)",
             )
         body = await json_body(required=True)
-        reject_unknown(body, {"name", "text"})
+        reject_unknown(body, NewDocument)
         stored = await _add(svc, body.get("name"), body.get("text"))
     result = converter.unstructure(DocumentAdded.of(stored, duplicate=not stored.created))
     if stored.created:
@@ -89,7 +88,7 @@ async def _add_upload(svc: Any) -> StoredDocument:
     """A multipart upload: field ``file`` (the document) and, optionally, ``name``."""
     files = await request.files
     form = await request.form
-    refuse_unknown_fields(set(files) | set(form), sorted(UPLOAD_FIELDS), listing="allowed")
+    reject_unknown(set(files) | set(form), DocumentUpload)
     uploads = files.getlist("file")
     if not uploads:
         detail = "must be a file part (with a filename)" if "file" in form else "is required"
