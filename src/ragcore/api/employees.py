@@ -36,7 +36,7 @@ class SensitivityShown:
     setting: str | None = described(
         "SENSITIVE_ROLES_EXTRA or SENSITIVE_ROLES_REVIEWED_SAFE when a setting decided"
     )
-    explanation: str = described()
+    explanation: str
 
 
 @attrs.frozen
@@ -88,7 +88,7 @@ class MemoryItem:
     tags: list[str]
     source: Source
     importance: int = described(**IMPORTANCE)
-    created_at: datetime | None = described()
+    created_at: datetime | None
     similarity: float = described("cosine similarity to ?query= (only when searching)", default=0.0)
 
 

@@ -14,7 +14,7 @@ FAILURES = tuple(kind.value for kind in FailureKind)
 class ProviderAttempt:
     provider: str
     failure: str = described(enum=list(FAILURES))
-    status: int | None = described()
+    status: int | None
     reason: str = ""
 
 
@@ -30,4 +30,6 @@ class Problem:
     )
     action_id: str = described("the action a refusal or failure is about", default="")
     action_status: str = described(default="")
-    existing_id: int = described("409 of a memory item: the item already stored", default=0)
+    existing_id: int | None = described(
+        "409 of a memory item: the item already stored", default=None
+    )
