@@ -6,6 +6,7 @@ from email.utils import format_datetime
 
 import pytest
 
+from ragcore.api.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
     WIRED_CHANNELS,
@@ -17,7 +18,6 @@ from ragcore.workflows.definitions import (
     check_new,
     check_patch,
     parse_id,
-    workflow_view,
 )
 from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay, retry_after_seconds
 from ragcore.workflows.matching import firing
@@ -123,7 +123,7 @@ def test_a_patch_changes_only_what_it_names_and_an_empty_one_nothing():
 
 def test_the_view_is_what_the_api_shows():
     stored = Workflow(3, "n", "https://e.com/h", ("discord",), True, NOW, NOW)
-    assert workflow_view(stored) == {
+    assert converter.unstructure(stored) == {
         "id": 3,
         "name": "n",
         "webhook_url": "https://e.com/h",

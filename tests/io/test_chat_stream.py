@@ -153,9 +153,7 @@ class TestWithAStreamingProvider:
         )
         assert usage["by_day"][-1]["includes_estimates"] is True
 
-    async def test_an_embedding_provider_outage_is_a_503_problem_before_any_event(
-        self, api, fake
-    ):
+    async def test_an_embedding_provider_outage_is_a_503_problem_before_any_event(self, api, fake):
         await api.post("/documents", json={"name": "faq.md", "text": FAQ})
         fake.fail_next(500, times=10)
         response, received = await events(api, question="When does the shop open?")

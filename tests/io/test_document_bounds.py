@@ -115,9 +115,7 @@ async def test_a_document_over_the_chunk_limit_is_413_and_ingest_takes_it(
     assert documents == 1 and chunks > 5
 
 
-@pytest.mark.parametrize(
-    "settings_overrides", [{"max_document_read_seconds": 0.2}], indirect=True
-)
+@pytest.mark.parametrize("settings_overrides", [{"max_document_read_seconds": 0.2}], indirect=True)
 async def test_a_file_that_takes_too_long_to_read_is_413(api, database_url):
     response = await upload(api, "site.html", html_page(200_000), "text/html")
     assert_problem(response, 413, "MAX_DOCUMENT_READ_SECONDS")

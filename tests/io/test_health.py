@@ -103,9 +103,7 @@ async def test_a_frozen_database_with_requests_stuck_on_it_is_degraded_within_3_
     assert body["status"] == "ok" and body["database"]["reachable"] is True
 
 
-async def test_health_checks_of_a_frozen_database_do_not_pile_up_stuck_threads(
-    api, postgres_url
-):
+async def test_health_checks_of_a_frozen_database_do_not_pile_up_stuck_threads(api, postgres_url):
     await health(api)  # the thread cache warm, a connection idle in the pool
     with frozen(postgres_url):
         assert_degraded(*await health(api))  # its ping hangs in the frozen server

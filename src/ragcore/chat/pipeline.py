@@ -8,7 +8,7 @@ needs and returns a ``ChatAnswer``. The runner in ragio executes the effects;
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 
@@ -23,6 +23,7 @@ from ragcore.actions.proposals import (
     split_proposal,
 )
 from ragcore.actions.records import ProposedAction
+from ragcore.api.schema import described
 from ragcore.chat.citations import Citation, resolve_citations
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.grounding import (
@@ -135,22 +136,37 @@ class ChatPolicy:
 
 @attrs.frozen
 class ChatAnswer:
+    """The answer to a question, with the passages it cites (POST /chat)."""
+
     answer: str
     citations: tuple[Citation, ...]
     role: str | None
     provider: str | None  # None when no provider was asked
     model: str | None
     usage: TokenUsage | None = None  # None when no provider was asked
-    limited: bool = False  # True when a token budget stopped the request
-    language: str | None = None  # ISO 639-1 code of the answer; None when not answered
-    #: the grounding check's verdict for a sensitive role's answer (rule 13); None when
-    #: no check ran (not a sensitive role, or nothing was generated)
-    grounded: bool | None = None
-    #: the tokens of the check's own call (``usage`` is the answer's); None without one
-    check_usage: TokenUsage | None = None
-    #: the action the role's reply proposed, after the gate (None: none proposed, or the
-    #: proposal was dropped)
-    action: ProposedAction | None = None
+    limited: Annotated[bool, described("true when a token budget stopped the request")] = False
+    language: Annotated[str | None, described("ISO 639-1 code of the answer's language")] = None
+    grounded: Annotated[
+        bool | None,
+        described(
+            "a sensitive role's grounding check: false adds a caveat to the answer; null when no "
+            "check ran"
+        ),
+    ] = None
+    check_usage: Annotated[
+        TokenUsage | None,
+        described(
+            "tokens of the grounding check's own call (usage is the answer's); null when no judge "
+            "was asked"
+        ),
+    ] = None
+    action: Annotated[
+        ProposedAction | None,
+        described(
+            "the outbound action the role's reply proposed, after the gate; null when none was "
+            "proposed (or the proposal was dropped)"
+        ),
+    ] = None
 
 
 def check_question(question: Any) -> str:

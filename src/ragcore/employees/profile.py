@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.schema import described
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.prompts import Prompt
 from ragcore.employees.memory import MemoryItem
@@ -46,15 +47,15 @@ PROFILE_TAG = "business-profile"
 
 @attrs.frozen
 class Profile:
-    """The stored record; empty strings for fields never set."""
+    """The business profile; empty fields when never set."""
 
-    description: str = ""
-    products: str = ""
-    tone: str = ""
-    language: str = ""
-    learned_summary: str = ""
-    learned_at: datetime | None = None
-    updated_at: datetime | None = None
+    description: Annotated[str, described(maxLength=OWNER_FIELDS["description"])] = ""
+    products: Annotated[str, described(maxLength=OWNER_FIELDS["products"])] = ""
+    tone: Annotated[str, described(maxLength=OWNER_FIELDS["tone"])] = ""
+    language: Annotated[str, described("ISO 639-1 code, or ''")] = ""
+    learned_summary: Annotated[str, described(readOnly=True)] = ""
+    learned_at: Annotated[datetime | None, described(readOnly=True)] = None
+    updated_at: Annotated[datetime | None, described(readOnly=True)] = None
 
 
 def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
@@ -90,18 +91,6 @@ def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
             )
         out[field] = value
     return out
-
-
-def profile_view(profile: Profile) -> dict[str, Any]:
-    return {
-        "description": profile.description,
-        "products": profile.products,
-        "tone": profile.tone,
-        "language": profile.language,
-        "learned_summary": profile.learned_summary,
-        "learned_at": profile.learned_at.isoformat() if profile.learned_at else None,
-        "updated_at": profile.updated_at.isoformat() if profile.updated_at else None,
-    }
 
 
 def profile_lines(profile: Profile) -> list[str]:
@@ -216,13 +205,16 @@ def summary_prompt(activity: Activity, profile: Profile) -> Prompt:
     )
 
 
+LearnedBy = Literal["llm", "extractive"]
+
+
 def learn_summary(
     activity: Activity,
     profile: Profile,
     use_llm: bool,
     caps: Caps = Caps(),
     ledger: bool = False,
-) -> Generator[Any, Any, tuple[str, str]]:
+) -> Generator[Any, Any, tuple[str, LearnedBy]]:
     """The new summary and how it was made (``"llm"`` or ``"extractive"``): through one
     ``Generate``, metered like every model call (rule 14), when ``use_llm``; by
     ``extractive_summary`` when the model fails, answers nothing or a cap is reached."""

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import attrs
 
+from ragcore.api.schema import described
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
 WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
+Channel = Literal[WIRED_CHANNELS]  # type: ignore[valid-type]
 #: channel identifiers roles use that never call workflows, and why
 UNWIRED_CHANNELS = {
     "voice": "the voice channel is not wired to workflows: calls never fire them",
@@ -38,12 +40,12 @@ MAX_URL_CHARS = 2048
 
 @attrs.frozen
 class Workflow:
-    """A stored workflow."""
+    """A stored workflow, as the API shows it."""
 
     id: int
     name: str
-    webhook_url: str
-    channels: tuple[str, ...] = attrs.field(converter=tuple)
+    webhook_url: Annotated[str, described(format="uri")]
+    channels: tuple[Channel, ...] = attrs.field(converter=tuple)
     is_active: bool = True
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -200,18 +202,6 @@ def check_filters(args: Mapping[str, str]) -> Filters:
             raise InvalidInput("is_active", f"must be true or false, got {args['is_active']!r}")
         active = raw == "true"
     return Filters(channel, active)
-
-
-def workflow_view(workflow: Workflow) -> dict[str, Any]:
-    return {
-        "id": workflow.id,
-        "name": workflow.name,
-        "webhook_url": workflow.webhook_url,
-        "channels": list(workflow.channels),
-        "is_active": workflow.is_active,
-        "created_at": workflow.created_at.isoformat() if workflow.created_at else None,
-        "updated_at": workflow.updated_at.isoformat() if workflow.updated_at else None,
-    }
 
 
 def parse_id(raw: str) -> int | None:

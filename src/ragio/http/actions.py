@@ -20,6 +20,18 @@ from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
 from ragcore.actions.kinds import Catalog, check_action
 from ragcore.actions.records import ActionRecord, log_view, record_view, stale_after
+from ragcore.api.actions import (
+    ACTION_ID,
+    Action,
+    ActionLog,
+    ActionLogQuery,
+    AutonomySetting,
+    AutonomyUpdate,
+    NewAction,
+    PendingActions,
+)
+from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
 from ragio.actions import store
 from ragio.actions.approvals import decide
@@ -31,7 +43,8 @@ from ragio.runner import run
 
 blueprint = Blueprint("actions", __name__)
 log = logging.getLogger(__name__)
-MAX_LOG_LIMIT = 500
+BY_ID = {"path": {"id": ACTION_ID}}
+DECISION_CONFLICTS = (404, 409, 410)
 
 
 @blueprint.record_once
@@ -45,7 +58,9 @@ def _warn_private_targets(state: BlueprintSetupState) -> None:
 
 
 @blueprint.get("/autonomy")
+@operation(Reply(200, "The setting", AutonomySetting))
 async def get_autonomy() -> dict[str, Any]:
+    """The autonomy setting and what each action kind can reach"""
     svc = service()
     config = await svc.database.run(store.load_autonomy)
     settings = svc.settings
@@ -53,7 +68,9 @@ async def get_autonomy() -> dict[str, Any]:
 
 
 @blueprint.post("/autonomy")
+@operation(Reply(200, "The setting as saved", AutonomySetting), 422, body=AutonomyUpdate)
 async def post_autonomy() -> dict[str, Any]:
+    """Change the autonomy setting: mode, the owner for approvals, kinds"""
     svc = service()
     body = await json_body(required=True)
     current = await svc.database.run(store.load_autonomy)
@@ -70,9 +87,16 @@ async def post_autonomy() -> dict[str, Any]:
 
 
 @blueprint.post("/actions")
+@operation(
+    Reply(200, "Executed (full autonomy)", Action),
+    Reply(202, "Held for the owner's approval (semi)", Action),
+    *(403, 404, 422, 502),
+    body=NewAction,
+)
 async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
-    """An action requested by the owner through the API, optionally as a role (then the
-    role's autonomy and sensitivity apply too). It goes through the gate like any other."""
+    """Submit an outbound action; it goes through the autonomy gate
+
+    Optionally as a role: then the role's autonomy and sensitivity apply too."""
     svc = service()
     body = dict(await json_body(required=True))
     role_name = body.pop("role", None)
@@ -110,7 +134,9 @@ def _outcome(record: ActionRecord) -> tuple[dict[str, Any], int, dict[str, str]]
 
 
 @blueprint.get("/actions/<id>")
+@operation(Reply(200, "The action", Action), 404, **BY_ID)
 async def get_action(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """One action"""
     found = await _load(id)
     if found is None:
         raise Problem(404, f"no action {id[:20]!r}; GET /autonomy/log lists them")
@@ -136,19 +162,25 @@ async def _settle_stale() -> None:
 
 
 @blueprint.get("/autonomy/pending")
+@operation(Reply(200, "The held actions", PendingActions))
 async def list_pending() -> dict[str, Any]:
+    """The actions waiting for the owner, oldest first"""
     await _settle_stale()
     pending = await service().database.run(store.pending_actions, service().clock.now())
     return {"pending": [record_view(record) for record in pending]}
 
 
 @blueprint.post("/autonomy/pending/<id>/approve")
+@operation(Reply(200, "Approved and sent", Action), *DECISION_CONFLICTS, 502, **BY_ID)
 async def approve(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """Approve a held action: it is sent now"""
     return await _decide(id, "approve")
 
 
 @blueprint.post("/autonomy/pending/<id>/reject")
+@operation(Reply(200, "Rejected", Action), *DECISION_CONFLICTS, **BY_ID)
 async def reject(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """Reject a held action: nothing is sent"""
     return await _decide(id, "reject")
 
 
@@ -183,27 +215,18 @@ async def _decide(raw: str, verdict: str) -> dict[str, Any]:
 
 
 @blueprint.get("/autonomy/log")
+@operation(Reply(200, "The log", ActionLog), 422, query=ActionLogQuery)
 async def get_log() -> dict[str, Any]:
-    limit = _whole(request.args.get("limit", "50"), "limit", 1, MAX_LOG_LIMIT)
-    raw_before = request.args.get("before")
-    before = _whole(raw_before, "before", 1, 2**62) if raw_before else None
-    raw_action = request.args.get("action")
-    action_id = normalize_id(raw_action) if raw_action else None
-    if raw_action and action_id is None:
+    """Every decision and result, newest first"""
+    query = read_query(ActionLogQuery, request.args)
+    action_id = normalize_id(query.action) if query.action else None
+    if query.action and action_id is None:
         raise InvalidInput("action", "must be an action id (10 letters and digits)")
     await _settle_stale()
-    entries = await service().database.run(store.action_log, limit, before, action_id)
+    entries = await service().database.run(
+        store.action_log, query.limit, query.before or None, action_id
+    )
     return {
         "entries": [log_view(entry) for entry in entries],
-        "next_before": entries[-1].id if len(entries) == limit else None,
+        "next_before": entries[-1].id if len(entries) == query.limit else None,
     }
-
-
-def _whole(raw: str, field: str, minimum: int, maximum: int) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(field, "must be a whole number") from None
-    if not minimum <= value <= maximum:
-        raise InvalidInput(field, f"must be between {minimum} and {maximum}")
-    return value

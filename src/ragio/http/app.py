@@ -17,8 +17,8 @@ from ragio.http import (
     documents,
     employees,
     health,
-    openapi,
     profile,
+    spec,
     usage,
     voice,
     webhooks,
@@ -55,7 +55,7 @@ def create_app(svc: Service) -> QuartTrio:
         webhooks,
         voice,
         actions,
-        openapi,
+        spec,
     )
     for module in modules:
         app.register_blueprint(module.blueprint)

@@ -7,11 +7,19 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import cattrs
 import trio
 from quart import Blueprint, Response, current_app, request
 
-from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question, check_question
+from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream
+from ragcore.api.converter import converter
+from ragcore.api.operations import Reply, operation
+from ragcore.chat.pipeline import (
+    ChatAnswer,
+    ChatPolicy,
+    ChatRequest,
+    answer_question,
+    check_question,
+)
 from ragcore.employees.learning import check_asker
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import service
@@ -21,7 +29,8 @@ from ragio.runner import run
 
 blueprint = Blueprint("chat", __name__)
 log = logging.getLogger(__name__)
-_converter = cattrs.Converter()
+ASKED = {"body": ChatQuestion, "body_required": False, "query": ChatQuery}
+ANSWER_FAILURES = (404, 422, 502, 503)
 
 
 async def chat_request() -> ChatRequest:
@@ -33,7 +42,7 @@ async def chat_request() -> ChatRequest:
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
     questions many users ask, not from one user asking many times."""
     body = await json_body(required=False)
-    reject_unknown(body, {"question", "role", "user"})
+    reject_unknown(body, ChatQuestion)
     fields: dict[str, Any] = {**body, **request.args.to_dict()}
     question = check_question(fields.get("question"))
     asker = check_asker(fields.get("user"))
@@ -49,19 +58,33 @@ async def chat_request() -> ChatRequest:
 
 
 @blueprint.post("/chat")
+@operation(Reply(200, "The answer and its sources", ChatAnswer), *ANSWER_FAILURES, **ASKED)
 async def chat() -> dict[str, Any]:
+    """Answer a question from the documents, with citations"""
     req = await chat_request()
     svc = service()
     answer = await run(answer_question(req, ChatPolicy.from_settings(svc.settings)), svc)
-    return _converter.unstructure(answer)
+    return converter.unstructure(answer)
 
 
 @blueprint.post("/chat/stream")
+@operation(
+    Reply(
+        200,
+        "An event stream: `token` events, then one `done` or `error` event",
+        event_stream,
+        "text/event-stream",
+    ),
+    *ANSWER_FAILURES,
+    **ASKED,
+)
 async def chat_stream() -> Response:
-    """The same answer as server-sent events: ``token`` events with the text as it is
-    written, then one ``done`` event with the whole answer as /chat gives it (citations,
-    usage, language). A failure before the first event is an ordinary problem+json
-    response; after it, an ``error`` event carrying the problem."""
+    """The same answer as server-sent events
+
+    `token` events (`{"text": …}`) as the answer is written, then one `done` event whose
+    data is the ChatAnswer /chat returns (citations, usage, language). A failure before
+    the first event is an ordinary problem+json response; after it, an `error` event
+    whose data is a problem."""
     req = await chat_request()
     svc = service()
     pipeline = answer_question(req, ChatPolicy.from_settings(svc.settings))
@@ -97,7 +120,7 @@ async def chat_stream() -> Response:
                 elif kind == "done":
                     if not streamed and payload.answer:  # nothing generated: say it anyway
                         yield _event("token", {"text": payload.answer})
-                    yield _event("done", _converter.unstructure(payload))
+                    yield _event("done", converter.unstructure(payload))
                 else:
                     log.error("chat stream failed", exc_info=payload)
                     yield _event("error", problem_body(problem_for(payload)))

@@ -9,7 +9,17 @@ from typing import Any
 import trio
 from quart import Blueprint, request
 
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.api.converter import converter
+from ragcore.api.documents import (
+    Document,
+    DocumentAdded,
+    Documents,
+    DocumentUpload,
+    DocumentWithText,
+    NewDocument,
+)
+from ragcore.api.operations import Reply, operation
+from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     NO_WORDS,
     StoredDocument,
@@ -25,25 +35,28 @@ from ragio.http.problems import Problem
 from ragio.knowledge import store
 from ragio.knowledge.formats import read_upload
 from ragio.runner import run
+from ragio.service import Service
 
 blueprint = Blueprint("documents", __name__)
-UPLOAD_FIELDS = {"file", "name"}
 _MAX_ID = 2**63 - 1
 
 
-def document_json(doc: StoredDocument) -> dict[str, Any]:
-    return {
-        "id": doc.id,
-        "name": doc.name,
-        "chunk_count": doc.chunk_count,
-        "content_type": doc.content_type,
-        "size_bytes": doc.size_bytes,
-        "created_at": doc.created_at.isoformat() if doc.created_at else None,
-    }
+DOCUMENT_ID = {"type": "integer", "minimum": 1}
 
 
 @blueprint.post("/documents")
+@operation(
+    Reply(201, "Stored (Location: /documents/{id})", DocumentAdded),
+    Reply(200, "Already stored (duplicate: true)", DocumentAdded),
+    *(413, 415, 422, 502, 503),
+    body=NewDocument,
+    other_bodies=(("multipart/form-data", DocumentUpload),),
+)
 async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Add a document: JSON text, or an uploaded file
+
+    The same content (after reading the file) is stored once: adding it again answers 200
+    with duplicate: true."""
     svc = service()
     if request.mimetype == "multipart/form-data":
         stored = await _add_upload(svc)
@@ -64,19 +77,19 @@ async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
                 "(MAX_UPLOAD_BYTES)",
             )
         body = await json_body(required=True)
-        reject_unknown(body, {"name", "text"})
+        reject_unknown(body, NewDocument)
         stored = await _add(svc, body.get("name"), body.get("text"))
-    result = {**document_json(stored), "duplicate": not stored.created}
+    result = converter.unstructure(DocumentAdded.of(stored, duplicate=not stored.created))
     if stored.created:
         return result, 201, {"Location": f"/documents/{stored.id}"}
     return result, 200, {}
 
 
-async def _add_upload(svc: Any) -> StoredDocument:
+async def _add_upload(svc: Service) -> StoredDocument:
     """A multipart upload: field ``file`` (the document) and, optionally, ``name``."""
     files = await request.files
     form = await request.form
-    refuse_unknown_fields(set(files) | set(form), sorted(UPLOAD_FIELDS), listing="allowed")
+    reject_unknown(set(files) | set(form), DocumentUpload)
     uploads = files.getlist("file")
     if not uploads:
         detail = "must be a file part (with a filename)" if "file" in form else "is required"
@@ -117,7 +130,7 @@ async def _add_upload(svc: Any) -> StoredDocument:
         raise
 
 
-async def _add(svc: Any, name: Any, text: Any, **source: Any) -> StoredDocument:
+async def _add(svc: Service, name: Any, text: Any, **source: Any) -> StoredDocument:
     """Check and chunk in a worker thread (CPU-bound for a large text), then store; at
     most MAX_DOCUMENT_CHUNKS chunks, so one request's embedding stays bounded."""
     limit = svc.settings.max_document_chunks
@@ -126,22 +139,28 @@ async def _add(svc: Any, name: Any, text: Any, **source: Any) -> StoredDocument:
 
 
 @blueprint.get("/documents")
+@operation(Reply(200, "The documents", Documents))
 async def list_documents() -> dict[str, Any]:
+    """List the documents, oldest first"""
     documents = await service().database.run(store.list_documents)
-    return {"documents": [document_json(doc) for doc in documents]}
+    return converter.unstructure(Documents([Document.of(doc) for doc in documents]))
 
 
 @blueprint.get("/documents/<id>")
+@operation(Reply(200, "The document", DocumentWithText), 404, path={"id": DOCUMENT_ID})
 async def get_document(id: str) -> dict[str, Any]:
+    """One document, with its text"""
     found = await service().database.run(store.get_document, _document_id(id))
     if found is None:
         raise Problem(404, f"no document {id}; GET /documents lists them")
     doc, text = found
-    return {**document_json(doc), "text": text}
+    return converter.unstructure(DocumentWithText.of(doc, text=text))
 
 
 @blueprint.delete("/documents/<id>")
+@operation(Reply(204, "Deleted"), 404, path={"id": DOCUMENT_ID})
 async def delete_document(id: str) -> tuple[str, int]:
+    """Delete a document and its chunks; answers cite it no more"""
     if not await service().database.run(store.delete_document, _document_id(id)):
         raise Problem(404, f"no document {id}; GET /documents lists them")
     return "", 204

@@ -9,6 +9,20 @@ from typing import Any
 
 from quart import Blueprint, request
 
+from ragcore.api.employees import (
+    ContextQuery,
+    Employee,
+    EmployeePatch,
+    Employees,
+    Memory,
+    MemoryItem,
+    MemoryQuery,
+    NewMemory,
+    RoleContext,
+)
+from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import read_query
+from ragcore.chat.pipeline import MAX_QUESTION_CHARS
 from ragcore.employees.editing import check_patch, role_view
 from ragcore.employees.memory import (
     check_memory,
@@ -41,7 +55,9 @@ def role_json(stored: store.StoredRole) -> dict[str, Any]:
 
 
 @blueprint.get("/employees")
+@operation(Reply(200, "The roles, built-in first", Employees))
 async def list_employees() -> dict[str, Any]:
+    """List the AI employees (the first call seeds the nine built-in roles)"""
     roles = await service().database.run(store.list_roles)
     return {"employees": [role_json(stored) for stored in roles]}
 
@@ -60,12 +76,21 @@ async def found_role(role: str) -> store.StoredRole:
 
 
 @blueprint.get("/employees/<role>")
+@operation(Reply(200, "The role", Employee), 404, 422)
 async def get_employee(role: str) -> dict[str, Any]:
+    """One AI employee"""
     return role_json(await found_role(role))
 
 
 @blueprint.patch("/employees/<role>")
+@operation(
+    Reply(200, "Updated", Employee),
+    Reply(201, "Created (Location: /employees/{role})", Employee),
+    422,
+    body=EmployeePatch,
+)
 async def patch_employee(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Change a role's fields, or create a runtime role"""
     identifier = check_role_identifier(role)
     patch = check_patch(await json_body(required=True))
     saved = await service().database.run(store.patch_role, identifier, patch)
@@ -74,36 +99,26 @@ async def patch_employee(role: str) -> tuple[dict[str, Any], int, dict[str, str]
     return role_json(saved), 200, {}
 
 
-MAX_MEMORY_LIMIT = 500
-
-
-def _limit(value: str | None, default: int = 100) -> int:
-    if value is None:
-        return default
-    if not value.isdigit() or not 1 <= int(value) <= MAX_MEMORY_LIMIT:
-        raise Problem(422, f"limit must be a whole number from 1 to {MAX_MEMORY_LIMIT}")
-    return int(value)
-
-
 def _query(required: bool) -> str | None:
     query = (request.args.get("query") or "").strip()
     if not query:
         if required:
             raise Problem(422, "send the question as ?query=…", field="query")
         return None
-    if len(query) > 4000:
-        raise Problem(422, f"query has {len(query)} characters; the limit is 4000", field="query")
+    if len(query) > MAX_QUESTION_CHARS:
+        detail = f"query has {len(query)} characters; the limit is {MAX_QUESTION_CHARS}"
+        raise Problem(422, detail, field="query")
     return query
 
 
 @blueprint.get("/employees/<role>/memory")
+@operation(Reply(200, "The items", Memory), 404, 422, query=MemoryQuery)
 async def list_memory(role: str) -> dict[str, Any]:
-    """The role's memory; ``?query=`` nearest in meaning first, ``?tags=a,b`` only items
-    with at least one of the tags, ``?limit=`` at most that many (default 100)."""
+    """A role's memory; search it by meaning and by tags"""
     identifier = (await found_role(role)).role.identifier
     tags = parse_tags(request.args.get("tags"))
     query = _query(required=False)
-    limit = _limit(request.args.get("limit"))
+    limit = read_query(MemoryQuery, request.args).limit
     svc = service()
     vector = None
     if query is not None:
@@ -114,7 +129,9 @@ async def list_memory(role: str) -> dict[str, Any]:
 
 
 @blueprint.post("/employees/<role>/memory")
+@operation(Reply(201, "Stored (Location: its URL)", MemoryItem), 404, 409, 422, body=NewMemory)
 async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Add a memory item to a role"""
     identifier = (await found_role(role)).role.identifier
     new = check_memory(await json_body(required=True))
     svc = service()
@@ -134,7 +151,9 @@ async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
 
 
 @blueprint.delete("/employees/<role>/memory/<id>")
+@operation(Reply(204, "Deleted"), 404, 422, path={"id": {"type": "integer"}})
 async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
+    """Delete a memory item"""
     identifier = (await found_role(role)).role.identifier
     if not (id.isascii() and id.isdigit()) or not await service().database.run(
         memory.delete_memory, identifier, int(id)
@@ -144,8 +163,9 @@ async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (t
 
 
 @blueprint.get("/employees/<role>/context")
+@operation(Reply(200, "The text and the items it holds", RoleContext), 404, 422, query=ContextQuery)
 async def get_context(role: str) -> dict[str, Any]:
-    """The exact text the role injects into a prompt for ``?query=``, and its items."""
+    """The role context the role injects into a prompt for the query"""
     identifier = (await found_role(role)).role.identifier
     query = _query(required=True)
     assert query is not None

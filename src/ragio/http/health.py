@@ -7,27 +7,32 @@ from typing import Any
 from quart import Blueprint
 
 from ragcore import __version__
+from ragcore.api.converter import converter
+from ragcore.api.operations import Reply, operation
+from ragcore.api.service import Database, Embedder, Health, Provider, Providers
 from ragio.http.context import service
 
 blueprint = Blueprint("health", __name__)
 
 
 @blueprint.get("/health")
+@operation(Reply(200, "The service's state", Health), open=True)
 async def health() -> dict[str, Any]:
+    """Health, version, database, mode and active providers"""
     svc = service()
     reachable = await svc.database.reachable()
-    return {
-        "status": "ok" if reachable else "degraded",
-        "version": __version__,
-        "database": {"reachable": reachable, "embedded": svc.database.embedded},
-        "mode": svc.mode,
-        "providers": {
-            "llm": {"name": svc.answerer.name, "model": svc.answerer.model},
-            "llm_fallbacks": [a.name for a in list(svc.answerer)[1:]],
-            "embedding": {
-                "name": svc.embedder.name,
-                "model": svc.embedder.space.model,
-                "dimensions": svc.embedder.space.dimensions,
-            },
-        },
-    }
+    space = svc.embedder.space
+    providers = Providers(
+        llm=Provider(svc.answerer.name, svc.answerer.model),
+        llm_fallbacks=[answerer.name for answerer in list(svc.answerer)[1:]],
+        embedding=Embedder(svc.embedder.name, space.model, space.dimensions),
+    )
+    return converter.unstructure(
+        Health(
+            status="ok" if reachable else "degraded",
+            version=__version__,
+            database=Database(reachable, svc.database.embedded),
+            mode=svc.mode,
+            providers=providers,
+        )
+    )

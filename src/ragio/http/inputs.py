@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+import attrs
 from quart import request
 
 from ragcore.errors import refuse_unknown_fields
@@ -31,8 +33,10 @@ async def json_body(*, required: bool) -> dict[str, Any]:
     return body
 
 
-def reject_unknown(body: dict[str, Any], allowed: set[str]) -> None:
-    refuse_unknown_fields(body, sorted(allowed), listing="allowed")
+def reject_unknown(given: Iterable[str], shape: type) -> None:
+    """A 422 naming every field of ``given`` that the request shape does not have."""
+    allowed = sorted(field.name for field in attrs.fields(shape))
+    refuse_unknown_fields(given, allowed, listing="allowed")
 
 
 def check_request_text() -> None:

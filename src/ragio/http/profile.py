@@ -7,7 +7,10 @@ from typing import Any
 
 from quart import Blueprint
 
-from ragcore.employees.profile import check_profile_patch, learn_summary, profile_view
+from ragcore.api.converter import converter
+from ragcore.api.employees import ProfileLearned, ProfilePatch
+from ragcore.api.operations import Reply, operation
+from ragcore.employees.profile import Profile, check_profile_patch, learn_summary
 from ragcore.usage import Caps
 from ragio.employees import profile
 from ragio.http.context import service
@@ -18,19 +21,26 @@ blueprint = Blueprint("profile", __name__)
 
 
 @blueprint.get("/profile")
+@operation(Reply(200, "The profile", Profile))
 async def get_profile() -> dict[str, Any]:
-    return profile_view(await service().database.run(profile.get_profile))
+    """The business profile (empty fields when never set)"""
+    return converter.unstructure(await service().database.run(profile.get_profile))
 
 
 @blueprint.patch("/profile")
+@operation(Reply(200, "The updated profile", Profile), 422, body=ProfilePatch)
 async def patch_profile() -> dict[str, Any]:
+    """Set the owner's fields: description, products, tone, language"""
     fields = check_profile_patch(await json_body(required=True))
-    return profile_view(await service().database.run(profile.patch_profile, fields))
+    return converter.unstructure(await service().database.run(profile.patch_profile, fields))
 
 
 @blueprint.post("/profile/learn")
+@operation(Reply(200, "The updated profile", ProfileLearned))
 async def learn_profile() -> dict[str, Any]:
-    """Rebuild the summary: through the configured LLM when there is one (a model's
+    """Rebuild the learned summary from documents and role memory
+
+    Through the configured LLM when there is one (a model's
     failure falls back to the offline summary), by the extractive summary otherwise."""
     svc = service()
     current = await svc.database.run(profile.get_profile)
@@ -40,4 +50,4 @@ async def learn_profile() -> dict[str, Any]:
     pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
     summary, learned_by = await run(pipeline, svc)
     saved = await svc.database.run(profile.set_summary, summary, svc.clock.now())
-    return {**profile_view(saved), "learned_by": learned_by}
+    return converter.unstructure(ProfileLearned.of(saved, learned_by))

@@ -10,26 +10,37 @@ the voice server (``ragcore.voice.media``), passing the caller and the call id a
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from quart import Blueprint, Response, request
 
-from ragcore.errors import InvalidInput
+from ragcore.api.converter import converter
+from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import read_query
+from ragcore.api.voice import CallsQuery, VoiceCalls
 from ragcore.voice.media import CALL_PARAMETER, CALLER_PARAMETER, connect_stream, stream_url
 from ragio.http.context import service
 from ragio.http.problems import Problem
-from ragio.http.webhooks import telco_form
+from ragio.http.webhooks import SIGNED_FORM, XML, telco_form
 from ragio.voice.calls import recent_calls
 
 blueprint = Blueprint("voice", __name__)
 
-DEFAULT_CALLS = 20
-MAX_CALLS = 100
-
 
 @blueprint.post("/webhook/voice")
+@operation(
+    Reply(200, "<Response><Connect><Stream url=…> with the Parameters caller and call_sid", *XML),
+    *(400, 403, 503),
+    **SIGNED_FORM,
+)
 async def voice_webhook() -> Response:
+    """Incoming calls from the telephony provider (the number's voice URL)
+
+    Form-encoded, as the provider sends it (CallSid, From, To, …); verified like
+    /webhook/whatsapp (403 otherwise, unless VOICE_ALLOW_UNSIGNED=true). Answered with
+    TwiML that connects the call to the media stream at VOICE_PUBLIC_URL, else
+    wss://<PUBLIC_BASE_URL's host, else this request's>:VOICE_PORT (ws:// for http), with
+    the caller and the call id as <Parameter>s. 503 without VOICEAI_API_KEY."""
     settings = service().settings
     params = await telco_form("voice", settings.voice_allow_unsigned, "VOICE_ALLOW_UNSIGNED")
     if not settings.voiceai_api_key:
@@ -50,16 +61,17 @@ async def voice_webhook() -> Response:
 
 
 @blueprint.get("/voice/calls")
+@operation(Reply(200, "The calls", VoiceCalls), 422, query=CallsQuery)
 async def list_calls() -> dict[str, Any]:
-    """The latest calls, newest first, with their turns: ``?limit=`` of them (default 20,
-    at most 100); ``?before=`` a call's id for the page after the one it ended."""
-    limit = _whole(request.args.get("limit"), "limit", MAX_CALLS) or DEFAULT_CALLS
-    before = _whole(request.args.get("before"), "before", 2**62)
-    calls = await service().database.run(recent_calls, limit, before)
-    return {
-        "calls": [_call_view(call) for call in calls],
-        "next_before": calls[-1]["id"] if len(calls) == limit else None,
-    }
+    """The latest phone calls, newest first, each with its turns
+
+    Kept 90 days. The caller is shown only as a hash."""
+    query = read_query(CallsQuery, request.args)
+    calls = await service().database.run(recent_calls, query.limit, query.before or None)
+    next_before = calls[-1]["id"] if len(calls) == query.limit else None
+    return converter.unstructure(
+        converter.structure({"calls": calls, "next_before": next_before}, VoiceCalls)
+    )
 
 
 def _first(params: list[tuple[str, str]]) -> dict[str, str]:
@@ -68,24 +80,3 @@ def _first(params: list[tuple[str, str]]) -> dict[str, str]:
     for name, value in params:
         fields.setdefault(name, value)
     return fields
-
-
-def _whole(raw: str | None, field: str, maximum: int) -> int | None:
-    """A query parameter from 1 to ``maximum``; None when not given."""
-    if raw is None:
-        return None
-    digits = raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum))
-    if not digits or not 1 <= int(raw) <= maximum:
-        raise InvalidInput(field, f"must be a whole number from 1 to {maximum}")
-    return int(raw)
-
-
-def _call_view(call: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **{k: _shown(v) for k, v in call.items() if k != "turns"},
-        "turns": [{k: _shown(v) for k, v in turn.items()} for turn in call["turns"]],
-    }
-
-
-def _shown(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value

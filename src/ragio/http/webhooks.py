@@ -17,22 +17,43 @@ from urllib.parse import parse_qsl
 import trio
 from quart import Blueprint, Response, current_app, request
 
+from ragcore.api.operations import JSON, Reply, operation
 from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragio.channels.conversation import PLATFORMS, answer_message
 from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
 from ragio.http.context import service
 from ragio.http.problems import Problem
+from ragio.service import Service
 
 blueprint = Blueprint("webhooks", __name__)
 log = logging.getLogger(__name__)
 CONCURRENT_ANSWERS = 8  # channel answers in flight; the rest wait their turn
 _LIMITER = "ragchat.channel_answers"
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
+XML = ({"type": "string"}, "text/xml")
+SIGNED_FORM = {
+    "open": True,
+    "other_bodies": (("application/x-www-form-urlencoded", {"type": "object"}),),
+    "headers": {"X-Twilio-Signature": "the provider's signature (or X-Telco-Signature)"},
+}
 
 
 @blueprint.post("/webhook/telegram")
+@operation(
+    Reply(200, "Taken (or ignored): {}", dict),
+    *(400, 403, 503),
+    open=True,
+    other_bodies=((JSON, {"type": "object"}),),
+    headers={telegram.SECRET_HEADER: "must equal TELEGRAM_WEBHOOK_SECRET"},
+)
 async def telegram_webhook() -> dict[str, Any]:
+    """Telegram Bot API updates (setWebhook points here)
+
+    Verified by the X-Telegram-Bot-Api-Secret-Token header, which must equal
+    TELEGRAM_WEBHOOK_SECRET (no API key). A message is acknowledged at once and answered
+    through sendMessage; the same update_id is answered once. Other update kinds are
+    acknowledged and ignored."""
     settings = service().settings
     body = await request.get_data()
     given = request.headers.get(telegram.SECRET_HEADER)
@@ -49,7 +70,14 @@ async def telegram_webhook() -> dict[str, Any]:
 
 
 @blueprint.post("/webhook/whatsapp")
+@operation(Reply(200, "Taken: an empty TwiML <Response/>", *XML), 400, 403, 503, **SIGNED_FORM)
 async def whatsapp_webhook() -> Response:
+    """Incoming WhatsApp messages from the telephony provider
+
+    Form-encoded, as the provider sends it; verified by X-Twilio-Signature (or
+    X-Telco-Signature): HMAC-SHA1 with TELCO_AUTH_TOKEN over PUBLIC_BASE_URL + path and the
+    sorted form parameters. Answered through the Messages API; the same MessageSid is
+    answered once."""
     allowed = service().settings.whatsapp_allow_unsigned
     params = await telco_form("whatsapp", allowed, "WHATSAPP_ALLOW_UNSIGNED")
     await _take(_parsed(whatsapp.parse_form, params))
@@ -58,7 +86,23 @@ async def whatsapp_webhook() -> Response:
 
 
 @blueprint.post("/webhook/discord")
+@operation(
+    Reply(200, "An interaction response: PONG (1), deferred (5) or a message (4)", dict),
+    *(400, 401, 503),
+    open=True,
+    other_bodies=((JSON, {"type": "object"}),),
+    headers={
+        discord.SIGNATURE_HEADER: "Ed25519 over X-Signature-Timestamp + body",
+        discord.TIMESTAMP_HEADER: "whole Unix seconds, at most 5 minutes from the server's "
+        "clock either way (401 otherwise)",
+    },
+)
 async def discord_webhook() -> dict[str, Any]:
+    """Discord interactions (the application's Interactions Endpoint URL)
+
+    Verified by X-Signature-Ed25519 over X-Signature-Timestamp + body with
+    DISCORD_PUBLIC_KEY (401 otherwise). PING is answered with PONG; /ask with a deferred
+    response (type 5), then the answer replaces it."""
     settings = service().settings
     body = await request.get_data()
     verdict = discord.check_signature(
@@ -145,7 +189,7 @@ async def _take(parsed: InboundMessage | Ignored) -> None:
     _answer_later(svc, parsed)
 
 
-def _answer_later(svc: Any, message: InboundMessage) -> None:
+def _answer_later(svc: Service, message: InboundMessage) -> None:
     """Answer ``message`` in the app's nursery, at most CONCURRENT_ANSWERS at once."""
     if _LIMITER not in current_app.extensions:
         current_app.extensions[_LIMITER] = trio.CapacityLimiter(CONCURRENT_ANSWERS)

@@ -11,6 +11,9 @@ from typing import Any
 
 from quart import Blueprint, request
 
+from ragcore.api.converter import converter
+from ragcore.api.operations import Reply, operation
+from ragcore.api.workflows import NewWorkflow, WorkflowFilters, WorkflowPatch, Workflows
 from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
     Workflow,
@@ -20,7 +23,6 @@ from ragcore.workflows.definitions import (
     check_patch,
     parse_id,
     workflow_reach,
-    workflow_view,
 )
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -30,6 +32,7 @@ from ragio.workflows import store
 
 blueprint = Blueprint("workflows", __name__)
 PATH = "/automation-workflows"
+WORKFLOW_ID = {"path": {"id": {"type": "integer"}}}
 
 
 def _missing(raw: str) -> Problem:
@@ -57,42 +60,52 @@ def _id(raw: str) -> int:
 
 
 @blueprint.get(PATH)
+@operation(Reply(200, "The workflows", Workflows), 422, query=WorkflowFilters)
 async def list_workflows() -> dict[str, Any]:
+    """List the automation workflows, oldest first"""
     repeated = sorted(name for name in request.args if len(request.args.getlist(name)) > 1)
     if repeated:
         raise Problem(422, f"give {', '.join(repeated)} once", field=", ".join(repeated))
     filters = check_filters(request.args.to_dict())
     found = await service().database.run(store.list_workflows, filters)
-    return {"workflows": [workflow_view(w) for w in found]}
+    return {"workflows": [converter.unstructure(w) for w in found]}
 
 
 @blueprint.post(PATH)
+@operation(Reply(201, "Created (Location: its URL)", Workflow), 422, body=NewWorkflow)
 async def create_workflow() -> tuple[dict[str, Any], int, dict[str, str]]:
+    """Create a workflow: a webhook called after replies on its channels"""
     new = await _check_target(check_new(await json_body(required=True)))
-    created: Workflow = await service().database.run(store.create_workflow, new)
-    return workflow_view(created), 201, {"Location": f"{PATH}/{created.id}"}
+    created = await service().database.run(store.create_workflow, new)
+    return converter.unstructure(created), 201, {"Location": f"{PATH}/{created.id}"}
 
 
 @blueprint.get(f"{PATH}/<id>")
+@operation(Reply(200, "The workflow", Workflow), 404, **WORKFLOW_ID)
 async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """One workflow"""
     found = await service().database.run(store.get_workflow, _id(id))
     if found is None:
         raise _missing(id)
-    return workflow_view(found)
+    return converter.unstructure(found)
 
 
 @blueprint.patch(f"{PATH}/<id>")
+@operation(Reply(200, "Updated", Workflow), 404, 422, body=WorkflowPatch, **WORKFLOW_ID)
 async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+    """Change a workflow's fields (is_active turns it on and off)"""
     workflow_id = _id(id)
     patch = await _check_target(check_patch(await json_body(required=True)))
     saved = await service().database.run(store.patch_workflow, workflow_id, patch)
     if saved is None:
         raise _missing(id)
-    return workflow_view(saved)
+    return converter.unstructure(saved)
 
 
 @blueprint.delete(f"{PATH}/<id>")
+@operation(Reply(204, "Deleted"), 404, **WORKFLOW_ID)
 async def delete_workflow(id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
+    """Delete a workflow"""
     if not await service().database.run(store.delete_workflow, _id(id)):
         raise _missing(id)
     return "", 204

@@ -1,0 +1,132 @@
+"""/autonomy and /actions: the autonomy setting, an action submitted, shown and logged."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import attrs
+
+from ragcore.actions.autonomy import APPROVAL_CHANNELS
+from ragcore.actions.kinds import (
+    _TARGET,
+    KINDS,
+    MAX_BODY_CHARS,
+    MAX_SUBJECT_CHARS,
+    MAX_TEXT_CHARS,
+)
+from ragcore.actions.records import STATUSES
+from ragcore.api.schema import described
+from ragcore.employees.roles import Autonomy
+
+Kind = Literal[KINDS]  # type: ignore[valid-type]
+Status = Literal[STATUSES]  # type: ignore[valid-type]
+ApprovalChannel = Literal[APPROVAL_CHANNELS]  # type: ignore[valid-type]
+MAX_LOG_LIMIT = 500
+MAX_LOG_ID = 2**62
+ACTION_ID = {
+    "type": "string",
+    "description": "the action id: 10 letters and digits, read case-insensitively",
+}
+OWNER = "the owner's Telegram chat id, WhatsApp number (+E.164) or Discord user id"
+SENSITIVE = "what sensitive roles are held to, whatever the mode"
+
+
+@attrs.frozen
+class AutonomySetting:
+    mode: Autonomy
+    approval_channel: ApprovalChannel | None
+    approval_target: Annotated[str | None, described(OWNER)]
+    allowed_kinds: list[Kind]
+    sensitive_roles: Annotated[Literal["semi", "off"], described(SENSITIVE)]
+    approval_ttl_hours: Annotated[int, described(readOnly=True)]
+    kinds: Annotated[
+        dict[str, Any],
+        described(
+            "what each kind can reach under the settings (target names, never URLs)", readOnly=True
+        ),
+    ]
+    updated_at: datetime | None
+
+
+@attrs.frozen
+class AutonomyUpdate:
+    """The fields to change; unknown fields and values are 422, naming the allowed ones.
+    approval_channel null clears the owner (decisions through the API only)."""
+
+    mode: Autonomy = "off"
+    approval_channel: ApprovalChannel | None = None
+    approval_target: Annotated[str | None, described(OWNER)] = None
+    allowed_kinds: Annotated[list[Kind], described()] = attrs.field(factory=list)
+    sensitive_roles: Annotated[Literal["semi", "off"], described(SENSITIVE)] = "semi"
+
+
+@attrs.frozen
+class NewAction:
+    """webhook: target (a NAME from WEBHOOK_TARGETS) and data; email: to, subject, body;
+    chatops: text. role: act as that role (its autonomy and sensitivity apply)."""
+
+    kind: Kind
+    role: str = ""
+    target: Annotated[str, described(pattern=_TARGET.pattern)] = ""
+    data: Annotated[dict[str, Any], described()] = attrs.field(factory=dict)
+    to: Annotated[str, described(format="email")] = ""
+    subject: Annotated[str, described(maxLength=MAX_SUBJECT_CHARS)] = ""
+    body: Annotated[str, described(maxLength=MAX_BODY_CHARS)] = ""
+    text: Annotated[str, described(maxLength=MAX_TEXT_CHARS)] = ""
+
+
+@attrs.frozen
+class Action:
+    id: str
+    kind: Kind
+    status: Status
+    reason: str
+    summary: str
+    action: dict[str, Any]
+    role: str | None
+    origin: str
+    created_at: datetime
+    expires_at: datetime | None
+    decided_at: datetime | None
+    decided_by: str | None
+    finished_at: datetime | None
+
+
+@attrs.frozen
+class PendingActions:
+    pending: list[Action]
+
+
+@attrs.frozen
+class ActionLogEntry:
+    id: int
+    at: datetime
+    action_id: str
+    event: str
+    detail: str
+    kind: Kind
+    summary: str
+    role: str | None
+    origin: str
+    status: Status
+
+
+@attrs.frozen
+class ActionLog:
+    entries: list[ActionLogEntry]
+    next_before: int | None
+
+
+@attrs.frozen
+class ActionLogQuery:
+    limit: Annotated[int, described(minimum=1, maximum=MAX_LOG_LIMIT)] = 50
+    before: Annotated[
+        int,
+        described(
+            "entries with ids below this (next_before of the last page)",
+            minimum=1,
+            maximum=MAX_LOG_ID,
+        ),
+    ] = 0
+    action: Annotated[str, described("only this action's entries")] = ""

@@ -1,0 +1,80 @@
+"""POST /chat and /chat/stream: the question asked, and the answer's events."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import attrs
+
+from ragcore.api.problems import Problem
+from ragcore.api.schema import OneOf, Schemas, described
+from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer
+from ragcore.employees.learning import MAX_ASKER_CHARS
+
+ASKER = "who is asking, kept as a hash; roles learn from questions many users ask"
+
+
+@attrs.frozen
+class ChatQuestion:
+    question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)]
+    role: Annotated[str, described("answer as this AI employee")] = ""
+    user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS)] = ""
+
+
+@attrs.frozen
+class ChatQuery:
+    """The same fields as query parameters (a JSON body with them also works)."""
+
+    question: Annotated[str, described("the question (or send it in the JSON body)")] = ""
+    role: Annotated[str, described("answer as this AI employee")] = ""
+    user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS)] = ""
+
+
+@attrs.frozen
+class TokenText:
+    text: Annotated[
+        str,
+        described(
+            "the next piece of the answer as it is written; the done event holds the answer "
+            "as checked"
+        ),
+    ]
+
+
+@attrs.frozen
+class ChatStreamToken:
+    event: Literal["token"]
+    data: TokenText
+
+
+@attrs.frozen
+class ChatStreamDone:
+    event: Literal["done"]
+    data: Annotated[ChatAnswer, described("the whole answer, as POST /chat returns it")]
+
+
+@attrs.frozen
+class ChatStreamError:
+    event: Literal["error"]
+    data: Annotated[
+        Problem,
+        described(
+            "the answer failed after the first event (a provider breaking off: 503); a failure "
+            "before it is an ordinary problem response instead of a stream"
+        ),
+    ]
+
+
+CHAT_STREAM_EVENT = OneOf(
+    "ChatStreamEvent",
+    (ChatStreamToken, ChatStreamDone, ChatStreamError),
+    "One server-sent event of /chat/stream: `event: <event>` and `data: <data as one line "
+    "of JSON>`. Any number of `token` events, then exactly one `done` or `error` event, and "
+    "the stream ends.",
+)
+
+
+def event_stream(schemas: Schemas) -> dict[str, Any]:
+    """The stream as the list of its events, each an object of its SSE fields (OpenAPI 3.2
+    models text/event-stream so; 3.1 has no itemSchema)."""
+    return {"type": "array", "items": schemas.of(CHAT_STREAM_EVENT), "minItems": 1}

@@ -1,0 +1,71 @@
+"""/documents: a document added as JSON text or as an uploaded file, and as listed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import attrs
+
+from ragcore.api.schema import described
+from ragcore.knowledge.documents import MAX_NAME_CHARS, StoredDocument, supported_formats
+
+
+@attrs.frozen
+class NewDocument:
+    name: Annotated[str, described(maxLength=MAX_NAME_CHARS)]
+    text: Annotated[str, described("plain text or markdown")]
+
+
+@attrs.frozen
+class DocumentUpload:
+    file: Annotated[
+        bytes, described(f"{supported_formats()}; at most MAX_UPLOAD_BYTES (default 25 MB)")
+    ]
+    name: Annotated[
+        str, described("the document's name; default: the file's name", maxLength=MAX_NAME_CHARS)
+    ] = ""
+
+
+@attrs.frozen
+class Document:
+    id: int
+    name: str
+    chunk_count: int
+    content_type: Annotated[str, described("media type of the file it was read from")] = ""
+    size_bytes: Annotated[int, described("size of that file (of the text, when sent as JSON)")] = 0
+    created_at: datetime | None = None
+
+    @classmethod
+    def of(cls, doc: StoredDocument, **extra: Any) -> Any:
+        """The stored document as this shape; ``extra``: the fields a subclass adds."""
+        return cls(
+            doc.id,
+            doc.name,
+            doc.chunk_count,
+            doc.content_type,
+            doc.size_bytes,
+            doc.created_at,
+            **extra,
+        )
+
+
+@attrs.frozen
+class DocumentAdded(Document):
+    duplicate: Annotated[
+        bool,
+        described(
+            "true when the same content was already stored: the response describes that "
+            "document, nothing was added"
+        ),
+    ] = False
+
+
+@attrs.frozen
+class DocumentWithText(Document):
+    text: Annotated[str, described("the text as read from the file, headings as #")] = ""
+
+
+@attrs.frozen
+class Documents:
+    documents: list[Document]

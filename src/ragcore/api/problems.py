@@ -1,0 +1,37 @@
+"""The body of every error the API returns (RFC 9457 problem details)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import attrs
+
+from ragcore.api.schema import described
+from ragcore.chat.fallback import FailureKind
+
+FAILURES = tuple(kind.value for kind in FailureKind)
+
+
+@attrs.frozen
+class ProviderAttempt:
+    provider: str
+    failure: Annotated[str, described(enum=list(FAILURES))]
+    status: int | None
+    reason: str = ""
+
+
+@attrs.frozen
+class Problem:
+    type: str
+    title: str
+    status: int
+    detail: str
+    field: Annotated[str, described("the input at fault, if one")] = ""
+    providers: Annotated[
+        tuple[ProviderAttempt, ...], described("502 and 503 from answering: each provider tried")
+    ] = ()
+    action_id: Annotated[str, described("the action a refusal or failure is about")] = ""
+    action_status: Annotated[str, described()] = ""
+    existing_id: Annotated[
+        int | None, described("409 of a memory item: the item already stored")
+    ] = None

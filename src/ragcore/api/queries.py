@@ -1,0 +1,40 @@
+"""Query parameters read into their shape: the limits a shape declares (and
+/openapi.json shows) are the ones enforced."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from ragcore.api.schema import field_schema
+from ragcore.errors import InvalidInput
+
+Shape = TypeVar("Shape")
+
+
+def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
+    """``args`` as ``shape``: a parameter not given keeps its default, a whole-number one
+    must lie within its field's ``minimum`` and ``maximum`` (InvalidInput naming it
+    otherwise). Parameters the shape does not have are left to the route."""
+    hints = typing.get_type_hints(shape, include_extras=True)
+    given: dict[str, Any] = {}
+    for field in attrs.fields(shape):  # type: ignore[arg-type]
+        raw = args.get(field.name)
+        if raw is None:
+            continue
+        kind, limits = field_schema(hints[field.name])
+        if kind is int:
+            given[field.name] = _whole(raw, field.name, limits["minimum"], limits["maximum"])
+        else:
+            given[field.name] = raw
+    return shape(**given)
+
+
+def _whole(raw: str, name: str, minimum: int, maximum: int) -> int:
+    digits = raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum))
+    if not digits or not minimum <= int(raw) <= maximum:
+        raise InvalidInput(name, f"must be a whole number from {minimum} to {maximum}")
+    return int(raw)

@@ -1,0 +1,81 @@
+"""GET /voice/calls: the phone calls and their turns, as recorded by the voice server."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import attrs
+
+from ragcore.api.schema import described
+
+DEFAULT_CALLS = 20
+MAX_CALLS = 100
+MAX_CALL_ID = 2**62
+
+
+@attrs.frozen
+class TurnCitation:
+    number: int
+    document_id: int
+    document_name: str
+
+
+@attrs.frozen
+class VoiceTurn:
+    turn: int
+    question: Annotated[str | None, described("as transcribed")]
+    answer: Annotated[str | None, described("the text spoken")]
+    outcome: Literal["answered", "interrupted", "failed", "hung up"]
+    citations: list[TurnCitation]
+    role: str | None
+    provider: str | None
+    model: str | None
+    language: str | None
+    stages: Annotated[
+        dict[str, int],
+        described(
+            "milliseconds each stage took: transcript_ms, first_sentence_ms, first_audio_ms, "
+            "first_frame_ms, voice_to_voice_ms, answer_ms (those the turn reached), and "
+            "stalled_ms: the longest the caller's playback ran dry once the answer had begun"
+        ),
+    ]
+    created_at: datetime
+
+
+@attrs.frozen
+class VoiceCall:
+    id: Annotated[int, described("for ?before= (paging)")]
+    call_sid: Annotated[str, described("the provider's call id")]
+    caller_hash: Annotated[
+        str,
+        described(
+            "SHA-256 of voice:<the caller's number>: the same caller gives the same hash; the "
+            "number is not kept",
+            pattern="^[0-9a-f]{64}$",
+        ),
+    ]
+    role: Annotated[str | None, described("the role answering")]
+    started_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+    turns: list[VoiceTurn]
+
+
+@attrs.frozen
+class VoiceCalls:
+    calls: list[VoiceCall]
+    next_before: int | None
+
+
+@attrs.frozen
+class CallsQuery:
+    limit: Annotated[int, described(minimum=1, maximum=MAX_CALLS)] = DEFAULT_CALLS
+    before: Annotated[
+        int,
+        described(
+            "calls that began before this one (next_before of the last page)",
+            minimum=1,
+            maximum=MAX_CALL_ID,
+        ),
+    ] = 0

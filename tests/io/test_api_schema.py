@@ -1,0 +1,206 @@
+"""Every route's real answers, successes and problems alike, are what the served
+/openapi.json says they are: the status is declared for the route, and the body is
+valid against the declared schema (JSON Schema 2020-12, its $refs resolved in the
+document)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from ragio.http.app import create_app
+from ragio.http.spec import app_routes
+
+SPEC_URI = "urn:ragchat:openapi"
+KEY = "the-api-key"
+FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
+
+
+@pytest.fixture
+def settings_overrides():
+    # a webhook target and workflow URLs on loopback, where nothing listens: an action
+    # approved is sent and fails (a 502 problem), a workflow is stored and never called
+    return {
+        "service_api_key": KEY,
+        "webhook_targets": "crm=https://127.0.0.1:9/in",
+        "actions_allow_private_targets": True,
+        "workflow_allow_private_targets": True,
+    }
+
+
+class Checker:
+    """Sends requests and checks each answer against the served document."""
+
+    def __init__(self, api: httpx.AsyncClient, spec: dict[str, Any]):
+        self.api = api
+        self.spec = spec
+        self.registry = Registry().with_resource(SPEC_URI, DRAFT202012.create_resource(spec))
+        self.seen: set[tuple[str, str]] = set()
+        self.problems = 0
+
+    async def send(self, method: str, template: str, path: str | None = None, **kw: Any):
+        response = await self.api.request(method, path or template, **kw)
+        self.check(method, template, response)
+        return response
+
+    def check(self, method: str, template: str, response: httpx.Response) -> None:
+        self.seen.add((template, method))
+        where = f"{method} {template} answered {response.status_code}"
+        declared = self.spec["paths"][template][method.lower()]["responses"]
+        assert str(response.status_code) in declared, f"{where}, which is not declared"
+        answer = declared[str(response.status_code)]
+        if "$ref" in answer:  # the Problem response
+            assert response.headers["content-type"] == "application/problem+json", where
+            self.problems += 1
+            pointer = "/components/schemas/Problem"
+            body = response.json()
+        elif "content" not in answer:
+            assert response.content == b"", where
+            return
+        else:
+            [(media_type, content)] = answer["content"].items()
+            assert response.headers["content-type"].startswith(media_type), where
+            pointer = _pointer("paths", template, method.lower(), "responses")
+            pointer += f"/{response.status_code}/content/{_escape(media_type)}/schema"
+            body = _body(media_type, response)
+        validator = Draft202012Validator({"$ref": f"{SPEC_URI}#{pointer}"}, registry=self.registry)
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(body)]
+        assert not errors, f"{where}: {errors}"
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def _pointer(*parts: str) -> str:
+    return "".join(f"/{_escape(part)}" for part in parts)
+
+
+def _body(media_type: str, response: httpx.Response) -> Any:
+    if media_type == "application/json":
+        return response.json()
+    if media_type == "text/event-stream":
+        events = []
+        for block in response.text.strip().split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in block.splitlines())
+            events.append({"event": fields["event"], "data": json.loads(fields["data"])})
+        return events
+    return response.text
+
+
+async def test_every_route_answers_as_the_served_schema_says(api, service):
+    keyed = httpx.AsyncClient(base_url=api.base_url, headers={"X-API-Key": KEY}, timeout=30)
+    async with keyed:
+        checker = Checker(keyed, (await keyed.get("/openapi.json")).json())
+        await exercise_every_route(checker)
+    # the problem every route behind the key shares, for a client without it
+    checker.check("GET", "/usage", await api.get("/usage"))
+    routes = {(path, method) for path, method, _ in app_routes(create_app(service))}
+    assert routes - checker.seen == set(), "routes never checked against the schema"
+    assert checker.problems >= 20
+
+
+async def exercise_every_route(c: Checker) -> None:
+    """Each route's successes and a problem or two."""
+    await c.send("GET", "/openapi.json")
+    await c.send("GET", "/health")
+    await c.send("GET", "/usage")
+
+    # documents
+    added = await c.send("POST", "/documents", json={"name": "faq.md", "text": FAQ})
+    await c.send("POST", "/documents", json={"name": "faq.md", "text": FAQ})  # duplicate
+    upload = {"file": ("hours.txt", b"Closed on Sundays.", "text/plain")}
+    await c.send("POST", "/documents", files=upload)
+    await c.send("POST", "/documents", json={"name": "x", "text": "y", "colour": "red"})
+    await c.send("POST", "/documents", content=b"name=x", headers={"content-type": "text/csv"})
+    doc = f"/documents/{added.json()['id']}"
+    await c.send("GET", "/documents")
+    await c.send("GET", "/documents/{id}", doc)
+    await c.send("GET", "/documents/{id}", "/documents/abc")
+    await c.send("DELETE", "/documents/{id}", doc)
+    await c.send("DELETE", "/documents/{id}", doc)
+
+    # chat (the document above was deleted: another one to answer from)
+    await c.send("POST", "/documents", json={"name": "hours.md", "text": FAQ + " Always."})
+    await c.send("POST", "/chat", json={"question": "When does the shop open?"})
+    await c.send("POST", "/chat", params={"question": "Hours?", "role": "nobody"})
+    await c.send("POST", "/chat", json={"question": ""})
+    await c.send("POST", "/chat/stream", json={"question": "When does the shop open?"})
+    await c.send("POST", "/chat/stream", json={"question": "x" * 5000})
+
+    # employees, memory and context
+    await c.send("GET", "/employees")
+    await c.send("GET", "/employees/{role}", "/employees/support")
+    await c.send("GET", "/employees/{role}", "/employees/nobody")
+    created = {"display_name": "Baker", "personality": "Warm and brief."}
+    await c.send("PATCH", "/employees/{role}", "/employees/baker", json=created)
+    await c.send("PATCH", "/employees/{role}", "/employees/baker", json={"autonomy": "semi"})
+    await c.send("PATCH", "/employees/{role}", "/employees/baker", json={"salary": 1})
+    memory = "/employees/baker/memory"
+    item = await c.send("POST", "/employees/{role}/memory", memory, json={"text": "Rye on Fridays"})
+    await c.send("POST", "/employees/{role}/memory", memory, json={"text": "rye on  fridays"})
+    await c.send("GET", "/employees/{role}/memory", memory, params={"query": "bread"})
+    await c.send("GET", "/employees/{role}/memory", memory, params={"limit": "0"})
+    context = "/employees/baker/context"
+    await c.send("GET", "/employees/{role}/context", context, params={"query": "bread?"})
+    await c.send("GET", "/employees/{role}/context", context)
+    one = f"{memory}/{item.json()['id']}"
+    await c.send("DELETE", "/employees/{role}/memory/{id}", one)
+    await c.send("DELETE", "/employees/{role}/memory/{id}", one)
+
+    # profile
+    await c.send("GET", "/profile")
+    await c.send("PATCH", "/profile", json={"tone": "friendly", "language": "en"})
+    await c.send("PATCH", "/profile", json={"learned_summary": "mine"})
+    await c.send("POST", "/profile/learn")
+
+    # automation workflows
+    workflows = "/automation-workflows"
+    new = {"name": "crm", "webhook_url": "http://127.0.0.1:9/hook", "channels": ["telegram"]}
+    workflow = await c.send("POST", workflows, json=new)
+    await c.send("POST", workflows, json={**new, "channels": ["voice"]})
+    await c.send("GET", workflows, params={"channel": "telegram", "is_active": "true"})
+    await c.send("GET", workflows, params={"is_active": "maybe"})
+    one = f"{workflows}/{workflow.json()['id']}"
+    await c.send("GET", f"{workflows}/{{id}}", one)
+    await c.send("PATCH", f"{workflows}/{{id}}", one, json={"is_active": False})
+    await c.send("DELETE", f"{workflows}/{{id}}", one)
+    await c.send("GET", f"{workflows}/{{id}}", one)
+
+    # autonomy and actions: held for the owner, then approved (the send fails) or rejected
+    await c.send("GET", "/autonomy")
+    await c.send("POST", "/autonomy", json={"mode": "semi"})
+    await c.send("POST", "/autonomy", json={"mode": "always"})
+    webhook = {"kind": "webhook", "target": "crm", "data": {"order": 7}}
+    held = await c.send("POST", "/actions", json=webhook)
+    other = await c.send("POST", "/actions", json=webhook)
+    await c.send("POST", "/actions", json={"kind": "email", "to": "a@example.com"})
+    await c.send("POST", "/actions", json={**webhook, "role": "nobody"})
+    await c.send("GET", "/actions/{id}", f"/actions/{held.json()['id']}")
+    await c.send("GET", "/actions/{id}", "/actions/nothing")
+    await c.send("GET", "/autonomy/pending")
+    approve = "/autonomy/pending/{id}/approve"
+    await c.send("POST", approve, approve.format(id=held.json()["id"]))
+    await c.send("POST", approve, approve.format(id=held.json()["id"]))
+    reject = "/autonomy/pending/{id}/reject"
+    await c.send("POST", reject, reject.format(id=other.json()["id"]))
+    await c.send("POST", reject, reject.format(id="ZZZZZZZZZZ"))
+    await c.send("POST", "/actions", json={"kind": "webhook", "target": "nowhere"})
+    await c.send("GET", "/autonomy/log", params={"limit": "2"})
+    await c.send("GET", "/autonomy/log", params={"limit": "many"})
+
+    # voice calls, and the webhooks: unsigned requests are refused
+    await c.send("GET", "/voice/calls")
+    await c.send("GET", "/voice/calls", params={"before": "-1"})
+    await c.send("POST", "/webhook/telegram", json={"update_id": 1})
+    form = {"content": b"From=%2B15551230000&Body=hi"}
+    form["headers"] = {"content-type": "application/x-www-form-urlencoded"}
+    await c.send("POST", "/webhook/whatsapp", **form)
+    await c.send("POST", "/webhook/voice", **form)
+    await c.send("POST", "/webhook/discord", json={"type": 1})
