@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 
 from ragcore.actions.effects import Sent
-from ragcore.channels import telegram, whatsapp
+from ragcore.channels import CHANNELS, telegram, whatsapp
+from ragcore.channels.required import missing_settings as required_settings
 from ragio.channels.outbound import SendFailed, call
 
 log = logging.getLogger(__name__)
@@ -31,18 +32,9 @@ NO_MENTIONS = {"parse": []}
 
 def missing_settings(settings: Any, channel: str) -> list[str]:
     """What must be set before the owner can be messaged on ``channel``."""
-    needed = {
-        "telegram": [("TELEGRAM_BOT_TOKEN", settings.telegram_bot_token)],
-        "whatsapp": [
-            ("TELCO_ACCOUNT_SID", settings.telco_account_sid),
-            ("TELCO_AUTH_TOKEN", settings.telco_auth_token),
-            ("WHATSAPP_FROM_NUMBER", settings.whatsapp_from_number),
-        ],
-        "discord": [("DISCORD_BOT_TOKEN", settings.discord_bot_token)],
-    }.get(channel)
-    if needed is None:
+    if channel not in CHANNELS:
         return [f"a known approval_channel (not {channel!r})"]
-    return [name for name, value in needed if not value]
+    return required_settings(settings, channel, "notify")
 
 
 async def notify_owner(service: Any, channel: str, target: str, text: str) -> Sent:

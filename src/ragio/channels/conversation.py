@@ -35,13 +35,12 @@ class Platform:
 
     limit: int  # UTF-16 units per message
     send: Callable[[Any, InboundMessage, list[str]], Awaitable[None]]
-    missing_settings: Callable[[Any], list[str]]
 
 
 PLATFORMS = {
-    "telegram": Platform(telegram.LIMIT, telegram.send_reply, telegram.missing_settings),
-    "whatsapp": Platform(whatsapp.LIMIT, whatsapp.send_reply, whatsapp.missing_settings),
-    "discord": Platform(discord.LIMIT, discord.send_reply, discord.missing_settings),
+    "telegram": Platform(telegram.LIMIT, telegram.send_reply),
+    "whatsapp": Platform(whatsapp.LIMIT, whatsapp.send_reply),
+    "discord": Platform(discord.LIMIT, discord.send_reply),
 }
 
 

@@ -14,11 +14,6 @@ from ragio.channels.outbound import call
 LIMIT = discord.LIMIT
 
 
-def missing_settings(settings: Any) -> list[str]:
-    """Nothing beyond the public key the webhook needs: the interaction brings its token."""
-    return []
-
-
 async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
     """The first part replaces the "thinking…" message; the others follow it."""
     base = service.settings.discord_api_base_url

@@ -13,11 +13,6 @@ from ragio.channels.outbound import SendFailed, call
 LIMIT = telegram.LIMIT
 
 
-def missing_settings(settings: Any) -> list[str]:
-    """What must be set before a Telegram message can be answered."""
-    return [] if settings.telegram_bot_token else ["TELEGRAM_BOT_TOKEN"]
-
-
 def _url(settings: Any, method: str) -> str:
     return settings.telegram_api_base_url + telegram.method_path(
         settings.telegram_bot_token, method

@@ -11,18 +11,6 @@ from ragio.channels.outbound import call
 LIMIT = whatsapp.LIMIT
 
 
-def missing_settings(settings: Any) -> list[str]:
-    """What must be set before a WhatsApp message can be answered."""
-    return [
-        name
-        for name, value in (
-            ("TELCO_ACCOUNT_SID", settings.telco_account_sid),
-            ("TELCO_AUTH_TOKEN", settings.telco_auth_token),
-        )
-        if not value
-    ]
-
-
 async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order, from WHATSAPP_FROM_NUMBER or else from the
     number the customer wrote to."""
