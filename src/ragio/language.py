@@ -46,4 +46,3 @@ class LanguageDetection:
             code = value.language.iso_code_639_1.name.lower()
             guesses.append(LanguageGuess(code, language_name(code), value.value))
         return guesses
-

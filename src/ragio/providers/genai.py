@@ -311,4 +311,3 @@ def _duration(value: Any) -> float | None:
         except ValueError:
             return None
     return None
-
