@@ -12,6 +12,8 @@ from ragcore.actions.approvals import ID_BYTES, approval_id
 from ragcore.actions.effects import (
     ActionEffect,
     ClaimAction,
+    ExpireOverdue,
+    FailInterrupted,
     FinishAction,
     LoadAction,
     LoadAutonomy,
@@ -61,15 +63,21 @@ async def execute(effect: ActionEffect, service: Any) -> Any:
             return None
         case LoadAction(action_id=action_id):
             return await db.run(store.load_action, action_id)
-        case ClaimAction(action_id=aid, status=status, now=at, by=by, event=event, detail=detail):
-            claimed = await db.run(store.claim_action, aid, status, at, by, event, detail)
+        case ClaimAction(action_id=aid, move=move, now=at, by=by, detail=detail):
+            claimed = await db.run(
+                store.claim_action, aid, move, at, by, detail, effect.before_expiry
+            )
             if claimed is not None:
-                _log_event(aid, event, detail, claimed)
+                _log_event(aid, move.event, detail, claimed)
             return claimed
-        case FinishAction(action_id=aid, status=status, detail=detail):
-            finished = await db.run(store.finish_action, aid, status, detail)
-            _log_event(aid, status, detail, finished)
+        case FinishAction(action_id=aid, move=move, detail=detail):
+            finished = await db.run(store.finish_action, aid, move, detail)
+            _log_event(aid, move.event, detail, finished)
             return finished
+        case ExpireOverdue(move=move, now=at, by=by, detail=detail):
+            return await db.run(store.expire_overdue, move, at, by, detail)
+        case FailInterrupted(move=move, now=at, started_before=since, reason=reason):
+            return await db.run(store.fail_interrupted, move, at, since, reason)
         case NoteAction(action_id=aid, event=event, detail=detail):
             await db.run(store.note_action, aid, event, detail)
             _log_event(aid, event, detail)

@@ -19,10 +19,10 @@ from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject, 
 from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
 from ragcore.actions.kinds import Catalog, check_action
-from ragcore.actions.records import ActionRecord, log_view, record_view, stale_after
+from ragcore.actions.records import ActionRecord, log_view, record_view
 from ragcore.errors import InvalidInput
 from ragio.actions import handlers, store
-from ragio.actions.approvals import decide
+from ragio.actions.approvals import decide, settle
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import EXTENSION, service
 from ragio.http.inputs import json_body
@@ -128,11 +128,7 @@ async def _load(raw: str) -> ActionRecord | None:
 async def _settle_stale() -> None:
     """Before showing actions: those held past their expiry are expired, and those still
     ``executing`` long after their send must have ended were cut off by a stop."""
-    svc = service()
-    now = handlers.now()
-    await svc.database.run(store.expire_due, now)
-    stale = stale_after(svc.settings.actions_timeout_seconds)
-    await svc.database.run(store.fail_interrupted, now, stale)
+    await settle(service())
 
 
 @blueprint.get("/autonomy/pending")
