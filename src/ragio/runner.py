@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import trio
 
 from ragcore.actions.effects import ActionEffect
+from ragcore.channels.effects import ChannelEffect
 from ragcore.effects import (
     CheckBudget,
     DetectLanguage,
@@ -30,6 +31,7 @@ from ragcore.effects import (
 from ragcore.employees.learning import History
 from ragcore.usage import Capped, Reservation
 from ragio.actions import handlers as actions
+from ragio.channels import handlers as channels
 from ragio.employees import learning, memory
 from ragio.knowledge import search, store
 from ragio.providers.chain import (
@@ -132,6 +134,8 @@ async def execute(effect: Any, service: Any, on_delta: OnDelta | None = None) ->
             return await _learn(effect, service)
         case ActionEffect():  # outbound actions and approvals (ragcore.actions)
             return await actions.execute(effect, service)
+        case ChannelEffect():  # answering a channel message (ragcore.channels.conversation)
+            return await channels.execute(effect, service)
     raise TypeError(f"no handler for effect {effect!r}")
 
 

@@ -11,8 +11,6 @@ from ragcore.channels.messages import InboundMessage
 from ragcore.employees.roles import Role
 from ragio.channels.outbound import call
 
-LIMIT = discord.LIMIT
-
 
 async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
     """The first part replaces the "thinking…" message; the others follow it."""

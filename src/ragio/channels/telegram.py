@@ -10,8 +10,6 @@ from ragcore.channels import telegram
 from ragcore.channels.messages import InboundMessage
 from ragio.channels.outbound import SendFailed, call
 
-LIMIT = telegram.LIMIT
-
 
 def _url(settings: Any, method: str) -> str:
     return settings.telegram_api_base_url + telegram.method_path(

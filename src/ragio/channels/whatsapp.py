@@ -8,8 +8,6 @@ from ragcore.channels import whatsapp
 from ragcore.channels.messages import InboundMessage
 from ragio.channels.outbound import call
 
-LIMIT = whatsapp.LIMIT
-
 
 async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order, from WHATSAPP_FROM_NUMBER or else from the

@@ -21,6 +21,7 @@ from quart import Blueprint, Response, current_app, request
 from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragcore.channels.required import missing_settings
+from ragio.actions import handlers
 from ragio.channels.conversation import answer_message
 from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
 from ragio.http.context import service
@@ -155,7 +156,7 @@ def _answer_later(svc: Any, message: InboundMessage) -> None:
 
     async def answer() -> None:
         async with limiter:
-            await answer_message(svc, message)
+            await answer_message(svc, message, handlers.now())
 
     current_app.nursery.start_soon(answer)  # type: ignore[attr-defined]
 
