@@ -33,6 +33,7 @@ from ragcore.actions.kinds import (
     describe,
 )
 from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
+from ragcore.actions.sends import post_sent
 from ragio.actions import store
 from ragio.actions.mail import send_email
 from ragio.actions.notify import notify_owner
@@ -130,7 +131,7 @@ async def post_json(
             where,
         )
     timeout = float(settings.actions_timeout_seconds)
-    reply = await post(
+    outcome = await post(
         url,
         body,
         headers,
@@ -139,18 +140,9 @@ async def post_json(
         ca_bundle=settings.actions_ca_bundle.strip(),
         name=name,
     )
-    if reply.refused is not None:
-        log.warning("action call to %s refused: %s", name, reply.refused)
-        return Sent(False, f"{name}: {reply.refused}")
-    if reply.status is None:
-        return Sent(False, f"{where}: {reply.failure}")
-    if 200 <= reply.status < 300:
-        return Sent(True, f"{where} answered HTTP {reply.status}")
-    if 300 <= reply.status < 400:
-        return Sent(
-            False, f"{where} answered a redirect (HTTP {reply.status}), which is not followed"
-        )
-    return Sent(False, f"{where} answered HTTP {reply.status}")
+    if outcome.refused is not None:
+        log.warning("action call to %s refused: %s", name, outcome.refused)
+    return post_sent(name, host, outcome)
 
 
 def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | None = None) -> None:

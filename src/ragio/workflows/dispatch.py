@@ -129,7 +129,7 @@ async def _attempt(
     """One POST, bounded as a whole (resolving, connecting and the response's headers) by
     the policy's timeout. The response body is never read."""
     headers = request_headers(body, key, message_id, int(time.time()))
-    reply = await post(
+    return await post(
         workflow.webhook_url,
         body,
         headers,
@@ -137,13 +137,6 @@ async def _attempt(
         timeout=policy.timeout_seconds,
         ca_bundle=target.ca_bundle.strip(),
         name=f"workflow {workflow.id} {workflow.name!r}",
-    )
-    return Outcome(
-        reply.status,
-        timed_out=reply.timed_out,
-        retry_after=reply.retry_after,
-        refused=reply.refused,
-        failure=reply.failure or None,
     )
 
 
