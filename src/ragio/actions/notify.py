@@ -20,8 +20,10 @@ from typing import Any
 import httpx
 
 from ragcore.actions.effects import Sent
-from ragcore.channels import CHANNELS, telegram, whatsapp
+from ragcore.channels import CHANNELS
 from ragcore.channels.required import missing_settings as required_settings
+from ragcore.channels.whatsapp import whatsapp_address
+from ragio.channels import telegram, whatsapp
 from ragio.channels.outbound import SendFailed, call
 
 log = logging.getLogger(__name__)
@@ -56,24 +58,12 @@ async def notify_owner(service: Any, channel: str, target: str, text: str) -> Se
 
 
 async def _telegram(client: httpx.AsyncClient, settings: Any, chat_id: str, text: str) -> None:
-    url = settings.telegram_api_base_url + telegram.method_path(
-        settings.telegram_bot_token, "sendMessage"
-    )
-    [body] = telegram.send_message_bodies(chat_id, [text], None)
-    response = await call(client, "telegram", "POST", url, json=body)
-    answer = response.json()
-    if not isinstance(answer, dict) or answer.get("ok") is not True:
-        detail = answer.get("description", "not ok") if isinstance(answer, dict) else "not ok"
-        raise SendFailed("telegram", str(detail)[:200], response.status_code)
+    await telegram.send_texts(client, settings, chat_id, [text])
 
 
 async def _whatsapp(client: httpx.AsyncClient, settings: Any, number: str, text: str) -> None:
-    url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
-    [form] = whatsapp.message_forms(
-        whatsapp.whatsapp_address(number), settings.whatsapp_from_number, [text]
-    )
-    auth = (settings.telco_account_sid, settings.telco_auth_token)
-    await call(client, "whatsapp", "POST", url, data=form, auth=auth)
+    to = whatsapp_address(number)
+    await whatsapp.send_texts(client, settings, to, settings.whatsapp_from_number, [text])
 
 
 async def _discord(client: httpx.AsyncClient, settings: Any, user_id: str, text: str) -> None:

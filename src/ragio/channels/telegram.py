@@ -19,10 +19,22 @@ def _url(settings: Any, method: str) -> str:
 
 async def send_reply(service: Any, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order; the first one quotes the question."""
-    url = _url(service.settings, "sendMessage")
     reply_to = message.reply_via.get("message_id")
-    for body in telegram.send_message_bodies(message.conversation, parts, reply_to):
-        response = await call(service.outbound, "telegram", "POST", url, json=body)
+    await send_texts(service.outbound, service.settings, message.conversation, parts, reply_to)
+
+
+async def send_texts(
+    client: httpx.AsyncClient,
+    settings: Any,
+    chat_id: str,
+    parts: list[str],
+    reply_to: int | None = None,
+) -> None:
+    """Each part as its own message to ``chat_id``, in order (the first quoting the
+    message ``reply_to``); SendFailed unless Telegram took every one."""
+    url = _url(settings, "sendMessage")
+    for body in telegram.send_message_bodies(chat_id, parts, reply_to):
+        response = await call(client, "telegram", "POST", url, json=body)
         _check_ok(response)
 
 
