@@ -86,10 +86,7 @@ class Caps:
     @property
     def any(self) -> bool:
         return bool(
-            self.daily
-            or self.monthly
-            or self.role_daily
-            or self.role_monthly
+            self.daily or self.monthly or self.role_daily or self.role_monthly
             or any(t for _, t in self.role_daily_overrides)
             or any(t for _, t in self.role_monthly_overrides)
         )

@@ -46,3 +46,4 @@ class LanguageDetection:
             code = value.language.iso_code_639_1.name.lower()
             guesses.append(LanguageGuess(code, language_name(code), value.value))
         return guesses
+

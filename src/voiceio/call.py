@@ -316,7 +316,9 @@ class PhoneCall:
             return
         self.feed(Answered(turn, answer, self.now()))
 
-    async def _say(self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]) -> None:
+    async def _say(
+        self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]
+    ) -> None:
         """Synthesize the turn's sentences in order, each streamed as it arrives."""
         async for part, text in sentences:
             try:

@@ -67,7 +67,7 @@ def test_only_grounded_answers_as_a_role_are_recorded():
 
 def test_a_long_question_is_clipped_in_the_pattern():
     text = pattern_text("why " * 200, ["a.md"])
-    assert len(text) < 400 and text.endswith('…". It is answered in: a.md.')
+    assert len(text) < 400 and text.endswith("…\". It is answered in: a.md.")
 
 
 SUPPORT = Role("support", "Support", "You help customers.")

@@ -318,7 +318,9 @@ def check_grounding(
         stream=False,
     )
     try:
-        verdict = yield from metered_generate(judge, request.role, policy.caps, policy.usage_ledger)
+        verdict = yield from metered_generate(
+            judge, request.role, policy.caps, policy.usage_ledger
+        )
     except Exception:  # noqa: BLE001 (no judge: the answer goes out with the caveat)
         return False, None
     if not isinstance(verdict, Reply):  # a cap: the judge is not asked

@@ -18,7 +18,9 @@ import re
 _HIDDEN = ("reasoning", "think", "thinking")
 
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.IGNORECASE | re.DOTALL)
-_CLOSED = re.compile(r"<(" + "|".join(_HIDDEN) + r")>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_CLOSED = re.compile(
+    r"<(" + "|".join(_HIDDEN) + r")>.*?</\1>", re.IGNORECASE | re.DOTALL
+)
 _OPEN = re.compile(r"<(?:" + "|".join(_HIDDEN) + r")>.*\Z", re.IGNORECASE | re.DOTALL)
 
 

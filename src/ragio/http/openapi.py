@@ -790,7 +790,7 @@ SPEC: dict[str, Any] = {
             "post": {
                 "summary": "The same answer as server-sent events",
                 "description": (
-                    '`token` events (`{"text": …}`) as the answer is written, then one `done` '
+                    "`token` events (`{\"text\": …}`) as the answer is written, then one `done` "
                     "event whose data is the ChatAnswer /chat returns. A failure after the first "
                     "event arrives as an `error` event whose data is a problem."
                 ),
@@ -820,12 +820,8 @@ SPEC: dict[str, Any] = {
                             }
                         },
                     },
-                    "400": PROBLEM,
-                    "401": PROBLEM,
-                    "404": PROBLEM,
-                    "422": PROBLEM,
-                    "502": PROBLEM,
-                    "503": PROBLEM,
+                    "400": PROBLEM, "401": PROBLEM, "404": PROBLEM, "422": PROBLEM,
+                    "502": PROBLEM, "503": PROBLEM,
                 },
             }
         },

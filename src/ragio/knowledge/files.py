@@ -41,7 +41,9 @@ def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[Path, str]
     return found, skipped
 
 
-async def read_document(path: Path, max_bytes: int, seconds: float) -> tuple[str, Format, int]:
+async def read_document(
+    path: Path, max_bytes: int, seconds: float
+) -> tuple[str, Format, int]:
     """The file's text (structure kept, see ``ragio.knowledge.formats``), format and size.
 
     InvalidInput (field ``file``) when it is over ``max_bytes`` (MAX_UPLOAD_BYTES, the

@@ -76,7 +76,9 @@ async def stream_with_fallback(
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
-    return Reply("".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage)
+    return Reply(
+        "".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage
+    )
 
 
 @attrs.define

@@ -311,3 +311,4 @@ def _duration(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+

@@ -45,6 +45,7 @@ MAX_BATCH = 512
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
 
 
+
 def make_client(settings: Any, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
     return AsyncOpenAI(
         api_key=settings.openai_api_key or "unset",
