@@ -265,18 +265,12 @@ async def telegram_command(settings: Settings, args: argparse.Namespace) -> int:
     """``telegram set-webhook [URL]``: Telegram then calls URL with the secret."""
     from urllib.parse import urlsplit
 
+    from ragcore.channels.required import missing_settings
     from ragio.channels.outbound import SendFailed
     from ragio.channels.telegram import set_webhook
     from ragio.service import outbound_client
 
-    missing = [
-        name
-        for name, value in (
-            ("TELEGRAM_BOT_TOKEN", settings.telegram_bot_token),
-            ("TELEGRAM_WEBHOOK_SECRET", settings.telegram_webhook_secret),
-        )
-        if not value
-    ]
+    missing = missing_settings(settings, "telegram", "set-webhook")
     if missing:
         print(f"ragchat: set {' and '.join(missing)} first", file=sys.stderr)
         return 2
@@ -302,6 +296,7 @@ async def telegram_command(settings: Settings, args: argparse.Namespace) -> int:
 async def discord_command(settings: Settings, args: argparse.Namespace) -> int:
     """``discord register-command``: create or update /ask, its role choices from the
     roles a customer can reach on Discord."""
+    from ragcore.channels.required import missing_settings
     from ragcore.channels.routing import customer_roles
     from ragio.channels.discord import register_command
     from ragio.channels.outbound import SendFailed
@@ -310,14 +305,7 @@ async def discord_command(settings: Settings, args: argparse.Namespace) -> int:
     from ragio.service import outbound_client
     from ragio.startup import open_database
 
-    missing = [
-        name
-        for name, value in (
-            ("DISCORD_APPLICATION_ID", settings.discord_application_id),
-            ("DISCORD_BOT_TOKEN", settings.discord_bot_token),
-        )
-        if not value
-    ]
+    missing = missing_settings(settings, "discord", "register-command")
     if missing:
         print(f"ragchat: set {' and '.join(missing)} first", file=sys.stderr)
         return 2

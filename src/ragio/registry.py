@@ -14,6 +14,7 @@ from types import ModuleType
 import ragcore
 from ragcore.effects import Effect
 from ragio.actions import handlers as actions
+from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
 from ragio.knowledge import handlers as knowledge
@@ -73,6 +74,7 @@ def _is_effect_of(value: object, module: ModuleType) -> bool:
 HANDLERS: Handlers = merge_handlers(
     [
         actions.HANDLERS,
+        channels.HANDLERS,
         chat.HANDLERS,
         employees.HANDLERS,
         knowledge.HANDLERS,

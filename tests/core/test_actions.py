@@ -4,6 +4,7 @@ proposals read from a role's reply. The address rules: tests/core/test_targets.p
 import pytest
 
 from ragcore.actions.autonomy import ActingRole, AutonomyConfig
+from ragcore.actions.effects import Sent
 from ragcore.actions.kinds import (
     Catalog,
     ChatopsAction,
@@ -20,8 +21,10 @@ from ragcore.actions.proposals import (
     read_proposal,
     split_proposal,
 )
+from ragcore.actions.sends import post_sent
 from ragcore.employees.sensitivity import Sensitivity
 from ragcore.errors import InvalidInput
+from ragcore.retry import Outcome
 from ragcore.settings import SettingsError, load_settings
 
 CATALOG = Catalog(
@@ -185,3 +188,20 @@ def test_a_valid_offered_proposal_is_kept_anything_else_dropped():
     only_email = offer_for(CATALOG, AutonomyConfig(mode="semi", allowed_kinds=("email",)), None)
     assert read_proposal('{"kind": "chatops", "text": "hi"}', only_email, CATALOG) is None
     assert read_proposal('{"kind": "chatops", "text": "hi"}', None, CATALOG) is None
+
+
+# ---------------------------------------------------------------- a POST's result
+
+
+def test_a_post_counts_as_sent_only_on_2xx_and_otherwise_says_why_naming_the_host():
+    name, host = 'webhook "crm"', "crm.example.com"
+    assert post_sent(name, host, Outcome(204)) == Sent(
+        True, 'webhook "crm" (crm.example.com) answered HTTP 204'
+    )
+    assert post_sent(name, host, Outcome(500)).detail.endswith("answered HTTP 500")
+    redirect = post_sent(name, host, Outcome(302))
+    assert not redirect.ok and "which is not followed" in redirect.detail
+    refused = post_sent(name, host, Outcome(refused="127.0.0.1 is a loopback address"))
+    assert refused == Sent(False, 'webhook "crm": 127.0.0.1 is a loopback address')
+    slow = post_sent(name, host, Outcome(timed_out=True, failure="no answer within 10 s"))
+    assert slow == Sent(False, 'webhook "crm" (crm.example.com): no answer within 10 s')

@@ -73,8 +73,8 @@ def world(reply, autonomy):
             case PerformAction(record=record):
                 log["sent"].append(record.action)
                 return Sent(True, "HTTP 200")
-            case FinishAction(status=status):
-                return attrs.evolve(log["saved"][-1], status=status)
+            case FinishAction(move=move):
+                return attrs.evolve(log["saved"][-1], status=move.after)
         raise AssertionError(effect)
 
     return answer, log

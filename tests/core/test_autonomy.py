@@ -263,17 +263,18 @@ class World:
                 return None
             case LoadAction():
                 return self.record
-            case ClaimAction(status=status, now=now, by=by, event=event):
-                if self.record.status != "pending" or (
-                    status != "expired" and now >= self.record.expires_at
+            case ClaimAction(move=move, now=now, by=by, before_expiry=before_expiry):
+                if self.record.status != move.before or (
+                    before_expiry and now >= self.record.expires_at
                 ):
                     return None
-                self.record = attrs.evolve(self.record, status=status, decided_by=by)
-                self.events.append(event)
+                self.record = attrs.evolve(self.record, status=move.after, decided_by=by)
+                self.events.append(move.event)
                 return self.record
-            case FinishAction(status=status, detail=detail):
-                self.record = attrs.evolve(self.record, status=status, reason=detail)
-                self.events.append(status)
+            case FinishAction(move=move, detail=detail):
+                assert self.record.status == move.before
+                self.record = attrs.evolve(self.record, status=move.after, reason=detail)
+                self.events.append(move.event)
                 return self.record
             case NoteAction(event=event):
                 self.events.append(event)

@@ -5,6 +5,7 @@ allow, the service's own address, and how refusals read."""
 import pytest
 
 from ragcore.actions.kinds import action_reach
+from ragcore.retry import Outcome, RetryPolicy, next_delay
 from ragcore.settings import load_settings
 from ragcore.targets.addresses import (
     LOOPBACK_ADDRESSES,
@@ -18,7 +19,6 @@ from ragcore.targets.addresses import (
     url_refusal,
 )
 from ragcore.workflows.definitions import workflow_reach
-from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay
 from tests.core.test_workflows import NOW
 
 STRICT = Reach("calls", "SETTING", "the setting is off")
@@ -287,7 +287,7 @@ def test_actions_take_https_only_and_say_which_setting_is_off():
 
 def test_a_refused_call_is_not_retried_and_says_why():
     refused = Outcome(refused="127.0.0.1 is a loopback address; set it")
-    assert not refused.retryable and not refused.delivered
+    assert not RetryPolicy().retries(refused) and not refused.delivered
     assert next_delay(RetryPolicy(), 1, refused, NOW) is None
     assert refused.describe() == "refused: 127.0.0.1 is a loopback address; set it"
 

@@ -8,6 +8,7 @@ import pytest
 
 from ragcore.api.converter import converter
 from ragcore.errors import InvalidInput
+from ragcore.retry import Outcome, RetryPolicy, next_delay, retry_after_seconds
 from ragcore.workflows.definitions import (
     WIRED_CHANNELS,
     Filters,
@@ -19,7 +20,6 @@ from ragcore.workflows.definitions import (
     check_patch,
     parse_id,
 )
-from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay, retry_after_seconds
 from ragcore.workflows.matching import firing
 
 NOW = datetime(2026, 11, 22, 8, 0, tzinfo=UTC)

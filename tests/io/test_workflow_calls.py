@@ -19,7 +19,7 @@ import pytest
 import trio
 from standardwebhooks.webhooks import Webhook
 
-from ragcore.workflows.delivery import RetryPolicy
+from ragcore.retry import RetryPolicy
 from ragio.targets import post
 from ragio.workflows.dispatch import fire_workflows
 from tests.io.actions import use_resolver

@@ -1,5 +1,5 @@
 """Effects the action pipelines yield (see ``ragcore.effects`` for the pattern);
-``ragio.actions.handlers`` executes them. Each documents the result it expects."""
+``ragio.actions.handlers`` executes them. Each names its result's type and documents it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import datetime
 import attrs
 
 from ragcore.actions.autonomy import AutonomyConfig
+from ragcore.actions.lifecycle import Move
 from ragcore.actions.records import ActionRecord
 from ragcore.effects import Effect
 
@@ -47,28 +48,51 @@ class LoadAction(Effect[ActionRecord | None]):
 
 @attrs.frozen
 class ClaimAction(Effect[ActionRecord | None]):
-    """Move a ``pending`` action to ``status`` at ``now`` (decided by ``by``), logging
-    ``event``: atomically, and only when it is still pending and (unless the move is to
-    ``expired``) not expired at ``now``, so an id is decided once however many YES arrive
-    at the same time. Result: the updated ``ActionRecord``, or None when it was not
-    pending any more."""
+    """Apply ``move`` (a decision on a pending action, ``ragcore.actions.lifecycle``) at
+    ``now``, decided by ``by``, logging the move's event: atomically, and only when the
+    action is still in ``move.before`` and (``before_expiry``) not expired at ``now``, so
+    an id is decided once however many YES arrive at the same time. Result: the updated
+    ``ActionRecord``, or None when it was not pending any more."""
 
     action_id: str
-    status: str
+    move: Move
     now: datetime
     by: str
-    event: str
     detail: str = ""
+    before_expiry: bool = True
 
 
 @attrs.frozen
 class FinishAction(Effect[ActionRecord]):
-    """Record the send's result: ``executed`` or ``failed`` with ``detail`` (the reason).
-    Result: the updated ``ActionRecord``."""
+    """Apply ``move`` (the send's end: ``executed`` or ``failed``) with ``detail`` as the
+    reason, logged, to the action while it is still in ``move.before``. Result: the
+    ``ActionRecord`` as it then is."""
 
     action_id: str
-    status: str
+    move: Move
     detail: str
+
+
+@attrs.frozen
+class ExpireOverdue(Effect[list[str]]):
+    """Apply ``move`` (``lifecycle.EXPIRE``) at ``now`` to every pending action whose
+    ``expires_at`` has passed, decided by ``by``, logging ``detail``. Result: their ids."""
+
+    move: Move
+    now: datetime
+    by: str
+    detail: str
+
+
+@attrs.frozen
+class FailInterrupted(Effect[list[str]]):
+    """Apply ``move`` (``lifecycle.INTERRUPT``) at ``now`` to every action that started
+    sending at ``started_before`` or earlier, with ``reason``, logged. Result: their ids."""
+
+    move: Move
+    now: datetime
+    started_before: datetime
+    reason: str
 
 
 @attrs.frozen

@@ -1,10 +1,12 @@
-"""The two action pipelines, generators of effects (``ragcore.actions.effects``).
+"""The action pipelines, generators of effects (``ragcore.actions.effects``).
 
 ``submit_action``: an action from the API or a role's reply. The settings check
 (``Catalog.refusal``) and the gate decide; a refusal is stored and logged, a held action
 gets its id, expiry and the owner's message, an executed one is sent and its result
 recorded. ``decide_action``: the owner's YES or NO on a held action, through a channel or
-the API, decided once (the claim is atomic) and never after expiry.
+the API, decided once (the claim is atomic) and never after expiry; ``owner_reply``
+reads it from a channel message. ``settle_stale``: what time alone decides. Every status
+change is a move of ``ragcore.actions.lifecycle``.
 """
 
 from __future__ import annotations
@@ -16,20 +18,26 @@ from typing import Any
 import attrs
 
 from ragcore.actions.approvals import (
+    BAD_ID_REPLY,
     AlreadyDecided,
     Approve,
     Expired,
     Judgement,
     Reject,
     Unknown,
+    decision_reply,
     expiry,
     judge,
     normalize_id,
     owner_message,
+    parse_command,
+    same_sender,
 )
 from ragcore.actions.autonomy import ActingRole, AskOwner, AutonomyConfig, Execute, gate_action
 from ragcore.actions.effects import (
     ClaimAction,
+    ExpireOverdue,
+    FailInterrupted,
     FinishAction,
     LoadAction,
     LoadAutonomy,
@@ -42,7 +50,8 @@ from ragcore.actions.effects import (
     Ticket,
 )
 from ragcore.actions.kinds import Action, Catalog
-from ragcore.actions.records import ActionRecord
+from ragcore.actions.lifecycle import EXPIRE, INTERRUPT, NEW, move
+from ragcore.actions.records import INTERRUPTED, ActionRecord, stale_after
 from ragcore.settings import Settings
 
 
@@ -85,12 +94,13 @@ def submit_action(
     ticket: Ticket = yield NewTicket()
     role = submission.role.identifier if submission.role else None
     record = ActionRecord(
-        ticket.id, submission.action, submission.origin, "refused", ticket.now, role=role
+        ticket.id, submission.action, submission.origin, NEW, ticket.now, role=role
     )
     refusal = policy.catalog.refusal(submission.action)
     if refusal is not None:
-        record = attrs.evolve(
+        record = _moved(
             record,
+            "refused",
             reason=refusal,
             decided_at=ticket.now,
             decided_by="settings",
@@ -100,19 +110,18 @@ def submit_action(
         return record
     gate = gate_action(submission.action, submission.role, autonomy)
     if isinstance(gate, Execute):
-        record = attrs.evolve(
-            record, status="executing", decided_at=ticket.now, decided_by="autonomy"
-        )
+        record = _moved(record, "allowed", decided_at=ticket.now, decided_by="autonomy")
         yield SaveAction(record, "allowed", gate.why)
         return (yield from _perform(record))
     if isinstance(gate, AskOwner):
         expires = expiry(ticket.now, policy.approval_ttl_hours)
-        record = attrs.evolve(record, status="pending", reason=gate.why, expires_at=expires)
+        record = _moved(record, "held", reason=gate.why, expires_at=expires)
         yield SaveAction(record, "held", gate.why)
         yield from _ask_owner(record, autonomy)
         return record
-    record = attrs.evolve(
+    record = _moved(
         record,
+        "refused",
         reason=gate.why,
         decided_at=ticket.now,
         decided_by="autonomy",
@@ -120,6 +129,11 @@ def submit_action(
     )
     yield SaveAction(record, "refused", gate.why)
     return record
+
+
+def _moved(record: ActionRecord, event: str, **changes: Any) -> ActionRecord:
+    """``record`` after ``event``, its status as the lifecycle table says."""
+    return attrs.evolve(record, status=move(record.status, event).after, **changes)
 
 
 def _ask_owner(record: ActionRecord, autonomy: AutonomyConfig) -> Generator[Any, Any, None]:
@@ -137,9 +151,9 @@ def _ask_owner(record: ActionRecord, autonomy: AutonomyConfig) -> Generator[Any,
 
 def _perform(record: ActionRecord) -> Generator[Any, Any, ActionRecord]:
     sent: Sent = yield PerformAction(record)
-    status = "executed" if sent.ok else "failed"
+    end = move(record.status, "executed" if sent.ok else "failed")
     detail = sent.detail or ("sent" if sent.ok else "the send failed")
-    finished: ActionRecord = yield FinishAction(record.id, status, detail)
+    finished: ActionRecord = yield FinishAction(record.id, end, detail)
     return finished
 
 
@@ -163,14 +177,14 @@ def decide_action(
         return Decision(None, Unknown())
     record: ActionRecord | None = yield LoadAction(action_id)
     judgement = judge(record, verdict, now)
-    if isinstance(judgement, Expired) and record is not None and record.status == "pending":
-        yield ClaimAction(action_id, "expired", now, "ttl", "expired", f"{verdict} after expiry")
+    if isinstance(judgement, Expired) and record is not None:
+        detail = f"{verdict} after expiry"
+        yield ClaimAction(action_id, EXPIRE, now, "ttl", detail, before_expiry=False)
         return Decision(action_id, judgement, record)
-    if not isinstance(judgement, Approve | Reject):
+    if not isinstance(judgement, Approve | Reject) or record is None:
         return Decision(action_id, judgement, record)
-    approve = isinstance(judgement, Approve)
-    status, event = ("executing", "approved") if approve else ("rejected", "rejected")
-    claimed: ActionRecord | None = yield ClaimAction(action_id, status, now, by, event, f"by {by}")
+    decided = move(record.status, "approved" if isinstance(judgement, Approve) else "rejected")
+    claimed: ActionRecord | None = yield ClaimAction(action_id, decided, now, by, f"by {by}")
     if claimed is None:  # decided (or expired) between the load and the claim
         again: ActionRecord | None = yield LoadAction(action_id)
         return Decision(action_id, judge(again, verdict, now), again)
@@ -189,12 +203,66 @@ def result_text(decision: Decision) -> str:
     return f"was approved but the send failed: {record.reason}"
 
 
+@attrs.frozen
+class OwnerReply:
+    """What a channel message is to approvals: ``reply`` is the answer to the owner's
+    YES/NO, None when the message is no approval command from the owner (it is answered
+    like any other); ``stranger``: it was one from someone else, and not accepted."""
+
+    reply: str | None = None
+    stranger: bool = False
+
+
+def owner_reply(
+    channel: str, sender: str, text: str, now: datetime
+) -> Generator[Any, Any, OwnerReply]:
+    """Read ``text`` from ``sender`` on ``channel`` as the approval owner's ``YES <id>`` /
+    ``NO <id>`` and decide it. A command from anyone but the sender matching
+    ``approval_channel`` and ``approval_target`` is not accepted: that sender is answered
+    like any customer and learns nothing about the action (not even whether it exists);
+    the attempt is written to the action's log for the owner."""
+    command = parse_command(text)
+    if command is None:
+        return OwnerReply()
+    autonomy: AutonomyConfig = yield LoadAutonomy()
+    if not same_sender(autonomy, channel, sender):
+        if command.action_id is not None:
+            yield from _note_stranger(channel, command.action_id, command.verdict)
+        return OwnerReply(stranger=True)
+    if command.action_id is None:
+        return OwnerReply(BAD_ID_REPLY)
+    decision = yield from decide_action(command.action_id, command.verdict, f"{channel} owner", now)
+    return OwnerReply(decision_reply(command.action_id, decision.judgement, result_text(decision)))
+
+
+def _note_stranger(channel: str, action_id: str, verdict: str) -> Generator[Any, Any, None]:
+    word = "YES" if verdict == "approve" else "NO"
+    try:
+        record: ActionRecord | None = yield LoadAction(action_id)
+        if record is not None:
+            detail = f"{word} from a {channel} sender who is not the approval owner; ignored"
+            yield NoteAction(action_id, "not_accepted", detail)
+    except Exception:  # the log entry is a courtesy: the message goes on regardless
+        return
+
+
+def settle_stale(now: datetime, timeout_seconds: float) -> Generator[Any, Any, None]:
+    """Before actions are shown: those held past their expiry are expired, and those still
+    ``executing`` long after their send must have ended (ACTIONS_TIMEOUT_SECONDS,
+    ``stale_after``) were cut off by a stop and are failed as ``INTERRUPTED``."""
+    yield ExpireOverdue(EXPIRE, now, "ttl", "nobody decided before it expired")
+    yield FailInterrupted(INTERRUPT, now, now - stale_after(timeout_seconds), INTERRUPTED)
+
+
 __all__ = [
     "ActionPolicy",
     "AlreadyDecided",
     "Decision",
+    "OwnerReply",
     "Submission",
     "decide_action",
+    "owner_reply",
     "result_text",
+    "settle_stale",
     "submit_action",
 ]

@@ -4,7 +4,8 @@ bodies that go out for it.
 Statuses: ``refused`` (the gate or the settings said no; nothing was sent),
 ``pending`` (held for the owner until ``expires_at``), ``executing`` (being sent),
 ``executed`` (the send succeeded), ``failed`` (the send did not succeed; ``reason`` says
-why), ``rejected`` (the owner said NO), ``expired`` (nobody decided in time).
+why), ``rejected`` (the owner said NO), ``expired`` (nobody decided in time); how one
+becomes another is ``ragcore.actions.lifecycle``.
 An action is reported ``executed`` only when the send succeeded. One still
 ``executing`` long after its send must have ended (``stale_after``) was cut off by a
 stop: it is marked ``failed``, as ``INTERRUPTED``; it may or may not have arrived, so
@@ -21,12 +22,10 @@ import attrs
 
 from ragcore.actions.kinds import Action, action_json, check_action, describe, preview
 
-STATUSES = ("refused", "pending", "executing", "executed", "failed", "rejected", "expired")
 INTERRUPTED = (
     "interrupted: the service stopped while sending it, so it may or may not have arrived; "
     "check with the receiver before submitting it again"
 )
-FINAL = frozenset({"refused", "executed", "failed", "rejected", "expired"})
 #: origins of a customer's conversation on a public channel
 PUBLIC_ORIGINS = frozenset({"telegram", "whatsapp", "discord"})
 ORIGINS = ("api", "chat", *sorted(PUBLIC_ORIGINS))

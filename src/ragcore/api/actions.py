@@ -15,7 +15,7 @@ from ragcore.actions.kinds import (
     MAX_SUBJECT_CHARS,
     MAX_TEXT_CHARS,
 )
-from ragcore.actions.records import STATUSES
+from ragcore.actions.lifecycle import STATUSES
 from ragcore.api.schema import described
 from ragcore.employees.roles import Autonomy
 

@@ -10,6 +10,8 @@ from ragcore.actions.approvals import ID_BYTES, approval_id
 from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.effects import (
     ClaimAction,
+    ExpireOverdue,
+    FailInterrupted,
     FinishAction,
     LoadAction,
     LoadAutonomy,
@@ -29,6 +31,7 @@ from ragcore.actions.kinds import (
     describe,
 )
 from ragcore.actions.records import ActionRecord, chatops_body, webhook_body
+from ragcore.actions.sends import post_sent
 from ragcore.settings import Settings
 from ragio.actions import store
 from ragio.actions.mail import send_email
@@ -62,20 +65,32 @@ async def load_action(effect: LoadAction, service: Service) -> ActionRecord | No
 
 
 async def claim_action(effect: ClaimAction, service: Service) -> ActionRecord | None:
-    aid, event, detail = effect.action_id, effect.event, effect.detail
+    aid, move, detail = effect.action_id, effect.move, effect.detail
     claimed = await service.database.run(
-        store.claim_action, aid, effect.status, effect.now, effect.by, event, detail
+        store.claim_action, aid, move, effect.now, effect.by, detail, effect.before_expiry
     )
     if claimed is not None:
-        _log_event(aid, event, detail, claimed)
+        _log_event(aid, move.event, detail, claimed)
     return claimed
 
 
 async def finish_action(effect: FinishAction, service: Service) -> ActionRecord:
-    aid, status, detail = effect.action_id, effect.status, effect.detail
-    finished = await service.database.run(store.finish_action, aid, status, detail)
-    _log_event(aid, status, detail, finished)
+    aid, move, detail = effect.action_id, effect.move, effect.detail
+    finished = await service.database.run(store.finish_action, aid, move, detail)
+    _log_event(aid, move.event, detail, finished)
     return finished
+
+
+async def expire_overdue(effect: ExpireOverdue, service: Service) -> list[str]:
+    return await service.database.run(
+        store.expire_overdue, effect.move, effect.now, effect.by, effect.detail
+    )
+
+
+async def fail_interrupted(effect: FailInterrupted, service: Service) -> list[str]:
+    return await service.database.run(
+        store.fail_interrupted, effect.move, effect.now, effect.started_before, effect.reason
+    )
 
 
 async def note_action(effect: NoteAction, service: Service) -> None:
@@ -133,7 +148,7 @@ async def post_json(
             where,
         )
     timeout = float(settings.actions_timeout_seconds)
-    reply = await post(
+    outcome = await post(
         url,
         body,
         headers,
@@ -142,18 +157,9 @@ async def post_json(
         ca_bundle=settings.actions_ca_bundle.strip(),
         name=name,
     )
-    if reply.refused is not None:
-        log.warning("action call to %s refused: %s", name, reply.refused)
-        return Sent(False, f"{name}: {reply.refused}")
-    if reply.status is None:
-        return Sent(False, f"{where}: {reply.failure}")
-    if 200 <= reply.status < 300:
-        return Sent(True, f"{where} answered HTTP {reply.status}")
-    if 300 <= reply.status < 400:
-        return Sent(
-            False, f"{where} answered a redirect (HTTP {reply.status}), which is not followed"
-        )
-    return Sent(False, f"{where} answered HTTP {reply.status}")
+    if outcome.refused is not None:
+        log.warning("action call to %s refused: %s", name, outcome.refused)
+    return post_sent(name, host, outcome)
 
 
 def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | None = None) -> None:
@@ -169,6 +175,8 @@ HANDLERS: HandlerTable = {
     LoadAction: load_action,
     ClaimAction: claim_action,
     FinishAction: finish_action,
+    ExpireOverdue: expire_overdue,
+    FailInterrupted: fail_interrupted,
     NoteAction: note_action,
     PerformAction: perform_action,
     NotifyOwner: notify,

@@ -19,8 +19,11 @@ import logging
 import httpx
 
 from ragcore.actions.effects import Sent
-from ragcore.channels import telegram, whatsapp
+from ragcore.channels import CHANNELS
+from ragcore.channels.required import missing_settings as required_settings
+from ragcore.channels.whatsapp import whatsapp_address
 from ragcore.settings import Settings
+from ragio.channels import telegram, whatsapp
 from ragio.channels.outbound import SendFailed, call
 from ragio.service import Service
 
@@ -32,18 +35,9 @@ NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 
 def missing_settings(settings: Settings, channel: str) -> list[str]:
     """What must be set before the owner can be messaged on ``channel``."""
-    needed = {
-        "telegram": [("TELEGRAM_BOT_TOKEN", settings.telegram_bot_token)],
-        "whatsapp": [
-            ("TELCO_ACCOUNT_SID", settings.telco_account_sid),
-            ("TELCO_AUTH_TOKEN", settings.telco_auth_token),
-            ("WHATSAPP_FROM_NUMBER", settings.whatsapp_from_number),
-        ],
-        "discord": [("DISCORD_BOT_TOKEN", settings.discord_bot_token)],
-    }.get(channel)
-    if needed is None:
+    if channel not in CHANNELS:
         return [f"a known approval_channel (not {channel!r})"]
-    return [name for name, value in needed if not value]
+    return required_settings(settings, channel, "notify")
 
 
 async def notify_owner(service: Service, channel: str, target: str, text: str) -> Sent:
@@ -65,24 +59,12 @@ async def notify_owner(service: Service, channel: str, target: str, text: str) -
 
 
 async def _telegram(client: httpx.AsyncClient, settings: Settings, chat_id: str, text: str) -> None:
-    url = settings.telegram_api_base_url + telegram.method_path(
-        settings.telegram_bot_token, "sendMessage"
-    )
-    [body] = telegram.send_message_bodies(chat_id, [text], None)
-    response = await call(client, "telegram", "POST", url, json=body)
-    answer = response.json()
-    if not isinstance(answer, dict) or answer.get("ok") is not True:
-        detail = answer.get("description", "not ok") if isinstance(answer, dict) else "not ok"
-        raise SendFailed("telegram", str(detail)[:200], response.status_code)
+    await telegram.send_texts(client, settings, chat_id, [text])
 
 
 async def _whatsapp(client: httpx.AsyncClient, settings: Settings, number: str, text: str) -> None:
-    url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
-    [form] = whatsapp.message_forms(
-        whatsapp.whatsapp_address(number), settings.whatsapp_from_number, [text]
-    )
-    auth = (settings.telco_account_sid, settings.telco_auth_token)
-    await call(client, "whatsapp", "POST", url, data=form, auth=auth)
+    to = whatsapp_address(number)
+    await whatsapp.send_texts(client, settings, to, settings.whatsapp_from_number, [text])
 
 
 async def _discord(client: httpx.AsyncClient, settings: Settings, user_id: str, text: str) -> None:

@@ -1,18 +1,21 @@
 """SQL for the autonomy setting, actions and their log. Every value is bound as a
-parameter, never formatted."""
+parameter, never formatted. A status changes only as a ``ragcore.actions.lifecycle``
+move says, and only from the move's ``before`` status (WHERE status = …), so of two
+deciders racing on one action one wins."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
 from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.kinds import action_json
-from ragcore.actions.records import INTERRUPTED, ActionRecord, LogEntry, action_from_row
+from ragcore.actions.lifecycle import Move
+from ragcore.actions.records import ActionRecord, LogEntry, action_from_row
 
 _COLUMNS = (
     "id, action, origin, status, created_at, role, reason, expires_at, decided_at, "
@@ -103,40 +106,54 @@ def load_action(conn: psycopg.Connection, action_id: str) -> ActionRecord | None
 def claim_action(
     conn: psycopg.Connection,
     action_id: str,
-    status: str,
+    move: Move,
     now: datetime,
     by: str,
-    event: str,
     detail: str,
+    before_expiry: bool,
 ) -> ActionRecord | None:
-    """Move a pending action to ``status``; only one caller ever wins (see ClaimAction)."""
+    """Apply ``move`` to the action while it is in ``move.before`` (and, with
+    ``before_expiry``, not expired at ``now``); only one caller ever wins (see
+    ClaimAction)."""
     with conn.transaction():
         row = conn.execute(
             f"""UPDATE actions
-                   SET status = %(status)s, decided_at = %(now)s, decided_by = %(by)s,
-                       finished_at = CASE WHEN %(status)s IN ('rejected', 'expired')
-                                          THEN %(now)s END
-                 WHERE id = %(id)s AND status = 'pending'
-                   AND (%(status)s = 'expired' OR expires_at > %(now)s)
+                   SET status = %(after)s, decided_at = %(now)s, decided_by = %(by)s,
+                       finished_at = CASE WHEN %(final)s THEN %(now)s END
+                 WHERE id = %(id)s AND status = %(before)s
+                   AND (NOT %(before_expiry)s OR expires_at > %(now)s)
              RETURNING {_COLUMNS}""",
-            {"status": status, "now": now, "by": by, "id": action_id},
+            {
+                "after": move.after,
+                "before": move.before,
+                "final": move.final,
+                "now": now,
+                "by": by,
+                "id": action_id,
+                "before_expiry": before_expiry,
+            },
         ).fetchone()
         if row is None:
             return None
-        _log(conn, action_id, event, detail, now)
+        _log(conn, action_id, move.event, detail, now)
         return _record(row)
 
 
 def finish_action(
-    conn: psycopg.Connection, action_id: str, status: str, detail: str
+    conn: psycopg.Connection, action_id: str, move: Move, detail: str
 ) -> ActionRecord:
+    """Apply ``move`` with ``detail`` as the reason while the action is in ``move.before``
+    (a stop may have failed it as interrupted meanwhile: then it stays so); logged
+    either way. The action as it then is."""
     with conn.transaction():
         row = conn.execute(
             f"""UPDATE actions SET status = %s, reason = %s, finished_at = now()
-                 WHERE id = %s RETURNING {_COLUMNS}""",
-            (status, detail, action_id),
+                 WHERE id = %s AND status = %s RETURNING {_COLUMNS}""",
+            (move.after, detail, action_id, move.before),
         ).fetchone()
-        _log(conn, action_id, status, detail, None)
+        if row is None:
+            row = conn.execute(f"{_SELECT} WHERE id = %s", (action_id,)).fetchone()
+        _log(conn, action_id, move.event, detail, None)
     return _record(row)
 
 
@@ -144,33 +161,44 @@ def note_action(conn: psycopg.Connection, action_id: str, event: str, detail: st
     _log(conn, action_id, event, detail, None)
 
 
-def expire_due(conn: psycopg.Connection, now: datetime) -> list[str]:
-    """Mark every pending action past its expiry as expired (logged); their ids."""
+def expire_overdue(
+    conn: psycopg.Connection, move: Move, now: datetime, by: str, detail: str
+) -> list[str]:
+    """Apply ``move`` to every action in ``move.before`` past its expiry (logged); their
+    ids."""
     with conn.transaction():
         rows = conn.execute(
-            """UPDATE actions SET status = 'expired', decided_at = %(now)s,
-                      decided_by = 'ttl', finished_at = %(now)s
-                WHERE status = 'pending' AND expires_at <= %(now)s
+            """UPDATE actions SET status = %(after)s, decided_at = %(now)s,
+                      decided_by = %(by)s, finished_at = %(now)s
+                WHERE status = %(before)s AND expires_at <= %(now)s
             RETURNING id""",
-            {"now": now},
+            {"after": move.after, "before": move.before, "now": now, "by": by},
         ).fetchall()
         for (action_id,) in rows:
-            _log(conn, action_id, "expired", "nobody decided before it expired", now)
+            _log(conn, action_id, move.event, detail, now)
     return [action_id for (action_id,) in rows]
 
 
-def fail_interrupted(conn: psycopg.Connection, now: datetime, stale: timedelta) -> list[str]:
-    """Mark every action still ``executing`` ``stale`` after it started as failed,
-    ``INTERRUPTED`` (logged); their ids."""
+def fail_interrupted(
+    conn: psycopg.Connection, move: Move, now: datetime, since: datetime, reason: str
+) -> list[str]:
+    """Apply ``move`` with ``reason`` to every action in ``move.before`` since ``since`` or
+    earlier (logged); their ids."""
     with conn.transaction():
         rows = conn.execute(
-            """UPDATE actions SET status = 'failed', reason = %(reason)s, finished_at = %(now)s
-                WHERE status = 'executing' AND decided_at <= %(since)s
+            """UPDATE actions SET status = %(after)s, reason = %(reason)s, finished_at = %(now)s
+                WHERE status = %(before)s AND decided_at <= %(since)s
             RETURNING id""",
-            {"reason": INTERRUPTED, "now": now, "since": now - stale},
+            {
+                "after": move.after,
+                "before": move.before,
+                "reason": reason,
+                "now": now,
+                "since": since,
+            },
         ).fetchall()
         for (action_id,) in rows:
-            _log(conn, action_id, "interrupted", INTERRUPTED, now)
+            _log(conn, action_id, move.event, reason, now)
     return [action_id for (action_id,) in rows]
 
 

@@ -1,134 +1,45 @@
-"""Answering one inbound message: choose the role, run the pipeline, send, call workflows.
+"""Answering one inbound message: ``ragcore.channels.conversation.converse`` decides,
+this runs it (its effects: ``ragio.channels.handlers``) and logs how it went.
 
 Runs as a background task in the app's nursery after the webhook has acknowledged the
-delivery, so it must never raise: every failure is logged, and a customer whose
-question could not be answered is told so rather than left waiting.
+delivery, so it must never raise. An answer cut off by a stop is not marked answered,
+and is given at the next start (``ragio.channels.updates``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-import attrs
-
-from ragcore.channels.messages import FAILED_REPLY, InboundMessage
-from ragcore.channels.replies import render_reply, split_text
-from ragcore.channels.routing import ReplyWith, plan_reply
-from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
-from ragcore.errors import InvalidInput
-from ragio.actions.approvals import handle_owner_reply
-from ragio.channels import discord, telegram, whatsapp
+from ragcore.channels.conversation import converse
+from ragcore.channels.messages import InboundMessage
+from ragcore.chat.pipeline import ChatPolicy
 from ragio.channels.outbound import SendFailed
-from ragio.channels.updates import mark_answered
-from ragio.employees import store
 from ragio.runner import run
 from ragio.service import Service
-from ragio.workflows.dispatch import fire_workflows
 
 log = logging.getLogger(__name__)
 
 
-@attrs.frozen
-class Platform:
-    """How replies reach one channel."""
-
-    limit: int  # UTF-16 units per message
-    send: Callable[[Any, InboundMessage, list[str]], Awaitable[None]]
-    missing_settings: Callable[[Any], list[str]]
-
-
-PLATFORMS = {
-    "telegram": Platform(telegram.LIMIT, telegram.send_reply, telegram.missing_settings),
-    "whatsapp": Platform(whatsapp.LIMIT, whatsapp.send_reply, whatsapp.missing_settings),
-    "discord": Platform(discord.LIMIT, discord.send_reply, discord.missing_settings),
-}
-
-
 async def answer_message(service: Service, message: InboundMessage) -> None:
-    """Reply to ``message`` on its channel; after an AI answer is sent, call the
-    workflows tied to the channel (SPEC section 6). Never raises. Once the reply is out
-    (or could not be), the delivery is marked answered; an answer cut off by a stop is
-    not, and is given at the next start (``ragio.channels.updates``)."""
-    platform = PLATFORMS[message.channel]
-    answered = None
+    """Reply to ``message`` on its channel and, after an AI answer, call the workflows
+    tied to the channel (SPEC section 6). Never raises."""
+    where = (message.channel, message.delivery_id)
     try:
-        answered = await _reply(service, message, platform)
-    except SendFailed as error:
-        log.warning("reply to %s delivery %s not sent: %s", *_ids(message), error)
-    except Exception:
-        log.exception("reply to %s delivery %s failed", *_ids(message))
-    try:
-        await service.database.run(mark_answered, message.channel, message.delivery_id)
-    except Exception:
-        log.exception("could not mark %s delivery %s answered", *_ids(message))
-    if answered is None:
+        handled = await run(
+            converse(message, ChatPolicy.from_settings(service.settings), service.clock.now()),
+            service,
+        )
+    except Exception:  # the pipeline reports its failures; this does not trust that
+        log.exception("answering %s delivery %s failed", *where)
         return
-    answer, role = answered
-    try:
-        await fire_workflows(
-            service, message.channel, message.text, answer.answer, _context(message, answer, role)
+    if handled.stranger:
+        log.info(
+            "an approval-like %s message came from a sender who is not the approval owner; "
+            "not accepted, passed on as an ordinary message",
+            message.channel,
         )
-    except Exception:  # the dispatcher never raises; this adapter does not trust that
-        log.exception("workflows after %s delivery %s failed", *_ids(message))
-
-
-async def _reply(
-    service: Service, message: InboundMessage, platform: Platform
-) -> tuple[ChatAnswer, str] | None:
-    """Send the reply; the AI's answer and role when one was sent (None for a fixed
-    reply: help, an unreadable message kind, a failure)."""
-    if message.kind == "text":  # the owner's YES/NO to a held action goes no further
-        decided = await handle_owner_reply(service, message.channel, message.sender, message.text)
-        if decided is not None:
-            await platform.send(service, message, split_text(decided, platform.limit))
-            return None
-    roles = [stored.role for stored in await service.database.run(store.list_roles)]
-    plan = plan_reply(message, roles)
-    if isinstance(plan, ReplyWith):
-        await platform.send(service, message, split_text(plan.text, platform.limit))
-        return None
-    # the asker, for learning: one person on one channel (kept only as a hash)
-    asker = f"{message.channel}:{message.sender or message.conversation}"
-    # origin: a customer's conversation, where a proposed action always meets the gate
-    request = ChatRequest(plan.question, employee=plan.role, asker=asker, origin=message.channel)
-    try:
-        answer = await run(
-            answer_question(request, ChatPolicy.from_settings(service.settings)), service
-        )
-    except InvalidInput as error:  # the question is too long, say
-        text = f"Sorry, I can't answer that: the question {error.message}."
-        await platform.send(service, message, split_text(text, platform.limit))
-        return None
-    except Exception:
-        log.exception("answering %s delivery %s failed", *_ids(message))
-        await platform.send(service, message, [FAILED_REPLY])
-        return None
-    await platform.send(
-        service, message, render_reply(answer.answer, answer.citations, platform.limit)
-    )
-    return answer, plan.role.identifier
-
-
-def _context(message: InboundMessage, answer: ChatAnswer, role: str) -> dict[str, Any]:
-    """What a workflow learns besides the message and the reply: who wrote, where, which
-    role answered and from which sources. No platform credential (a Discord token) is
-    in it."""
-    return {
-        "role": role,
-        "delivery_id": message.delivery_id,
-        "conversation": message.conversation,
-        "sender": message.sender,
-        "sender_name": message.sender_name,
-        "language": answer.language,
-        "limited": answer.limited,
-        "citations": [
-            {"number": c.number, "document_id": c.document_id, "document_name": c.document_name}
-            for c in answer.citations
-        ],
-    }
-
-
-def _ids(message: InboundMessage) -> tuple[str, str]:
-    return message.channel, message.delivery_id
+    for failure in handled.failures:
+        if isinstance(failure, SendFailed):
+            log.warning("reply to %s delivery %s not sent: %s", *where, failure)
+        else:
+            log.error("answering %s delivery %s failed", *where, exc_info=failure)

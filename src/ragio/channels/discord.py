@@ -11,13 +11,6 @@ from ragcore.settings import Settings
 from ragio.channels.outbound import call
 from ragio.service import Service
 
-LIMIT = discord.LIMIT
-
-
-def missing_settings(settings: Settings) -> list[str]:
-    """Nothing beyond the public key the webhook needs: the interaction brings its token."""
-    return []
-
 
 async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
     """The first part replaces the "thinking…" message; the others follow it."""

@@ -1,4 +1,5 @@
-"""Calls to the platforms' REST APIs: retried a little, reported without secrets.
+"""Calls to the platforms' REST APIs: retried as ``ragcore.channels.retries`` says,
+reported without secrets.
 
 Telegram puts the bot token in the URL path and Discord the interaction token, and
 httpx logs every request's URL at INFO: a filter on its logger masks both, so the
@@ -15,10 +16,10 @@ from typing import Any
 import httpx
 import trio
 
+from ragcore.channels.retries import PLATFORM_RETRY, asked_wait
+from ragcore.retry import Outcome, next_delay
+
 log = logging.getLogger(__name__)
-RETRIES = 2  # after the first try: on timeouts, connection failures, 429 and 5xx
-BACKOFF_SECONDS = (0.5, 2.0)
-MAX_WAIT_SECONDS = 5.0  # a longer Retry-After is not worth holding a reply for
 _SECRETS_IN_URLS = (
     (re.compile(r"/bot[0-9]+:[A-Za-z0-9_-]+"), "/bot<token>"),
     (re.compile(r"(/webhooks/[0-9]+/)[^/?\s\"']+"), r"\1<token>"),
@@ -69,38 +70,37 @@ async def call(
     **kwargs: Any,
 ) -> httpx.Response:
     """``method url`` with ``kwargs`` (json, data, auth, headers); the 2xx response, or
-    SendFailed after retrying timeouts, connection failures, 429 and 5xx twice."""
-    reason = ""
-    status = None
-    for attempt in range(RETRIES + 1):
-        wait = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
+    SendFailed once ``PLATFORM_RETRY`` gives up (timeouts, connection failures, 429 and
+    5xx are retried twice)."""
+    attempts = 0
+    while True:
+        attempts += 1
         try:
             response = await client.request(method, url, **kwargs)
         except httpx.TimeoutException:
             reason, status = "timed out", None
+            outcome = Outcome(timed_out=True)
         except httpx.TransportError as error:
             reason, status = f"could not connect ({type(error).__name__})", None
+            outcome = Outcome(failure=type(error).__name__)
         else:
             if response.is_success:
                 return response
             status = response.status_code
             reason = f"HTTP {status}: {describe(response)}"
-            if status != 429 and status < 500:
-                raise SendFailed(platform, reason, status)
-            wait = retry_after(response) or wait
-        if attempt < RETRIES:
-            log.info("%s: %s; retrying", platform, reason)
-            await trio.sleep(min(wait, MAX_WAIT_SECONDS))
-    raise SendFailed(platform, reason, status)
+            asked = asked_wait(response.headers.get("retry-after"), _json(response))
+            outcome = Outcome(status, retry_after=asked)
+        delay = next_delay(PLATFORM_RETRY, attempts, outcome)
+        if delay is None:
+            raise SendFailed(platform, reason, status)
+        log.info("%s: %s; retrying", platform, reason)
+        await trio.sleep(delay)
 
 
 def describe(response: httpx.Response) -> str:
     """The platform's own short error text (Telegram ``description``, Discord and the
     telephony provider ``message``), which names the problem but no credential."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.reason_phrase or "no details"
+    body = _json(response)
     if isinstance(body, dict):
         for key in ("description", "message"):
             if isinstance(body.get(key), str):
@@ -108,24 +108,8 @@ def describe(response: httpx.Response) -> str:
     return response.reason_phrase or "no details"
 
 
-def retry_after(response: httpx.Response) -> float | None:
-    """Seconds the platform asks to wait: a Retry-After header, Discord's ``retry_after``
-    or Telegram's ``parameters.retry_after``."""
-    header = response.headers.get("retry-after")
-    if header is not None:
-        try:
-            return max(float(header), 0.0)
-        except ValueError:
-            pass
+def _json(response: httpx.Response) -> Any:
     try:
-        body = response.json()
+        return response.json()
     except ValueError:
         return None
-    if not isinstance(body, dict):
-        return None
-    parameters = body.get("parameters")
-    nested = parameters.get("retry_after") if isinstance(parameters, dict) else None
-    for value in (body.get("retry_after"), nested):
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return max(float(value), 0.0)
-    return None

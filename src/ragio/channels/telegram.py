@@ -12,13 +12,6 @@ from ragcore.settings import Settings
 from ragio.channels.outbound import SendFailed, call
 from ragio.service import Service
 
-LIMIT = telegram.LIMIT
-
-
-def missing_settings(settings: Settings) -> list[str]:
-    """What must be set before a Telegram message can be answered."""
-    return [] if settings.telegram_bot_token else ["TELEGRAM_BOT_TOKEN"]
-
 
 def _url(settings: Settings, method: str) -> str:
     return settings.telegram_api_base_url + telegram.method_path(
@@ -28,10 +21,22 @@ def _url(settings: Settings, method: str) -> str:
 
 async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order; the first one quotes the question."""
-    url = _url(service.settings, "sendMessage")
     reply_to = message.reply_via.get("message_id")
-    for body in telegram.send_message_bodies(message.conversation, parts, reply_to):
-        response = await call(service.outbound, "telegram", "POST", url, json=body)
+    await send_texts(service.outbound, service.settings, message.conversation, parts, reply_to)
+
+
+async def send_texts(
+    client: httpx.AsyncClient,
+    settings: Settings,
+    chat_id: str,
+    parts: list[str],
+    reply_to: int | None = None,
+) -> None:
+    """Each part as its own message to ``chat_id``, in order (the first quoting the
+    message ``reply_to``); SendFailed unless Telegram took every one."""
+    url = _url(settings, "sendMessage")
+    for body in telegram.send_message_bodies(chat_id, parts, reply_to):
+        response = await call(client, "telegram", "POST", url, json=body)
         _check_ok(response)
 
 

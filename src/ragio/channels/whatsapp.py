@@ -2,33 +2,29 @@
 
 from __future__ import annotations
 
+import httpx
+
 from ragcore.channels import whatsapp
 from ragcore.channels.messages import InboundMessage
 from ragcore.settings import Settings
 from ragio.channels.outbound import call
 from ragio.service import Service
 
-LIMIT = whatsapp.LIMIT
-
-
-def missing_settings(settings: Settings) -> list[str]:
-    """What must be set before a WhatsApp message can be answered."""
-    return [
-        name
-        for name, value in (
-            ("TELCO_ACCOUNT_SID", settings.telco_account_sid),
-            ("TELCO_AUTH_TOKEN", settings.telco_auth_token),
-        )
-        if not value
-    ]
-
 
 async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
     """Each part as its own message, in order, from WHATSAPP_FROM_NUMBER or else from the
     number the customer wrote to."""
     settings = service.settings
-    url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
     sender = settings.whatsapp_from_number or message.reply_via["to_number"]
+    await send_texts(service.outbound, settings, message.conversation, sender, parts)
+
+
+async def send_texts(
+    client: httpx.AsyncClient, settings: Settings, to: str, sender: str, parts: list[str]
+) -> None:
+    """Each part as its own message from ``sender`` to ``to`` (``whatsapp:+…``
+    addresses), in order."""
+    url = settings.telco_api_base_url + whatsapp.message_path(settings.telco_account_sid)
     auth = (settings.telco_account_sid, settings.telco_auth_token)
-    for form in whatsapp.message_forms(message.conversation, sender, parts):
-        await call(service.outbound, "whatsapp", "POST", url, data=form, auth=auth)
+    for form in whatsapp.message_forms(to, sender, parts):
+        await call(client, "whatsapp", "POST", url, data=form, auth=auth)

@@ -19,7 +19,7 @@ from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject, 
 from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
 from ragcore.actions.kinds import Catalog, check_action
-from ragcore.actions.records import ActionRecord, log_view, record_view, stale_after
+from ragcore.actions.records import ActionRecord, log_view, record_view
 from ragcore.api.actions import (
     ACTION_ID,
     Action,
@@ -34,7 +34,7 @@ from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
 from ragio.actions import store
-from ragio.actions.approvals import decide
+from ragio.actions.approvals import decide, settle
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import EXTENSION, service
 from ragio.http.inputs import json_body
@@ -147,25 +147,15 @@ async def _load(raw: str) -> ActionRecord | None:
     action_id = normalize_id(raw)
     if action_id is None:
         return None
-    await _settle_stale()
+    await settle(service())  # what time alone decided, before it is shown
     return await service().database.run(store.load_action, action_id)
-
-
-async def _settle_stale() -> None:
-    """Before showing actions: those held past their expiry are expired, and those still
-    ``executing`` long after their send must have ended were cut off by a stop."""
-    svc = service()
-    now = svc.clock.now()
-    await svc.database.run(store.expire_due, now)
-    stale = stale_after(svc.settings.actions_timeout_seconds)
-    await svc.database.run(store.fail_interrupted, now, stale)
 
 
 @blueprint.get("/autonomy/pending")
 @operation(Reply(200, "The held actions", PendingActions))
 async def list_pending() -> dict[str, Any]:
     """The actions waiting for the owner, oldest first"""
-    await _settle_stale()
+    await settle(service())  # what time alone decided, before it is shown
     pending = await service().database.run(store.pending_actions, service().clock.now())
     return {"pending": [record_view(record) for record in pending]}
 
@@ -222,7 +212,7 @@ async def get_log() -> dict[str, Any]:
     action_id = normalize_id(query.action) if query.action else None
     if query.action and action_id is None:
         raise InvalidInput("action", "must be an action id (10 letters and digits)")
-    await _settle_stale()
+    await settle(service())  # what time alone decided, before it is shown
     entries = await service().database.run(
         store.action_log, query.limit, query.before or None, action_id
     )

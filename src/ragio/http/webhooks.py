@@ -20,7 +20,8 @@ from quart import Blueprint, Response, current_app, request
 from ragcore.api.operations import JSON, Reply, operation
 from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
-from ragio.channels.conversation import PLATFORMS, answer_message
+from ragcore.channels.required import missing_settings
+from ragio.channels.conversation import answer_message
 from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
 from ragio.http.context import service
 from ragio.http.problems import Problem
@@ -180,7 +181,7 @@ async def _take(parsed: InboundMessage | Ignored) -> None:
         log.info("ignored a %s update: %s", request.path, parsed.reason)
         return
     svc = service()
-    missing = PLATFORMS[parsed.channel].missing_settings(svc.settings)
+    missing = missing_settings(svc.settings, parsed.channel, "reply")
     if missing:  # refused before claiming, so the platform's redelivery is answered later
         raise Problem(503, f"{parsed.channel} replies need {', '.join(missing)}")
     if not await svc.database.run(claim_delivery, parsed, svc.clock.now()):

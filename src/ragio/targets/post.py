@@ -14,7 +14,8 @@ workflow), safely: the one way every such call is made.
 - the whole call, resolving included, has ``timeout`` seconds; the response body is
   never read.
 
-``post`` never raises for a failed call: its ``Reply`` says how the call ended. A
+``post`` never raises for a failed call: its ``ragcore.retry.Outcome`` says how the call
+ended. A
 connection to a loopback or private address that the call's setting allows is logged at
 info level. Logs name the call and its host, never the URL's path or query, which may
 hold a secret.
@@ -31,12 +32,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import attrs
 import httpcore
 import psutil
 import trio
 
 from ragcore import __version__
+from ragcore.retry import Outcome
 from ragcore.settings import Settings
 from ragcore.targets.addresses import (
     DEFAULT_PORTS,
@@ -54,19 +55,6 @@ log = logging.getLogger(__name__)
 USER_AGENT = f"ragchat/{__version__}"
 #: how long saving a target waits for its name to resolve
 RESOLVE_AT_SAVE_SECONDS = 2.0
-
-
-@attrs.frozen
-class Reply:
-    """How a call ended: the receiver's ``status`` (and its Retry-After header), or no
-    status: ``refused`` by the address rules (nothing was sent), ``timed_out``, or another
-    ``failure`` (the name did not resolve, the connection or TLS failed)."""
-
-    status: int | None = None
-    retry_after: str | None = None
-    refused: str | None = None
-    timed_out: bool = False
-    failure: str = ""
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -162,13 +150,13 @@ async def post(
     timeout: float,
     ca_bundle: str = "",
     name: str = "target",
-) -> Reply:
+) -> Outcome:
     """POST ``body`` (JSON) to ``url`` within ``reach``, in ``timeout`` seconds from the
     first lookup to the response's headers; ``name`` names the call in logs. Never raises
     for a failed call."""
     refusal = url_refusal(url, reach)
     if refusal is not None:
-        return Reply(refused=refusal)
+        return Outcome(refused=refusal)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = normal_host(str(parts.hostname))
@@ -178,15 +166,15 @@ async def post(
         try:
             context = tls_context(ca_bundle)
         except CertificatesUnreadable as error:
-            return Reply(failure=str(error))
+            return Outcome(failure=str(error))
     with trio.move_on_after(timeout):
         try:
             addresses = await addresses_of(host, port)
         except OSError:
-            return Reply(failure="the name could not be resolved")
+            return Outcome(failure="the name could not be resolved")
         refusal = addresses_refusal(host, addresses, reach, port)
         if refusal is not None:
-            return Reply(refused=refusal)
+            return Outcome(refused=refusal)
         failure = ""
         for address in addresses:
             kind = private_kind(address)
@@ -207,12 +195,12 @@ async def post(
                 failure = _connect_failure(error)
                 continue  # nothing was sent: the next checked address may answer
             except httpcore.TimeoutException:
-                return Reply(timed_out=True, failure=f"no answer within {timeout:g} s")
+                return Outcome(timed_out=True, failure=f"no answer within {timeout:g} s")
             except (httpcore.ProtocolError, httpcore.NetworkError) as error:
-                return Reply(failure=type(error).__name__)
-            return Reply(status=status, retry_after=retry_after)
-        return Reply(failure=f"could not connect ({failure})")
-    return Reply(timed_out=True, failure=f"timed out after {timeout:g} s")
+                return Outcome(failure=type(error).__name__)
+            return Outcome(status=status, retry_after=retry_after)
+        return Outcome(failure=f"could not connect ({failure})")
+    return Outcome(timed_out=True, failure=f"timed out after {timeout:g} s")
 
 
 async def _post_to(

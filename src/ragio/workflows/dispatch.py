@@ -2,8 +2,8 @@
 
 ``fire_workflows`` is what a channel adapter awaits, in a background task, once its
 reply is sent: every active workflow on that channel gets the JSON POST, at most
-``policy.concurrency`` at once, each attempt bounded by ``policy.timeout_seconds`` and
-retried as ``ragcore.workflows.delivery`` decides. Every attempt goes through
+``CONCURRENCY`` at once, each attempt bounded by ``policy.timeout_seconds`` and
+retried as ``ragcore.retry`` decides. Every attempt goes through
 ``ragio.targets.post``: the host resolved once, every address checked against the
 workflow rules (``workflow_reach``: loopback and private addresses only with
 WORKFLOW_ALLOW_PRIVATE_TARGETS, link-local and metadata never, nor the service itself),
@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
+from ragcore.retry import Outcome, RetryPolicy, next_delay
 from ragcore.targets.addresses import Reach
 from ragcore.workflows.definitions import Workflow, workflow_reach
-from ragcore.workflows.delivery import Outcome, RetryPolicy, next_delay
 from ragcore.workflows.matching import firing
 from ragcore.workflows.payload import request_headers, signing_key, workflow_body
 from ragio.clock import Clock
@@ -34,6 +34,7 @@ from ragio.workflows import store
 
 log = logging.getLogger(__name__)
 DEFAULT_POLICY = RetryPolicy()
+CONCURRENCY = 4  # calls in flight at once for one reply
 
 
 async def fire_workflows(
@@ -59,7 +60,7 @@ async def fire_workflows(
         key = signing_key(secret) if secret else None
         reach = workflow_reach(settings, interfaces(settings))
         target = _Target(reach, settings.actions_ca_bundle)
-        limiter = trio.CapacityLimiter(policy.concurrency)
+        limiter = trio.CapacityLimiter(CONCURRENCY)
         async with trio.open_nursery() as nursery:
             for workflow in due:
                 nursery.start_soon(
@@ -133,7 +134,7 @@ async def _attempt(
     """One POST, bounded as a whole (resolving, connecting and the response's headers) by
     the policy's timeout. The response body is never read."""
     headers = request_headers(body, key, message_id, int(sent_at.timestamp()))
-    reply = await post(
+    return await post(
         workflow.webhook_url,
         body,
         headers,
@@ -141,13 +142,6 @@ async def _attempt(
         timeout=policy.timeout_seconds,
         ca_bundle=target.ca_bundle.strip(),
         name=f"workflow {workflow.id} {workflow.name!r}",
-    )
-    return Outcome(
-        reply.status,
-        timed_out=reply.timed_out,
-        retry_after=reply.retry_after,
-        refused=reply.refused,
-        failure=reply.failure or None,
     )
 
 

@@ -1,0 +1,130 @@
+"""Answering one message on a text channel, as a pipeline of effects
+(``ragcore.channels.effects``); ``ragio.channels.conversation`` runs it in the background
+after the webhook has acknowledged the delivery.
+
+In order: the approval owner's ``YES <id>`` / ``NO <id>`` is decided and answered and
+goes no further (``ragcore.actions.flow.owner_reply``); a fixed reply (help, a message
+kind that cannot be read) is sent as is; anything else is a question for the role the
+message chose, answered by the chat pipeline for this asker, with this channel as the
+origin of any action it proposes (a customer's conversation, where an action always
+meets the gate). A customer whose question could not be answered is told so rather than
+left waiting. Then the delivery is marked answered, and after an AI answer went out the
+channel's workflows are called with what they may know (no platform credential).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from ragcore.actions.flow import owner_reply
+from ragcore.channels import discord, telegram, whatsapp
+from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
+from ragcore.channels.messages import FAILED_REPLY, InboundMessage
+from ragcore.channels.replies import render_reply, split_text
+from ragcore.channels.routing import ReplyWith, plan_reply
+from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
+from ragcore.errors import InvalidInput
+
+#: UTF-16 units per message on each channel
+LIMITS = {"telegram": telegram.LIMIT, "whatsapp": whatsapp.LIMIT, "discord": discord.LIMIT}
+
+
+@attrs.frozen
+class Handled:
+    """How answering a message went, for the service log: the AI's ``answer`` and the
+    ``role`` that gave it when one was sent; ``stranger`` when it was an approval command
+    from someone not the owner (then answered as any message); ``failures``, what went
+    wrong on the way (none of it stopped the rest)."""
+
+    answer: ChatAnswer | None = None
+    role: str | None = None
+    stranger: bool = False
+    failures: tuple[Exception, ...] = ()
+
+
+def converse(
+    message: InboundMessage, policy: ChatPolicy, now: datetime
+) -> Generator[Any, Any, Handled]:
+    """Reply to ``message`` on its channel, mark its delivery answered, and after an AI
+    answer call the channel's workflows. Never raises: a failure is reported in
+    ``Handled.failures`` and what follows it still happens."""
+    handled = Handled()
+    try:
+        handled = yield from _reply(message, policy, now)
+    except Exception as error:  # a send failed: the customer cannot be told either
+        handled = _failed(handled, error)
+    try:
+        yield MarkAnswered(message)
+    except Exception as error:
+        handled = _failed(handled, error)
+    if handled.answer is None or handled.role is None:
+        return handled
+    context = workflow_context(message, handled.answer, handled.role)
+    try:
+        yield FireWorkflows(message.channel, message.text, handled.answer.answer, context)
+    except Exception as error:  # the dispatcher never raises; this does not trust that
+        handled = _failed(handled, error)
+    return handled
+
+
+def _reply(
+    message: InboundMessage, policy: ChatPolicy, now: datetime
+) -> Generator[Any, Any, Handled]:
+    limit = LIMITS[message.channel]
+    stranger = False
+    if message.kind == "text":  # the owner's YES/NO to a held action goes no further
+        decided = yield from owner_reply(message.channel, message.sender, message.text, now)
+        if decided.reply is not None:
+            yield SendReply(message, tuple(split_text(decided.reply, limit)))
+            return Handled()
+        stranger = decided.stranger
+    plan = plan_reply(message, (yield LoadRoles()))
+    if isinstance(plan, ReplyWith):
+        yield SendReply(message, tuple(split_text(plan.text, limit)))
+        return Handled(stranger=stranger)
+    request = ChatRequest(
+        plan.question, employee=plan.role, asker=asker(message), origin=message.channel
+    )
+    try:
+        answer: ChatAnswer = yield from answer_question(request, policy)
+    except InvalidInput as error:  # the question is too long, say
+        text = f"Sorry, I can't answer that: the question {error.message}."
+        yield SendReply(message, tuple(split_text(text, limit)))
+        return Handled(stranger=stranger)
+    except Exception as error:
+        yield SendReply(message, (FAILED_REPLY,))
+        return Handled(stranger=stranger, failures=(error,))
+    yield SendReply(message, tuple(render_reply(answer.answer, answer.citations, limit)))
+    return Handled(answer, plan.role.identifier, stranger)
+
+
+def _failed(handled: Handled, error: Exception) -> Handled:
+    return attrs.evolve(handled, failures=(*handled.failures, error))
+
+
+def asker(message: InboundMessage) -> str:
+    """Who is asking, for learning: one person on one channel (kept only as a hash)."""
+    return f"{message.channel}:{message.sender or message.conversation}"
+
+
+def workflow_context(message: InboundMessage, answer: ChatAnswer, role: str) -> dict[str, Any]:
+    """What a workflow learns besides the message and the reply: who wrote, where, which
+    role answered and from which sources. No platform credential (a Discord token) is
+    in it."""
+    return {
+        "role": role,
+        "delivery_id": message.delivery_id,
+        "conversation": message.conversation,
+        "sender": message.sender,
+        "sender_name": message.sender_name,
+        "language": answer.language,
+        "limited": answer.limited,
+        "citations": [
+            {"number": c.number, "document_id": c.document_id, "document_name": c.document_name}
+            for c in answer.citations
+        ],
+    }
