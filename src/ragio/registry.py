@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+import typing
 from collections.abc import Iterable
 from types import ModuleType
+from typing import Any
 
 import ragcore
 from ragcore.effects import Effect
@@ -83,3 +86,42 @@ HANDLERS: Handlers = merge_handlers(
     effects=effects_declared_in(ragcore),
     streaming=chat.STREAMING_HANDLERS,
 )
+
+
+def effects_doc() -> str:
+    """The table of every effect in docs/architecture.md: where it is declared, its
+    result, what it asks for (its docstring's first sentence) and its handler. The docs
+    test checks the file holds exactly this."""
+    rows = [
+        "| Effect | Declared in | Result | Asks for | Handler |",
+        "|---|---|---|---|---|",
+    ]
+    for kind in sorted(effects_declared_in(ragcore), key=lambda k: (k.__module__, k.__name__)):
+        handler = HANDLERS.plain[kind]
+        streaming = ""
+        if kind in HANDLERS.streaming:
+            streaming = f" (streaming: `{_short(HANDLERS.streaming[kind])}`)"
+        rows.append(
+            f"| `{kind.__name__}` | `{kind.__module__}` | `{_result(kind)}` "
+            f"| {_first_sentence(kind)} | `{_short(handler)}`{streaming} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _result(kind: type) -> str:
+    [base] = [b for b in getattr(kind, "__orig_bases__", ()) if typing.get_origin(b) is Effect]
+    [result] = typing.get_args(base)
+    text = getattr(result, "__forward_arg__", None) or (
+        result.__name__ if isinstance(result, type) else str(result)
+    )
+    short = re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", text).replace("NoneType", "None")
+    return short.replace("|", "\\|")  # a table cell, even inside a code span
+
+
+def _first_sentence(kind: type) -> str:
+    text = " ".join((kind.__doc__ or "").split())
+    return text.split(". ")[0].rstrip(".").replace("|", "\\|") + "."
+
+
+def _short(handler: Any) -> str:
+    return f"{handler.__module__.removeprefix('ragio.')}.{handler.__name__}"

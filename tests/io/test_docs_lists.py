@@ -71,3 +71,15 @@ def test_the_spec_the_code_cites_is_in_the_repository():
     assert spec.startswith("# Role-Based RAG Chat Service: Interface Specification")
     for section in ("## 1. What the service does", "### Behaviour rules"):
         assert section in spec
+
+
+def test_the_effects_table_is_generated_from_the_registry():
+    from ragio.registry import effects_doc
+
+    text = _doc("architecture.md")
+    start = text.index("-->\n", text.index("<!-- effects:")) + len("-->\n")
+    table = text[start : text.index("<!-- /effects -->")]
+    assert table == effects_doc(), (
+        "docs/architecture.md's effects table is out of date; regenerate it from "
+        "ragio.registry.effects_doc()"
+    )
