@@ -92,6 +92,10 @@ def main() -> int:
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1
     arguments = sys.argv[2:]
+    if not arguments:
+        # the whole suite: one worker per core (pytest-xdist), each with its own embedded
+        # PostgreSQL; the voice tests spend most of their time in real-time audio
+        arguments = ["-n", "auto"]
     with tempfile.TemporaryDirectory(prefix="ragchat-tests-") as scratch:
         if not any(a.startswith("--basetemp") for a in arguments):
             # pytest's default folders are shared: another run on this machine deletes the

@@ -83,3 +83,16 @@ def test_the_effects_table_is_generated_from_the_registry():
         "docs/architecture.md's effects table is out of date; regenerate it from "
         "ragio.registry.effects_doc()"
     )
+
+
+async def test_the_route_index_in_api_md_is_the_served_schema(api):
+    from ragcore.api.routes_doc import render_routes
+
+    document = (await api.get("/openapi.json")).json()
+    text = _doc("api.md")
+    start = text.index("-->\n", text.index("<!-- routes:")) + len("-->\n")
+    table = text[start : text.index("<!-- /routes -->")]
+    assert table == render_routes(document), (
+        "docs/api.md's route index is out of date; regenerate it with "
+        "ragcore.api.routes_doc.render_routes from the served /openapi.json"
+    )

@@ -25,7 +25,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -71,19 +71,26 @@ def make_http_client(settings: Settings) -> httpx.AsyncClient:
 
 
 class _GenaiProvider:
+    #: retries of a call on 429 and 5xx when the constructor is given no other number
+    default_retries: ClassVar[int]
+
     def __init__(
         self,
         settings: Settings,
         *,
         base_url: str | None = None,
         http_client: httpx.AsyncClient | None = None,
-        max_retries: int,
+        max_retries: int | None = None,
     ) -> None:
         self.http = http_client or make_http_client(settings)
         self.client = make_client(settings, self.http, base_url)
-        self.max_retries = max_retries
+        self.max_retries = self.default_retries if max_retries is None else max_retries
+        self.configure(settings)
         # host[:port] only, for error messages
         self.where = urlsplit(base_url or "").netloc.rpartition("@")[2] or "the Gemini API"
+
+    def configure(self, settings: Settings) -> None:
+        """What the answerer or the embedder takes from ``settings`` besides the client."""
 
     async def aclose(self) -> None:
         """Close the pooled connections; call it when the service shuts down."""
@@ -105,18 +112,9 @@ class _GenaiProvider:
 
 class GenaiAnswerer(_GenaiProvider):
     name = "genai"
+    default_retries = MAX_RETRIES
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        max_retries: int = MAX_RETRIES,
-    ) -> None:
-        super().__init__(
-            settings, base_url=base_url, http_client=http_client, max_retries=max_retries
-        )
+    def configure(self, settings: Settings) -> None:
         self.model = settings.genai_chat_model
 
     async def generate(self, request: Generate) -> Reply:
@@ -179,18 +177,9 @@ class GenaiAnswerer(_GenaiProvider):
 
 class GenaiEmbedder(_GenaiProvider):
     name = "genai"
+    default_retries = EMBED_MAX_RETRIES
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        max_retries: int = EMBED_MAX_RETRIES,
-    ) -> None:
-        super().__init__(
-            settings, base_url=base_url, http_client=http_client, max_retries=max_retries
-        )
+    def configure(self, settings: Settings) -> None:
         self.space = EmbeddingSpace(
             self.name, settings.genai_embedding_model, settings.embedding_dimensions
         )
