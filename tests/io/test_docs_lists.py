@@ -4,6 +4,7 @@ tests/core/test_role_prompts.py; the routes and effects have their own checks.)"
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -96,3 +97,32 @@ async def test_the_route_index_in_api_md_is_the_served_schema(api):
         "docs/api.md's route index is out of date; regenerate it with "
         "ragcore.api.routes_doc.render_routes from the served /openapi.json"
     )
+
+
+def test_every_module_name_and_source_path_in_the_docs_exists():
+    """A rule moved to another module leaves no doc pointing at where it was."""
+    missing = []
+    for name in ("architecture.md", "operations.md", "api.md", "../README.md"):
+        text = _doc(name)
+        for dotted in set(re.findall(r"\b((?:ragcore|ragio|voiceio)\.[A-Za-z_][\w.]*\w)", text)):
+            if not _resolves(dotted):
+                missing.append(f"{name}: {dotted}")
+        for path in set(re.findall(r"`((?:ragcore|ragio|voiceio)/[\w/.]+)`", text)):
+            if "NNN" not in path and not (ROOT / "src" / path).exists():
+                missing.append(f"{name}: {path}")
+    assert not missing, "the docs name what the code no longer has: " + ", ".join(missing)
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
