@@ -3,11 +3,10 @@
 A pipeline is a generator that yields effects (frozen attrs values) and receives each
 result back through ``send()``; its return value is the outcome. Each area declares its
 own effects, in its ``effects`` module or beside the pipeline that yields them and the
-types of their results (``ragcore.knowledge.effects``, ``ragcore.knowledge.documents``,
-``ragcore.chat.effects``, ``ragcore.employees.memory``, ``ragcore.employees.learning``,
-``ragcore.usage``, ``ragcore.language``, ``ragcore.actions.effects``); the runner in ragio
-executes each with the handler its area registered, and tests in ``tests/core`` answer
-them with recorded results instead.
+types of their results (every one, with its handler, is in docs/architecture.md's
+table, made by ``ragio.registry.effects_doc``); the runner in ragio executes each with
+the handler its area registered, and tests in ``tests/core`` answer them with recorded
+results instead.
 
 ``Effect[R]`` says what the effect's result is, so a type checker holds a handler to it:
 ``class Embed(Effect[list[Vector]])`` is executed by
