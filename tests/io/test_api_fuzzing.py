@@ -71,7 +71,7 @@ async def test_fuzzing_the_served_schema_finds_no_server_error(api, tmp_path):
         str(tmp_path / "junit.xml"),
     ]
     result = await trio.run_process(
-        command, capture_stdout=True, stderr=subprocess.STDOUT, check=False
+        command, capture_stdout=True, stderr=subprocess.STDOUT, check=False, cwd=tmp_path
     )
     output = result.stdout.decode(errors="replace")
     assert result.returncode == 0, output
