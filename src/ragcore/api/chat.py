@@ -6,19 +6,27 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem
 from ragcore.api.schema import OneOf, Schemas, described
-from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer
-from ragcore.employees.learning import MAX_ASKER_CHARS
+from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
+from ragcore.employees.learning import ASKER_REFUSAL, MAX_ASKER_CHARS, check_asker
 
 ASKER = "who is asking, kept as a hash; roles learn from questions many users ask"
 
 
+@listing(words="allowed")
 @attrs.frozen
 class ChatQuestion:
-    question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)]
-    role: Annotated[str, described("answer as this AI employee")] = ""
-    user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS)] = ""
+    """The question checked (stripped, within its limit); ``user`` None when not given."""
+
+    question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)] = attrs.field(
+        converter=check_question
+    )
+    role: Annotated[str | None, described("answer as this AI employee")] = None
+    user: Annotated[str | None, described(ASKER, maxLength=MAX_ASKER_CHARS)] = attrs.field(
+        default=None, converter=check_asker, metadata=refusal(ASKER_REFUSAL)
+    )
 
 
 @attrs.frozen

@@ -7,14 +7,26 @@ from typing import Annotated, Any
 
 import attrs
 
+from ragcore.api.converter import listing, refusal
 from ragcore.api.schema import described
-from ragcore.knowledge.documents import MAX_NAME_CHARS, StoredDocument, supported_formats
+from ragcore.knowledge.documents import (
+    MAX_NAME_CHARS,
+    NAME_REFUSAL,
+    TEXT_REFUSAL,
+    StoredDocument,
+    supported_formats,
+)
 
 
+@listing(words="allowed")
 @attrs.frozen
 class NewDocument:
-    name: Annotated[str, described(maxLength=MAX_NAME_CHARS)]
-    text: Annotated[str, described("plain text or markdown")]
+    name: Annotated[str, described(maxLength=MAX_NAME_CHARS)] = attrs.field(
+        metadata=refusal(NAME_REFUSAL)
+    )
+    text: Annotated[str, described("plain text or markdown")] = attrs.field(
+        metadata=refusal(TEXT_REFUSAL)
+    )
 
 
 @attrs.frozen

@@ -11,19 +11,12 @@ import trio
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream
-from ragcore.api.converter import converter
+from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
-from ragcore.chat.pipeline import (
-    ChatAnswer,
-    ChatPolicy,
-    ChatRequest,
-    answer_question,
-    check_question,
-)
-from ragcore.employees.learning import check_asker
+from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import service
-from ragio.http.inputs import json_body, reject_unknown
+from ragio.http.inputs import json_body
 from ragio.http.problems import Problem, problem_body, problem_for
 from ragio.runner import run
 
@@ -31,6 +24,7 @@ blueprint = Blueprint("chat", __name__)
 log = logging.getLogger(__name__)
 ASKED = {"body": ChatQuestion, "body_required": False, "query": ChatQuery}
 ANSWER_FAILURES = (404, 422, 502, 503)
+ASKED_FIELDS = ("question", "role", "user")
 
 
 async def chat_request() -> ChatRequest:
@@ -41,12 +35,9 @@ async def chat_request() -> ChatRequest:
     404, never a silent fallback to answering without a role. ``user`` names the end user
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
     questions many users ask, not from one user asking many times."""
-    body = await json_body(required=False)
-    reject_unknown(body, ChatQuestion)
-    fields: dict[str, Any] = {**body, **request.args.to_dict()}
-    question = check_question(fields.get("question"))
-    asker = check_asker(fields.get("user"))
-    role = fields.get("role") or None
+    args = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
+    asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
+    question, asker, role = asked.question, asked.user, asked.role or None
     if role is None:
         return ChatRequest(question=question, asker=asker)
     try:

@@ -9,7 +9,7 @@ from typing import Any
 import trio
 from quart import Blueprint, request
 
-from ragcore.api.converter import converter
+from ragcore.api.converter import converter, structure_body
 from ragcore.api.documents import (
     Document,
     DocumentAdded,
@@ -76,9 +76,8 @@ async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
                 f"the body is {request.content_length} bytes; the limit is {limit} "
                 "(MAX_UPLOAD_BYTES)",
             )
-        body = await json_body(required=True)
-        reject_unknown(body, NewDocument)
-        stored = await _add(svc, body.get("name"), body.get("text"))
+        new = structure_body(await json_body(required=True), NewDocument)
+        stored = await _add(svc, new.name, new.text)
     result = converter.unstructure(DocumentAdded.of(stored, duplicate=not stored.created))
     if stored.created:
         return result, 201, {"Location": f"/documents/{stored.id}"}
