@@ -10,14 +10,8 @@ import attrs
 from ragcore.api.schema import described
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
 from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_LIST_ITEMS, MAX_PERSONALITY_CHARS
-from ragcore.employees.memory import (
-    DEFAULT_IMPORTANCE,
-    MAX_IMPORTANCE,
-    MAX_MEMORY_CHARS,
-    MAX_TAGS,
-    MIN_IMPORTANCE,
-    Source,
-)
+from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
+from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
 from ragcore.employees.profile import OWNER_FIELDS, LearnedBy, Profile
 from ragcore.employees.roles import _IDENTIFIER, Autonomy
 
@@ -100,19 +94,6 @@ class MemoryItem:
     similarity: Annotated[
         float, described("cosine similarity to ?query= (only when searching)")
     ] = 0.0
-
-
-@attrs.frozen
-class NewMemory:
-    """Unknown fields are refused (422). The same text (ignoring case and whitespace)
-    twice for one role is 409."""
-
-    text: Annotated[str, described(maxLength=MAX_MEMORY_CHARS)]
-    tags: Annotated[
-        list[str], described(maxItems=MAX_TAGS, items={"type": "string", "pattern": IDENTIFIER})
-    ] = attrs.field(factory=list)
-    source: Source = "owner"
-    importance: Annotated[int, described(**IMPORTANCE)] = DEFAULT_IMPORTANCE
 
 
 @attrs.frozen
