@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject
 from ragcore.actions.autonomy import APPROVAL_CHANNELS
 from ragcore.actions.kinds import (
     _TARGET,
@@ -16,6 +17,8 @@ from ragcore.actions.kinds import (
     MAX_TEXT_CHARS,
 )
 from ragcore.actions.lifecycle import STATUSES
+from ragcore.actions.records import ActionRecord
+from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
 from ragcore.employees.roles import Autonomy
 
@@ -130,3 +133,46 @@ class ActionLogQuery:
         ),
     ] = 0
     action: Annotated[str, described("only this action's entries")] = ""
+
+
+def submitted(record: ActionRecord) -> int:
+    """The status of ``POST /actions`` for the action as the gate left it: 200 executed,
+    202 held for the owner; a problem naming the action when it was not sent (502) or
+    refused (422 when the settings cannot reach it, 403 when the gate said no)."""
+    extra = {"action_id": record.id, "action_status": record.status}
+    if record.status == "failed":
+        raise ProblemError(502, f"the action was not sent: {record.reason}", **extra)
+    if record.status == "refused":
+        status = 422 if record.decided_by == "settings" else 403
+        raise ProblemError(status, f"the action was refused: {record.reason}", **extra)
+    return 202 if record.status == "pending" else 200
+
+
+def decided(judgement: object, record: ActionRecord | None, shown: str) -> ActionRecord:
+    """The action the owner's approval or rejection of ``shown`` through the API left,
+    or the problem saying why nothing changed: 409 already decided, 410 expired, 502
+    approved but not sent, 404 no such pending action."""
+    if isinstance(judgement, AlreadyDecided):
+        raise ProblemError(
+            409,
+            f"action {shown} was already decided ({judgement.status}); nothing changed",
+            action_id=shown,
+            action_status=judgement.status,
+        )
+    if isinstance(judgement, Expired):
+        raise ProblemError(
+            410,
+            f"action {shown} expired at {judgement.expires_at.isoformat()}; nothing was sent",
+            action_id=shown,
+            action_status="expired",
+        )
+    if isinstance(judgement, Approve | Reject) and record is not None:
+        if record.status == "failed":
+            raise ProblemError(
+                502,
+                f"approved, but the action was not sent: {record.reason}",
+                action_id=shown,
+                action_status="failed",
+            )
+        return record
+    raise ProblemError(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")

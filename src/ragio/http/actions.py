@@ -15,7 +15,7 @@ from typing import Any
 from quart import Blueprint, request
 from quart.blueprints import BlueprintSetupState
 
-from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject, normalize_id
+from ragcore.actions.approvals import normalize_id
 from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
 from ragcore.actions.kinds import Catalog, check_action
@@ -29,6 +29,8 @@ from ragcore.api.actions import (
     AutonomyUpdate,
     NewAction,
     PendingActions,
+    decided,
+    submitted,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
@@ -117,20 +119,7 @@ async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
 
 
 def _outcome(record: ActionRecord) -> tuple[dict[str, Any], int, dict[str, str]]:
-    """200 executed, 202 held for the owner; a problem naming the action otherwise."""
-    headers = {"Location": f"/actions/{record.id}"}
-    extra = {"action_id": record.id, "action_status": record.status}
-    if record.status == "executed":
-        return record_view(record), 200, headers
-    if record.status == "pending":
-        return record_view(record), 202, headers
-    if record.status == "failed":
-        raise Problem(502, f"the action was not sent: {record.reason}", **extra)
-    if record.status == "refused":
-        # the settings cannot reach it (change the action: 422) or the gate said no (403)
-        status = 422 if record.decided_by == "settings" else 403
-        raise Problem(status, f"the action was refused: {record.reason}", **extra)
-    return record_view(record), 200, headers
+    return record_view(record), submitted(record), {"Location": f"/actions/{record.id}"}
 
 
 @blueprint.get("/actions/<id>")
@@ -176,32 +165,8 @@ async def reject(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
 
 async def _decide(raw: str, verdict: str) -> dict[str, Any]:
     decision = await decide(service(), raw, verdict, "api")
-    judgement, record = decision.judgement, decision.record
     shown = decision.action_id or raw[:20]
-    if isinstance(judgement, AlreadyDecided):
-        raise Problem(
-            409,
-            f"action {shown} was already decided ({judgement.status}); nothing changed",
-            action_id=shown,
-            action_status=judgement.status,
-        )
-    if isinstance(judgement, Expired):
-        raise Problem(
-            410,
-            f"action {shown} expired at {judgement.expires_at.isoformat()}; nothing was sent",
-            action_id=shown,
-            action_status="expired",
-        )
-    if isinstance(judgement, Approve | Reject) and record is not None:
-        if record.status == "failed":
-            raise Problem(
-                502,
-                f"approved, but the action was not sent: {record.reason}",
-                action_id=shown,
-                action_status="failed",
-            )
-        return record_view(record)
-    raise Problem(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")
+    return record_view(decided(decision.judgement, decision.record, shown))
 
 
 @blueprint.get("/autonomy/log")

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-from http import HTTPStatus
 
 from quart import Response
+
+from ragcore.api.problems import ProblemError
 
 PROBLEM_JSON = "application/problem+json"
 
 
-class Problem(Exception):
-    """Raise anywhere in a request to answer with a problem+json body."""
-
-    def __init__(self, status: int, detail: str, *, title: str | None = None, **extra: object):
-        self.status = status
-        self.detail = detail
-        self.title = title or HTTPStatus(status).phrase
-        self.extra = extra
-        super().__init__(detail)
+Problem = ProblemError  # raise anywhere in a request to answer with a problem+json body
 
 
 def problem_for(error: BaseException) -> Problem:
