@@ -12,6 +12,7 @@ from ragcore.api.chat import ChatQuestion
 from ragcore.api.converter import listing, refusal, structure_body
 from ragcore.api.documents import NewDocument
 from ragcore.api.schema import described
+from ragcore.employees.editing import EmployeePatch
 from ragcore.errors import InvalidInput
 
 
@@ -67,4 +68,13 @@ def test_the_rules_a_shape_runs_raise_their_own_refusal():
     assert refused({"text": "x"}, NewDocument) == (
         "name",
         "is required: a non-blank document name",
+    )
+
+
+def test_a_patch_field_not_sent_is_none_and_null_is_refused():
+    assert structure_body({"autonomy": "semi"}, EmployeePatch).given() == {"autonomy": "semi"}
+    assert refused({"display_name": None}, EmployeePatch) == ("display_name", "must be text")
+    assert refused({"autonomy": None}, EmployeePatch) == (
+        "autonomy",
+        "must be one of: off, semi, full",
     )

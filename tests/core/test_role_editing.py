@@ -8,7 +8,7 @@ from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.editing import (
     EDITABLE_FIELDS,
-    RolePatch,
+    EmployeePatch,
     apply_patch,
     check_patch,
     follow_defaults,
@@ -53,12 +53,12 @@ def test_bad_patches_name_the_field(body, field):
 
 def test_a_new_role_needs_a_valid_identifier_a_display_name_and_a_personality():
     with pytest.raises(InvalidInput) as err:
-        apply_patch("Tax Bot", None, RolePatch(display_name="T", personality="p"))
+        apply_patch("Tax Bot", None, EmployeePatch(display_name="T", personality="p"))
     assert "lowercase letters" in err.value.message
     with pytest.raises(InvalidInput) as err:
-        apply_patch("tax-bot", None, RolePatch(channels=("api",)))
+        apply_patch("tax-bot", None, EmployeePatch(channels=("api",)))
     assert err.value.field == "display_name, personality"
-    created = apply_patch("tax-bot", None, RolePatch(display_name="T", personality="p"))
+    created = apply_patch("tax-bot", None, EmployeePatch(display_name="T", personality="p"))
     assert created == Role("tax-bot", "T", "p") and not created.built_in
 
 

@@ -17,9 +17,7 @@ ASKER = "who is asking, kept as a hash; roles learn from questions many users as
 
 @listing(words="allowed")
 @attrs.frozen
-class ChatQuestion:
-    """The question checked (stripped, within its limit); ``user`` None when not given."""
-
+class ChatQuestion:  # the question checked; role and user None (or null) when not given
     question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)] = attrs.field(
         converter=check_question
     )

@@ -21,7 +21,7 @@ import cattrs
 from cattrs.cols import homogenous_tuple_structure_factory, list_structure_factory
 from cattrs.errors import ForbiddenExtraKeysError
 
-from ragcore.api.schema import field_schema
+from ragcore.api.schema import UNLESS_SENT, field_schema, without_none
 from ragcore.errors import InvalidInput, refuse_unknown_fields
 
 Shape = TypeVar("Shape")
@@ -125,13 +125,32 @@ def refusal(message: str) -> dict[str, str]:
     return {REFUSAL: message}
 
 
+def unless_sent(check: Callable[[Any], Any] | None = None, refused: str = "") -> Any:
+    """An attrs field of a PATCH body: None stands for "not sent" (leave it as it is), so
+    a JSON null is refused like any other wrong type, and the schema does not admit null.
+    ``check`` checks (and may normalise) a value that was sent; ``refused``: as
+    ``refusal``."""
+    metadata = {UNLESS_SENT: True, **(refusal(refused) if refused else {})}
+    return attrs.field(
+        default=None, converter=None if check is None else _sent(check), metadata=metadata
+    )
+
+
+def _sent(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else check(value)
+
+
 def structure_body(body: Mapping[str, Any], shape: type[Shape]) -> Shape:
     """``body`` as ``shape``; InvalidInput naming the first field at fault otherwise
     (unknown fields first, then the fields in the shape's order)."""
     try:
-        return converter.structure(body, shape)
+        shaped = converter.structure(body, shape)
     except cattrs.BaseValidationError as error:
         raise _refusal(error, body, shape) from None
+    for field in attrs.fields(shape):  # type: ignore[arg-type]
+        if field.metadata.get(UNLESS_SENT) and field.name in body and body[field.name] is None:
+            raise InvalidInput(field.name, _words(shape, field, missing=False))
+    return shaped
 
 
 def _refusal(error: cattrs.BaseValidationError, body: Mapping[str, Any], shape: type) -> Exception:
@@ -173,4 +192,5 @@ def _words(owner: type, field: Any, *, missing: bool) -> str:
     if missing:
         return "is required"
     kind, _ = field_schema(typing.get_type_hints(owner, include_extras=True)[field.name])
+    kind = without_none(kind)
     return PLAIN_WORDS.get(typing.get_origin(kind) or kind, "is not valid")

@@ -9,7 +9,8 @@ import attrs
 
 from ragcore.api.schema import described
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
-from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_LIST_ITEMS, MAX_PERSONALITY_CHARS
+from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CHARS
+from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
 from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
 from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
 from ragcore.employees.profile import OWNER_FIELDS, LearnedBy, Profile
@@ -68,18 +69,6 @@ class Employee:
 @attrs.frozen
 class Employees:
     employees: Annotated[list[Employee], described("the roles, built-in first")]
-
-
-@attrs.frozen
-class EmployeePatch:
-    """The fields to change; display_name and personality are required to create a
-    runtime role. Unknown fields are refused (422)."""
-
-    display_name: Annotated[str, described(maxLength=MAX_DISPLAY_NAME_CHARS)] = ""
-    personality: Annotated[str, described(maxLength=MAX_PERSONALITY_CHARS)] = ""
-    channels: Annotated[list[str], described(maxItems=MAX_LIST_ITEMS)] = attrs.field(factory=list)
-    skill_tags: Annotated[list[str], described(maxItems=MAX_LIST_ITEMS)] = attrs.field(factory=list)
-    autonomy: Autonomy = "off"
 
 
 @attrs.frozen
