@@ -132,11 +132,12 @@ def unless_sent(check: Callable[[Any], Any] | None = None, refused: str = "") ->
     ``refusal``."""
     metadata = {UNLESS_SENT: True, **(refusal(refused) if refused else {})}
     return attrs.field(
-        default=None, converter=None if check is None else _sent(check), metadata=metadata
+        default=None, converter=None if check is None else sent(check), metadata=metadata
     )
 
 
-def _sent(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def sent(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``check`` as a converter of a field whose None means "not sent"."""
     return lambda value: None if value is None else check(value)
 
 

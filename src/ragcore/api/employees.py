@@ -13,7 +13,8 @@ from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CH
 from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
 from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
 from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
-from ragcore.employees.profile import OWNER_FIELDS, LearnedBy, Profile
+from ragcore.employees.profile import LearnedBy, Profile
+from ragcore.employees.profile import ProfilePatch as ProfilePatch  # the body, by its rules
 from ragcore.employees.roles import _IDENTIFIER, Autonomy
 
 IDENTIFIER = _IDENTIFIER.pattern
@@ -125,14 +126,3 @@ class ProfileLearned(Profile):
     @classmethod
     def of(cls, profile: Profile, learned_by: LearnedBy) -> ProfileLearned:
         return cls(**attrs.asdict(profile, recurse=False), learned_by=learned_by)
-
-
-@attrs.frozen
-class ProfilePatch:
-    """The owner's fields to change (null or "" clears one); the learned ones are
-    rebuilt by POST /profile/learn and refused here (422)."""
-
-    description: Annotated[str | None, described(maxLength=OWNER_FIELDS["description"])] = ""
-    products: Annotated[str | None, described(maxLength=OWNER_FIELDS["products"])] = ""
-    tone: Annotated[str | None, described(maxLength=OWNER_FIELDS["tone"])] = ""
-    language: Annotated[str | None, described("ISO 639-1 code, or ''")] = ""
