@@ -8,19 +8,25 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject
-from ragcore.actions.autonomy import APPROVAL_CHANNELS
+from ragcore.actions.autonomy import APPROVAL_CHANNELS, OWNER, SENSITIVE, AutonomyConfig, reach
+from ragcore.actions.autonomy import AutonomyUpdate as AutonomyUpdate  # the body, by its rules
 from ragcore.actions.kinds import (
     _TARGET,
     KINDS,
     MAX_BODY_CHARS,
     MAX_SUBJECT_CHARS,
     MAX_TEXT_CHARS,
+    Catalog,
+    action_json,
+    describe,
 )
 from ragcore.actions.lifecycle import STATUSES
-from ragcore.actions.records import ActionRecord
+from ragcore.actions.records import ActionRecord, LogEntry
+from ragcore.api.converter import converter
 from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
 from ragcore.employees.roles import Autonomy
+from ragcore.settings import Settings
 
 Kind = Literal[KINDS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
@@ -31,8 +37,6 @@ ACTION_ID = {
     "type": "string",
     "description": "the action id: 10 letters and digits, read case-insensitively",
 }
-OWNER = "the owner's Telegram chat id, WhatsApp number (+E.164) or Discord user id"
-SENSITIVE = "what sensitive roles are held to, whatever the mode"
 
 
 @attrs.frozen
@@ -51,17 +55,19 @@ class AutonomySetting:
     ]
     updated_at: datetime | None
 
-
-@attrs.frozen
-class AutonomyUpdate:
-    """The fields to change; unknown fields and values are 422, naming the allowed ones.
-    approval_channel null clears the owner (decisions through the API only)."""
-
-    mode: Autonomy = "off"
-    approval_channel: ApprovalChannel | None = None
-    approval_target: Annotated[str | None, described(OWNER)] = None
-    allowed_kinds: Annotated[list[Kind], described()] = attrs.field(factory=list)
-    sensitive_roles: Annotated[Literal["semi", "off"], described(SENSITIVE)] = "semi"
+    @classmethod
+    def of(cls, config: AutonomyConfig, settings: Settings) -> AutonomySetting:
+        """The setting as shown, with what each kind can reach under ``settings``."""
+        return cls(
+            config.mode,
+            config.approval_channel,
+            config.approval_target,
+            list(config.allowed_kinds),
+            config.sensitive_roles,  # type: ignore[arg-type]
+            settings.approval_ttl_hours,
+            reach(Catalog.from_settings(settings)),
+            config.updated_at,
+        )
 
 
 @attrs.frozen
@@ -95,6 +101,24 @@ class Action:
     decided_by: str | None
     finished_at: datetime | None
 
+    @classmethod
+    def of(cls, record: ActionRecord) -> Action:
+        return cls(
+            record.id,
+            record.kind,
+            record.status,
+            record.reason,
+            describe(record.action),
+            action_json(record.action),
+            record.role,
+            record.origin,
+            record.created_at,
+            record.expires_at,
+            record.decided_at,
+            record.decided_by,
+            record.finished_at,
+        )
+
 
 @attrs.frozen
 class PendingActions:
@@ -113,6 +137,22 @@ class ActionLogEntry:
     role: str | None
     origin: str
     status: Status
+
+    @classmethod
+    def of(cls, entry: LogEntry) -> ActionLogEntry:
+        record = entry.record
+        return cls(
+            entry.id,
+            entry.at,
+            entry.action_id,
+            entry.event,
+            entry.detail,
+            record.kind,
+            describe(record.action),
+            record.role,
+            record.origin,
+            record.status,
+        )
 
 
 @attrs.frozen
@@ -176,3 +216,8 @@ def decided(judgement: object, record: ActionRecord | None, shown: str) -> Actio
             )
         return record
     raise ProblemError(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")
+
+
+def shown(record: ActionRecord) -> dict[str, Any]:
+    """The action as the API shows it."""
+    return converter.unstructure(Action.of(record))  # type: ignore[no-any-return]

@@ -103,17 +103,20 @@ class Listing:
 
     read_only: Sequence[str] = ()
     words: str = "the fields"
+    fields: Sequence[str] = ()
 
 
 _LISTINGS: dict[type, Listing] = {}
 
 
-def listing(read_only: Sequence[str] = (), words: str = "the fields") -> Callable[[Any], Any]:
+def listing(
+    read_only: Sequence[str] = (), words: str = "the fields", fields: Sequence[str] = ()
+) -> Callable[[Any], Any]:
     """Class decorator: refuse the shape's unknown fields with these ``read_only`` names
-    and ``words`` before the list of its fields."""
+    and ``words`` before the list of its ``fields`` (default: the shape's own)."""
 
     def register(shape: Any) -> Any:
-        _LISTINGS[shape] = Listing(tuple(read_only), words)
+        _LISTINGS[shape] = Listing(tuple(read_only), words, tuple(fields))
         return shape
 
     return register
@@ -158,8 +161,8 @@ def _refusal(error: cattrs.BaseValidationError, body: Mapping[str, Any], shape: 
     causes = list(_causes(error))
     for cause, _ in causes:
         if isinstance(cause, ForbiddenExtraKeysError):
-            names = [field.name for field in attrs.fields(shape)]
             how = _LISTINGS.get(shape, Listing())
+            names = how.fields or [field.name for field in attrs.fields(shape)]
             try:
                 refuse_unknown_fields(body, names, how.read_only, listing=how.words)
             except InvalidInput as refused:

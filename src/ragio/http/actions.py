@@ -16,22 +16,25 @@ from quart import Blueprint, request
 from quart.blueprints import BlueprintSetupState
 
 from ragcore.actions.approvals import normalize_id
-from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
+from ragcore.actions.autonomy import ActingRole, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
-from ragcore.actions.kinds import Catalog, check_action
-from ragcore.actions.records import ActionRecord, log_view, record_view
+from ragcore.actions.kinds import check_action
+from ragcore.actions.records import ActionRecord
 from ragcore.api.actions import (
     ACTION_ID,
     Action,
     ActionLog,
+    ActionLogEntry,
     ActionLogQuery,
     AutonomySetting,
     AutonomyUpdate,
     NewAction,
     PendingActions,
     decided,
+    shown,
     submitted,
 )
+from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
@@ -65,8 +68,7 @@ async def get_autonomy() -> dict[str, Any]:
     """The autonomy setting and what each action kind can reach"""
     svc = service()
     config = await svc.database.run(store.load_autonomy)
-    settings = svc.settings
-    return autonomy_view(config, Catalog.from_settings(settings), settings.approval_ttl_hours)
+    return converter.unstructure(AutonomySetting.of(config, svc.settings))
 
 
 @blueprint.post("/autonomy")
@@ -77,7 +79,6 @@ async def post_autonomy() -> dict[str, Any]:
     body = await json_body(required=True)
     current = await svc.database.run(store.load_autonomy)
     saved = await svc.database.run(store.save_autonomy, check_update(body, current))
-    settings = svc.settings
     log.info(
         "autonomy set: mode %s, kinds %s, sensitive roles %s, approvals on %s",
         saved.mode,
@@ -85,7 +86,7 @@ async def post_autonomy() -> dict[str, Any]:
         saved.sensitive_roles,
         saved.approval_channel or "the API only",
     )
-    return autonomy_view(saved, Catalog.from_settings(settings), settings.approval_ttl_hours)
+    return converter.unstructure(AutonomySetting.of(saved, svc.settings))
 
 
 @blueprint.post("/actions")
@@ -119,7 +120,7 @@ async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
 
 
 def _outcome(record: ActionRecord) -> tuple[dict[str, Any], int, dict[str, str]]:
-    return record_view(record), submitted(record), {"Location": f"/actions/{record.id}"}
+    return shown(record), submitted(record), {"Location": f"/actions/{record.id}"}
 
 
 @blueprint.get("/actions/<id>")
@@ -129,7 +130,7 @@ async def get_action(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
     found = await _load(id)
     if found is None:
         raise Problem(404, f"no action {id[:20]!r}; GET /autonomy/log lists them")
-    return record_view(found)
+    return shown(found)
 
 
 async def _load(raw: str) -> ActionRecord | None:
@@ -146,7 +147,7 @@ async def list_pending() -> dict[str, Any]:
     """The actions waiting for the owner, oldest first"""
     await settle(service())  # what time alone decided, before it is shown
     pending = await service().database.run(store.pending_actions, service().clock.now())
-    return {"pending": [record_view(record) for record in pending]}
+    return {"pending": [shown(record) for record in pending]}
 
 
 @blueprint.post("/autonomy/pending/<id>/approve")
@@ -165,8 +166,8 @@ async def reject(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
 
 async def _decide(raw: str, verdict: str) -> dict[str, Any]:
     decision = await decide(service(), raw, verdict, "api")
-    shown = decision.action_id or raw[:20]
-    return record_view(decided(decision.judgement, decision.record, shown))
+    named = decision.action_id or raw[:20]
+    return shown(decided(decision.judgement, decision.record, named))
 
 
 @blueprint.get("/autonomy/log")
@@ -181,7 +182,5 @@ async def get_log() -> dict[str, Any]:
     entries = await service().database.run(
         store.action_log, query.limit, query.before or None, action_id
     )
-    return {
-        "entries": [log_view(entry) for entry in entries],
-        "next_before": entries[-1].id if len(entries) == query.limit else None,
-    }
+    next_before = entries[-1].id if len(entries) == query.limit else None
+    return converter.unstructure(ActionLog([ActionLogEntry.of(e) for e in entries], next_before))
