@@ -2,6 +2,8 @@
 
 import pytest
 
+from ragcore.api.converter import converter
+from ragcore.api.employees import Employee
 from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
@@ -12,7 +14,6 @@ from ragcore.employees.editing import (
     apply_patch,
     check_patch,
     follow_defaults,
-    role_view,
 )
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import Role
@@ -63,7 +64,7 @@ def test_a_new_role_needs_a_valid_identifier_a_display_name_and_a_personality():
 
 
 def test_the_view_says_why_a_role_is_sensitive_and_caps_its_autonomy():
-    view = role_view(TAX, assess_sensitivity(TAX))
+    view = converter.unstructure(Employee.of(TAX, assess_sensitivity(TAX)))
     assert view["sensitive"] and view["sensitivity"]["marker"] == "tax"
     assert (view["autonomy"], view["effective_autonomy"]) == ("full", "semi")
 

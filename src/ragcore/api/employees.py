@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -15,7 +16,9 @@ from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
 from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
 from ragcore.employees.profile import LearnedBy, Profile
 from ragcore.employees.profile import ProfilePatch as ProfilePatch  # the body, by its rules
-from ragcore.employees.roles import _IDENTIFIER, Autonomy
+from ragcore.employees.roles import _IDENTIFIER, Autonomy, Role
+from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
+from ragcore.errors import InvalidInput
 
 IDENTIFIER = _IDENTIFIER.pattern
 IMPORTANCE = {"minimum": MIN_IMPORTANCE, "maximum": MAX_IMPORTANCE}
@@ -65,6 +68,38 @@ class Employee:
     sensitivity: SensitivityShown
     created_at: datetime | None
     updated_at: datetime | None
+
+    @classmethod
+    def of(
+        cls,
+        role: Role,
+        sensitivity: Sensitivity,
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
+    ) -> Employee:
+        """The role as the API shows it: whether it is sensitive and why (rule 13), and
+        the autonomy it acts with next to the one configured."""
+        shown = SensitivityShown(
+            sensitivity.reason,  # type: ignore[arg-type]
+            sensitivity.marker,
+            sensitivity.field,
+            sensitivity.setting,
+            sensitivity.explain(),
+        )
+        return cls(
+            role.identifier,
+            role.display_name,
+            role.personality,
+            list(role.channels),
+            list(role.skill_tags),
+            role.autonomy,
+            effective_autonomy(role.autonomy, sensitivity),
+            role.built_in,
+            sensitivity.sensitive,
+            shown,
+            created_at,
+            updated_at,
+        )
 
 
 @attrs.frozen
@@ -126,3 +161,21 @@ class ProfileLearned(Profile):
     @classmethod
     def of(cls, profile: Profile, learned_by: LearnedBy) -> ProfileLearned:
         return cls(**attrs.asdict(profile, recurse=False), learned_by=learned_by)
+
+
+@typing.overload
+def check_query(raw: str | None, *, required: typing.Literal[True]) -> str: ...
+@typing.overload
+def check_query(raw: str | None, *, required: bool) -> str | None: ...
+def check_query(raw: str | None, *, required: bool) -> str | None:
+    """``?query=`` of MemoryQuery and ContextQuery, stripped: what the memory is searched
+    by, or the context is for; None when blank and not ``required``."""
+    query = (raw or "").strip()
+    if not query:
+        if required:
+            raise InvalidInput("query", "send the question as ?query=…")
+        return None
+    if len(query) > MAX_QUESTION_CHARS:
+        detail = f"query has {len(query)} characters; the limit is {MAX_QUESTION_CHARS}"
+        raise InvalidInput("query", detail)
+    return query

@@ -8,7 +8,6 @@ rule about what may change, and how, lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Annotated, Any
 
 import attrs
@@ -23,7 +22,6 @@ from ragcore.employees.roles import (
     check_autonomy,
     check_role_identifier,
 )
-from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
 from ragcore.errors import InvalidInput, check_text
 
 EDITABLE_FIELDS = ("display_name", "personality", "channels", "skill_tags", "autonomy")
@@ -89,37 +87,6 @@ def apply_patch(identifier: str, existing: Role | None, patch: EmployeePatch) ->
             f"{' and '.join(missing)} required to create the new role {identifier!r}",
         )
     return Role(identifier=identifier, **patch.given())
-
-
-def role_view(
-    role: Role,
-    sensitivity: Sensitivity,
-    *,
-    created_at: datetime | None = None,
-    updated_at: datetime | None = None,
-) -> dict[str, Any]:
-    """The role as the API shows it: its fields, whether it is sensitive and why (rule 13),
-    and the autonomy it acts with next to the one configured."""
-    return {
-        "identifier": role.identifier,
-        "display_name": role.display_name,
-        "personality": role.personality,
-        "channels": list(role.channels),
-        "skill_tags": list(role.skill_tags),
-        "autonomy": role.autonomy,
-        "effective_autonomy": effective_autonomy(role.autonomy, sensitivity),
-        "built_in": role.built_in,
-        "sensitive": sensitivity.sensitive,
-        "sensitivity": {
-            "reason": sensitivity.reason,
-            "marker": sensitivity.marker,
-            "field": sensitivity.field,
-            "setting": sensitivity.setting,
-            "explanation": sensitivity.explain(),
-        },
-        "created_at": created_at.isoformat() if created_at else None,
-        "updated_at": updated_at.isoformat() if updated_at else None,
-    }
 
 
 def _identifiers(value: Any, field: str) -> tuple[str, ...]:
