@@ -12,7 +12,7 @@ run as the shape's attrs converters and validators and raise ``InvalidInput`` th
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -157,14 +157,20 @@ def structure_body(body: Mapping[str, Any], shape: type[Shape]) -> Shape:
     return shaped
 
 
+def refuse_unknown(given: Iterable[str], shape: type) -> None:
+    """InvalidInput naming every field of ``given`` that ``shape`` does not have, listing
+    the ones it has (a form's fields, say, which are not structured)."""
+    how = _LISTINGS.get(shape, Listing())
+    names = how.fields or [field.name for field in attrs.fields(shape)]
+    refuse_unknown_fields(given, names, how.read_only, listing=how.words)
+
+
 def _refusal(error: cattrs.BaseValidationError, body: Mapping[str, Any], shape: type) -> Exception:
     causes = list(_causes(error))
     for cause, _ in causes:
         if isinstance(cause, ForbiddenExtraKeysError):
-            how = _LISTINGS.get(shape, Listing())
-            names = how.fields or [field.name for field in attrs.fields(shape)]
             try:
-                refuse_unknown_fields(body, names, how.read_only, listing=how.words)
+                refuse_unknown(body, shape)
             except InvalidInput as refused:
                 return refused
     for cause, field in causes:
@@ -176,7 +182,8 @@ def _refusal(error: cattrs.BaseValidationError, body: Mapping[str, Any], shape: 
 
 
 def _causes(error: BaseException) -> Iterator[tuple[BaseException, Any]]:
-    """Each exception under ``error`` with the shape field it arose in (None if none)."""
+    """Each exception under ``error`` with the (shape, attrs field) it arose in; None
+    when it arose in no field (an unknown field, or a rule run by the shape's __init__)."""
     for cause in getattr(error, "exceptions", ()):
         notes = getattr(cause, "__notes__", ())
         name = next((note.name for note in notes if hasattr(note, "name")), None)
