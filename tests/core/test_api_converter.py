@@ -8,6 +8,7 @@ from typing import Annotated
 import attrs
 import pytest
 
+from ragcore.actions.kinds import ChatopsAction, check_action
 from ragcore.api.chat import ChatQuestion
 from ragcore.api.converter import listing, refusal, structure_body
 from ragcore.api.documents import NewDocument
@@ -78,3 +79,19 @@ def test_a_patch_field_not_sent_is_none_and_null_is_refused():
         "autonomy",
         "must be one of: off, semi, full",
     )
+
+
+def test_an_action_is_structured_into_its_kind_and_refused_in_its_words():
+    assert check_action({"kind": "chatops", "text": " hi "}) == ChatopsAction("hi")
+    with pytest.raises(InvalidInput) as error:
+        check_action({"kind": "webhook", "target": "crm", "to": "a@b.example"})
+    assert (error.value.field, error.value.message) == (
+        "to",
+        "unknown field(s) to; a webhook action's fields: kind, target, data",
+    )
+    with pytest.raises(InvalidInput) as error:
+        check_action({"kind": "email", "to": "a@b.example", "subject": "s"})
+    assert (error.value.field, error.value.message) == ("body", "must be text")
+    with pytest.raises(InvalidInput) as error:
+        check_action({"kind": "webhook", "target": "crm", "data": [1]})
+    assert (error.value.field, error.value.message) == ("data", "must be a JSON object")

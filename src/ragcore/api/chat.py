@@ -11,6 +11,7 @@ from ragcore.api.problems import Problem
 from ragcore.api.schema import OneOf, Schemas, described
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
 from ragcore.employees.learning import ASKER_REFUSAL, MAX_ASKER_CHARS, check_asker
+from ragcore.employees.roles import IDENTIFIER_RULE
 
 ASKER = "who is asking, kept as a hash; roles learn from questions many users ask"
 
@@ -21,7 +22,9 @@ class ChatQuestion:  # the question checked; role and user None (or null) when n
     question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)] = attrs.field(
         converter=check_question
     )
-    role: Annotated[str | None, described("answer as this AI employee")] = None
+    role: Annotated[str | None, described("answer as this AI employee")] = attrs.field(
+        default=None, metadata=refusal(f"must be a role identifier: {IDENTIFIER_RULE}")
+    )
     user: Annotated[str | None, described(ASKER, maxLength=MAX_ASKER_CHARS)] = attrs.field(
         default=None, converter=check_asker, metadata=refusal(ASKER_REFUSAL)
     )

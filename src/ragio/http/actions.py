@@ -40,7 +40,7 @@ from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
 from ragio.actions import store
 from ragio.actions.approvals import decide, settle
-from ragio.employees.lookup import UnknownRole, stored_role
+from ragio.employees.lookup import stored_role
 from ragio.http.context import EXTENSION, service
 from ragio.http.inputs import json_body
 from ragio.http.problems import Problem
@@ -105,11 +105,8 @@ async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
     role_name = body.pop("role", None)
     action = check_action(body)
     acting = None
-    if role_name is not None:
-        try:
-            role = await stored_role(svc.database, role_name)
-        except UnknownRole as error:
-            raise Problem(404, str(error)) from None
+    if role_name is not None:  # an unknown one is 404 (ragio.http.problems)
+        role = await stored_role(svc.database, role_name)
         settings = svc.settings
         acting = ActingRole.of(
             role, settings.sensitive_roles_extra, settings.sensitive_roles_reviewed_safe

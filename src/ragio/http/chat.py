@@ -14,10 +14,10 @@ from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
-from ragio.employees.lookup import UnknownRole, stored_role
+from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body
-from ragio.http.problems import Problem, problem_body, problem_for
+from ragio.http.problems import problem_body, problem_for
 from ragio.runner import run
 
 blueprint = Blueprint("chat", __name__)
@@ -40,10 +40,7 @@ async def chat_request() -> ChatRequest:
     question, asker, role = asked.question, asked.user, asked.role or None
     if role is None:
         return ChatRequest(question=question, asker=asker)
-    try:
-        employee = await stored_role(service().database, role)
-    except UnknownRole as error:
-        raise Problem(404, str(error)) from None
+    employee = await stored_role(service().database, role)  # an unknown one is 404
     # origin "chat": the API's callers hold its key; a proposal still meets the gate
     return ChatRequest(question=question, employee=employee, asker=asker, origin="chat")
 
