@@ -10,9 +10,11 @@ import pytest
 
 from ragcore.actions.kinds import ChatopsAction, check_action
 from ragcore.api.chat import ChatQuestion
-from ragcore.api.converter import listing, refusal, structure_body
+from ragcore.api.converter import converter, listing, refusal, structure_body
 from ragcore.api.documents import NewDocument
+from ragcore.api.employees import MemoryItem
 from ragcore.api.schema import described
+from ragcore.employees import memory
 from ragcore.employees.editing import EmployeePatch
 from ragcore.errors import InvalidInput
 
@@ -95,3 +97,11 @@ def test_an_action_is_structured_into_its_kind_and_refused_in_its_words():
     with pytest.raises(InvalidInput) as error:
         check_action({"kind": "webhook", "target": "crm", "data": [1]})
     assert (error.value.field, error.value.message) == ("data", "must be a JSON object")
+
+
+def test_a_memory_item_shows_its_similarity_only_when_searched():
+    stored = memory.MemoryItem(1, "sales", "Quote in euros.", ("pricing",), "owner", 3)
+    shown = converter.unstructure(MemoryItem.of(stored))
+    assert "similarity" not in shown and shown["tags"] == ["pricing"]
+    searched = attrs.evolve(stored, similarity=0.123456)
+    assert converter.unstructure(MemoryItem.of(searched))["similarity"] == 0.1235

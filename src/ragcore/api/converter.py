@@ -20,6 +20,7 @@ import attrs
 import cattrs
 from cattrs.cols import homogenous_tuple_structure_factory, list_structure_factory
 from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from ragcore.api.schema import UNLESS_SENT, field_schema, without_none
 from ragcore.errors import InvalidInput, refuse_unknown_fields
@@ -96,6 +97,23 @@ converter.register_structure_hook_factory(
 )
 
 
+def _has_absent_fields(kind: Any) -> bool:
+    return attrs.has(kind) and any(f.metadata.get(UNLESS_SENT) for f in attrs.fields(kind))
+
+
+def _omitting_absent(kind: Any, conv: cattrs.Converter) -> Callable[[Any], Any]:
+    """A shape whose ``unless_sent`` fields are None is shown without them."""
+    omitted: dict[str, Any] = {
+        field.name: override(omit_if_default=True)
+        for field in attrs.fields(kind)
+        if field.metadata.get(UNLESS_SENT)
+    }
+    return make_dict_unstructure_fn(kind, conv, **omitted)
+
+
+converter.register_unstructure_hook_factory(_has_absent_fields, _omitting_absent)
+
+
 @attrs.frozen
 class Listing:
     """How a shape's unknown fields are refused: which names are read-only (shown by the
@@ -131,6 +149,7 @@ def refusal(message: str) -> dict[str, str]:
 def unless_sent(check: Callable[[Any], Any] | None = None, refused: str = "") -> Any:
     """An attrs field of a PATCH body: None stands for "not sent" (leave it as it is), so
     a JSON null is refused like any other wrong type, and the schema does not admit null.
+    In a response, likewise: a None field is left out (``MemoryItem.similarity``).
     ``check`` checks (and may normalise) a value that was sent; ``refused``: as
     ``refusal``."""
     metadata = {UNLESS_SENT: True, **(refusal(refused) if refused else {})}

@@ -8,8 +8,10 @@ from typing import Annotated, Literal
 
 import attrs
 
+from ragcore.api.converter import unless_sent
 from ragcore.api.schema import described
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
+from ragcore.employees import memory
 from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CHARS
 from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
 from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
@@ -117,8 +119,22 @@ class MemoryItem:
     importance: Annotated[int, described(**IMPORTANCE)]
     created_at: datetime | None
     similarity: Annotated[
-        float, described("cosine similarity to ?query= (only when searching)")
-    ] = 0.0
+        float | None, described("cosine similarity to ?query= (only when searching)")
+    ] = unless_sent()
+
+    @classmethod
+    def of(cls, item: memory.MemoryItem) -> MemoryItem:
+        similarity = None if item.similarity is None else round(item.similarity, 4)
+        return cls(
+            item.id,
+            item.role,
+            item.text,
+            list(item.tags),
+            item.source,
+            item.importance,
+            item.created_at,
+            similarity,
+        )
 
 
 @attrs.frozen
@@ -150,6 +166,18 @@ class RoleContext:
     budget_chars: int
     dropped: Annotated[int, described("items left out to keep within the budget")]
     items: list[MemoryItem]
+
+    @classmethod
+    def of(cls, role: str, query: str, context: memory.RoleContext) -> RoleContext:
+        return cls(
+            role,
+            query,
+            context.text,
+            len(context.text),
+            context.budget_chars,
+            context.dropped,
+            [MemoryItem.of(item) for item in context.items],
+        )
 
 
 @attrs.frozen

@@ -264,29 +264,3 @@ def role_context(
         role, tuple(vector), learned_limit=LEARNED_CANDIDATES
     )
     return assemble_context(items, budget_chars)
-
-
-def memory_view(item: MemoryItem) -> dict[str, Any]:
-    """A memory item as the API shows it."""
-    view: dict[str, Any] = {
-        "id": item.id,
-        "role": item.role,
-        "text": item.text,
-        "tags": list(item.tags),
-        "source": item.source,
-        "importance": item.importance,
-        "created_at": item.created_at.isoformat() if item.created_at else None,
-    }
-    if item.similarity is not None:
-        view["similarity"] = round(item.similarity, 4)
-    return view
-
-
-def context_view(context: RoleContext) -> dict[str, Any]:
-    return {
-        "text": context.text,
-        "chars": len(context.text),
-        "budget_chars": context.budget_chars,
-        "dropped": context.dropped,
-        "items": [memory_view(item) for item in context.items],
-    }

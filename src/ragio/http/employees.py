@@ -27,9 +27,7 @@ from ragcore.api.queries import read_query
 from ragcore.employees.editing import check_patch
 from ragcore.employees.memory import (
     check_memory,
-    context_view,
     embed_missing,
-    memory_view,
     parse_tags,
     role_context,
 )
@@ -113,7 +111,7 @@ async def list_memory(role: str) -> dict[str, Any]:
         await run(embed_missing(identifier), svc)
         [vector] = await embed(svc.embedder, [query], "query")
     items = await svc.database.run(memory.list_memory, identifier, tags, vector, limit)
-    return {"role": identifier, "memory": [memory_view(item) for item in items]}
+    return converter.unstructure(Memory(identifier, [MemoryItem.of(item) for item in items]))
 
 
 @blueprint.post("/employees/<role>/memory")
@@ -128,7 +126,11 @@ async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
         [vector] = await embed(svc.embedder, [new.text], "document")
         item = await svc.database.run(memory.add_memory, identifier, new, vector)
         if item is not None:
-            return memory_view(item), 201, {"Location": f"/employees/{identifier}/memory/{item.id}"}
+            return (
+                converter.unstructure(MemoryItem.of(item)),
+                201,
+                {"Location": f"/employees/{identifier}/memory/{item.id}"},
+            )
         duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
     raise Problem(
         409,
@@ -157,4 +159,4 @@ async def get_context(role: str) -> dict[str, Any]:
     identifier = (await found_role(role)).role.identifier
     query = check_query(request.args.get("query"), required=True)
     context = await run(role_context(identifier, query), service())
-    return {"role": identifier, "query": query, **context_view(context)}
+    return converter.unstructure(RoleContext.of(identifier, query, context))
