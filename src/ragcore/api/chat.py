@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 import attrs
@@ -87,3 +88,8 @@ def event_stream(schemas: Schemas) -> dict[str, Any]:
     """The stream as the list of its events, each an object of its SSE fields (OpenAPI 3.2
     models text/event-stream so; 3.1 has no itemSchema)."""
     return {"type": "array", "items": schemas.of(CHAT_STREAM_EVENT), "minItems": 1}
+
+
+def sse(kind: str, data: Any) -> bytes:
+    """One server-sent event of the stream: ``kind``, and ``data`` as one line of JSON."""
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()

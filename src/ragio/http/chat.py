@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import trio
 from quart import Blueprint, Response, current_app, request
 
-from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream
+from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream, sse
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
@@ -104,14 +103,14 @@ async def chat_stream() -> Response:
             async for kind, payload in _chain(first, receive):
                 if kind == "token":
                     streamed = True
-                    yield _event("token", {"text": payload})
+                    yield sse("token", {"text": payload})
                 elif kind == "done":
                     if not streamed and payload.answer:  # nothing generated: say it anyway
-                        yield _event("token", {"text": payload.answer})
-                    yield _event("done", converter.unstructure(payload))
+                        yield sse("token", {"text": payload.answer})
+                    yield sse("done", converter.unstructure(payload))
                 else:
                     log.error("chat stream failed", exc_info=payload)
-                    yield _event("error", problem_body(problem_for(payload)))
+                    yield sse("error", problem_body(problem_for(payload)))
         finally:
             producer.cancel()  # the client went away, or we are done
 
@@ -126,7 +125,3 @@ async def _chain(first: tuple[str, Any], rest: Any) -> AsyncIterator[tuple[str, 
     yield first
     async for item in rest:
         yield item
-
-
-def _event(kind: str, data: Any) -> bytes:
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
