@@ -2,17 +2,18 @@
 
 import pytest
 
+from ragcore.api.converter import converter
+from ragcore.api.employees import Employee
 from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.editing import (
     EDITABLE_FIELDS,
-    RolePatch,
+    EmployeePatch,
     apply_patch,
     check_patch,
     follow_defaults,
-    role_view,
 )
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import Role
@@ -53,17 +54,17 @@ def test_bad_patches_name_the_field(body, field):
 
 def test_a_new_role_needs_a_valid_identifier_a_display_name_and_a_personality():
     with pytest.raises(InvalidInput) as err:
-        apply_patch("Tax Bot", None, RolePatch(display_name="T", personality="p"))
+        apply_patch("Tax Bot", None, EmployeePatch(display_name="T", personality="p"))
     assert "lowercase letters" in err.value.message
     with pytest.raises(InvalidInput) as err:
-        apply_patch("tax-bot", None, RolePatch(channels=("api",)))
+        apply_patch("tax-bot", None, EmployeePatch(channels=("api",)))
     assert err.value.field == "display_name, personality"
-    created = apply_patch("tax-bot", None, RolePatch(display_name="T", personality="p"))
+    created = apply_patch("tax-bot", None, EmployeePatch(display_name="T", personality="p"))
     assert created == Role("tax-bot", "T", "p") and not created.built_in
 
 
 def test_the_view_says_why_a_role_is_sensitive_and_caps_its_autonomy():
-    view = role_view(TAX, assess_sensitivity(TAX))
+    view = converter.unstructure(Employee.of(TAX, assess_sensitivity(TAX)))
     assert view["sensitive"] and view["sensitivity"]["marker"] == "tax"
     assert (view["autonomy"], view["effective_autonomy"]) == ("full", "semi")
 

@@ -13,7 +13,7 @@ from ragcore.workflows.definitions import (
     WIRED_CHANNELS,
     Filters,
     Workflow,
-    WorkflowFields,
+    WorkflowPatch,
     apply_patch,
     check_filters,
     check_new,
@@ -39,7 +39,7 @@ def workflow(id=1, channels=("telegram",), is_active=True):
 
 def test_a_new_workflow_is_active_unless_told_and_its_fields_are_tidied():
     new = check_new(ORDER_BOT)
-    assert new == WorkflowFields(
+    assert new == WorkflowPatch(
         name="Order bot",
         webhook_url="https://hooks.example.com/ragchat?token=abc",
         channels=("telegram", "discord"),  # case ignored, repeats dropped, order kept

@@ -20,18 +20,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import attrs
 
 from ragcore.actions.kinds import KINDS, Action, Catalog
+from ragcore.api.converter import listing, refusal, structure_body, unless_sent
+from ragcore.api.schema import described
 from ragcore.employees.roles import AUTONOMY_LEVELS, Autonomy, Role, autonomy_rank
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity, effective_autonomy
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput
 
 APPROVAL_CHANNELS = ("telegram", "whatsapp", "discord")
 SENSITIVE_LEVELS: tuple[Autonomy, ...] = ("semi", "off")
-FIELDS = ("mode", "approval_channel", "approval_target", "allowed_kinds", "sensitive_roles")
+CHANNEL_REFUSAL = f"must be one of: {', '.join(APPROVAL_CHANNELS)}"
+KINDS_REFUSAL = f"must be a list of: {', '.join(KINDS)}"
+OWNER = "the owner's Telegram chat id, WhatsApp number (+E.164) or Discord user id"
+SENSITIVE = "what sensitive roles are held to, whatever the mode"
 _TARGETS = {
     "telegram": (
         re.compile(r"^-?[0-9]{1,20}$"),
@@ -64,23 +69,49 @@ class AutonomyConfig:
         return bool(self.approval_channel and self.approval_target)
 
 
+def _levels(allowed: tuple[Autonomy, ...]) -> Any:
+    """A level field of AutonomyUpdate: one of ``allowed``, None when not sent."""
+    return unless_sent(refused=f"must be one of: {', '.join(allowed)}")
+
+
+@listing(words="allowed")
+@attrs.frozen
+class AutonomyUpdate:
+    """The fields to change; unknown fields and values are 422, naming the allowed ones.
+    approval_channel null clears the owner (decisions through the API only)."""
+
+    mode: Autonomy | None = _levels(AUTONOMY_LEVELS)
+    approval_channel: Annotated[str | None, described(enum=[*APPROVAL_CHANNELS, None])] = (
+        attrs.field(default=None, metadata=refusal(CHANNEL_REFUSAL))
+    )
+    approval_target: Annotated[Any, described(OWNER, type=["string", "null"])] = None
+    allowed_kinds: Annotated[tuple[Any, ...] | None, described(items={"enum": list(KINDS)})] = (
+        unless_sent(lambda value: _kinds(value), KINDS_REFUSAL)
+    )
+    sensitive_roles: Annotated[Literal["semi", "off"] | None, described(SENSITIVE)] = _levels(
+        SENSITIVE_LEVELS
+    )
+
+
 def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyConfig:
     """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value.
     InvalidInput (422) for an unknown field or value, naming the allowed ones."""
-    refuse_unknown_fields(body, FIELDS, listing="allowed")
-    changes: dict[str, Any] = {}
-    if "mode" in body:
-        changes["mode"] = _level(body["mode"], "mode", AUTONOMY_LEVELS)
-    if "sensitive_roles" in body:
-        changes["sensitive_roles"] = _level(
-            body["sensitive_roles"], "sensitive_roles", SENSITIVE_LEVELS
-        )
-    if "allowed_kinds" in body:
-        changes["allowed_kinds"] = _kinds(body["allowed_kinds"])
-    channel = body.get("approval_channel", current.approval_channel)
-    target = body.get("approval_target", current.approval_target)
+    owner = ("approval_channel", "approval_target")  # null clears them, as "" does
+    update = structure_body(
+        {name: "" if name in owner and value is None else value for name, value in body.items()},
+        AutonomyUpdate,
+    )
+    changes: dict[str, Any] = {
+        name: getattr(update, name)
+        for name in ("mode", "sensitive_roles", "allowed_kinds")
+        if getattr(update, name) is not None
+    }
+    channel = (
+        current.approval_channel if update.approval_channel is None else update.approval_channel
+    )
+    target = current.approval_target if update.approval_target is None else update.approval_target
     if channel in (None, ""):  # no owner: both cleared (approvals only through the API)
-        if body.get("approval_target") not in (None, ""):
+        if update.approval_target not in (None, ""):
             raise InvalidInput(
                 "approval_channel",
                 f"is needed with approval_target: one of {', '.join(APPROVAL_CHANNELS)}",
@@ -88,24 +119,15 @@ def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyCo
         changes["approval_channel"] = changes["approval_target"] = None
     else:
         if channel not in APPROVAL_CHANNELS:
-            raise InvalidInput(
-                "approval_channel", f"must be one of: {', '.join(APPROVAL_CHANNELS)}"
-            )
+            raise InvalidInput("approval_channel", CHANNEL_REFUSAL)
         changes["approval_channel"] = channel
         changes["approval_target"] = normalize_target(channel, target)
     return attrs.evolve(current, **changes)
 
 
-def _level(value: Any, field: str, allowed: tuple[Autonomy, ...]) -> Autonomy:
-    for level in allowed:
-        if value == level:
-            return level
-    raise InvalidInput(field, f"must be one of: {', '.join(allowed)}")
-
-
 def _kinds(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInput("allowed_kinds", f"must be a list of: {', '.join(KINDS)}")
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput("allowed_kinds", KINDS_REFUSAL)
     unknown = [v for v in value if v not in KINDS]
     if unknown:
         raise InvalidInput(
@@ -129,30 +151,18 @@ def normalize_target(channel: str, value: Any) -> str:
     return text
 
 
-def autonomy_view(config: AutonomyConfig, catalog: Catalog, ttl_hours: int) -> dict[str, Any]:
-    """The setting as ``GET /autonomy`` shows it, with what each kind can reach (target
-    names, never their URLs; the chat-ops URL is a secret)."""
+def reach(catalog: Catalog) -> dict[str, Any]:
+    """What each kind can reach under the settings: target names, never their URLs (the
+    chat-ops URL is a secret)."""
     configured = catalog.configured_kinds()
     return {
-        "mode": config.mode,
-        "approval_channel": config.approval_channel,
-        "approval_target": config.approval_target,
-        "allowed_kinds": list(config.allowed_kinds),
-        "sensitive_roles": config.sensitive_roles,
-        "approval_ttl_hours": ttl_hours,
-        "kinds": {
-            "webhook": {
-                "configured": "webhook" in configured,
-                "targets": list(catalog.target_names),
-            },
-            "email": {
-                "configured": "email" in configured,
-                "recipients": list(catalog.email_recipients),
-                "missing": list(catalog.email_missing),
-            },
-            "chatops": {"configured": "chatops" in configured},
+        "webhook": {"configured": "webhook" in configured, "targets": list(catalog.target_names)},
+        "email": {
+            "configured": "email" in configured,
+            "recipients": list(catalog.email_recipients),
+            "missing": list(catalog.email_missing),
         },
-        "updated_at": config.updated_at.isoformat() if config.updated_at else None,
+        "chatops": {"configured": "chatops" in configured},
     }
 
 

@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.api.converter import listing, refusal, structure_body
+from ragcore.errors import InvalidInput, check_text
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
@@ -40,6 +41,7 @@ MAX_BODY_CHARS = 10_000
 MAX_TEXT_CHARS = 4_000
 MAX_DATA_BYTES = 16_384
 MAX_ADDRESS_CHARS = 254
+RECIPIENT_REFUSAL = "must be one e-mail address"
 _TARGET = re.compile(r"^[a-z0-9_-]{1,64}$")
 # an address as a mail server takes it in RCPT TO: dot-atom local part, DNS domain (ASCII)
 _ADDRESS = re.compile(
@@ -48,75 +50,16 @@ _ADDRESS = re.compile(
 )
 
 
-@attrs.frozen
-class WebhookAction:
-    """POST ``data`` (a JSON object) to the webhook target named ``target``."""
-
-    kind: ClassVar[str] = "webhook"
-    target: str
-    data: dict[str, Any] = attrs.field(factory=dict)
-
-
-@attrs.frozen
-class EmailAction:
-    """Mail ``subject`` and ``body`` (plain text) to ``to``."""
-
-    kind: ClassVar[str] = "email"
-    to: str
-    subject: str
-    body: str
-
-
-@attrs.frozen
-class ChatopsAction:
-    """Post ``text`` to the chat-ops channel."""
-
-    kind: ClassVar[str] = "chatops"
-    text: str
-
-
-Action = WebhookAction | EmailAction | ChatopsAction
-_FIELDS = {
-    "webhook": ("kind", "target", "data"),
-    "email": ("kind", "to", "subject", "body"),
-    "chatops": ("kind", "text"),
-}
-
-
-def check_action(body: Any) -> Action:
-    """The action ``body`` describes: ``{"kind": "webhook", "target": NAME, "data": {…}}``,
-    ``{"kind": "email", "to", "subject", "body"}`` or ``{"kind": "chatops", "text"}``.
-    InvalidInput naming the field and what to change; unknown fields are refused."""
-    if not isinstance(body, Mapping):
-        raise InvalidInput("action", "must be a JSON object with a kind")
-    kind = body.get("kind")
-    if kind not in KINDS:
-        raise InvalidInput("kind", f"must be one of: {', '.join(KINDS)}")
-    refuse_unknown_fields(body, _FIELDS[kind], listing=f"a {kind} action's fields")
-    if kind == "webhook":
-        return WebhookAction(check_target(body.get("target")), check_data(body.get("data", {})))
-    if kind == "email":
-        return EmailAction(
-            check_recipient(body.get("to")),
-            check_subject(body.get("subject")),
-            check_text(body.get("body"), "body", MAX_BODY_CHARS),
-        )
-    return ChatopsAction(check_text(body.get("text"), "text", MAX_TEXT_CHARS))
-
-
-def action_json(action: Action) -> dict[str, Any]:
-    """The action as JSON, the shape ``check_action`` reads."""
-    fields = attrs.asdict(action, recurse=False)
-    return {"kind": action.kind, **fields}
+TARGET_REFUSAL = (
+    "must be the NAME of a webhook target in WEBHOOK_TARGETS (lowercase letters, digits, _ "
+    "and -), never a URL"
+)
+TEXT = refusal("must be text")
 
 
 def check_target(value: Any) -> str:
     if not isinstance(value, str) or not _TARGET.match(value.strip().lower()):
-        raise InvalidInput(
-            "target",
-            "must be the NAME of a webhook target in WEBHOOK_TARGETS (lowercase letters, "
-            "digits, _ and -), never a URL",
-        )
+        raise InvalidInput("target", TARGET_REFUSAL)
     return value.strip().lower()
 
 
@@ -137,7 +80,7 @@ def check_recipient(value: Any) -> str:
     """One e-mail address, refused when it holds a newline or a comma (a second recipient
     or a header smuggled in) or is not a plain address."""
     if not isinstance(value, str):
-        raise InvalidInput("to", "must be one e-mail address")
+        raise InvalidInput("to", RECIPIENT_REFUSAL)
     if _has_line_break(value) or "," in value or ";" in value:
         raise InvalidInput("to", "must be one address: newlines, commas and semicolons are refused")
     address = value.strip()
@@ -168,6 +111,76 @@ def check_subject(value: Any) -> str:
 
 def _has_line_break(value: str) -> bool:
     return any(c in value for c in "\r\n\x0b\x0c\x85\u2028\u2029")
+
+
+def _body(value: Any) -> str:
+    return check_text(value, "body", MAX_BODY_CHARS)
+
+
+def _text(value: Any) -> str:
+    return check_text(value, "text", MAX_TEXT_CHARS)
+
+
+@listing(fields=("kind", "target", "data"), words="a webhook action's fields")
+@attrs.frozen
+class WebhookAction:
+    """POST ``data`` (a JSON object) to the webhook target named ``target``."""
+
+    kind: ClassVar[str] = "webhook"
+    target: str = attrs.field(converter=check_target, metadata=refusal(TARGET_REFUSAL))
+    data: dict[str, Any] = attrs.field(
+        factory=dict,
+        converter=check_data,
+        metadata=refusal("must be a JSON object"),
+    )
+
+
+@listing(fields=("kind", "to", "subject", "body"), words="a email action's fields")
+@attrs.frozen
+class EmailAction:
+    """Mail ``subject`` and ``body`` (plain text) to ``to``."""
+
+    kind: ClassVar[str] = "email"
+    to: str = attrs.field(converter=check_recipient, metadata=refusal(RECIPIENT_REFUSAL))
+    subject: str = attrs.field(converter=check_subject, metadata=TEXT)
+    body: str = attrs.field(converter=_body, metadata=TEXT)
+
+
+@listing(fields=("kind", "text"), words="a chatops action's fields")
+@attrs.frozen
+class ChatopsAction:
+    """Post ``text`` to the chat-ops channel."""
+
+    kind: ClassVar[str] = "chatops"
+    text: str = attrs.field(converter=_text, metadata=TEXT)
+
+
+Action = WebhookAction | EmailAction | ChatopsAction
+_SHAPES: dict[str, type[Action]] = {
+    "webhook": WebhookAction,
+    "email": EmailAction,
+    "chatops": ChatopsAction,
+}
+
+
+def check_action(body: Any) -> Action:
+    """The action ``body`` describes: ``{"kind": "webhook", "target": NAME, "data": {…}}``,
+    ``{"kind": "email", "to", "subject", "body"}`` or ``{"kind": "chatops", "text"}``,
+    structured into its kind's shape. InvalidInput naming the field and what to change;
+    unknown fields are refused."""
+    if not isinstance(body, Mapping):
+        raise InvalidInput("action", "must be a JSON object with a kind")
+    kind = body.get("kind")
+    if kind not in KINDS:
+        raise InvalidInput("kind", f"must be one of: {', '.join(KINDS)}")
+    fields = {name: value for name, value in body.items() if name != "kind"}
+    return structure_body(fields, _SHAPES[kind])
+
+
+def action_json(action: Action) -> dict[str, Any]:
+    """The action as JSON, the shape ``check_action`` reads."""
+    fields = attrs.asdict(action, recurse=False)
+    return {"kind": action.kind, **fields}
 
 
 def recipient_allowed(address: str, allowed: tuple[str, ...]) -> bool:

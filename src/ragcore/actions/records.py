@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.actions.kinds import Action, action_json, check_action, describe, preview
+from ragcore.actions.kinds import Action, check_action, preview
 
 INTERRUPTED = (
     "interrupted: the service stopped while sending it, so it may or may not have arrived; "
@@ -72,44 +72,6 @@ class LogEntry:
 def action_from_row(data: Any) -> Action:
     """A stored action (JSON written by ``action_json``) read back."""
     return check_action(data if isinstance(data, dict) else json.loads(data))
-
-
-def _time(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def record_view(record: ActionRecord) -> dict[str, Any]:
-    """The action as the API shows it."""
-    return {
-        "id": record.id,
-        "kind": record.kind,
-        "status": record.status,
-        "reason": record.reason,
-        "summary": describe(record.action),
-        "action": action_json(record.action),
-        "role": record.role,
-        "origin": record.origin,
-        "created_at": _time(record.created_at),
-        "expires_at": _time(record.expires_at),
-        "decided_at": _time(record.decided_at),
-        "decided_by": record.decided_by,
-        "finished_at": _time(record.finished_at),
-    }
-
-
-def log_view(entry: LogEntry) -> dict[str, Any]:
-    return {
-        "id": entry.id,
-        "at": _time(entry.at),
-        "action_id": entry.action_id,
-        "event": entry.event,
-        "detail": entry.detail,
-        "kind": entry.record.kind,
-        "summary": describe(entry.record.action),
-        "role": entry.record.role,
-        "origin": entry.record.origin,
-        "status": entry.record.status,
-    }
 
 
 def webhook_body(record: ActionRecord, now: datetime) -> bytes:

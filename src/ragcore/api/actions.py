@@ -7,17 +7,26 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.actions.autonomy import APPROVAL_CHANNELS
+from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject
+from ragcore.actions.autonomy import APPROVAL_CHANNELS, OWNER, SENSITIVE, AutonomyConfig, reach
+from ragcore.actions.autonomy import AutonomyUpdate as AutonomyUpdate  # the body, by its rules
 from ragcore.actions.kinds import (
     _TARGET,
     KINDS,
     MAX_BODY_CHARS,
     MAX_SUBJECT_CHARS,
     MAX_TEXT_CHARS,
+    Catalog,
+    action_json,
+    describe,
 )
 from ragcore.actions.lifecycle import STATUSES
+from ragcore.actions.records import ActionRecord, LogEntry
+from ragcore.api.converter import converter
+from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
 from ragcore.employees.roles import Autonomy
+from ragcore.settings import Settings
 
 Kind = Literal[KINDS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
@@ -28,8 +37,6 @@ ACTION_ID = {
     "type": "string",
     "description": "the action id: 10 letters and digits, read case-insensitively",
 }
-OWNER = "the owner's Telegram chat id, WhatsApp number (+E.164) or Discord user id"
-SENSITIVE = "what sensitive roles are held to, whatever the mode"
 
 
 @attrs.frozen
@@ -48,17 +55,19 @@ class AutonomySetting:
     ]
     updated_at: datetime | None
 
-
-@attrs.frozen
-class AutonomyUpdate:
-    """The fields to change; unknown fields and values are 422, naming the allowed ones.
-    approval_channel null clears the owner (decisions through the API only)."""
-
-    mode: Autonomy = "off"
-    approval_channel: ApprovalChannel | None = None
-    approval_target: Annotated[str | None, described(OWNER)] = None
-    allowed_kinds: Annotated[list[Kind], described()] = attrs.field(factory=list)
-    sensitive_roles: Annotated[Literal["semi", "off"], described(SENSITIVE)] = "semi"
+    @classmethod
+    def of(cls, config: AutonomyConfig, settings: Settings) -> AutonomySetting:
+        """The setting as shown, with what each kind can reach under ``settings``."""
+        return cls(
+            config.mode,
+            config.approval_channel,
+            config.approval_target,
+            list(config.allowed_kinds),
+            config.sensitive_roles,  # type: ignore[arg-type]
+            settings.approval_ttl_hours,
+            reach(Catalog.from_settings(settings)),
+            config.updated_at,
+        )
 
 
 @attrs.frozen
@@ -92,6 +101,24 @@ class Action:
     decided_by: str | None
     finished_at: datetime | None
 
+    @classmethod
+    def of(cls, record: ActionRecord) -> Action:
+        return cls(
+            record.id,
+            record.kind,
+            record.status,
+            record.reason,
+            describe(record.action),
+            action_json(record.action),
+            record.role,
+            record.origin,
+            record.created_at,
+            record.expires_at,
+            record.decided_at,
+            record.decided_by,
+            record.finished_at,
+        )
+
 
 @attrs.frozen
 class PendingActions:
@@ -110,6 +137,22 @@ class ActionLogEntry:
     role: str | None
     origin: str
     status: Status
+
+    @classmethod
+    def of(cls, entry: LogEntry) -> ActionLogEntry:
+        record = entry.record
+        return cls(
+            entry.id,
+            entry.at,
+            entry.action_id,
+            entry.event,
+            entry.detail,
+            record.kind,
+            describe(record.action),
+            record.role,
+            record.origin,
+            record.status,
+        )
 
 
 @attrs.frozen
@@ -130,3 +173,51 @@ class ActionLogQuery:
         ),
     ] = 0
     action: Annotated[str, described("only this action's entries")] = ""
+
+
+def submitted(record: ActionRecord) -> int:
+    """The status of ``POST /actions`` for the action as the gate left it: 200 executed,
+    202 held for the owner; a problem naming the action when it was not sent (502) or
+    refused (422 when the settings cannot reach it, 403 when the gate said no)."""
+    extra = {"action_id": record.id, "action_status": record.status}
+    if record.status == "failed":
+        raise ProblemError(502, f"the action was not sent: {record.reason}", **extra)
+    if record.status == "refused":
+        status = 422 if record.decided_by == "settings" else 403
+        raise ProblemError(status, f"the action was refused: {record.reason}", **extra)
+    return 202 if record.status == "pending" else 200
+
+
+def decided(judgement: object, record: ActionRecord | None, shown: str) -> ActionRecord:
+    """The action the owner's approval or rejection of ``shown`` through the API left,
+    or the problem saying why nothing changed: 409 already decided, 410 expired, 502
+    approved but not sent, 404 no such pending action."""
+    if isinstance(judgement, AlreadyDecided):
+        raise ProblemError(
+            409,
+            f"action {shown} was already decided ({judgement.status}); nothing changed",
+            action_id=shown,
+            action_status=judgement.status,
+        )
+    if isinstance(judgement, Expired):
+        raise ProblemError(
+            410,
+            f"action {shown} expired at {judgement.expires_at.isoformat()}; nothing was sent",
+            action_id=shown,
+            action_status="expired",
+        )
+    if isinstance(judgement, Approve | Reject) and record is not None:
+        if record.status == "failed":
+            raise ProblemError(
+                502,
+                f"approved, but the action was not sent: {record.reason}",
+                action_id=shown,
+                action_status="failed",
+            )
+        return record
+    raise ProblemError(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")
+
+
+def shown(record: ActionRecord) -> dict[str, Any]:
+    """The action as the API shows it."""
+    return converter.unstructure(Action.of(record))  # type: ignore[no-any-return]

@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem
 from ragcore.api.schema import OneOf, Schemas, described
-from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer
-from ragcore.employees.learning import MAX_ASKER_CHARS
+from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
+from ragcore.employees.learning import ASKER_REFUSAL, MAX_ASKER_CHARS, check_asker
+from ragcore.employees.roles import IDENTIFIER_RULE
 
 ASKER = "who is asking, kept as a hash; roles learn from questions many users ask"
 
 
+@listing(words="allowed")
 @attrs.frozen
-class ChatQuestion:
-    question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)]
-    role: Annotated[str, described("answer as this AI employee")] = ""
-    user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS)] = ""
+class ChatQuestion:  # the question checked; role and user None (or null) when not given
+    question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)] = attrs.field(
+        converter=check_question
+    )
+    role: Annotated[str | None, described("answer as this AI employee")] = attrs.field(
+        default=None, metadata=refusal(f"must be a role identifier: {IDENTIFIER_RULE}")
+    )
+    user: Annotated[str | None, described(ASKER, maxLength=MAX_ASKER_CHARS)] = attrs.field(
+        default=None, converter=check_asker, metadata=refusal(ASKER_REFUSAL)
+    )
 
 
 @attrs.frozen
@@ -78,3 +88,8 @@ def event_stream(schemas: Schemas) -> dict[str, Any]:
     """The stream as the list of its events, each an object of its SSE fields (OpenAPI 3.2
     models text/event-stream so; 3.1 has no itemSchema)."""
     return {"type": "array", "items": schemas.of(CHAT_STREAM_EVENT), "minItems": 1}
+
+
+def sse(kind: str, data: Any) -> bytes:
+    """One server-sent event of the stream: ``kind``, and ``data`` as one line of JSON."""
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()

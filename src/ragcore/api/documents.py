@@ -7,16 +7,30 @@ from typing import Annotated, Any
 
 import attrs
 
+from ragcore.api.converter import listing, refusal
+from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
-from ragcore.knowledge.documents import MAX_NAME_CHARS, StoredDocument, supported_formats
+from ragcore.knowledge.documents import (
+    MAX_NAME_CHARS,
+    NAME_REFUSAL,
+    TEXT_REFUSAL,
+    StoredDocument,
+    supported_formats,
+)
 
 
+@listing(words="allowed")
 @attrs.frozen
 class NewDocument:
-    name: Annotated[str, described(maxLength=MAX_NAME_CHARS)]
-    text: Annotated[str, described("plain text or markdown")]
+    name: Annotated[str, described(maxLength=MAX_NAME_CHARS)] = attrs.field(
+        metadata=refusal(NAME_REFUSAL)
+    )
+    text: Annotated[str, described("plain text or markdown")] = attrs.field(
+        metadata=refusal(TEXT_REFUSAL)
+    )
 
 
+@listing(words="allowed")
 @attrs.frozen
 class DocumentUpload:
     file: Annotated[
@@ -69,3 +83,21 @@ class DocumentWithText(Document):
 @attrs.frozen
 class Documents:
     documents: list[Document]
+
+
+def check_size(what: str, size: int, limit: int) -> None:
+    """A 413 problem when the body or file (``what``) is over MAX_UPLOAD_BYTES."""
+    if size > limit:
+        raise ProblemError(
+            413, f"the {what} is {size} bytes; the limit is {limit} (MAX_UPLOAD_BYTES)"
+        )
+
+
+def check_json_media_type(mimetype: str) -> None:
+    """A 415 problem for a body that is neither JSON nor a multipart upload."""
+    if mimetype not in ("", "application/json") and not mimetype.endswith("+json"):
+        raise ProblemError(
+            415,
+            "send application/json with name and text, or a multipart/form-data upload "
+            f"with the document in a field named file; not {mimetype}",
+        )

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+import typing
 from datetime import datetime
 from typing import Annotated, Literal
 
 import attrs
 
+from ragcore.api.converter import unless_sent
 from ragcore.api.schema import described
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
-from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_LIST_ITEMS, MAX_PERSONALITY_CHARS
-from ragcore.employees.memory import (
-    DEFAULT_IMPORTANCE,
-    MAX_IMPORTANCE,
-    MAX_MEMORY_CHARS,
-    MAX_TAGS,
-    MIN_IMPORTANCE,
-    Source,
-)
-from ragcore.employees.profile import OWNER_FIELDS, LearnedBy, Profile
-from ragcore.employees.roles import _IDENTIFIER, Autonomy
+from ragcore.employees import memory
+from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CHARS
+from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
+from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
+from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
+from ragcore.employees.profile import LearnedBy, Profile
+from ragcore.employees.profile import ProfilePatch as ProfilePatch  # the body, by its rules
+from ragcore.employees.roles import _IDENTIFIER, Autonomy, Role
+from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
+from ragcore.errors import InvalidInput
 
 IDENTIFIER = _IDENTIFIER.pattern
 IMPORTANCE = {"minimum": MIN_IMPORTANCE, "maximum": MAX_IMPORTANCE}
@@ -70,22 +71,42 @@ class Employee:
     created_at: datetime | None
     updated_at: datetime | None
 
+    @classmethod
+    def of(
+        cls,
+        role: Role,
+        sensitivity: Sensitivity,
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
+    ) -> Employee:
+        """The role as the API shows it: whether it is sensitive and why (rule 13), and
+        the autonomy it acts with next to the one configured."""
+        shown = SensitivityShown(
+            sensitivity.reason,  # type: ignore[arg-type]
+            sensitivity.marker,
+            sensitivity.field,
+            sensitivity.setting,
+            sensitivity.explain(),
+        )
+        return cls(
+            role.identifier,
+            role.display_name,
+            role.personality,
+            list(role.channels),
+            list(role.skill_tags),
+            role.autonomy,
+            effective_autonomy(role.autonomy, sensitivity),
+            role.built_in,
+            sensitivity.sensitive,
+            shown,
+            created_at,
+            updated_at,
+        )
+
 
 @attrs.frozen
 class Employees:
     employees: Annotated[list[Employee], described("the roles, built-in first")]
-
-
-@attrs.frozen
-class EmployeePatch:
-    """The fields to change; display_name and personality are required to create a
-    runtime role. Unknown fields are refused (422)."""
-
-    display_name: Annotated[str, described(maxLength=MAX_DISPLAY_NAME_CHARS)] = ""
-    personality: Annotated[str, described(maxLength=MAX_PERSONALITY_CHARS)] = ""
-    channels: Annotated[list[str], described(maxItems=MAX_LIST_ITEMS)] = attrs.field(factory=list)
-    skill_tags: Annotated[list[str], described(maxItems=MAX_LIST_ITEMS)] = attrs.field(factory=list)
-    autonomy: Autonomy = "off"
 
 
 @attrs.frozen
@@ -98,21 +119,22 @@ class MemoryItem:
     importance: Annotated[int, described(**IMPORTANCE)]
     created_at: datetime | None
     similarity: Annotated[
-        float, described("cosine similarity to ?query= (only when searching)")
-    ] = 0.0
+        float | None, described("cosine similarity to ?query= (only when searching)")
+    ] = unless_sent()
 
-
-@attrs.frozen
-class NewMemory:
-    """Unknown fields are refused (422). The same text (ignoring case and whitespace)
-    twice for one role is 409."""
-
-    text: Annotated[str, described(maxLength=MAX_MEMORY_CHARS)]
-    tags: Annotated[
-        list[str], described(maxItems=MAX_TAGS, items={"type": "string", "pattern": IDENTIFIER})
-    ] = attrs.field(factory=list)
-    source: Source = "owner"
-    importance: Annotated[int, described(**IMPORTANCE)] = DEFAULT_IMPORTANCE
+    @classmethod
+    def of(cls, item: memory.MemoryItem) -> MemoryItem:
+        similarity = None if item.similarity is None else round(item.similarity, 4)
+        return cls(
+            item.id,
+            item.role,
+            item.text,
+            list(item.tags),
+            item.source,
+            item.importance,
+            item.created_at,
+            similarity,
+        )
 
 
 @attrs.frozen
@@ -145,6 +167,18 @@ class RoleContext:
     dropped: Annotated[int, described("items left out to keep within the budget")]
     items: list[MemoryItem]
 
+    @classmethod
+    def of(cls, role: str, query: str, context: memory.RoleContext) -> RoleContext:
+        return cls(
+            role,
+            query,
+            context.text,
+            len(context.text),
+            context.budget_chars,
+            context.dropped,
+            [MemoryItem.of(item) for item in context.items],
+        )
+
 
 @attrs.frozen
 class ProfileLearned(Profile):
@@ -157,12 +191,19 @@ class ProfileLearned(Profile):
         return cls(**attrs.asdict(profile, recurse=False), learned_by=learned_by)
 
 
-@attrs.frozen
-class ProfilePatch:
-    """The owner's fields to change (null or "" clears one); the learned ones are
-    rebuilt by POST /profile/learn and refused here (422)."""
-
-    description: Annotated[str | None, described(maxLength=OWNER_FIELDS["description"])] = ""
-    products: Annotated[str | None, described(maxLength=OWNER_FIELDS["products"])] = ""
-    tone: Annotated[str | None, described(maxLength=OWNER_FIELDS["tone"])] = ""
-    language: Annotated[str | None, described("ISO 639-1 code, or ''")] = ""
+@typing.overload
+def check_query(raw: str | None, *, required: typing.Literal[True]) -> str: ...
+@typing.overload
+def check_query(raw: str | None, *, required: bool) -> str | None: ...
+def check_query(raw: str | None, *, required: bool) -> str | None:
+    """``?query=`` of MemoryQuery and ContextQuery, stripped: what the memory is searched
+    by, or the context is for; None when blank and not ``required``."""
+    query = (raw or "").strip()
+    if not query:
+        if required:
+            raise InvalidInput("query", "send the question as ?query=…")
+        return None
+    if len(query) > MAX_QUESTION_CHARS:
+        detail = f"query has {len(query)} characters; the limit is {MAX_QUESTION_CHARS}"
+        raise InvalidInput("query", detail)
+    return query

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Annotated
 
 import attrs
@@ -35,3 +36,15 @@ class Problem:
     existing_id: Annotated[
         int | None, described("409 of a memory item: the item already stored")
     ] = None
+
+
+class ProblemError(Exception):
+    """Raise anywhere in a request, in a rule or a route, to answer with a problem+json
+    body of ``status`` and ``detail`` (``extra``: the Problem fields it adds)."""
+
+    def __init__(self, status: int, detail: str, *, title: str | None = None, **extra: object):
+        self.status = status
+        self.detail = detail
+        self.title = title or HTTPStatus(status).phrase
+        self.extra = extra
+        super().__init__(detail)

@@ -28,6 +28,11 @@ _PRIMITIVES: dict[Any, dict[str, Any]] = {
 }
 
 
+#: attrs field metadata: the field's None stands for "not sent" (a PATCH body's field
+#: left as it is), never for a JSON null (``ragcore.api.converter.unless_sent``)
+UNLESS_SENT = "unless sent"
+
+
 @attrs.frozen(eq=False)  # hashed by identity: typing caches Annotated types by their parts
 class Schema:
     """What a field's type cannot say about it, for its JSON Schema: carried in the type
@@ -55,6 +60,15 @@ def field_schema(hint: Any) -> tuple[Any, dict[str, Any]]:
         if isinstance(extra, Schema):
             keywords.update(extra.keywords)
     return base, keywords
+
+
+def without_none(hint: Any) -> Any:
+    """``T`` of ``T | None``; any other type as it is."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        rest = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return hint
 
 
 @attrs.frozen
@@ -89,7 +103,11 @@ class Schemas:
         properties: dict[str, Any] = {}
         required = []
         for field in attrs.fields(cls):
-            properties[field.name] = self.of(hints[field.name])
+            hint = hints[field.name]
+            if field.metadata.get(UNLESS_SENT):
+                base, keywords = field_schema(hint)
+                hint = typing.Annotated[without_none(base), Schema(keywords)]
+            properties[field.name] = self.of(hint)
             if field.default is attrs.NOTHING:
                 required.append(field.name)
         schema: dict[str, Any] = {"type": "object", "properties": properties}

@@ -8,6 +8,7 @@ import attrs
 
 from ragcore.api.schema import described
 from ragcore.workflows.definitions import MAX_NAME_CHARS, MAX_URL_CHARS, Channel, Workflow
+from ragcore.workflows.definitions import WorkflowPatch as WorkflowPatch  # the body, by its rules
 
 NAME = {"minLength": 1, "maxLength": MAX_NAME_CHARS}
 CHANNELS = {"minItems": 1}
@@ -37,16 +38,6 @@ class NewWorkflow:
             **CHANNELS,
         ),
     ]
-    is_active: bool = True
-
-
-@attrs.frozen
-class WorkflowPatch:
-    """The fields to change, as in NewWorkflow; {} changes nothing."""
-
-    name: Annotated[str, described(**NAME)] = ""
-    webhook_url: Annotated[str, described(maxLength=MAX_URL_CHARS)] = ""
-    channels: Annotated[list[Channel], described(**CHANNELS)] = attrs.field(factory=list)
     is_active: bool = True
 
 

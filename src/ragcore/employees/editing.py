@@ -8,20 +8,21 @@ rule about what may change, and how, lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 
+from ragcore.api.converter import listing, structure_body, unless_sent
+from ragcore.api.schema import described
 from ragcore.employees.roles import (
+    AUTONOMY_LEVELS,
     IDENTIFIER_RULE,
     Autonomy,
     Role,
     check_autonomy,
     check_role_identifier,
 )
-from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
-from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.errors import InvalidInput, check_text
 
 EDITABLE_FIELDS = ("display_name", "personality", "channels", "skill_tags", "autonomy")
 # Fields the API shows but derives or fixes itself: sending them back is refused by name.
@@ -38,44 +39,41 @@ REQUIRED_TO_CREATE = ("display_name", "personality")
 MAX_DISPLAY_NAME_CHARS = 100
 MAX_PERSONALITY_CHARS = 8000
 MAX_LIST_ITEMS = 32
+IDENTIFIERS_REFUSAL = "must be a list of identifiers"
+AUTONOMY_REFUSAL = f"must be one of: {', '.join(AUTONOMY_LEVELS)}"
 
 
+@listing(read_only=READ_ONLY_FIELDS, words="the fields you can change")
 @attrs.frozen
-class RolePatch:
-    """The checked fields of a PATCH body; ``None`` means "leave as it is"."""
+class EmployeePatch:
+    """The fields to change; display_name and personality are required to create a
+    runtime role. Unknown fields are refused (422)."""
 
-    display_name: str | None = None
-    personality: str | None = None
-    channels: tuple[str, ...] | None = None
-    skill_tags: tuple[str, ...] | None = None
-    autonomy: Autonomy | None = None
+    display_name: Annotated[str | None, described(maxLength=MAX_DISPLAY_NAME_CHARS)] = unless_sent(
+        lambda value: check_text(value, "display_name", MAX_DISPLAY_NAME_CHARS)
+    )
+    personality: Annotated[str | None, described(maxLength=MAX_PERSONALITY_CHARS)] = unless_sent(
+        lambda value: check_text(value, "personality", MAX_PERSONALITY_CHARS)
+    )
+    channels: Annotated[
+        tuple[Any, ...] | None, described(maxItems=MAX_LIST_ITEMS, items={"type": "string"})
+    ] = unless_sent(lambda value: _identifiers(value, "channels"), IDENTIFIERS_REFUSAL)
+    skill_tags: Annotated[
+        tuple[Any, ...] | None, described(maxItems=MAX_LIST_ITEMS, items={"type": "string"})
+    ] = unless_sent(lambda value: _identifiers(value, "skill_tags"), IDENTIFIERS_REFUSAL)
+    autonomy: Autonomy | None = unless_sent(check_autonomy, AUTONOMY_REFUSAL)
 
     def given(self) -> dict[str, Any]:
         return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}
 
 
-def check_patch(body: Mapping[str, Any]) -> RolePatch:
+def check_patch(body: Mapping[str, Any]) -> EmployeePatch:
     """The PATCH body checked: known fields only (unknown and read-only ones are refused by
     name, never ignored), each of the right type and within its limits."""
-    refuse_unknown_fields(
-        body, EDITABLE_FIELDS, READ_ONLY_FIELDS, listing="the fields you can change"
-    )
-    fields: dict[str, Any] = {}
-    for name, limit in (
-        ("display_name", MAX_DISPLAY_NAME_CHARS),
-        ("personality", MAX_PERSONALITY_CHARS),
-    ):
-        if name in body:
-            fields[name] = check_text(body[name], name, limit)
-    for name in ("channels", "skill_tags"):
-        if name in body:
-            fields[name] = _identifiers(body[name], name)
-    if "autonomy" in body:
-        fields["autonomy"] = check_autonomy(body["autonomy"])
-    return RolePatch(**fields)
+    return structure_body(body, EmployeePatch)
 
 
-def apply_patch(identifier: str, existing: Role | None, patch: RolePatch) -> Role:
+def apply_patch(identifier: str, existing: Role | None, patch: EmployeePatch) -> Role:
     """The role after ``patch``: the stored role with the given fields replaced, or, when
     ``identifier`` is new, a runtime role (display name and personality required; channels
     and skill tags default to none, autonomy to ``semi``)."""
@@ -91,40 +89,9 @@ def apply_patch(identifier: str, existing: Role | None, patch: RolePatch) -> Rol
     return Role(identifier=identifier, **patch.given())
 
 
-def role_view(
-    role: Role,
-    sensitivity: Sensitivity,
-    *,
-    created_at: datetime | None = None,
-    updated_at: datetime | None = None,
-) -> dict[str, Any]:
-    """The role as the API shows it: its fields, whether it is sensitive and why (rule 13),
-    and the autonomy it acts with next to the one configured."""
-    return {
-        "identifier": role.identifier,
-        "display_name": role.display_name,
-        "personality": role.personality,
-        "channels": list(role.channels),
-        "skill_tags": list(role.skill_tags),
-        "autonomy": role.autonomy,
-        "effective_autonomy": effective_autonomy(role.autonomy, sensitivity),
-        "built_in": role.built_in,
-        "sensitive": sensitivity.sensitive,
-        "sensitivity": {
-            "reason": sensitivity.reason,
-            "marker": sensitivity.marker,
-            "field": sensitivity.field,
-            "setting": sensitivity.setting,
-            "explanation": sensitivity.explain(),
-        },
-        "created_at": created_at.isoformat() if created_at else None,
-        "updated_at": updated_at.isoformat() if updated_at else None,
-    }
-
-
 def _identifiers(value: Any, field: str) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise InvalidInput(field, "must be a list of identifiers")
+    if not isinstance(value, list | tuple):
+        raise InvalidInput(field, IDENTIFIERS_REFUSAL)
     if len(value) > MAX_LIST_ITEMS:
         raise InvalidInput(field, f"has {len(value)} items; the limit is {MAX_LIST_ITEMS}")
     out: list[str] = []

@@ -133,12 +133,15 @@ def asker_hash(asker: str | None) -> str:
     return hashlib.sha256((asker or ANONYMOUS).encode("utf-8")).hexdigest()
 
 
+ASKER_REFUSAL = "must be text naming the end user, when given"
+
+
 def check_asker(value: Any) -> str | None:
     """The ``user`` of a chat request: optional text of at most ``MAX_ASKER_CHARS``."""
     if value is None or value == "":
         return None
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("user", "must be text naming the end user, when given")
+        raise InvalidInput("user", ASKER_REFUSAL)
     if len(value) > MAX_ASKER_CHARS:
         raise InvalidInput("user", f"has {len(value)} characters; the limit is {MAX_ASKER_CHARS}")
     return value.strip()

@@ -23,13 +23,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Generator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.converter import listing, refusal, structure_body
+from ragcore.api.schema import described
 from ragcore.effects import Effect
-from ragcore.employees.roles import IDENTIFIER_RULE, check_role_identifier
-from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, check_role_identifier
+from ragcore.errors import InvalidInput, check_text
 from ragcore.knowledge.effects import Embed
 
 Source = Literal["owner", "profile", "learned"]
@@ -39,12 +41,13 @@ SOURCE_TITLES = {
     "profile": "Business profile",
     "learned": "Learned patterns",
 }
-MEMORY_FIELDS = ("text", "tags", "source", "importance")
 MAX_MEMORY_CHARS = 1000
 MAX_TAGS = 16
 MIN_IMPORTANCE = 1
 MAX_IMPORTANCE = 5
 DEFAULT_IMPORTANCE = 3
+IMPORTANCE_REFUSAL = f"must be a whole number from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}"
+TAGS_REFUSAL = "must be a list of tags"
 #: the size of the role context, in characters of the text injected into the prompt
 CONTEXT_BUDGET_CHARS = 2000
 #: how many learned patterns, most relevant first, are considered for the context
@@ -62,14 +65,55 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
 
 
+def check_tags(value: Any) -> tuple[str, ...]:
+    """Tags: a list of identifiers (lowercase letters, digits, _ and -), without repeats."""
+    if not isinstance(value, list | tuple):
+        raise InvalidInput("tags", TAGS_REFUSAL)
+    if len(value) > MAX_TAGS:
+        raise InvalidInput("tags", f"has {len(value)} items; the limit is {MAX_TAGS}")
+    out: list[str] = []
+    for item in value:
+        try:
+            check_role_identifier(item)
+        except InvalidInput:
+            raise InvalidInput(
+                "tags", f"{item!r} is not allowed: each tag: {IDENTIFIER_RULE}"
+            ) from None
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _memory_text(value: Any) -> str:
+    return check_text(value, "text", MAX_MEMORY_CHARS)
+
+
+def _importance(_: Any, __: Any, value: int) -> None:
+    if not MIN_IMPORTANCE <= value <= MAX_IMPORTANCE:
+        raise InvalidInput("importance", IMPORTANCE_REFUSAL)
+
+
+@listing()
 @attrs.frozen
 class NewMemory:
-    """A checked ``POST /employees/{role}/memory`` body."""
+    """Unknown fields are refused (422). The same text (ignoring case and whitespace)
+    twice for one role is 409."""
 
-    text: str
-    tags: tuple[str, ...] = ()
-    source: Source = "owner"
-    importance: int = DEFAULT_IMPORTANCE
+    text: Annotated[str, described(maxLength=MAX_MEMORY_CHARS)] = attrs.field(
+        converter=_memory_text, metadata=refusal("is required, as text")
+    )
+    tags: Annotated[
+        tuple[Any, ...],
+        described(maxItems=MAX_TAGS, items={"type": "string", "pattern": _IDENTIFIER.pattern}),
+    ] = attrs.field(default=(), converter=check_tags, metadata=refusal(TAGS_REFUSAL))
+    source: Source = attrs.field(
+        default="owner", metadata=refusal(f"must be one of: {', '.join(SOURCES)}")
+    )
+    importance: Annotated[int, described(minimum=MIN_IMPORTANCE, maximum=MAX_IMPORTANCE)] = (
+        attrs.field(
+            default=DEFAULT_IMPORTANCE, validator=_importance, metadata=refusal(IMPORTANCE_REFUSAL)
+        )
+    )
 
     @property
     def content_hash(self) -> str:
@@ -126,44 +170,7 @@ class FetchRoleMemory(Effect[list[MemoryItem]]):
 
 def check_memory(body: Mapping[str, Any]) -> NewMemory:
     """The body checked: known fields only (others are refused by name), ``text`` required."""
-    refuse_unknown_fields(body, MEMORY_FIELDS)
-    text = body.get("text")
-    if not isinstance(text, str):
-        raise InvalidInput("text", "is required, as text")
-    text = check_text(text, "text", MAX_MEMORY_CHARS)
-    tags = check_tags(body.get("tags", []))
-    source = body.get("source", "owner")
-    if source not in SOURCES:
-        raise InvalidInput("source", f"must be one of: {', '.join(SOURCES)}")
-    importance = body.get("importance", DEFAULT_IMPORTANCE)
-    if (
-        not isinstance(importance, int)
-        or isinstance(importance, bool)
-        or not MIN_IMPORTANCE <= importance <= MAX_IMPORTANCE
-    ):
-        raise InvalidInput(
-            "importance", f"must be a whole number from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}"
-        )
-    return NewMemory(text, tags, source, importance)
-
-
-def check_tags(value: Any) -> tuple[str, ...]:
-    """Tags: a list of identifiers (lowercase letters, digits, _ and -), without repeats."""
-    if not isinstance(value, list):
-        raise InvalidInput("tags", "must be a list of tags")
-    if len(value) > MAX_TAGS:
-        raise InvalidInput("tags", f"has {len(value)} items; the limit is {MAX_TAGS}")
-    out: list[str] = []
-    for item in value:
-        try:
-            check_role_identifier(item)
-        except InvalidInput:
-            raise InvalidInput(
-                "tags", f"{item!r} is not allowed: each tag: {IDENTIFIER_RULE}"
-            ) from None
-        if item not in out:
-            out.append(item)
-    return tuple(out)
+    return structure_body(body, NewMemory)
 
 
 def parse_tags(value: str | None) -> tuple[str, ...]:
@@ -257,29 +264,3 @@ def role_context(
         role, tuple(vector), learned_limit=LEARNED_CANDIDATES
     )
     return assemble_context(items, budget_chars)
-
-
-def memory_view(item: MemoryItem) -> dict[str, Any]:
-    """A memory item as the API shows it."""
-    view: dict[str, Any] = {
-        "id": item.id,
-        "role": item.role,
-        "text": item.text,
-        "tags": list(item.tags),
-        "source": item.source,
-        "importance": item.importance,
-        "created_at": item.created_at.isoformat() if item.created_at else None,
-    }
-    if item.similarity is not None:
-        view["similarity"] = round(item.similarity, 4)
-    return view
-
-
-def context_view(context: RoleContext) -> dict[str, Any]:
-    return {
-        "text": context.text,
-        "chars": len(context.text),
-        "budget_chars": context.budget_chars,
-        "dropped": context.dropped,
-        "items": [memory_view(item) for item in context.items],
-    }

@@ -18,11 +18,12 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.converter import refusal, sent, structure_body
 from ragcore.api.schema import described
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.prompts import Prompt
 from ragcore.employees.memory import MemoryItem
-from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.errors import InvalidInput
 from ragcore.language import NAMES, language_name
 from ragcore.metering import metered_generate
 from ragcore.usage import Caps
@@ -58,25 +59,10 @@ class Profile:
     updated_at: Annotated[datetime | None, described(readOnly=True)] = None
 
 
-def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
-    """The body checked: owner fields only, each text within its limit (null or "" clears
-    it); ``language`` an ISO 639-1 code. The summary and other fields are refused by name."""
-    read_only = sorted(set(body) & set(READ_ONLY_FIELDS))
-    if read_only:
-        raise InvalidInput(
-            ", ".join(read_only),
-            f"{', '.join(read_only)} cannot be written: the summary is rebuilt by "
-            "POST /profile/learn; the owner fields: " + ", ".join(OWNER_FIELDS),
-        )
-    refuse_unknown_fields(body, tuple(OWNER_FIELDS))
-    if not body:
-        raise InvalidInput("body", f"send at least one of: {', '.join(OWNER_FIELDS)}")
-    out: dict[str, str] = {}
-    for field, value in body.items():
-        if value is None:
-            value = ""
-        if not isinstance(value, str):
-            raise InvalidInput(field, f"{field} must be text (or null to clear it)")
+def _owner_field(field: str) -> Any:
+    """A field of ProfilePatch: None when not sent; text sent is tidied and checked."""
+
+    def check(value: str) -> str:
         value = " ".join(value.split()) if field != "description" else value.strip()
         if field == "language":
             value = value.lower()
@@ -89,8 +75,45 @@ def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
             raise InvalidInput(
                 field, f"{field} has {len(value)} characters; the limit is {OWNER_FIELDS[field]}"
             )
-        out[field] = value
-    return out
+        return value
+
+    refused = refusal(f"{field} must be text (or null to clear it)")
+    return attrs.field(default=None, converter=sent(check), metadata=refused)
+
+
+@attrs.frozen
+class ProfilePatch:
+    """The owner's fields to change (null or "" clears one); the learned ones are
+    rebuilt by POST /profile/learn and refused here (422)."""
+
+    description: Annotated[str | None, described(maxLength=OWNER_FIELDS["description"])] = (
+        _owner_field("description")
+    )
+    products: Annotated[str | None, described(maxLength=OWNER_FIELDS["products"])] = _owner_field(
+        "products"
+    )
+    tone: Annotated[str | None, described(maxLength=OWNER_FIELDS["tone"])] = _owner_field("tone")
+    language: Annotated[str | None, described("ISO 639-1 code, or ''")] = _owner_field("language")
+
+    def given(self) -> dict[str, str]:
+        return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}
+
+
+def check_profile_patch(body: Mapping[str, Any]) -> dict[str, str]:
+    """The body checked: owner fields only, each text within its limit (null or "" clears
+    it); ``language`` an ISO 639-1 code. The summary and other fields are refused by name."""
+    read_only = sorted(set(body) & set(READ_ONLY_FIELDS))
+    if read_only:
+        raise InvalidInput(
+            ", ".join(read_only),
+            f"{', '.join(read_only)} cannot be written: the summary is rebuilt by "
+            "POST /profile/learn; the owner fields: " + ", ".join(OWNER_FIELDS),
+        )
+    cleared = {field: "" if value is None else value for field, value in body.items()}
+    fields = structure_body(cleared, ProfilePatch).given()
+    if not fields:
+        raise InvalidInput("body", f"send at least one of: {', '.join(OWNER_FIELDS)}")
+    return fields
 
 
 def profile_lines(profile: Profile) -> list[str]:

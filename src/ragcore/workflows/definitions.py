@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ragcore.api.converter import listing, structure_body, unless_sent
 from ragcore.api.schema import described
-from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.errors import InvalidInput, check_text
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
@@ -30,12 +31,13 @@ UNWIRED_CHANNELS = {
     "slack": "slack is not a wired channel: only telegram, whatsapp and discord fire workflows",
     "email": "email is not a wired channel: only telegram, whatsapp and discord fire workflows",
 }
-FIELDS = ("name", "webhook_url", "channels", "is_active")
 REQUIRED = ("name", "webhook_url", "channels")
 READ_ONLY_FIELDS = ("id", "created_at", "updated_at")
 FILTERS = ("channel", "is_active")
 MAX_NAME_CHARS = 200
 MAX_URL_CHARS = 2048
+URL_REFUSAL = "must be text: an http:// or https:// URL"
+CHANNELS_REFUSAL = f"must be a list of {', '.join(WIRED_CHANNELS)}"
 
 
 @attrs.frozen
@@ -51,14 +53,21 @@ class Workflow:
     updated_at: datetime | None = None
 
 
+@listing(read_only=READ_ONLY_FIELDS)
 @attrs.frozen
-class WorkflowFields:
-    """Checked fields of a body; ``None`` means "not given" (keep it, on a PATCH)."""
+class WorkflowPatch:
+    """The fields to change, as in NewWorkflow; {} changes nothing."""
 
-    name: str | None = None
-    webhook_url: str | None = None
-    channels: tuple[str, ...] | None = None
-    is_active: bool | None = None
+    name: Annotated[str | None, described(minLength=1, maxLength=MAX_NAME_CHARS)] = unless_sent(
+        lambda value: check_name(value)
+    )
+    webhook_url: Annotated[str | None, described(maxLength=MAX_URL_CHARS)] = unless_sent(
+        lambda value: check_webhook_url(value), URL_REFUSAL
+    )
+    channels: Annotated[
+        tuple[Any, ...] | None, described(items={"enum": list(WIRED_CHANNELS)}, minItems=1)
+    ] = unless_sent(lambda value: check_channels(value), CHANNELS_REFUSAL)
+    is_active: bool | None = unless_sent()
 
     def given(self) -> dict[str, Any]:
         return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}
@@ -72,7 +81,7 @@ class Filters:
     is_active: bool | None = None
 
 
-def check_new(body: Mapping[str, Any]) -> WorkflowFields:
+def check_new(body: Mapping[str, Any]) -> WorkflowPatch:
     """A POST body: name, webhook_url and channels required; is_active defaults to true."""
     fields = check_patch(body)
     missing = [name for name in REQUIRED if getattr(fields, name) is None]
@@ -81,25 +90,13 @@ def check_new(body: Mapping[str, Any]) -> WorkflowFields:
     return fields if fields.is_active is not None else attrs.evolve(fields, is_active=True)
 
 
-def check_patch(body: Mapping[str, Any]) -> WorkflowFields:
+def check_patch(body: Mapping[str, Any]) -> WorkflowPatch:
     """A PATCH body: known fields only (unknown and read-only ones are refused by name,
     never ignored), each valid. ``{}`` is a valid PATCH that changes nothing."""
-    refuse_unknown_fields(body, FIELDS, READ_ONLY_FIELDS)
-    fields: dict[str, Any] = {}
-    if "name" in body:
-        fields["name"] = check_name(body["name"])
-    if "webhook_url" in body:
-        fields["webhook_url"] = check_webhook_url(body["webhook_url"])
-    if "channels" in body:
-        fields["channels"] = check_channels(body["channels"])
-    if "is_active" in body:
-        if not isinstance(body["is_active"], bool):
-            raise InvalidInput("is_active", "must be true or false (a JSON boolean)")
-        fields["is_active"] = body["is_active"]
-    return WorkflowFields(**fields)
+    return structure_body(body, WorkflowPatch)
 
 
-def apply_patch(existing: Workflow, patch: WorkflowFields) -> Workflow:
+def apply_patch(existing: Workflow, patch: WorkflowPatch) -> Workflow:
     return attrs.evolve(existing, **patch.given())
 
 
@@ -112,7 +109,7 @@ def check_webhook_url(value: object) -> str:
     credentials (SPEC section 5 item 9), and an HTTP client would turn them into a Basic
     authorization header."""
     if not isinstance(value, str):
-        raise InvalidInput("webhook_url", "must be text: an http:// or https:// URL")
+        raise InvalidInput("webhook_url", URL_REFUSAL)
     value = value.strip()
     if len(value) > MAX_URL_CHARS:
         raise InvalidInput("webhook_url", f"is longer than {MAX_URL_CHARS} characters")
@@ -158,8 +155,8 @@ def workflow_reach(settings: Settings, interfaces: Iterable[str] = ()) -> Reach:
 
 def check_channels(value: Any) -> tuple[str, ...]:
     """At least one wired channel, each once (order kept; case ignored)."""
-    if not isinstance(value, list):
-        raise InvalidInput("channels", f"must be a list of {', '.join(WIRED_CHANNELS)}")
+    if not isinstance(value, list | tuple):
+        raise InvalidInput("channels", CHANNELS_REFUSAL)
     if not value:
         raise InvalidInput(
             "channels", f"must name at least one of {', '.join(WIRED_CHANNELS)}, or it never fires"

@@ -15,7 +15,7 @@ import attrs
 import psycopg
 
 from ragcore.employees.builtin import BUILT_IN
-from ragcore.employees.editing import RolePatch, apply_patch, follow_defaults
+from ragcore.employees.editing import EmployeePatch, apply_patch, follow_defaults
 from ragcore.employees.memory import seed_memories
 from ragcore.employees.roles import BUILT_IN_ROLES, Role
 from ragio.employees import memory
@@ -133,7 +133,7 @@ def role_identifiers(conn: psycopg.Connection) -> list[str]:
     return [stored.role.identifier for stored in list_roles(conn)]
 
 
-def patch_role(conn: psycopg.Connection, identifier: str, patch: RolePatch) -> StoredRole:
+def patch_role(conn: psycopg.Connection, identifier: str, patch: EmployeePatch) -> StoredRole:
     """Apply ``patch`` to the stored role (locked while merging, so two edits do not undo
     each other), or create the runtime role ``identifier`` from it. ``apply_patch`` decides
     what is allowed; InvalidInput from it writes nothing."""

@@ -15,27 +15,32 @@ from typing import Any
 from quart import Blueprint, request
 from quart.blueprints import BlueprintSetupState
 
-from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject, normalize_id
-from ragcore.actions.autonomy import ActingRole, autonomy_view, check_update
+from ragcore.actions.approvals import normalize_id
+from ragcore.actions.autonomy import ActingRole, check_update
 from ragcore.actions.flow import ActionPolicy, Submission, submit_action
-from ragcore.actions.kinds import Catalog, check_action
-from ragcore.actions.records import ActionRecord, log_view, record_view
+from ragcore.actions.kinds import check_action
+from ragcore.actions.records import ActionRecord
 from ragcore.api.actions import (
     ACTION_ID,
     Action,
     ActionLog,
+    ActionLogEntry,
     ActionLogQuery,
     AutonomySetting,
     AutonomyUpdate,
     NewAction,
     PendingActions,
+    decided,
+    shown,
+    submitted,
 )
+from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
 from ragio.actions import store
 from ragio.actions.approvals import decide, settle
-from ragio.employees.lookup import UnknownRole, stored_role
+from ragio.employees.lookup import stored_role
 from ragio.http.context import EXTENSION, service
 from ragio.http.inputs import json_body
 from ragio.http.problems import Problem
@@ -63,8 +68,7 @@ async def get_autonomy() -> dict[str, Any]:
     """The autonomy setting and what each action kind can reach"""
     svc = service()
     config = await svc.database.run(store.load_autonomy)
-    settings = svc.settings
-    return autonomy_view(config, Catalog.from_settings(settings), settings.approval_ttl_hours)
+    return converter.unstructure(AutonomySetting.of(config, svc.settings))
 
 
 @blueprint.post("/autonomy")
@@ -75,7 +79,6 @@ async def post_autonomy() -> dict[str, Any]:
     body = await json_body(required=True)
     current = await svc.database.run(store.load_autonomy)
     saved = await svc.database.run(store.save_autonomy, check_update(body, current))
-    settings = svc.settings
     log.info(
         "autonomy set: mode %s, kinds %s, sensitive roles %s, approvals on %s",
         saved.mode,
@@ -83,7 +86,7 @@ async def post_autonomy() -> dict[str, Any]:
         saved.sensitive_roles,
         saved.approval_channel or "the API only",
     )
-    return autonomy_view(saved, Catalog.from_settings(settings), settings.approval_ttl_hours)
+    return converter.unstructure(AutonomySetting.of(saved, svc.settings))
 
 
 @blueprint.post("/actions")
@@ -102,11 +105,8 @@ async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
     role_name = body.pop("role", None)
     action = check_action(body)
     acting = None
-    if role_name is not None:
-        try:
-            role = await stored_role(svc.database, role_name)
-        except UnknownRole as error:
-            raise Problem(404, str(error)) from None
+    if role_name is not None:  # an unknown one is 404 (ragio.http.problems)
+        role = await stored_role(svc.database, role_name)
         settings = svc.settings
         acting = ActingRole.of(
             role, settings.sensitive_roles_extra, settings.sensitive_roles_reviewed_safe
@@ -117,20 +117,7 @@ async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
 
 
 def _outcome(record: ActionRecord) -> tuple[dict[str, Any], int, dict[str, str]]:
-    """200 executed, 202 held for the owner; a problem naming the action otherwise."""
-    headers = {"Location": f"/actions/{record.id}"}
-    extra = {"action_id": record.id, "action_status": record.status}
-    if record.status == "executed":
-        return record_view(record), 200, headers
-    if record.status == "pending":
-        return record_view(record), 202, headers
-    if record.status == "failed":
-        raise Problem(502, f"the action was not sent: {record.reason}", **extra)
-    if record.status == "refused":
-        # the settings cannot reach it (change the action: 422) or the gate said no (403)
-        status = 422 if record.decided_by == "settings" else 403
-        raise Problem(status, f"the action was refused: {record.reason}", **extra)
-    return record_view(record), 200, headers
+    return shown(record), submitted(record), {"Location": f"/actions/{record.id}"}
 
 
 @blueprint.get("/actions/<id>")
@@ -140,7 +127,7 @@ async def get_action(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
     found = await _load(id)
     if found is None:
         raise Problem(404, f"no action {id[:20]!r}; GET /autonomy/log lists them")
-    return record_view(found)
+    return shown(found)
 
 
 async def _load(raw: str) -> ActionRecord | None:
@@ -157,7 +144,7 @@ async def list_pending() -> dict[str, Any]:
     """The actions waiting for the owner, oldest first"""
     await settle(service())  # what time alone decided, before it is shown
     pending = await service().database.run(store.pending_actions, service().clock.now())
-    return {"pending": [record_view(record) for record in pending]}
+    return {"pending": [shown(record) for record in pending]}
 
 
 @blueprint.post("/autonomy/pending/<id>/approve")
@@ -176,32 +163,8 @@ async def reject(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
 
 async def _decide(raw: str, verdict: str) -> dict[str, Any]:
     decision = await decide(service(), raw, verdict, "api")
-    judgement, record = decision.judgement, decision.record
-    shown = decision.action_id or raw[:20]
-    if isinstance(judgement, AlreadyDecided):
-        raise Problem(
-            409,
-            f"action {shown} was already decided ({judgement.status}); nothing changed",
-            action_id=shown,
-            action_status=judgement.status,
-        )
-    if isinstance(judgement, Expired):
-        raise Problem(
-            410,
-            f"action {shown} expired at {judgement.expires_at.isoformat()}; nothing was sent",
-            action_id=shown,
-            action_status="expired",
-        )
-    if isinstance(judgement, Approve | Reject) and record is not None:
-        if record.status == "failed":
-            raise Problem(
-                502,
-                f"approved, but the action was not sent: {record.reason}",
-                action_id=shown,
-                action_status="failed",
-            )
-        return record_view(record)
-    raise Problem(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")
+    named = decision.action_id or raw[:20]
+    return shown(decided(decision.judgement, decision.record, named))
 
 
 @blueprint.get("/autonomy/log")
@@ -216,7 +179,5 @@ async def get_log() -> dict[str, Any]:
     entries = await service().database.run(
         store.action_log, query.limit, query.before or None, action_id
     )
-    return {
-        "entries": [log_view(entry) for entry in entries],
-        "next_before": entries[-1].id if len(entries) == query.limit else None,
-    }
+    next_before = entries[-1].id if len(entries) == query.limit else None
+    return converter.unstructure(ActionLog([ActionLogEntry.of(e) for e in entries], next_before))

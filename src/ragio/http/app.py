@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NestedTooDeep
+from ragio.employees.lookup import UnknownRole
 from ragio.http import (
     actions,
     chat,
@@ -79,6 +80,7 @@ def create_app(svc: Service) -> QuartTrio:
     @app.errorhandler(NestedTooDeep)
     @app.errorhandler(AnswerFailed)
     @app.errorhandler(EmbeddingFailed)
+    @app.errorhandler(UnknownRole)
     async def on_known(error: Exception) -> Response:
         if isinstance(error, AnswerFailed | EmbeddingFailed):
             log.warning("%s %s: %s", request.method, request.path, error)  # names no key

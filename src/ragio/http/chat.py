@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -10,27 +9,21 @@ from typing import Any
 import trio
 from quart import Blueprint, Response, current_app, request
 
-from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream
-from ragcore.api.converter import converter
+from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream, sse
+from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
-from ragcore.chat.pipeline import (
-    ChatAnswer,
-    ChatPolicy,
-    ChatRequest,
-    answer_question,
-    check_question,
-)
-from ragcore.employees.learning import check_asker
-from ragio.employees.lookup import UnknownRole, stored_role
+from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
+from ragio.employees.lookup import stored_role
 from ragio.http.context import service
-from ragio.http.inputs import json_body, reject_unknown
-from ragio.http.problems import Problem, problem_body, problem_for
+from ragio.http.inputs import json_body
+from ragio.http.problems import problem_body, problem_for
 from ragio.runner import run
 
 blueprint = Blueprint("chat", __name__)
 log = logging.getLogger(__name__)
 ASKED = {"body": ChatQuestion, "body_required": False, "query": ChatQuery}
 ANSWER_FAILURES = (404, 422, 502, 503)
+ASKED_FIELDS = ("question", "role", "user")
 
 
 async def chat_request() -> ChatRequest:
@@ -41,18 +34,12 @@ async def chat_request() -> ChatRequest:
     404, never a silent fallback to answering without a role. ``user`` names the end user
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
     questions many users ask, not from one user asking many times."""
-    body = await json_body(required=False)
-    reject_unknown(body, ChatQuestion)
-    fields: dict[str, Any] = {**body, **request.args.to_dict()}
-    question = check_question(fields.get("question"))
-    asker = check_asker(fields.get("user"))
-    role = fields.get("role") or None
+    args = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
+    asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
+    question, asker, role = asked.question, asked.user, asked.role or None
     if role is None:
         return ChatRequest(question=question, asker=asker)
-    try:
-        employee = await stored_role(service().database, role)
-    except UnknownRole as error:
-        raise Problem(404, str(error)) from None
+    employee = await stored_role(service().database, role)  # an unknown one is 404
     # origin "chat": the API's callers hold its key; a proposal still meets the gate
     return ChatRequest(question=question, employee=employee, asker=asker, origin="chat")
 
@@ -116,14 +103,14 @@ async def chat_stream() -> Response:
             async for kind, payload in _chain(first, receive):
                 if kind == "token":
                     streamed = True
-                    yield _event("token", {"text": payload})
+                    yield sse("token", {"text": payload})
                 elif kind == "done":
                     if not streamed and payload.answer:  # nothing generated: say it anyway
-                        yield _event("token", {"text": payload.answer})
-                    yield _event("done", converter.unstructure(payload))
+                        yield sse("token", {"text": payload.answer})
+                    yield sse("done", converter.unstructure(payload))
                 else:
                     log.error("chat stream failed", exc_info=payload)
-                    yield _event("error", problem_body(problem_for(payload)))
+                    yield sse("error", problem_body(problem_for(payload)))
         finally:
             producer.cancel()  # the client went away, or we are done
 
@@ -138,7 +125,3 @@ async def _chain(first: tuple[str, Any], rest: Any) -> AsyncIterator[tuple[str, 
     yield first
     async for item in rest:
         yield item
-
-
-def _event(kind: str, data: Any) -> bytes:
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()

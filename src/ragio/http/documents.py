@@ -9,7 +9,7 @@ from typing import Any
 import trio
 from quart import Blueprint, request
 
-from ragcore.api.converter import converter
+from ragcore.api.converter import converter, refuse_unknown, structure_body
 from ragcore.api.documents import (
     Document,
     DocumentAdded,
@@ -17,6 +17,8 @@ from ragcore.api.documents import (
     DocumentUpload,
     DocumentWithText,
     NewDocument,
+    check_json_media_type,
+    check_size,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.errors import InvalidInput
@@ -30,7 +32,7 @@ from ragcore.knowledge.documents import (
     upload_name,
 )
 from ragio.http.context import service
-from ragio.http.inputs import json_body, reject_unknown
+from ragio.http.inputs import json_body
 from ragio.http.problems import Problem
 from ragio.knowledge import store
 from ragio.knowledge.formats import read_upload
@@ -61,24 +63,10 @@ async def create_document() -> tuple[dict[str, Any], int, dict[str, str]]:
     if request.mimetype == "multipart/form-data":
         stored = await _add_upload(svc)
     else:
-        if request.mimetype not in ("", "application/json") and not request.mimetype.endswith(
-            "+json"
-        ):
-            raise Problem(
-                415,
-                f"send application/json with name and text, or a multipart/form-data upload "
-                f"with the document in a field named file; not {request.mimetype}",
-            )
-        limit = svc.settings.max_upload_bytes
-        if (request.content_length or 0) > limit:
-            raise Problem(
-                413,
-                f"the body is {request.content_length} bytes; the limit is {limit} "
-                "(MAX_UPLOAD_BYTES)",
-            )
-        body = await json_body(required=True)
-        reject_unknown(body, NewDocument)
-        stored = await _add(svc, body.get("name"), body.get("text"))
+        check_json_media_type(request.mimetype)
+        check_size("body", request.content_length or 0, svc.settings.max_upload_bytes)
+        new = structure_body(await json_body(required=True), NewDocument)
+        stored = await _add(svc, new.name, new.text)
     result = converter.unstructure(DocumentAdded.of(stored, duplicate=not stored.created))
     if stored.created:
         return result, 201, {"Location": f"/documents/{stored.id}"}
@@ -89,7 +77,7 @@ async def _add_upload(svc: Service) -> StoredDocument:
     """A multipart upload: field ``file`` (the document) and, optionally, ``name``."""
     files = await request.files
     form = await request.form
-    reject_unknown(set(files) | set(form), DocumentUpload)
+    refuse_unknown(set(files) | set(form), DocumentUpload)
     uploads = files.getlist("file")
     if not uploads:
         detail = "must be a file part (with a filename)" if "file" in form else "is required"
@@ -103,11 +91,7 @@ async def _add_upload(svc: Service) -> StoredDocument:
         raise InvalidInput("name", "is required: give the file a filename or send a name field")
 
     data = await trio.to_thread.run_sync(upload.read)
-    limit = svc.settings.max_upload_bytes
-    if len(data) > limit:
-        raise Problem(
-            413, f"the file is {len(data)} bytes; the limit is {limit} (MAX_UPLOAD_BYTES)"
-        )
+    check_size("file", len(data), svc.settings.max_upload_bytes)
     if not data:
         raise InvalidInput("file", "is empty")
     fmt = detect_format(filename or name, upload.mimetype, data[:1024]) or detect_format(name, None)

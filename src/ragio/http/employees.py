@@ -9,6 +9,7 @@ from typing import Any
 
 from quart import Blueprint, request
 
+from ragcore.api.converter import converter
 from ragcore.api.employees import (
     ContextQuery,
     Employee,
@@ -19,16 +20,14 @@ from ragcore.api.employees import (
     MemoryQuery,
     NewMemory,
     RoleContext,
+    check_query,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
-from ragcore.chat.pipeline import MAX_QUESTION_CHARS
-from ragcore.employees.editing import check_patch, role_view
+from ragcore.employees.editing import check_patch
 from ragcore.employees.memory import (
     check_memory,
-    context_view,
     embed_missing,
-    memory_view,
     parse_tags,
     role_context,
 )
@@ -49,9 +48,8 @@ def role_json(stored: store.StoredRole) -> dict[str, Any]:
     sensitivity = assess_sensitivity(
         stored.role, settings.sensitive_roles_extra, settings.sensitive_roles_reviewed_safe
     )
-    return role_view(
-        stored.role, sensitivity, created_at=stored.created_at, updated_at=stored.updated_at
-    )
+    shown = Employee.of(stored.role, sensitivity, stored.created_at, stored.updated_at)
+    return converter.unstructure(shown)
 
 
 @blueprint.get("/employees")
@@ -99,25 +97,13 @@ async def patch_employee(role: str) -> tuple[dict[str, Any], int, dict[str, str]
     return role_json(saved), 200, {}
 
 
-def _query(required: bool) -> str | None:
-    query = (request.args.get("query") or "").strip()
-    if not query:
-        if required:
-            raise Problem(422, "send the question as ?query=…", field="query")
-        return None
-    if len(query) > MAX_QUESTION_CHARS:
-        detail = f"query has {len(query)} characters; the limit is {MAX_QUESTION_CHARS}"
-        raise Problem(422, detail, field="query")
-    return query
-
-
 @blueprint.get("/employees/<role>/memory")
 @operation(Reply(200, "The items", Memory), 404, 422, query=MemoryQuery)
 async def list_memory(role: str) -> dict[str, Any]:
     """A role's memory; search it by meaning and by tags"""
     identifier = (await found_role(role)).role.identifier
     tags = parse_tags(request.args.get("tags"))
-    query = _query(required=False)
+    query = check_query(request.args.get("query"), required=False)
     limit = read_query(MemoryQuery, request.args).limit
     svc = service()
     vector = None
@@ -125,7 +111,7 @@ async def list_memory(role: str) -> dict[str, Any]:
         await run(embed_missing(identifier), svc)
         [vector] = await embed(svc.embedder, [query], "query")
     items = await svc.database.run(memory.list_memory, identifier, tags, vector, limit)
-    return {"role": identifier, "memory": [memory_view(item) for item in items]}
+    return converter.unstructure(Memory(identifier, [MemoryItem.of(item) for item in items]))
 
 
 @blueprint.post("/employees/<role>/memory")
@@ -140,7 +126,11 @@ async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
         [vector] = await embed(svc.embedder, [new.text], "document")
         item = await svc.database.run(memory.add_memory, identifier, new, vector)
         if item is not None:
-            return memory_view(item), 201, {"Location": f"/employees/{identifier}/memory/{item.id}"}
+            return (
+                converter.unstructure(MemoryItem.of(item)),
+                201,
+                {"Location": f"/employees/{identifier}/memory/{item.id}"},
+            )
         duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
     raise Problem(
         409,
@@ -167,7 +157,6 @@ async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (t
 async def get_context(role: str) -> dict[str, Any]:
     """The role context the role injects into a prompt for the query"""
     identifier = (await found_role(role)).role.identifier
-    query = _query(required=True)
-    assert query is not None
+    query = check_query(request.args.get("query"), required=True)
     context = await run(role_context(identifier, query), service())
-    return {"role": identifier, "query": query, **context_view(context)}
+    return converter.unstructure(RoleContext.of(identifier, query, context))

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import attrs
 from quart import request
 
-from ragcore.errors import refuse_unknown_fields
 from ragcore.inputs import NotJSON, check_text_input, parse_json
 from ragio.http.problems import Problem
 
@@ -31,12 +28,6 @@ async def json_body(*, required: bool) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Problem(400, "the body must be a JSON object")
     return body
-
-
-def reject_unknown(given: Iterable[str], shape: type) -> None:
-    """A 422 naming every field of ``given`` that the request shape does not have."""
-    allowed = sorted(field.name for field in attrs.fields(shape))
-    refuse_unknown_fields(given, allowed, listing="allowed")
 
 
 def check_request_text() -> None:

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-from http import HTTPStatus
 
 from quart import Response
+
+from ragcore.api.problems import ProblemError
 
 PROBLEM_JSON = "application/problem+json"
 
 
-class Problem(Exception):
-    """Raise anywhere in a request to answer with a problem+json body."""
-
-    def __init__(self, status: int, detail: str, *, title: str | None = None, **extra: object):
-        self.status = status
-        self.detail = detail
-        self.title = title or HTTPStatus(status).phrase
-        self.extra = extra
-        super().__init__(detail)
+Problem = ProblemError  # raise anywhere in a request to answer with a problem+json body
 
 
 def problem_for(error: BaseException) -> Problem:
@@ -26,6 +19,7 @@ def problem_for(error: BaseException) -> Problem:
     know, a plain 500 that reveals nothing for the rest."""
     from ragcore.errors import InvalidInput, TooLarge
     from ragcore.inputs import NestedTooDeep
+    from ragio.employees.lookup import UnknownRole
     from ragio.providers.batching import EmbeddingDimensionsMismatch
     from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 
@@ -35,6 +29,8 @@ def problem_for(error: BaseException) -> Problem:
         return Problem(413, f"{error}; send a flatter body")
     if isinstance(error, TooLarge):
         return Problem(413, error.message, field=error.field)
+    if isinstance(error, UnknownRole):
+        return Problem(404, str(error))
     if isinstance(error, InvalidInput):
         return Problem(422, error.message, field=error.field)
     if isinstance(error, AnswerFailed):  # AllProvidersFailed: 503; ProviderRejected: 502

@@ -17,7 +17,6 @@ from ragcore.api.workflows import NewWorkflow, WorkflowFilters, WorkflowPatch, W
 from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
     Workflow,
-    WorkflowFields,
     check_filters,
     check_new,
     check_patch,
@@ -39,7 +38,7 @@ def _missing(raw: str) -> Problem:
     return Problem(404, f"no workflow {raw[:40]!r}; GET {PATH} lists them")
 
 
-async def _check_target(fields: WorkflowFields) -> WorkflowFields:
+async def _check_target(fields: WorkflowPatch) -> WorkflowPatch:
     """``fields`` when their webhook_url (if given) is one a workflow call may reach;
     InvalidInput naming webhook_url and why not otherwise."""
     if fields.webhook_url is not None:

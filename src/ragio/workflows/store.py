@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from ragcore.workflows.definitions import Filters, Workflow, WorkflowFields, apply_patch
+from ragcore.workflows.definitions import Filters, Workflow, WorkflowPatch, apply_patch
 
 _SELECT = (
     "SELECT id, name, webhook_url, channels, is_active, created_at, updated_at "
@@ -37,7 +37,7 @@ def get_workflow(conn: psycopg.Connection, workflow_id: int) -> Workflow | None:
     return _workflow(row) if row else None
 
 
-def create_workflow(conn: psycopg.Connection, new: WorkflowFields) -> Workflow:
+def create_workflow(conn: psycopg.Connection, new: WorkflowPatch) -> Workflow:
     row = conn.execute(
         f"""INSERT INTO automation_workflows (name, webhook_url, channels, is_active)
             VALUES (%s, %s, %s, %s) {_RETURNING}""",
@@ -47,7 +47,7 @@ def create_workflow(conn: psycopg.Connection, new: WorkflowFields) -> Workflow:
 
 
 def patch_workflow(
-    conn: psycopg.Connection, workflow_id: int, patch: WorkflowFields
+    conn: psycopg.Connection, workflow_id: int, patch: WorkflowPatch
 ) -> Workflow | None:
     """Apply ``patch`` (the row locked while merging, so two edits do not undo each other);
     None when there is no such workflow. A patch that changes nothing keeps updated_at."""
