@@ -6,23 +6,10 @@ import logging
 import os
 from urllib.parse import urlsplit
 
+from ragcore.actions import effects
 from ragcore.actions.approvals import ID_BYTES, approval_id
 from ragcore.actions.autonomy import AutonomyConfig
-from ragcore.actions.effects import (
-    ClaimAction,
-    ExpireOverdue,
-    FailInterrupted,
-    FinishAction,
-    LoadAction,
-    LoadAutonomy,
-    NewTicket,
-    NoteAction,
-    NotifyOwner,
-    PerformAction,
-    SaveAction,
-    Sent,
-    Ticket,
-)
+from ragcore.actions.effects import Sent, Ticket
 from ragcore.actions.kinds import (
     ChatopsAction,
     EmailAction,
@@ -46,25 +33,25 @@ def new_id() -> str:
     return approval_id(os.urandom(ID_BYTES))
 
 
-async def load_autonomy(effect: LoadAutonomy, service: Service) -> AutonomyConfig:
+async def load_autonomy(effect: effects.LoadAutonomy, service: Service) -> AutonomyConfig:
     return await service.database.run(store.load_autonomy)
 
 
-async def new_ticket(effect: NewTicket, service: Service) -> Ticket:
+async def new_ticket(effect: effects.NewTicket, service: Service) -> Ticket:
     return Ticket(new_id(), service.clock.now())
 
 
-async def save_action(effect: SaveAction, service: Service) -> None:
+async def save_action(effect: effects.SaveAction, service: Service) -> None:
     record = effect.record
     await service.database.run(store.save_action, record, effect.event, effect.detail)
     _log_event(record.id, effect.event, effect.detail, record)
 
 
-async def load_action(effect: LoadAction, service: Service) -> ActionRecord | None:
+async def load_action(effect: effects.LoadAction, service: Service) -> ActionRecord | None:
     return await service.database.run(store.load_action, effect.action_id)
 
 
-async def claim_action(effect: ClaimAction, service: Service) -> ActionRecord | None:
+async def claim_action(effect: effects.ClaimAction, service: Service) -> ActionRecord | None:
     aid, move, detail = effect.action_id, effect.move, effect.detail
     claimed = await service.database.run(
         store.claim_action, aid, move, effect.now, effect.by, detail, effect.before_expiry
@@ -74,36 +61,36 @@ async def claim_action(effect: ClaimAction, service: Service) -> ActionRecord | 
     return claimed
 
 
-async def finish_action(effect: FinishAction, service: Service) -> ActionRecord:
+async def finish_action(effect: effects.FinishAction, service: Service) -> ActionRecord:
     aid, move, detail = effect.action_id, effect.move, effect.detail
     finished = await service.database.run(store.finish_action, aid, move, detail)
     _log_event(aid, move.event, detail, finished)
     return finished
 
 
-async def expire_overdue(effect: ExpireOverdue, service: Service) -> list[str]:
+async def expire_overdue(effect: effects.ExpireOverdue, service: Service) -> list[str]:
     return await service.database.run(
         store.expire_overdue, effect.move, effect.now, effect.by, effect.detail
     )
 
 
-async def fail_interrupted(effect: FailInterrupted, service: Service) -> list[str]:
+async def fail_interrupted(effect: effects.FailInterrupted, service: Service) -> list[str]:
     return await service.database.run(
         store.fail_interrupted, effect.move, effect.now, effect.started_before, effect.reason
     )
 
 
-async def note_action(effect: NoteAction, service: Service) -> None:
+async def note_action(effect: effects.NoteAction, service: Service) -> None:
     aid, event, detail = effect.action_id, effect.event, effect.detail
     await service.database.run(store.note_action, aid, event, detail)
     _log_event(aid, event, detail)
 
 
-async def perform_action(effect: PerformAction, service: Service) -> Sent:
+async def perform_action(effect: effects.PerformAction, service: Service) -> Sent:
     return await perform(service, effect.record)
 
 
-async def notify(effect: NotifyOwner, service: Service) -> Sent:
+async def notify(effect: effects.NotifyOwner, service: Service) -> Sent:
     return await notify_owner(service, effect.channel, effect.target, effect.text)
 
 
@@ -169,15 +156,15 @@ def _log_event(action_id: str, event: str, detail: str, record: ActionRecord | N
 
 
 HANDLERS: HandlerTable = {
-    LoadAutonomy: load_autonomy,
-    NewTicket: new_ticket,
-    SaveAction: save_action,
-    LoadAction: load_action,
-    ClaimAction: claim_action,
-    FinishAction: finish_action,
-    ExpireOverdue: expire_overdue,
-    FailInterrupted: fail_interrupted,
-    NoteAction: note_action,
-    PerformAction: perform_action,
-    NotifyOwner: notify,
+    effects.LoadAutonomy: load_autonomy,
+    effects.NewTicket: new_ticket,
+    effects.SaveAction: save_action,
+    effects.LoadAction: load_action,
+    effects.ClaimAction: claim_action,
+    effects.FinishAction: finish_action,
+    effects.ExpireOverdue: expire_overdue,
+    effects.FailInterrupted: fail_interrupted,
+    effects.NoteAction: note_action,
+    effects.PerformAction: perform_action,
+    effects.NotifyOwner: notify,
 }
