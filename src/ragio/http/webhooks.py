@@ -2,10 +2,8 @@
 
 Each request is verified by the platform's own secret or signature (never the API key)
 before anything else; then its body is read (400 when it is not the platform's shape),
-the delivery is claimed in the database (a redelivery, even after a restart, is
-acknowledged and not answered again) and acknowledged at once. The answer runs in the
-app's nursery: platforms give up after 3 s (Discord) or about 15 s, and time out and
-retry when a webhook waits for an LLM.
+the delivery is claimed and acknowledged at once, and answered in the background
+(``ragio.channels.intake``).
 """
 
 from __future__ import annotations
@@ -14,23 +12,19 @@ import logging
 from typing import Any
 from urllib.parse import parse_qsl
 
-import trio
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.operations import JSON, Reply, operation
 from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragcore.channels.required import missing_settings
-from ragio.channels.conversation import answer_message
-from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
+from ragio.channels.intake import Intake
 from ragio.http.context import service
 from ragio.http.problems import Problem
-from ragio.service import Service
 
 blueprint = Blueprint("webhooks", __name__)
 log = logging.getLogger(__name__)
-CONCURRENT_ANSWERS = 8  # channel answers in flight; the rest wait their turn
-_LIMITER = "ragchat.channel_answers"
+_INTAKE = "ragchat.channel_intake"
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
 XML = ({"type": "string"}, "text/xml")
 SIGNED_FORM = {
@@ -180,49 +174,22 @@ async def _take(parsed: InboundMessage | Ignored) -> None:
     if isinstance(parsed, Ignored):
         log.info("ignored a %s update: %s", request.path, parsed.reason)
         return
-    svc = service()
-    missing = missing_settings(svc.settings, parsed.channel, "reply")
+    missing = missing_settings(service().settings, parsed.channel, "reply")
     if missing:  # refused before claiming, so the platform's redelivery is answered later
         raise Problem(503, f"{parsed.channel} replies need {', '.join(missing)}")
-    if not await svc.database.run(claim_delivery, parsed, svc.clock.now()):
-        log.info("%s delivery %s was already taken", parsed.channel, parsed.delivery_id)
-        return
-    _answer_later(svc, parsed)
+    await _intake().take(parsed)
 
 
-def _answer_later(svc: Service, message: InboundMessage) -> None:
-    """Answer ``message`` in the app's nursery, at most CONCURRENT_ANSWERS at once."""
-    if _LIMITER not in current_app.extensions:
-        current_app.extensions[_LIMITER] = trio.CapacityLimiter(CONCURRENT_ANSWERS)
-    limiter = current_app.extensions[_LIMITER]
-
-    async def answer() -> None:
-        async with limiter:
-            await answer_message(svc, message)
-
-    current_app.nursery.start_soon(answer)  # type: ignore[attr-defined]
+def _intake() -> Intake:
+    """The app's intake: answers run in the app's nursery, which outlives each request."""
+    if _INTAKE not in current_app.extensions:
+        nursery = current_app.nursery  # type: ignore[attr-defined]
+        current_app.extensions[_INTAKE] = Intake(service(), nursery)
+    intake: Intake = current_app.extensions[_INTAKE]
+    return intake
 
 
 @blueprint.before_app_serving
 async def resume_cut_off_answers() -> None:
-    """Answer the deliveries a stop or crash left unanswered (ragio.channels.updates)."""
-    svc = service()
-    try:
-        messages, given_up = await svc.database.run(take_unanswered, svc.clock.now())
-    except Exception:  # the service still starts; those customers wait for nothing
-        log.exception("could not look for channel answers cut off by the last stop")
-        return
-    if given_up:
-        log.warning(
-            "%d channel deliveries left unanswered by an earlier stop were older than %s "
-            "and are not answered now",
-            given_up,
-            RESUME_WINDOW,
-        )
-    for message in messages:
-        log.info("answering %s delivery %s cut off by the last stop", *_ids(message))
-        _answer_later(svc, message)
-
-
-def _ids(message: InboundMessage) -> tuple[str, str]:
-    return message.channel, message.delivery_id
+    """Answer the deliveries a stop or crash left unanswered."""
+    await _intake().resume()
