@@ -16,7 +16,7 @@ import httpx
 import pytest
 import trio
 
-from ragio.knowledge import formats
+from ragcore.knowledge import formats
 from tests.io.processes import run_cli
 from tests.io.test_documents import DOCX, make_pdf
 from tests.io.test_http_errors import assert_problem, count_rows

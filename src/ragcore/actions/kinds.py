@@ -31,11 +31,6 @@ from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
 KINDS = ("webhook", "email", "chatops")
-KIND_MEANINGS = {
-    "webhook": "a JSON POST to a target named in WEBHOOK_TARGETS",
-    "email": "one e-mail to a recipient on EMAIL_ALLOWED_RECIPIENTS",
-    "chatops": "a message to the CHATOPS_WEBHOOK_URL channel",
-}
 MAX_SUBJECT_CHARS = 200
 MAX_BODY_CHARS = 10_000
 MAX_TEXT_CHARS = 4_000

@@ -28,7 +28,6 @@ INTERRUPTED = (
 )
 #: origins of a customer's conversation on a public channel
 PUBLIC_ORIGINS = frozenset({"telegram", "whatsapp", "discord"})
-ORIGINS = ("api", "chat", *sorted(PUBLIC_ORIGINS))
 
 
 @attrs.frozen

@@ -110,7 +110,6 @@ FORMATS = (
     Format("csv", "text/csv", (".csv",), ("application/csv", "text/comma-separated-values")),
 )
 FORMAT_NAMED = {f.name: f for f in FORMATS}
-SUPPORTED_SUFFIXES = tuple(suffix for f in FORMATS for suffix in f.suffixes)
 
 
 def supported_formats() -> str:

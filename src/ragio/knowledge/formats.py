@@ -56,8 +56,6 @@ from ragcore.errors import TooLarge
 from ragcore.knowledge.documents import Format, table_lines
 from ragcore.knowledge.formats import (
     CHECK_EVERY,
-    MAX_DOCX_XML_BYTES,  # noqa: F401  (the bounds are read here too)
-    MAX_PDF_PAGES,  # noqa: F401
     Check,
     Unreadable,
     check_block_count,
@@ -193,10 +191,6 @@ def _docx(data: bytes, check: Check) -> str:
             ) from None
         raise
     return "\n\n".join(block for block in blocks if block.strip()) + "\n"
-
-
-def _not_docx(error: Exception) -> Unreadable:
-    return Unreadable(f"is not a readable Word file (.docx) ({short_reason(error)})")
 
 
 def _check_package(data: bytes) -> None:
