@@ -21,6 +21,8 @@ from tests.io.fakes.deepgram_server import FakeDeepgram
 from tests.io.fakes.phone import HandshakeError, PhoneCall, phone_call
 from voiceio.server import VoiceServer, serve_voice
 
+pytestmark = pytest.mark.realtime  # run alone: see scripts/dev.py
+
 TOKEN = "telco-auth-token-for-tests"
 SPEECH_KEY = "dg-test-key"
 GREETING = "Hello, how can I help?"
