@@ -3,6 +3,8 @@ Trio, against a fake Gemini API on 127.0.0.1."""
 
 from __future__ import annotations
 
+import email.utils
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -165,6 +167,17 @@ async def test_a_retry_after_header_is_honoured_too(fake, make):
     assert reply.text == "Refunds take 5 days [1]."
     failed, retried = fake.requests_to(GENERATE)
     assert retried.at - failed.at >= 0.6
+
+
+async def test_a_retry_after_date_is_counted_from_the_responses_date(fake, make):
+    # the wait is the date less the response's Date header: the server's clock, not ours
+    fake.fail_next(503, retry_after=email.utils.formatdate(time.time() + 2, usegmt=True))
+
+    reply = await make(GenaiAnswerer).generate(REQUEST)
+
+    assert reply.text == "Refunds take 5 days [1]."
+    failed, retried = fake.requests_to(GENERATE)
+    assert retried.at - failed.at >= 1.0
 
 
 async def test_server_errors_are_retried_until_one_succeeds(fake, make):

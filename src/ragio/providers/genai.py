@@ -22,9 +22,9 @@ import email.utils
 import itertools
 import logging
 import random
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
@@ -35,6 +35,7 @@ from google.genai import errors, types
 
 from ragcore.chat.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.retry import retry_after_seconds
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
@@ -271,20 +272,23 @@ def retry_wait(error: errors.APIError, retry: int) -> float | None:
     return backoff * (0.5 + random.random() / 2)
 
 
+def _served_at(date: str | None) -> datetime | None:
+    try:
+        return email.utils.parsedate_to_datetime(date) if date else None
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
 def asked_wait(error: errors.APIError) -> float | None:
     """The wait the server asked for: ``Retry-After`` (seconds or a date), or the
     ``retryDelay`` of a ``google.rpc.RetryInfo`` detail in the error body."""
     headers = getattr(error.response, "headers", None) or {}
     header = headers.get("retry-after")
     if header:
-        try:
-            return max(0.0, float(header))
-        except ValueError:
-            pass
-        try:
-            return max(0.0, email.utils.parsedate_to_datetime(header).timestamp() - time.time())
-        except (TypeError, ValueError):
-            pass
+        # a date is counted from the response's own Date: the server's clock, not ours
+        seconds = retry_after_seconds(header, _served_at(headers.get("date")))
+        if seconds is not None:
+            return seconds
     body = error.details if isinstance(error.details, dict) else {}
     inner = body.get("error", body)
     for detail in inner.get("details") or () if isinstance(inner, dict) else ():
