@@ -8,8 +8,8 @@ The runner knows no effect: each area of ragio exports the handlers of its effec
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Generator
+from typing import Any, Generic, Literal, TypeVar
 
 import trio
 
@@ -51,6 +51,58 @@ async def run(
             raise
         except Exception as error:  # the pipeline may handle it; if not, it re-raises
             failure = error
+
+
+Piece = (
+    tuple[Literal["token"], str] | tuple[Literal["done"], T] | tuple[Literal["failed"], Exception]
+)
+
+
+class Streamed(Generic[T]):
+    """A pipeline running in the background, its answer streamed: iterating gives each
+    piece of text as ``("token", text)``, then ``("done", result)`` or, when it failed
+    after text had flowed, ``("failed", error)``. ``cancel`` stops it (the client left)."""
+
+    def __init__(self, first: Piece[T], rest: trio.MemoryReceiveChannel[Piece[T]], scope: Any):
+        self._first, self._rest, self._scope = first, rest, scope
+
+    async def __aiter__(self) -> AsyncIterator[Piece[T]]:
+        yield self._first
+        async for piece in self._rest:
+            yield piece
+
+    def cancel(self) -> None:
+        self._scope.cancel()
+
+
+async def stream(
+    pipeline: Generator[Any, Any, T], service: Service, nursery: trio.Nursery
+) -> Streamed[T]:
+    """Start ``pipeline`` in ``nursery`` (one that outlives the caller) and wait for its
+    first piece of text or its end. What it raised before any text is raised here, while
+    a response can still say so with its status."""
+    send, receive = trio.open_memory_channel[Piece[T]](64)
+
+    async def produce(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            async with send:
+                try:
+                    result = await run(pipeline, service, lambda d: send.send(("token", d)))
+                except Exception as error:  # handed to the reader, which reports it
+                    await send.send(("failed", error))
+                else:
+                    await send.send(("done", result))
+
+    scope = await nursery.start(produce)
+    try:
+        first = await receive.receive()
+    except BaseException:
+        scope.cancel()
+        raise
+    if first[0] == "failed":
+        raise first[1]
+    return Streamed(first, receive, scope)
 
 
 async def unwind(pipeline: Generator[Any, Any, Any], service: Service) -> None:

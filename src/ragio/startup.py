@@ -61,6 +61,11 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
             updated = await database.run(follow_built_in_defaults)
             if updated:
                 log.info("built-in roles brought up to this version: %s", ", ".join(updated))
+            if settings.actions_allow_private_targets:
+                log.warning(
+                    "ACTIONS_ALLOW_PRIVATE_TARGETS=true: webhook and chat-ops actions may "
+                    "reach loopback and private addresses. For local testing only: turn it off."
+                )
             yield Service(
                 settings,
                 database,

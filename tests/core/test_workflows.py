@@ -7,6 +7,7 @@ from email.utils import format_datetime
 import pytest
 
 from ragcore.api.converter import converter
+from ragcore.api.queries import stored_id
 from ragcore.errors import InvalidInput
 from ragcore.retry import Outcome, RetryPolicy, next_delay, retry_after_seconds
 from ragcore.workflows.definitions import (
@@ -18,7 +19,6 @@ from ragcore.workflows.definitions import (
     check_filters,
     check_new,
     check_patch,
-    parse_id,
 )
 from ragcore.workflows.matching import firing
 
@@ -135,16 +135,17 @@ def test_the_view_is_what_the_api_shows():
 
 
 def test_filters_take_a_wired_channel_and_true_or_false():
-    assert check_filters({}) == Filters()
-    assert check_filters({"channel": "WhatsApp", "is_active": "False"}) == Filters(
+    assert check_filters([]) == Filters()
+    assert check_filters([("channel", "WhatsApp"), ("is_active", "False")]) == Filters(
         "whatsapp", False
     )
     for args, field in [
-        ({"channel": "voice"}, "channel"),
-        ({"channel": "fax"}, "channel"),
-        ({"is_active": "yes"}, "is_active"),
-        ({"is_active": ""}, "is_active"),
-        ({"active": "true"}, "active"),
+        ([("channel", "voice")], "channel"),
+        ([("channel", "fax")], "channel"),
+        ([("is_active", "yes")], "is_active"),
+        ([("is_active", "")], "is_active"),
+        ([("active", "true")], "active"),
+        ([("channel", "telegram"), ("channel", "discord")], "channel"),
     ]:
         with pytest.raises(InvalidInput) as err:
             check_filters(args)
@@ -162,11 +163,13 @@ def test_filters_take_a_wired_channel_and_true_or_false():
         ("1.5", None),
         ("٣", None),
         ("9" * 19, None),
+        (str(2**63 - 1), 2**63 - 1),
+        ("9" * 5000, None),
         ("", None),
     ],
 )
-def test_a_path_id_is_a_positive_whole_number_or_no_workflow(raw, expected):
-    assert parse_id(raw) == expected
+def test_a_path_id_is_a_positive_bigint_or_nothing_has_it(raw, expected):
+    assert stored_id(raw) == expected
 
 
 # ---------------------------------------------------------------- matching

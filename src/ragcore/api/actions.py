@@ -22,7 +22,6 @@ from ragcore.actions.kinds import (
 )
 from ragcore.actions.lifecycle import STATUSES
 from ragcore.actions.records import ActionRecord, LogEntry
-from ragcore.api.converter import converter
 from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
 from ragcore.employees.roles import Autonomy
@@ -216,8 +215,3 @@ def decided(judgement: object, record: ActionRecord | None, shown: str) -> Actio
             )
         return record
     raise ProblemError(404, f"no pending action {shown!r}; GET /autonomy/pending lists them")
-
-
-def shown(record: ActionRecord) -> dict[str, Any]:
-    """The action as the API shows it."""
-    return converter.unstructure(Action.of(record))  # type: ignore[no-any-return]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -10,12 +12,17 @@ import attrs
 from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
+from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     MAX_NAME_CHARS,
     NAME_REFUSAL,
+    NO_WORDS,
     TEXT_REFUSAL,
+    Format,
     StoredDocument,
+    detect_format,
     supported_formats,
+    upload_name,
 )
 
 
@@ -101,3 +108,49 @@ def check_json_media_type(mimetype: str) -> None:
             "send application/json with name and text, or a multipart/form-data upload "
             f"with the document in a field named file; not {mimetype}",
         )
+
+
+def upload_names(
+    files: int, file_as_text: bool, filename: str | None, name: str
+) -> tuple[str, str]:
+    """The document's name and the file's of a multipart upload with ``files`` file parts
+    (``file_as_text``: a ``file`` field sent as text instead) and the ``name`` field."""
+    if not files:
+        detail = "must be a file part (with a filename)" if file_as_text else "is required"
+        raise InvalidInput("file", f"{detail}: the document to add, as a multipart file part")
+    if files > 1:
+        raise InvalidInput("file", "send one file per request")
+    filename = upload_name(filename or "")
+    name = name.strip() or filename
+    if not name:
+        raise InvalidInput("name", "is required: give the file a filename or send a name field")
+    return name, filename
+
+
+def upload_format(
+    name: str, filename: str, declared: str | None, data: bytes, limit: int
+) -> Format:
+    """How to read an uploaded file: by its filename, declared type and first bytes; a
+    413 over MAX_UPLOAD_BYTES, a 422 when empty, a 415 when no format reads it."""
+    check_size("file", len(data), limit)
+    if not data:
+        raise InvalidInput("file", "is empty")
+    fmt = detect_format(filename or name, declared, data[:1024]) or detect_format(name, None)
+    if fmt is None:
+        kind = declared or "of no declared type"
+        raise ProblemError(
+            415, f"{name} is {kind}, which cannot be read; supported: {supported_formats()}"
+        )
+    return fmt
+
+
+@contextmanager
+def said_of_the_file() -> Iterator[None]:
+    """A fault in an upload's text is reported as the file's: it is the file's text."""
+    try:
+        yield
+    except InvalidInput as error:
+        if error.field != "text":
+            raise
+        reason = "has no text to index" if error.message == NO_WORDS else error.message
+        raise InvalidInput("file", reason) from None

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ParamSpec
 
 import attrs
 
@@ -19,7 +19,7 @@ from ragcore.api.problems import Problem
 from ragcore.api.schema import Schemas
 
 JSON = "application/json"
-Route = TypeVar("Route", bound=Callable[..., Any])
+P = ParamSpec("P")
 _PATH_PARAMETER = re.compile(r"\{(\w+)\}")
 
 
@@ -47,13 +47,18 @@ class Operation:
     open: bool = False  # needs no API key (verified otherwise, or public)
 
 
-def operation(*answers: Reply | int, **declared: Any) -> Callable[[Route], Route]:
+def operation(
+    *answers: Reply | int, **declared: Any
+) -> Callable[[Callable[P, Awaitable[object]]], Callable[P, Awaitable[Any]]]:
     """Declare a route's contract on the route function itself: its replies, the
-    statuses of its problems, and the rest of ``Operation`` by name."""
+    statuses of its problems, and the rest of ``Operation`` by name.
+
+    A route may answer with a shape (an attrs class) that its web framework does not know
+    how to send; the app's response making does, so what it answers is Any from here on."""
     replies = tuple(answer for answer in answers if isinstance(answer, Reply))
     errors = tuple(answer for answer in answers if isinstance(answer, int))
 
-    def declare(route: Route) -> Route:
+    def declare(route: Callable[P, Awaitable[object]]) -> Callable[P, Awaitable[Any]]:
         found = Operation(replies, errors, **declared)
         route.__operation__ = found  # type: ignore[attr-defined]
         return route

@@ -48,3 +48,13 @@ class ProblemError(Exception):
         self.title = title or HTTPStatus(status).phrase
         self.extra = extra
         super().__init__(detail)
+
+    def body(self) -> dict[str, object]:
+        """The problem+json body."""
+        return {
+            "type": "about:blank",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            **self.extra,
+        }

@@ -1,5 +1,5 @@
-"""Query parameters read into their shape: the limits a shape declares (and
-/openapi.json shows) are the ones enforced."""
+"""Query parameters read into their shape (the limits a shape declares, and
+/openapi.json shows, are the ones enforced), and ids in a path."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ragcore.api.problems import ProblemError
 from ragcore.api.schema import field_schema
 from ragcore.errors import InvalidInput
 
 Shape = TypeVar("Shape")
+MAX_STORED_ID = 2**63 - 1  # ids are PostgreSQL bigints
 
 
 def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
@@ -38,3 +40,25 @@ def _whole(raw: str, name: str, minimum: int, maximum: int) -> int:
     if not digits or not minimum <= int(raw) <= maximum:
         raise InvalidInput(name, f"must be a whole number from {minimum} to {maximum}")
     return int(raw)
+
+
+def stored_id(raw: str) -> int | None:
+    """A path id as a stored id, or None when it cannot be one: then nothing has it, and
+    the route answers 404 as for an unknown id."""
+    digits = raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_STORED_ID))
+    if not digits or not 0 < int(raw) <= MAX_STORED_ID:
+        return None
+    return int(raw)
+
+
+def path_id(raw: str, what: str, listed_at: str) -> int:
+    """The stored id a path names; a 404 problem like an unknown id's when it cannot be one."""
+    found = stored_id(raw)
+    if found is None:
+        raise no_such(raw, what, listed_at)
+    return found
+
+
+def no_such(raw: str, what: str, listed_at: str) -> ProblemError:
+    """The 404 problem for an id nothing has: it says where they are listed."""
+    return ProblemError(404, f"no {what} {raw[:40]!r}; GET {listed_at} lists them")

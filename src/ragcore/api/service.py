@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ragcore.usage import Caps, Totals
+
 
 @attrs.frozen
 class Database:
@@ -68,3 +70,15 @@ class Usage:
     by_month: list[dict[str, Any]]
     this_month_by_role: list[dict[str, Any]]
     this_month_by_provider: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, ledger: bool, caps: Caps, totals: Totals, summary: dict[str, Any]) -> Usage:
+        """What ``GET /usage`` shows: a cap of 0 (unlimited) is shown as null."""
+        role_caps = RoleCaps(
+            caps.role_daily or None,
+            caps.role_monthly or None,
+            dict(caps.role_daily_overrides),
+            dict(caps.role_monthly_overrides),
+        )
+        today = Spent(totals.day, caps.daily or None)
+        return cls(ledger, today, Spent(totals.month, caps.monthly or None), role_caps, **summary)

@@ -1,12 +1,15 @@
-"""GET /voice/calls: the phone calls and their turns, as recorded by the voice server."""
+"""POST /webhook/voice's form, and GET /voice/calls: the phone calls and their turns, as
+recorded by the voice server."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Literal
 
 import attrs
 
+from ragcore.api.problems import ProblemError
 from ragcore.api.schema import described
 
 DEFAULT_CALLS = 20
@@ -79,3 +82,15 @@ class CallsQuery:
             maximum=MAX_CALL_ID,
         ),
     ] = 0
+
+
+def incoming_call(form: Iterable[tuple[str, str]]) -> tuple[str, str]:
+    """The caller (``From``) and the call id (``CallSid``) of the provider's voice webhook
+    form, each field's first value; a 400 problem when either is missing."""
+    fields: dict[str, str] = {}
+    for name, value in form:
+        fields.setdefault(name, value)
+    missing = [name for name in ("CallSid", "From") if not fields.get(name)]
+    if missing:
+        raise ProblemError(400, f"not a voice call: the form has no {' and no '.join(missing)}")
+    return fields["From"], fields["CallSid"]

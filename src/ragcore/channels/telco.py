@@ -16,7 +16,7 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Sequence
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ragcore.channels.messages import Verification
 
@@ -58,6 +58,17 @@ def check_signature(
     if allow_unsigned:
         return Verification.unsigned(reason)
     return Verification.refused(reason)
+
+
+def form_params(body: bytes, mimetype: str) -> list[tuple[str, str]]:
+    """A request's form parameters, in order, repeated names kept (all of them are
+    signed); none when it is not a form."""
+    if mimetype != "application/x-www-form-urlencoded":
+        return []
+    try:
+        return parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+    except (UnicodeDecodeError, ValueError):
+        return []
 
 
 def public_url(public_base_url: str, path: str, query: str) -> str:

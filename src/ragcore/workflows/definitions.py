@@ -9,6 +9,7 @@ it is refused with a message that says so rather than stored to stay silent.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -182,9 +183,15 @@ def check_channel(value: Any, field: str = "channel") -> str:
     )
 
 
-def check_filters(args: Mapping[str, str]) -> Filters:
+def check_filters(pairs: Iterable[tuple[str, str]]) -> Filters:
     """The query string of a listing: ``channel`` one wired channel, ``is_active`` true or
-    false. Another parameter is refused: a misspelt filter would silently list everything."""
+    false, each at most once. Another parameter is refused: a misspelt filter would
+    silently list everything."""
+    pairs = list(pairs)
+    repeated = sorted(name for name, times in Counter(n for n, _ in pairs).items() if times > 1)
+    if repeated:
+        raise InvalidInput(", ".join(repeated), f"give {', '.join(repeated)} once")
+    args = dict(pairs)
     unknown = sorted(set(args) - set(FILTERS))
     if unknown:
         raise InvalidInput(
@@ -199,11 +206,3 @@ def check_filters(args: Mapping[str, str]) -> Filters:
             raise InvalidInput("is_active", f"must be true or false, got {args['is_active']!r}")
         active = raw == "true"
     return Filters(channel, active)
-
-
-def parse_id(raw: str) -> int | None:
-    """A path id as a stored id, or None when it cannot be one (so: no such workflow)."""
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        return None
-    value = int(raw)
-    return value if value >= 1 else None

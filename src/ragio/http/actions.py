@@ -10,10 +10,8 @@ every decision and result. The rules are ``ragcore.actions``; the sends ``ragio.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from quart import Blueprint, request
-from quart.blueprints import BlueprintSetupState
 
 from ragcore.actions.approvals import normalize_id
 from ragcore.actions.autonomy import ActingRole, check_update
@@ -31,17 +29,15 @@ from ragcore.api.actions import (
     NewAction,
     PendingActions,
     decided,
-    shown,
     submitted,
 )
-from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
 from ragcore.errors import InvalidInput
 from ragio.actions import store
 from ragio.actions.approvals import decide, settle
 from ragio.employees.lookup import stored_role
-from ragio.http.context import EXTENSION, service
+from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.problems import Problem
 from ragio.runner import run
@@ -52,28 +48,17 @@ BY_ID = {"path": {"id": ACTION_ID}}
 DECISION_CONFLICTS = (404, 409, 410)
 
 
-@blueprint.record_once
-def _warn_private_targets(state: BlueprintSetupState) -> None:
-    settings = state.app.extensions[EXTENSION].settings
-    if settings.actions_allow_private_targets:
-        log.warning(
-            "ACTIONS_ALLOW_PRIVATE_TARGETS=true: webhook and chat-ops actions may reach "
-            "loopback and private addresses. This is for local testing only: turn it off."
-        )
-
-
 @blueprint.get("/autonomy")
 @operation(Reply(200, "The setting", AutonomySetting))
-async def get_autonomy() -> dict[str, Any]:
+async def get_autonomy() -> AutonomySetting:
     """The autonomy setting and what each action kind can reach"""
     svc = service()
-    config = await svc.database.run(store.load_autonomy)
-    return converter.unstructure(AutonomySetting.of(config, svc.settings))
+    return AutonomySetting.of(await svc.database.run(store.load_autonomy), svc.settings)
 
 
 @blueprint.post("/autonomy")
 @operation(Reply(200, "The setting as saved", AutonomySetting), 422, body=AutonomyUpdate)
-async def post_autonomy() -> dict[str, Any]:
+async def post_autonomy() -> AutonomySetting:
     """Change the autonomy setting: mode, the owner for approvals, kinds"""
     svc = service()
     body = await json_body(required=True)
@@ -86,7 +71,7 @@ async def post_autonomy() -> dict[str, Any]:
         saved.sensitive_roles,
         saved.approval_channel or "the API only",
     )
-    return converter.unstructure(AutonomySetting.of(saved, svc.settings))
+    return AutonomySetting.of(saved, svc.settings)
 
 
 @blueprint.post("/actions")
@@ -96,7 +81,7 @@ async def post_autonomy() -> dict[str, Any]:
     *(403, 404, 422, 502),
     body=NewAction,
 )
-async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
+async def post_action() -> tuple[Action, int, dict[str, str]]:
     """Submit an outbound action; it goes through the autonomy gate
 
     Optionally as a role: then the role's autonomy and sensitivity apply too."""
@@ -113,21 +98,17 @@ async def post_action() -> tuple[dict[str, Any], int, dict[str, str]]:
         )
     policy = ActionPolicy.from_settings(svc.settings)
     record = await run(submit_action(Submission(action, "api", acting), policy), svc)
-    return _outcome(record)
-
-
-def _outcome(record: ActionRecord) -> tuple[dict[str, Any], int, dict[str, str]]:
-    return shown(record), submitted(record), {"Location": f"/actions/{record.id}"}
+    return Action.of(record), submitted(record), {"Location": f"/actions/{record.id}"}
 
 
 @blueprint.get("/actions/<id>")
 @operation(Reply(200, "The action", Action), 404, **BY_ID)
-async def get_action(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+async def get_action(id: str) -> Action:  # noqa: A002 (the path's name)
     """One action"""
     found = await _load(id)
     if found is None:
         raise Problem(404, f"no action {id[:20]!r}; GET /autonomy/log lists them")
-    return shown(found)
+    return Action.of(found)
 
 
 async def _load(raw: str) -> ActionRecord | None:
@@ -140,36 +121,36 @@ async def _load(raw: str) -> ActionRecord | None:
 
 @blueprint.get("/autonomy/pending")
 @operation(Reply(200, "The held actions", PendingActions))
-async def list_pending() -> dict[str, Any]:
+async def list_pending() -> PendingActions:
     """The actions waiting for the owner, oldest first"""
     await settle(service())  # what time alone decided, before it is shown
     pending = await service().database.run(store.pending_actions, service().clock.now())
-    return {"pending": [shown(record) for record in pending]}
+    return PendingActions([Action.of(record) for record in pending])
 
 
 @blueprint.post("/autonomy/pending/<id>/approve")
 @operation(Reply(200, "Approved and sent", Action), *DECISION_CONFLICTS, 502, **BY_ID)
-async def approve(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+async def approve(id: str) -> Action:  # noqa: A002 (the path's name)
     """Approve a held action: it is sent now"""
     return await _decide(id, "approve")
 
 
 @blueprint.post("/autonomy/pending/<id>/reject")
 @operation(Reply(200, "Rejected", Action), *DECISION_CONFLICTS, **BY_ID)
-async def reject(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+async def reject(id: str) -> Action:  # noqa: A002 (the path's name)
     """Reject a held action: nothing is sent"""
     return await _decide(id, "reject")
 
 
-async def _decide(raw: str, verdict: str) -> dict[str, Any]:
+async def _decide(raw: str, verdict: str) -> Action:
     decision = await decide(service(), raw, verdict, "api")
     named = decision.action_id or raw[:20]
-    return shown(decided(decision.judgement, decision.record, named))
+    return Action.of(decided(decision.judgement, decision.record, named))
 
 
 @blueprint.get("/autonomy/log")
 @operation(Reply(200, "The log", ActionLog), 422, query=ActionLogQuery)
-async def get_log() -> dict[str, Any]:
+async def get_log() -> ActionLog:
     """Every decision and result, newest first"""
     query = read_query(ActionLogQuery, request.args)
     action_id = normalize_id(query.action) if query.action else None
@@ -180,4 +161,4 @@ async def get_log() -> dict[str, Any]:
         store.action_log, query.limit, query.before or None, action_id
     )
     next_before = entries[-1].id if len(entries) == query.limit else None
-    return converter.unstructure(ActionLog([ActionLogEntry.of(e) for e in entries], next_before))
+    return ActionLog([ActionLogEntry.of(e) for e in entries], next_before)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hmac
 import logging
+from typing import Any
 
+import attrs
 from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
+from ragcore.api.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NestedTooDeep
 from ragio.employees.lookup import UnknownRole
@@ -38,8 +41,20 @@ MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/",)
 
 
+class App(QuartTrio):
+    """A route answers with a shape of ``ragcore.api`` (alone, or first in a tuple with a
+    status and headers): the one converter turns it into JSON."""
+
+    async def make_response(self, result: Any) -> Any:
+        if isinstance(result, tuple) and result and attrs.has(type(result[0])):
+            result = (converter.unstructure(result[0]), *result[1:])
+        elif attrs.has(type(result)):
+            result = converter.unstructure(result)
+        return await super().make_response(result)
+
+
 def create_app(svc: Service) -> QuartTrio:
-    app = QuartTrio("ragchat", static_folder=None)
+    app = App("ragchat", static_folder=None)
     app.extensions[EXTENSION] = svc
     # The file itself is held to MAX_UPLOAD_BYTES by the route; the body may be a little
     # larger for the multipart framing around a file just under the limit.

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
-import trio
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream, sse
@@ -16,8 +14,8 @@ from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_qu
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body
-from ragio.http.problems import problem_body, problem_for
-from ragio.runner import run
+from ragio.http.problems import problem_for
+from ragio.runner import run, stream
 
 blueprint = Blueprint("chat", __name__)
 log = logging.getLogger(__name__)
@@ -46,12 +44,11 @@ async def chat_request() -> ChatRequest:
 
 @blueprint.post("/chat")
 @operation(Reply(200, "The answer and its sources", ChatAnswer), *ANSWER_FAILURES, **ASKED)
-async def chat() -> dict[str, Any]:
+async def chat() -> ChatAnswer:
     """Answer a question from the documents, with citations"""
     req = await chat_request()
     svc = service()
-    answer = await run(answer_question(req, ChatPolicy.from_settings(svc.settings)), svc)
-    return converter.unstructure(answer)
+    return await run(answer_question(req, ChatPolicy.from_settings(svc.settings)), svc)
 
 
 @blueprint.post("/chat/stream")
@@ -75,53 +72,28 @@ async def chat_stream() -> Response:
     req = await chat_request()
     svc = service()
     pipeline = answer_question(req, ChatPolicy.from_settings(svc.settings))
-    send, receive = trio.open_memory_channel[tuple[str, Any]](64)
-
-    async def produce(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.CancelScope() as scope:
-            task_status.started(scope)
-            async with send:
-                try:
-                    answer = await run(pipeline, svc, on_delta=lambda d: send.send(("token", d)))
-                except Exception as error:  # handed over to the response, which reports it
-                    await send.send(("failed", error))
-                else:
-                    await send.send(("done", answer))
-
-    producer = await current_app.nursery.start(produce)  # type: ignore[attr-defined]
-    try:
-        first = await receive.receive()
-    except BaseException:
-        producer.cancel()
-        raise
-    if first[0] == "failed":
-        raise first[1]  # nothing sent yet: the app's error handlers answer with its status
+    # a failure before the first event raises here: the app's error handlers answer
+    answer = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
 
     async def events() -> AsyncIterator[bytes]:
         streamed = False
         try:
-            async for kind, payload in _chain(first, receive):
-                if kind == "token":
+            async for _, payload in answer:
+                if isinstance(payload, str):
                     streamed = True
                     yield sse("token", {"text": payload})
-                elif kind == "done":
+                elif isinstance(payload, Exception):
+                    log.error("chat stream failed", exc_info=payload)
+                    yield sse("error", problem_for(payload).body())
+                else:
                     if not streamed and payload.answer:  # nothing generated: say it anyway
                         yield sse("token", {"text": payload.answer})
                     yield sse("done", converter.unstructure(payload))
-                else:
-                    log.error("chat stream failed", exc_info=payload)
-                    yield sse("error", problem_body(problem_for(payload)))
         finally:
-            producer.cancel()  # the client went away, or we are done
+            answer.cancel()  # the client went away, or we are done
 
     return Response(
         events(),
         content_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
-
-
-async def _chain(first: tuple[str, Any], rest: Any) -> AsyncIterator[tuple[str, Any]]:
-    yield first
-    async for item in rest:
-        yield item

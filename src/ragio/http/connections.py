@@ -37,7 +37,7 @@ from typing import Any
 
 import trio
 
-from ragio.http.problems import PROBLEM_JSON, Problem, problem_body
+from ragio.http.problems import PROBLEM_JSON, Problem
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -170,7 +170,7 @@ class _Exchange:
             f"the request body stopped arriving: no bytes for {self.read_timeout:g} s "
             "(HTTP_READ_TIMEOUT_SECONDS)"
         )
-        body = json.dumps(problem_body(Problem(408, detail))).encode()
+        body = json.dumps(Problem(408, detail).body()).encode()
         headers = [
             (b"content-type", PROBLEM_JSON.encode()),
             (b"content-length", str(len(body)).encode()),

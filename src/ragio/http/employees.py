@@ -5,11 +5,8 @@ roles), read one, and edit one or create a runtime role with PATCH; a role's mem
 
 from __future__ import annotations
 
-from typing import Any
-
 from quart import Blueprint, request
 
-from ragcore.api.converter import converter
 from ragcore.api.employees import (
     ContextQuery,
     Employee,
@@ -23,7 +20,7 @@ from ragcore.api.employees import (
     check_query,
 )
 from ragcore.api.operations import Reply, operation
-from ragcore.api.queries import read_query
+from ragcore.api.queries import read_query, stored_id
 from ragcore.employees.editing import check_patch
 from ragcore.employees.memory import (
     check_memory,
@@ -43,21 +40,20 @@ from ragio.runner import run
 blueprint = Blueprint("employees", __name__)
 
 
-def role_json(stored: store.StoredRole) -> dict[str, Any]:
+def shown(stored: store.StoredRole) -> Employee:
     settings = service().settings
     sensitivity = assess_sensitivity(
         stored.role, settings.sensitive_roles_extra, settings.sensitive_roles_reviewed_safe
     )
-    shown = Employee.of(stored.role, sensitivity, stored.created_at, stored.updated_at)
-    return converter.unstructure(shown)
+    return Employee.of(stored.role, sensitivity, stored.created_at, stored.updated_at)
 
 
 @blueprint.get("/employees")
 @operation(Reply(200, "The roles, built-in first", Employees))
-async def list_employees() -> dict[str, Any]:
+async def list_employees() -> Employees:
     """List the AI employees (the first call seeds the nine built-in roles)"""
     roles = await service().database.run(store.list_roles)
-    return {"employees": [role_json(stored) for stored in roles]}
+    return Employees([shown(stored) for stored in roles])
 
 
 async def found_role(role: str) -> store.StoredRole:
@@ -75,9 +71,9 @@ async def found_role(role: str) -> store.StoredRole:
 
 @blueprint.get("/employees/<role>")
 @operation(Reply(200, "The role", Employee), 404, 422)
-async def get_employee(role: str) -> dict[str, Any]:
+async def get_employee(role: str) -> Employee:
     """One AI employee"""
-    return role_json(await found_role(role))
+    return shown(await found_role(role))
 
 
 @blueprint.patch("/employees/<role>")
@@ -87,19 +83,19 @@ async def get_employee(role: str) -> dict[str, Any]:
     422,
     body=EmployeePatch,
 )
-async def patch_employee(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+async def patch_employee(role: str) -> tuple[Employee, int, dict[str, str]]:
     """Change a role's fields, or create a runtime role"""
     identifier = check_role_identifier(role)
     patch = check_patch(await json_body(required=True))
     saved = await service().database.run(store.patch_role, identifier, patch)
     if saved.created:
-        return role_json(saved), 201, {"Location": f"/employees/{identifier}"}
-    return role_json(saved), 200, {}
+        return shown(saved), 201, {"Location": f"/employees/{identifier}"}
+    return shown(saved), 200, {}
 
 
 @blueprint.get("/employees/<role>/memory")
 @operation(Reply(200, "The items", Memory), 404, 422, query=MemoryQuery)
-async def list_memory(role: str) -> dict[str, Any]:
+async def list_memory(role: str) -> Memory:
     """A role's memory; search it by meaning and by tags"""
     identifier = (await found_role(role)).role.identifier
     tags = parse_tags(request.args.get("tags"))
@@ -111,12 +107,12 @@ async def list_memory(role: str) -> dict[str, Any]:
         await run(embed_missing(identifier), svc)
         [vector] = await embed(svc.embedder, [query], "query")
     items = await svc.database.run(memory.list_memory, identifier, tags, vector, limit)
-    return converter.unstructure(Memory(identifier, [MemoryItem.of(item) for item in items]))
+    return Memory(identifier, [MemoryItem.of(item) for item in items])
 
 
 @blueprint.post("/employees/<role>/memory")
 @operation(Reply(201, "Stored (Location: its URL)", MemoryItem), 404, 409, 422, body=NewMemory)
-async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+async def add_memory(role: str) -> tuple[MemoryItem, int, dict[str, str]]:
     """Add a memory item to a role"""
     identifier = (await found_role(role)).role.identifier
     new = check_memory(await json_body(required=True))
@@ -126,11 +122,8 @@ async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
         [vector] = await embed(svc.embedder, [new.text], "document")
         item = await svc.database.run(memory.add_memory, identifier, new, vector)
         if item is not None:
-            return (
-                converter.unstructure(MemoryItem.of(item)),
-                201,
-                {"Location": f"/employees/{identifier}/memory/{item.id}"},
-            )
+            url = f"/employees/{identifier}/memory/{item.id}"
+            return MemoryItem.of(item), 201, {"Location": url}
         duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
     raise Problem(
         409,
@@ -145,18 +138,17 @@ async def add_memory(role: str) -> tuple[dict[str, Any], int, dict[str, str]]:
 async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
     """Delete a memory item"""
     identifier = (await found_role(role)).role.identifier
-    if not (id.isascii() and id.isdigit()) or not await service().database.run(
-        memory.delete_memory, identifier, int(id)
-    ):
+    item = stored_id(id)
+    if item is None or not await service().database.run(memory.delete_memory, identifier, item):
         raise Problem(404, f"role {identifier!r} has no memory item {id}")
     return "", 204
 
 
 @blueprint.get("/employees/<role>/context")
 @operation(Reply(200, "The text and the items it holds", RoleContext), 404, 422, query=ContextQuery)
-async def get_context(role: str) -> dict[str, Any]:
+async def get_context(role: str) -> RoleContext:
     """The role context the role injects into a prompt for the query"""
     identifier = (await found_role(role)).role.identifier
     query = check_query(request.args.get("query"), required=True)
     context = await run(role_context(identifier, query), service())
-    return converter.unstructure(RoleContext.of(identifier, query, context))
+    return RoleContext.of(identifier, query, context)

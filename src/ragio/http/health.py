@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from quart import Blueprint
 
 from ragcore import __version__
-from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.service import Database, Embedder, Health, Provider, Providers
 from ragio.http.context import service
@@ -17,7 +16,7 @@ blueprint = Blueprint("health", __name__)
 
 @blueprint.get("/health")
 @operation(Reply(200, "The service's state", Health), open=True)
-async def health() -> dict[str, Any]:
+async def health() -> Health:
     """Health, version, database, mode and active providers"""
     svc = service()
     reachable = await svc.database.reachable()
@@ -27,12 +26,6 @@ async def health() -> dict[str, Any]:
         llm_fallbacks=[answerer.name for answerer in list(svc.answerer)[1:]],
         embedding=Embedder(svc.embedder.name, space.model, space.dimensions),
     )
-    return converter.unstructure(
-        Health(
-            status="ok" if reachable else "degraded",
-            version=__version__,
-            database=Database(reachable, svc.database.embedded),
-            mode=svc.mode,
-            providers=providers,
-        )
-    )
+    database = Database(reachable, svc.database.embedded)
+    status: Literal["ok", "degraded"] = "ok" if reachable else "degraded"
+    return Health(status, __version__, database, svc.mode, providers)

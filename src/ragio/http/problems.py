@@ -43,19 +43,9 @@ def problem_for(error: BaseException) -> Problem:
     return Problem(500, "the service failed; the log has the details")
 
 
-def problem_body(problem: Problem) -> dict[str, object]:
-    return {
-        "type": "about:blank",
-        "title": problem.title,
-        "status": problem.status,
-        "detail": problem.detail,
-        **problem.extra,
-    }
-
-
 def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        json.dumps(problem_body(problem)),
+        json.dumps(problem.body()),
         status=problem.status,
         content_type=PROBLEM_JSON,
         headers=headers,

@@ -3,11 +3,8 @@ rebuild the auto-learned summary from current activity with POST /profile/learn.
 
 from __future__ import annotations
 
-from typing import Any
-
 from quart import Blueprint
 
-from ragcore.api.converter import converter
 from ragcore.api.employees import ProfileLearned, ProfilePatch
 from ragcore.api.operations import Reply, operation
 from ragcore.employees.profile import Profile, check_profile_patch, learn_summary
@@ -22,22 +19,22 @@ blueprint = Blueprint("profile", __name__)
 
 @blueprint.get("/profile")
 @operation(Reply(200, "The profile", Profile))
-async def get_profile() -> dict[str, Any]:
+async def get_profile() -> Profile:
     """The business profile (empty fields when never set)"""
-    return converter.unstructure(await service().database.run(profile.get_profile))
+    return await service().database.run(profile.get_profile)
 
 
 @blueprint.patch("/profile")
 @operation(Reply(200, "The updated profile", Profile), 422, body=ProfilePatch)
-async def patch_profile() -> dict[str, Any]:
+async def patch_profile() -> Profile:
     """Set the owner's fields: description, products, tone, language"""
     fields = check_profile_patch(await json_body(required=True))
-    return converter.unstructure(await service().database.run(profile.patch_profile, fields))
+    return await service().database.run(profile.patch_profile, fields)
 
 
 @blueprint.post("/profile/learn")
 @operation(Reply(200, "The updated profile", ProfileLearned))
-async def learn_profile() -> dict[str, Any]:
+async def learn_profile() -> ProfileLearned:
     """Rebuild the learned summary from documents and role memory
 
     Through the configured LLM when there is one (a model's
@@ -50,4 +47,4 @@ async def learn_profile() -> dict[str, Any]:
     pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
     summary, learned_by = await run(pipeline, svc)
     saved = await svc.database.run(profile.set_summary, summary, svc.clock.now())
-    return converter.unstructure(ProfileLearned.of(saved, learned_by))
+    return ProfileLearned.of(saved, learned_by)

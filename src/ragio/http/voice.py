@@ -10,14 +10,12 @@ the voice server (``ragcore.voice.media``), passing the caller and the call id a
 
 from __future__ import annotations
 
-from typing import Any
-
 from quart import Blueprint, Response, request
 
 from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
-from ragcore.api.voice import CallsQuery, VoiceCalls
+from ragcore.api.voice import CallsQuery, VoiceCalls, incoming_call
 from ragcore.voice.media import CALL_PARAMETER, CALLER_PARAMETER, connect_stream, stream_url
 from ragio.http.context import service
 from ragio.http.problems import Problem
@@ -47,36 +45,21 @@ async def voice_webhook() -> Response:
         raise Problem(
             503, "the voice channel needs VOICEAI_API_KEY (the speech provider's key) to answer"
         )
-    fields = _first(params)
-    missing = [name for name in ("CallSid", "From") if not fields.get(name)]
-    if missing:
-        raise Problem(400, f"not a voice call: the form has no {' and no '.join(missing)}")
+    caller, call = incoming_call(params)
     target = stream_url(
         settings.voice_public_url, settings.public_base_url, request.host_url, settings.voice_port
     )
-    markup = connect_stream(
-        target, {CALLER_PARAMETER: fields["From"], CALL_PARAMETER: fields["CallSid"]}
-    )
+    markup = connect_stream(target, {CALLER_PARAMETER: caller, CALL_PARAMETER: call})
     return Response(markup, content_type="text/xml")
 
 
 @blueprint.get("/voice/calls")
 @operation(Reply(200, "The calls", VoiceCalls), 422, query=CallsQuery)
-async def list_calls() -> dict[str, Any]:
+async def list_calls() -> VoiceCalls:
     """The latest phone calls, newest first, each with its turns
 
     Kept 90 days. The caller is shown only as a hash."""
     query = read_query(CallsQuery, request.args)
     calls = await service().database.run(recent_calls, query.limit, query.before or None)
     next_before = calls[-1]["id"] if len(calls) == query.limit else None
-    return converter.unstructure(
-        converter.structure({"calls": calls, "next_before": next_before}, VoiceCalls)
-    )
-
-
-def _first(params: list[tuple[str, str]]) -> dict[str, str]:
-    """Each form field's first value."""
-    fields: dict[str, str] = {}
-    for name, value in params:
-        fields.setdefault(name, value)
-    return fields
+    return converter.structure({"calls": calls, "next_before": next_before}, VoiceCalls)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import parse_qsl
 
 from quart import Blueprint, Response, current_app, request
 
@@ -124,7 +123,7 @@ async def telco_form(
     once its signature over PUBLIC_BASE_URL (or this request's URL) and the form has
     passed; 403 otherwise, unless ``allow_unsigned``."""
     settings = service().settings
-    params = _form(await request.get_data())
+    params = telco.form_params(await request.get_data(), request.mimetype)
     url = telco.public_url(
         settings.public_base_url or request.host_url, request.path, request.query_string.decode()
     )
@@ -157,16 +156,6 @@ def _parsed(parse: Any, data: Any) -> Any:
         return parse(data)
     except BadShape as error:
         raise Problem(400, f"not a {request.path.rsplit('/', 1)[-1]} update: {error}") from None
-
-
-def _form(body: bytes) -> list[tuple[str, str]]:
-    """The form parameters, in order, repeated names kept (all of them are signed)."""
-    if request.mimetype != "application/x-www-form-urlencoded":
-        return []
-    try:
-        return parse_qsl(body.decode("utf-8"), keep_blank_values=True)
-    except (UnicodeDecodeError, ValueError):
-        return []
 
 
 async def _take(parsed: InboundMessage | Ignored) -> None:

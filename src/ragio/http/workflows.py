@@ -7,12 +7,10 @@ reason, nothing stored; the calls check it again each time."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from quart import Blueprint, request
 
-from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import no_such, path_id
 from ragcore.api.workflows import NewWorkflow, WorkflowFilters, WorkflowPatch, Workflows
 from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
@@ -20,22 +18,17 @@ from ragcore.workflows.definitions import (
     check_filters,
     check_new,
     check_patch,
-    parse_id,
     workflow_reach,
 )
 from ragio.http.context import service
 from ragio.http.inputs import json_body
-from ragio.http.problems import Problem
 from ragio.targets.post import interfaces, save_refusal
 from ragio.workflows import store
 
 blueprint = Blueprint("workflows", __name__)
 PATH = "/automation-workflows"
 WORKFLOW_ID = {"path": {"id": {"type": "integer"}}}
-
-
-def _missing(raw: str) -> Problem:
-    return Problem(404, f"no workflow {raw[:40]!r}; GET {PATH} lists them")
+WORKFLOWS = ("workflow", PATH)  # what a path id names, and where they are listed
 
 
 async def _check_target(fields: WorkflowPatch) -> WorkflowPatch:
@@ -50,61 +43,50 @@ async def _check_target(fields: WorkflowPatch) -> WorkflowPatch:
     return fields
 
 
-def _id(raw: str) -> int:
-    """The path id; a value that cannot be a workflow's id is a 404 like an unknown one."""
-    workflow_id = parse_id(raw)
-    if workflow_id is None:
-        raise _missing(raw)
-    return workflow_id
-
-
 @blueprint.get(PATH)
 @operation(Reply(200, "The workflows", Workflows), 422, query=WorkflowFilters)
-async def list_workflows() -> dict[str, Any]:
+async def list_workflows() -> Workflows:
     """List the automation workflows, oldest first"""
-    repeated = sorted(name for name in request.args if len(request.args.getlist(name)) > 1)
-    if repeated:
-        raise Problem(422, f"give {', '.join(repeated)} once", field=", ".join(repeated))
-    filters = check_filters(request.args.to_dict())
+    filters = check_filters(request.args.items(multi=True))
     found = await service().database.run(store.list_workflows, filters)
-    return {"workflows": [converter.unstructure(w) for w in found]}
+    return Workflows(found)
 
 
 @blueprint.post(PATH)
 @operation(Reply(201, "Created (Location: its URL)", Workflow), 422, body=NewWorkflow)
-async def create_workflow() -> tuple[dict[str, Any], int, dict[str, str]]:
+async def create_workflow() -> tuple[Workflow, int, dict[str, str]]:
     """Create a workflow: a webhook called after replies on its channels"""
     new = await _check_target(check_new(await json_body(required=True)))
     created = await service().database.run(store.create_workflow, new)
-    return converter.unstructure(created), 201, {"Location": f"{PATH}/{created.id}"}
+    return created, 201, {"Location": f"{PATH}/{created.id}"}
 
 
 @blueprint.get(f"{PATH}/<id>")
 @operation(Reply(200, "The workflow", Workflow), 404, **WORKFLOW_ID)
-async def get_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+async def get_workflow(id: str) -> Workflow:  # noqa: A002 (the path's name)
     """One workflow"""
-    found = await service().database.run(store.get_workflow, _id(id))
+    found = await service().database.run(store.get_workflow, path_id(id, *WORKFLOWS))
     if found is None:
-        raise _missing(id)
-    return converter.unstructure(found)
+        raise no_such(id, *WORKFLOWS)
+    return found
 
 
 @blueprint.patch(f"{PATH}/<id>")
 @operation(Reply(200, "Updated", Workflow), 404, 422, body=WorkflowPatch, **WORKFLOW_ID)
-async def patch_workflow(id: str) -> dict[str, Any]:  # noqa: A002 (the path's name)
+async def patch_workflow(id: str) -> Workflow:  # noqa: A002 (the path's name)
     """Change a workflow's fields (is_active turns it on and off)"""
-    workflow_id = _id(id)
+    workflow_id = path_id(id, *WORKFLOWS)
     patch = await _check_target(check_patch(await json_body(required=True)))
     saved = await service().database.run(store.patch_workflow, workflow_id, patch)
     if saved is None:
-        raise _missing(id)
-    return converter.unstructure(saved)
+        raise no_such(id, *WORKFLOWS)
+    return saved
 
 
 @blueprint.delete(f"{PATH}/<id>")
 @operation(Reply(204, "Deleted"), 404, **WORKFLOW_ID)
 async def delete_workflow(id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
     """Delete a workflow"""
-    if not await service().database.run(store.delete_workflow, _id(id)):
-        raise _missing(id)
+    if not await service().database.run(store.delete_workflow, path_id(id, *WORKFLOWS)):
+        raise no_such(id, *WORKFLOWS)
     return "", 204
