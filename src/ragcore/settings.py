@@ -508,6 +508,33 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting(
+        "ADDON_ENCRYPTION_KEY_PREVIOUS",
+        "",
+        "the key before ADDON_ENCRYPTION_KEY: still read, never written, until "
+        "`ragchat rekey` has re-encrypted everything with the new one",
+        _fernet_key,
+        secret=True,
+    ),
+    Setting(
+        "INTEGRATIONS_TIMEOUT_SECONDS",
+        "20",
+        "time each request to a data source gets (connecting, a query, one page)",
+        _number(0.1, 300),
+    ),
+    Setting(
+        "INTEGRATIONS_SYNC_MAX_RECORDS",
+        "100000",
+        "the most records one sync of a data source stores; a sync reaching it stops there",
+        _integer(1, 10_000_000),
+    ),
+    Setting(
+        "INTEGRATIONS_ALLOW_HTTP_LOOPBACK",
+        "false",
+        "true lets SaaS and REST data sources use http:// on 127.0.0.1 (local testing only; "
+        "logged each time)",
+        _boolean,
+    ),
+    Setting(
         "WEBHOOK_TARGETS",
         "",
         "comma-separated name=https://… pairs the AI may call by name (a secret: such URLs "
@@ -808,6 +835,10 @@ class Settings:
     sensitive_roles_extra: tuple[str, ...]
     sensitive_roles_reviewed_safe: tuple[str, ...]
     addon_encryption_key: str
+    addon_encryption_key_previous: str
+    integrations_timeout_seconds: float
+    integrations_sync_max_records: int
+    integrations_allow_http_loopback: bool
     webhook_targets: tuple[tuple[str, str], ...]
     chatops_webhook_url: str
     smtp_host: str

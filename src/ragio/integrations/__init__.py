@@ -1,0 +1,1 @@
+"""Data sources: encrypted credentials, the connectors, and syncing their records."""

@@ -1,0 +1,74 @@
+"""What every connector is: a smallest real request (``test``) and every record, page by
+page (``pages``), against the owner's data source.
+
+A connector gets the kind's credential fields with their defaults filled in
+(``ragcore.integrations.kinds.with_defaults``) and a ``Reach``: the time each request
+gets, whether http:// to 127.0.0.1 is allowed (tests only), and the HTTP client to use.
+Its failures are ``SourceFailed`` carrying the source's own reason, with no credential in
+it: the reason is stored and shown to the owner.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import attrs
+import httpx
+
+log = logging.getLogger(__name__)
+
+
+class SourceFailed(Exception):
+    """The data source refused or failed; ``reason`` is its own words (never a secret)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+@attrs.frozen
+class Reach:
+    """How a connector may reach its source."""
+
+    timeout: float  # seconds for each request: connecting, a query, one page
+    allow_http_loopback: bool  # http:// to 127.0.0.1 (INTEGRATIONS_ALLOW_HTTP_LOOPBACK)
+    client: httpx.AsyncClient | None = None  # for the HTTP kinds; follows no redirects
+
+
+Record = dict[str, Any]
+
+
+class Connector(Protocol):
+    async def test(self) -> str:
+        """Make the smallest real request; say what answered (``SourceFailed`` if not)."""
+        ...
+
+    def pages(self) -> AsyncIterator[list[Record]]:
+        """Every record, one page at a time, following the source's pagination to the end
+        (the caller stops iterating at its bound). Records are JSON-shaped dicts."""
+        ...
+
+
+class ConnectorFactory(Protocol):
+    def __call__(self, credentials: Mapping[str, str], reach: Reach) -> Connector: ...
+
+
+def checked_base_url(url: str, reach: Reach, field: str) -> str:
+    """``url`` without a trailing slash when it may be called: https, or http to
+    127.0.0.1 when the setting allows it (logged each time); ``SourceFailed`` naming
+    ``field`` otherwise. Credentials in the URL are refused: they belong in their fields."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        raise SourceFailed(f"{field} must not carry a user or password; use the credential fields")
+    if parts.scheme == "https" and parts.hostname:
+        return url.rstrip("/")
+    if parts.scheme == "http" and parts.hostname == "127.0.0.1" and reach.allow_http_loopback:
+        log.warning(
+            "INTEGRATIONS_ALLOW_HTTP_LOOPBACK=true: calling %s over plain http (testing only)",
+            f"{parts.scheme}://{parts.netloc}",
+        )
+        return url.rstrip("/")
+    raise SourceFailed(f"{field} must be an https:// URL, not {parts.scheme or 'no'} scheme")
