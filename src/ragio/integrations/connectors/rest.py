@@ -1,0 +1,100 @@
+"""Any JSON API that lists records: ``GET base_url + records_path`` with the
+``auth_header`` (``Name: value``), followed page by page.
+
+Records: the body when it is a list, else its ``records_key`` field (dotted for nesting),
+else the first of its ``data``, ``results``, ``items``, ``records`` fields that is a list.
+
+The next page, the first of these found (``ragcore.integrations.pages.rest_page``):
+
+1. a ``Link: <url>; rel="next"`` header (RFC 8288; GitHub, GitLab, many others);
+2. a ``next`` URL in the body, at the top or in ``links`` or ``paging``;
+3. a ``next_cursor`` (``nextCursor``, ``cursor``) field: the same request again with
+   ``?cursor=<value>``.
+
+No next page, or a page with no records, ends the listing. A next-page URL (absolute or
+relative) must be on the base URL's origin: the header carries a credential, and a
+listing that points elsewhere is refused rather than followed (SSRF). A cursor that
+repeats ends the read with a failure rather than a loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ragcore.integrations.pages import RestPage, auth_header, rest_error, rest_page, same_origin
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed, checked_base_url
+from ragio.integrations.connectors.web import read_as, request
+
+VENDOR = "REST API"
+MAX_PAGES = 100_000
+
+
+class RestApi:
+    def __init__(self, credentials: Mapping[str, str], reach: Reach) -> None:
+        self._base_url = credentials["base_url"].strip()
+        self._path = credentials["records_path"].strip()
+        self._records_key = (credentials.get("records_key") or "").strip() or None
+        self._auth = (credentials.get("auth_header") or "").strip()
+        self._reach = reach
+        self._secrets = [self._auth.partition(":")[2].strip()] if self._auth else []
+
+    async def test(self) -> str:
+        page = await self._get(self._first_url(), None)
+        return f"REST API: {self._path} readable ({len(page.records)} records on its first page)"
+
+    async def pages(self) -> AsyncIterator[list[Record]]:
+        url, cursor = self._first_url(), None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            page = await self._get(url, cursor)
+            yield page.records
+            if not page.records:
+                return
+            if page.next_url is not None:
+                with read_as(VENDOR, self._secrets):
+                    url, cursor = same_origin(self._origin(), page.next_url, VENDOR), None
+                mark = url
+            elif page.cursor is not None:
+                cursor = page.cursor
+                mark = "cursor " + cursor
+            else:
+                return
+            if mark in seen:
+                raise SourceFailed(f"{VENDOR}: the next page repeats an earlier one; stopped")
+            seen.add(mark)
+
+    def _origin(self) -> str:
+        return checked_base_url(self._base_url, self._reach, "base_url")
+
+    def _first_url(self) -> str:
+        path = self._path if self._path.startswith("/") else "/" + self._path
+        url = self._origin() + path
+        with read_as(VENDOR, self._secrets):
+            return same_origin(self._origin(), url, VENDOR)
+
+    async def _get(self, url: str, cursor: str | None) -> RestPage:
+        headers = {"accept": "application/json"}
+        if self._auth:
+            with read_as(VENDOR):
+                name, value = auth_header(self._auth)
+            headers[name] = value
+        params: dict[str, Any] = {"cursor": cursor} if cursor is not None else {}
+        response_headers: dict[str, str] = {}
+        body = await request(
+            self._reach,
+            VENDOR,
+            "GET",
+            url,
+            params=params,
+            headers=headers,
+            describe=rest_error,
+            secrets=self._secrets,
+            keep_headers=response_headers,
+        )
+        with read_as(VENDOR, self._secrets):
+            return rest_page(body, self._records_key, response_headers.get("link"))
+
+
+def connect(credentials: Mapping[str, str], reach: Reach) -> RestApi:
+    return RestApi(credentials, reach)

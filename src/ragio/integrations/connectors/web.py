@@ -1,0 +1,103 @@
+"""What the HTTP connectors share: one request to a source, waited out and sent again on
+429 and 503 as ``ragcore.integrations.pages.retry_wait`` says, and every failure turned
+into ``SourceFailed`` with the vendor's own words, masked.
+
+Each request gets ``reach.timeout`` and follows no redirect (a redirect could carry the
+credentials elsewhere): it is a failure, named as one. When the caller gave no client,
+one is made for the request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import trio
+
+from ragcore.integrations.pages import Unusable, reason, retry_wait
+from ragio.integrations.connectors.base import Reach, SourceFailed
+
+log = logging.getLogger(__name__)
+#: a vendor's error body -> its message (None: no usable one)
+Describe = Callable[[Any], str | None]
+
+
+@contextmanager
+def read_as(vendor: str, secrets: Iterable[str] = ()) -> Iterator[None]:
+    """Turn the pure rules' ``Unusable`` into ``SourceFailed`` (masked)."""
+    try:
+        yield
+    except Unusable as error:
+        text = error.reason.removeprefix(f"{vendor}: ")
+        raise SourceFailed(reason(vendor, None, text, secrets)) from None
+
+
+async def request(
+    reach: Reach,
+    vendor: str,
+    method: str,
+    url: str,
+    *,
+    describe: Describe,
+    secrets: Iterable[str] = (),
+    keep_headers: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``method url`` (``kwargs``: params, headers, data, json); the parsed JSON body of
+    the 2xx answer (its headers, names lowercased, into ``keep_headers`` if given), or
+    ``SourceFailed``."""
+    secrets = tuple(secrets)
+    attempts = 0
+    while True:
+        attempts += 1
+        response = await _send(reach, vendor, method, url, secrets, **kwargs)
+        if response.is_success:
+            if keep_headers is not None:
+                keep_headers.update((k.lower(), v) for k, v in response.headers.items())
+            try:
+                return response.json()
+            except ValueError:
+                raise SourceFailed(
+                    reason(vendor, response.status_code, "the answer is not JSON", secrets)
+                ) from None
+        status = response.status_code
+        wait = retry_wait(
+            attempts, status, response.headers.get("retry-after"), response.headers.get("date")
+        )
+        if wait is None:
+            raise SourceFailed(reason(vendor, status, _message(response, describe), secrets))
+        log.info("%s: HTTP %s; trying again in %.1f s", vendor, status, wait)
+        await trio.sleep(wait)
+
+
+async def _send(
+    reach: Reach, vendor: str, method: str, url: str, secrets: tuple[str, ...], **kwargs: Any
+) -> httpx.Response:
+    try:
+        if reach.client is not None:
+            return await reach.client.request(
+                method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
+            )
+        async with httpx.AsyncClient() as client:
+            return await client.request(
+                method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
+            )
+    except httpx.TimeoutException:
+        raise SourceFailed(f"{vendor}: no answer within {reach.timeout:g} s") from None
+    except httpx.TransportError as error:
+        raise SourceFailed(
+            reason(vendor, None, f"could not connect ({type(error).__name__})", secrets)
+        ) from None
+
+
+def _message(response: httpx.Response, describe: Describe) -> str:
+    if response.is_redirect:
+        return "a redirect, which is not followed (is the base URL right?)"
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    return describe(body) or response.reason_phrase or "no details"
