@@ -79,7 +79,8 @@ class RestApi:
             with read_as(VENDOR):
                 name, value = auth_header(self._auth)
             headers[name] = value
-        params: dict[str, Any] = {"cursor": cursor} if cursor is not None else {}
+        # no params at all without a cursor: httpx would replace the URL's own query
+        params: dict[str, Any] | None = {"cursor": cursor} if cursor is not None else None
         response_headers: dict[str, str] = {}
         body = await request(
             self._reach,

@@ -1,0 +1,99 @@
+"""A fake paginated JSON API on 127.0.0.1: ``GET /v1/customers`` behind one header
+(``header``: ``value``), paged ``page_size`` at a time in one of the styles the REST
+connector follows (``style``):
+
+- ``link``: a list body, the next page in ``Link: <…?page=N>; rel="next"``;
+- ``next``: ``{"results": [...], "next": "<absolute URL or null>"}`` (Django REST style);
+- ``cursor``: ``{"data": [...], "next_cursor": "…"}``, the next page asked for as
+  ``?cursor=…``;
+- ``nested``: ``{"result": {"rows": [...]}, "links": {"next": "/v1/customers?page=N"}}``.
+
+``delay`` (seconds) is spent on every page (the benchmark uses 50 ms); ``next_origin``
+makes the next-page links point at another origin. A wrong header gets
+``{"message": "Bad credentials: <what was sent>"}`` (an API that echoes the token, so the
+tests see it masked)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, encode_headers
+
+STYLES = ("link", "next", "cursor", "nested")
+
+
+class RestError(WireError):
+    def __init__(self, status: int, message: str):
+        super().__init__(status, message, {"message": message}, None)
+
+
+def item(n: int) -> dict[str, Any]:
+    return {"id": n, "email": f"user{n}@example.org", "name": f"User {n}"}
+
+
+class FakeRestApi(FakeServer):
+    def __init__(
+        self,
+        header: str,
+        value: str,
+        items: int = 0,
+        *,
+        style: str = "link",
+        page_size: int = 10,
+        delay: float = 0.0,
+    ) -> None:
+        super().__init__(api_key=value, reply="")
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}")
+        self.header = header.lower()
+        self.items = [item(n) for n in range(items)]
+        self.style = style
+        self.page_size = page_size
+        self.delay = delay
+        self.next_origin: str | None = None
+        self.path = "/v1/customers"
+
+    async def _answer(self, request: Recorded, send: Send) -> None:
+        sent = request.headers.get(self.header)
+        if sent != self.api_key:
+            raise RestError(401, f"Bad credentials: {sent or 'none'}")
+        await self._scripted()
+        if request.path != self.path or request.method != "GET":
+            raise RestError(404, "Not Found")
+        if self.style == "cursor":
+            cursor = request.query.get("cursor", [None])[0]
+            start = int(base64.b64decode(cursor)) if cursor else 0
+        else:
+            start = (int(request.query.get("page", ["1"])[0]) - 1) * self.page_size
+        page = self.items[start : start + self.page_size]
+        more = start + self.page_size < len(self.items)
+        following = start // self.page_size + 2
+        origin = self.next_origin or self.base_url
+        url = f"{origin}{self.path}?page={following}"
+        headers = {"content-type": "application/json"}
+        body: Any
+        if self.style == "link":
+            body = page
+            if more:
+                headers["link"] = f'<{url}>; rel="next", <{origin}{self.path}?page=1>; rel="first"'
+        elif self.style == "next":
+            body = {"count": len(self.items), "results": page, "next": url if more else None}
+        elif self.style == "cursor":
+            token = base64.b64encode(str(start + self.page_size).encode()).decode()
+            body = {"data": page, "next_cursor": token if more else None}
+        else:
+            link = (url if self.next_origin else f"{self.path}?page={following}") if more else None
+            body = {"result": {"rows": page}, "links": {"next": link}}
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": encode_headers(headers)}
+        )
+        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    def _failure(self, failure: Failure) -> WireError:
+        error = RestError(
+            failure.status, "Too Many Requests" if failure.status == 429 else "Service Unavailable"
+        )
+        error.headers = failure.headers
+        return error
