@@ -5,7 +5,7 @@ plain http refused unless allowed, and next-page links to another origin refused
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +15,7 @@ import pytest
 from ragcore.integrations.kinds import KINDS, with_defaults
 from ragio.integrations.connectors import hubspot, rest, salesforce, sheets, shopify, stripe
 from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
+from ragio.integrations.connectors.http_kinds import HTTP_CONNECTORS
 from tests.io.fakes.google_sheets_server import FakeGoogleSheets, key_file, key_pair
 from tests.io.fakes.hubspot_server import FakeHubSpot
 from tests.io.fakes.rest_server import FakeRestApi
@@ -406,14 +407,30 @@ async def test_rest_plain_http_and_waits(serve_fake, client) -> None:
     assert reason == "REST API: the answer has no list in 'rows'"
 
 
-def test_every_http_kind_has_a_connector() -> None:
-    modules: Mapping[str, Any] = {
-        "rest_api": rest,
-        "hubspot": hubspot,
-        "salesforce": salesforce,
-        "shopify": shopify,
-        "google_sheets": sheets,
-        "stripe": stripe,
+async def test_rest_a_slow_page_a_captive_portal_and_a_redirect(serve_fake, client) -> None:
+    fake = await serve_fake(FakeRestApi("Authorization", REST_TOKEN, 5, delay=2.0))
+    reason = await failure(rest.connect(on_rest(fake), Reach(0.3, True, client)).test)
+    assert reason == "REST API: no answer within 0.3 s"
+    fake.delay = 0.0
+    fake.garbage = "html"
+    reason = await failure(rest.connect(on_rest(fake), Reach(5.0, True, client)).test)
+    assert reason == "REST API: HTTP 200: the answer is not JSON"
+    fake.garbage = None
+    fake.redirect_to = "https://elsewhere.example/v1/customers"
+    reason = await failure(rest.connect(on_rest(fake), Reach(5.0, True, client)).test)
+    assert reason == (
+        "REST API: HTTP 302: a redirect, which is not followed (is the base URL right?)"
+    )
+    assert len(fake.requests) == 3
+
+
+def test_every_http_kind_has_its_connector() -> None:
+    assert set(HTTP_CONNECTORS) == {
+        "rest_api",
+        "hubspot",
+        "salesforce",
+        "shopify",
+        "google_sheets",
+        "stripe",
     }
-    for kind, module in modules.items():
-        assert kind in KINDS and callable(module.connect)
+    assert set(HTTP_CONNECTORS) <= set(KINDS)

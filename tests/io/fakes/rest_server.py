@@ -9,7 +9,8 @@ connector follows (``style``):
 - ``nested``: ``{"result": {"rows": [...]}, "links": {"next": "/v1/customers?page=N"}}``.
 
 ``delay`` (seconds) is spent on every page (the benchmark uses 50 ms); ``next_origin``
-makes the next-page links point at another origin. A wrong header gets
+makes the next-page links point at another origin; ``redirect_to`` answers
+with a 302 there; ``garbage = "html"`` answers with a captive portal's page. A wrong header gets
 ``{"message": "Bad credentials: <what was sent>"}`` (an API that echoes the token, so the
 tests see it masked)."""
 
@@ -19,7 +20,15 @@ import base64
 import json
 from typing import Any
 
-from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError, encode_headers
+from tests.io.fakes.asgi import (
+    HTML_PAGE,
+    Failure,
+    FakeServer,
+    Recorded,
+    Send,
+    WireError,
+    encode_headers,
+)
 
 STYLES = ("link", "next", "cursor", "nested")
 
@@ -54,6 +63,7 @@ class FakeRestApi(FakeServer):
         self.delay = delay
         self.next_origin: str | None = None
         self.path = "/v1/customers"
+        self.redirect_to: str | None = None  # answer 302 with this Location instead
 
     async def _answer(self, request: Recorded, send: Send) -> None:
         sent = request.headers.get(self.header)
@@ -62,6 +72,13 @@ class FakeRestApi(FakeServer):
         await self._scripted()
         if request.path != self.path or request.method != "GET":
             raise RestError(404, "Not Found")
+        if self.redirect_to is not None:
+            await self._start(send, 302, {"location": self.redirect_to})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if self.garbled(request) == "html":
+            await self._send_raw(send, "text/html", HTML_PAGE)
+            return
         if self.style == "cursor":
             cursor = request.query.get("cursor", [None])[0]
             start = int(base64.b64decode(cursor)) if cursor else 0

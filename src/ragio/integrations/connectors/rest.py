@@ -37,7 +37,9 @@ class RestApi:
         self._records_key = (credentials.get("records_key") or "").strip() or None
         self._auth = (credentials.get("auth_header") or "").strip()
         self._reach = reach
-        self._secrets = [self._auth.partition(":")[2].strip()] if self._auth else []
+        value = self._auth.partition(":")[2].strip()
+        # the whole value, and its last word alone ("Bearer <token>": the token)
+        self._secrets = [value, value.split()[-1]] if value else []
 
     async def test(self) -> str:
         page = await self._get(self._first_url(), None)
