@@ -172,6 +172,16 @@ async def test_salesforce_follows_next_records_url_until_done(serve_fake, reach)
     }
 
 
+async def test_salesforce_renews_a_session_that_expires_during_a_read(serve_fake, reach) -> None:
+    fake = await serve_fake(FakeSalesforce(SF_ID, SF_SECRET, contacts=6, batch=2))
+    pages = salesforce.connect(on_salesforce(fake), reach).pages()
+    first = await pages.__anext__()
+    fake.tokens.clear()  # the session expired
+    rest_of_them = [page async for page in pages]
+    assert [len(p) for p in [first, *rest_of_them]] == [2, 2, 2]
+    assert fake.grants == ["client_credentials", "client_credentials"]
+
+
 async def test_salesforce_refuses_a_next_page_or_instance_elsewhere(serve_fake, reach) -> None:
     fake = await serve_fake(FakeSalesforce(SF_ID, SF_SECRET, contacts=5, batch=2))
     fake.next_origin = "https://evil.example"

@@ -6,7 +6,9 @@ The token request uses the client credentials flow when no username is given
 (Salesforce's recommendation; it needs the org's My Domain as ``login_url`` and a run-as
 user on the connected app), otherwise the username-password flow, whose password is the
 user's password followed by the security token. The ``instance_url`` the token answer
-names is checked like any base URL, and every ``nextRecordsUrl`` must stay on it.
+names is checked like any base URL, and every ``nextRecordsUrl`` must stay on it. A
+session that expires during a long read (a 401 on a later page) is renewed once and the
+page asked for again.
 Records are the rows without their ``attributes``; the user field is ``Email``.
 """
 
@@ -26,7 +28,7 @@ from ragcore.integrations.pages import (
     soql,
 )
 from ragio.integrations.connectors.base import Reach, Record, checked_base_url
-from ragio.integrations.connectors.web import read_as, request
+from ragio.integrations.connectors.web import HttpFailed, read_as, request
 
 VENDOR = "Salesforce"
 LOGIN_URL = "https://login.salesforce.com"
@@ -58,7 +60,15 @@ class Salesforce:
                 return
             with read_as(VENDOR, self._secrets):
                 url = same_origin(session.instance_url, page.next, VENDOR)
-            page = await self._get(session, url, None)
+            try:
+                page = await self._get(session, url, None)
+            except HttpFailed as failed:
+                if failed.status != 401:
+                    raise
+                session = await self._session()
+                with read_as(VENDOR, self._secrets):
+                    url = same_origin(session.instance_url, url, VENDOR)
+                page = await self._get(session, url, None)
 
     def _soql(self, limit: int | None = None) -> str:
         with read_as(VENDOR, self._secrets):

@@ -25,6 +25,15 @@ log = logging.getLogger(__name__)
 Describe = Callable[[Any], str | None]
 
 
+class HttpFailed(SourceFailed):
+    """The source answered with an error ``status`` (a connector may act on it: sign in
+    again after a 401, say)."""
+
+    def __init__(self, reason: str, status: int):
+        super().__init__(reason)
+        self.status = status
+
+
 @contextmanager
 def read_as(vendor: str, secrets: Iterable[str] = ()) -> Iterator[None]:
     """Turn the pure rules' ``Unusable`` into ``SourceFailed`` (masked)."""
@@ -68,7 +77,7 @@ async def request(
             attempts, status, response.headers.get("retry-after"), response.headers.get("date")
         )
         if wait is None:
-            raise SourceFailed(reason(vendor, status, _message(response, describe), secrets))
+            raise HttpFailed(reason(vendor, status, _message(response, describe), secrets), status)
         log.info("%s: HTTP %s; trying again in %.1f s", vendor, status, wait)
         await trio.sleep(wait)
 
