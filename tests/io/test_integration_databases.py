@@ -302,8 +302,10 @@ async def test_mysql_awkward_names_stay_names(mariadb: MariaDB) -> None:
     assert rows == [[{"id": 1, "email": "odd@example.com"}]]
     said = await connector("mysql", **mariadb.credentials(table=f"crm.{AWKWARD}")).test()
     assert said.endswith(f"table crm.{AWKWARD} readable")
-    injected = await failure(connector("mysql", **mariadb.credentials(table=INJECTION)).test)
-    assert injected == f"table {INJECTION} does not exist"
+    # raw in the SQL, each would be read (as no rows); quoted, each is a name no table has
+    for injection in (INJECTION, "customers LIMIT 0 #", "customers` LIMIT 0 #"):
+        injected = await failure(connector("mysql", **mariadb.credentials(table=injection)).test)
+        assert injected == f"table {injection} does not exist"
     admin = mariadb.admin()
     with admin, admin.cursor() as cursor:
         cursor.execute("SELECT COUNT(*) FROM crm.customers")
@@ -372,16 +374,25 @@ async def test_postgresql_failures_carry_the_servers_reason(postgres_source: Pos
         assert_no_secret(reason)
 
 
-async def test_postgresql_awkward_names_stay_names(postgres_source: Postgres) -> None:
+async def test_postgresql_awkward_names_stay_names(
+    postgres_source: Postgres, postgres_url: str
+) -> None:
     credentials = postgres_source.credentials(table=f"sales.{AWKWARD}")
     assert await read_all(connector("postgresql", **credentials)) == [
         [{"id": 1, "email": "odd@example.com"}]
     ]
-    injected = f"sales.{INJECTION}"
-    reason = await failure(
-        connector("postgresql", **postgres_source.credentials(table=injected)).test
+    assert (await connector("postgresql", **credentials).test()).endswith(
+        f"table sales.{AWKWARD} readable"
     )
-    assert reason == f"table {injected} does not exist"
+    # raw in the SQL, each would be read (as no rows); quoted, each is a name no table has
+    for injection in (INJECTION, "customers LIMIT 0 -- ", 'customers" LIMIT 0 -- '):
+        injected = f"sales.{injection}"
+        reason = await failure(
+            connector("postgresql", **postgres_source.credentials(table=injected)).test
+        )
+        assert reason == f"table {injected} does not exist"
+    with psycopg.connect(postgres_url.replace("/ragchat?", "/crm_source?")) as db:
+        assert db.execute("SELECT count(*) FROM sales.customers").fetchone() == (ROWS,)
     quoted = postgres_source.credentials(table='"sales"."customers"')
     assert (await connector("postgresql", **quoted).test()).endswith("readable")
 
@@ -435,6 +446,10 @@ async def test_mongodb_failures_carry_the_drivers_reason(mongo: str) -> None:
         connector("mongodb", **mongo_credentials(mongo, collection="orders")).test
     )
     assert missing == "collection orders does not exist in database crm"
+    nothing = connector("mongodb", **mongo_credentials(mongo, database="shop"))
+    assert await failure(lambda: read_all(nothing)) == (
+        "collection customers does not exist in database shop"
+    )
     bad = await failure(connector("mongodb", **mongo_credentials(f"{url}@127.0.0.1:x/")).test)
     assert_no_secret(bad)
     # nx-27017 has no users: pymongo's authentication breaks on its answer (a real

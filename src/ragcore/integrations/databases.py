@@ -102,7 +102,7 @@ def without_secrets(reason: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret:
             reason = reason.replace(secret, SECRET_MASK)
-    return " ".join(reason.split())
+    return " ".join(line.strip() for line in reason.splitlines() if line.strip())
 
 
 def server_name(version: str, default: str) -> str:

@@ -73,6 +73,7 @@ class MongoCollection:
     async def pages(self) -> AsyncIterator[list[Record]]:
         client = await self._run(self._client)
         try:
+            await self._run(functools.partial(self._check_collection, client))
             last: Any = None
             while True:
                 page, last = await self._run(functools.partial(self._page, client, last))
@@ -104,17 +105,20 @@ class MongoCollection:
         with self._client() as client:
             client.admin.command("ping")
             version = client.admin.command("buildInfo").get("version", "")
-            database = client[self._database]
-            names = database.list_collection_names(
-                filter={"name": self._collection}, authorizedCollections=True
-            )
-            # filtered here too: a server of the wire protocol may ignore the filter
-            if self._collection not in names:
-                raise SourceFailed(
-                    f"collection {self._collection} does not exist in database {self._database}"
-                )
-            next(iter(self._find(database[self._collection], None, limit=1)), None)
+            self._check_collection(client)
+            next(iter(self._find(client[self._database][self._collection], None, limit=1)), None)
         return f"MongoDB {version}: collection {self._collection} readable".replace("  ", " ")
+
+    def _check_collection(self, client: pymongo.MongoClient[dict[str, Any]]) -> None:
+        """A missing collection reads as empty in MongoDB: here it is a failure that says so."""
+        names = client[self._database].list_collection_names(
+            filter={"name": self._collection}, authorizedCollections=True
+        )
+        # filtered here too: a server of the wire protocol may ignore the filter
+        if self._collection not in names:
+            raise SourceFailed(
+                f"collection {self._collection} does not exist in database {self._database}"
+            )
 
     def _page(
         self, client: pymongo.MongoClient[dict[str, Any]], last: Any
