@@ -126,6 +126,11 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
                 " balance DECIMAL(12,2), joined DATETIME, avatar BLOB)",
                 "CREATE TABLE crm.`we ird ``tbl\" 'x%` (id INT PRIMARY KEY, email TEXT)",
                 "CREATE VIEW crm.slow AS SELECT id, SLEEP(30) AS waited FROM crm.customers",
+                # a view whose function writes (as its definer, root): read, it must fail
+                "CREATE TABLE crm.visits (at DATETIME)",
+                "CREATE FUNCTION crm.touch() RETURNS INT MODIFIES SQL DATA"
+                " BEGIN INSERT INTO crm.visits VALUES (NOW()); RETURN 1; END",
+                "CREATE VIEW crm.writes AS SELECT id, crm.touch() AS touched FROM crm.customers",
             ):
                 cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
             cursor.executemany(
@@ -182,6 +187,11 @@ def postgres_source(postgres_url: str) -> Postgres:
             f'CREATE TABLE sales."{AWKWARD_PG}" (id int PRIMARY KEY, email text)',
             "CREATE FUNCTION sales.hang() RETURNS int LANGUAGE sql AS 'SELECT 1 FROM pg_sleep(30)'",
             "CREATE VIEW sales.slow AS SELECT id, sales.hang() AS waited FROM sales.customers",
+            # a view whose function writes (as its owner): read, it must fail
+            "CREATE TABLE sales.visits (at timestamptz)",
+            "CREATE FUNCTION sales.touch() RETURNS int LANGUAGE sql SECURITY DEFINER AS"
+            " 'INSERT INTO sales.visits VALUES (now()); SELECT 1'",
+            "CREATE VIEW sales.writes AS SELECT id, sales.touch() AS touched FROM sales.customers",
             "GRANT USAGE ON SCHEMA sales TO shop",
             "GRANT SELECT ON ALL TABLES IN SCHEMA sales TO shop",
         ):
@@ -312,6 +322,15 @@ async def test_mysql_awkward_names_stay_names(mariadb: MariaDB) -> None:
         assert cursor.fetchone() == (ROWS,)
 
 
+async def test_mysql_reads_in_a_read_only_transaction(mariadb: MariaDB) -> None:
+    writes = connector("mysql", **mariadb.credentials(table="writes"))
+    assert "READ ONLY transaction" in await failure(lambda: read_all(writes))
+    admin = mariadb.admin()
+    with admin, admin.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM crm.visits")
+        assert cursor.fetchone() == (0,)
+
+
 async def test_mysql_timeouts_cut_a_hang(mariadb: MariaDB, silent_port: int) -> None:
     quick = Reach(timeout=1, allow_http_loopback=False)
     started = trio.current_time()
@@ -395,6 +414,15 @@ async def test_postgresql_awkward_names_stay_names(
         assert db.execute("SELECT count(*) FROM sales.customers").fetchone() == (ROWS,)
     quoted = postgres_source.credentials(table='"sales"."customers"')
     assert (await connector("postgresql", **quoted).test()).endswith("readable")
+
+
+async def test_postgresql_reads_in_a_read_only_transaction(
+    postgres_source: Postgres, postgres_url: str
+) -> None:
+    writes = connector("postgresql", **postgres_source.credentials(table="sales.writes"))
+    assert "read-only transaction" in await failure(lambda: read_all(writes))
+    with psycopg.connect(postgres_url.replace("/ragchat?", "/crm_source?")) as db:
+        assert db.execute("SELECT count(*) FROM sales.visits").fetchone() == (0,)
 
 
 async def test_postgresql_timeouts_cut_a_hang(postgres_source: Postgres, silent_port: int) -> None:

@@ -92,6 +92,48 @@ class _Table:
         self._shown_table = credentials.get("table", "")
         self._shown_key = credentials.get("key_column", "id")
 
+    async def test(self) -> str:
+        return await self._run(self._test)
+
+    async def pages(self) -> AsyncIterator[list[Record]]:
+        table, key = await self._run(self._names)
+        conn = await self._run(self._open)
+        try:
+            last: Any = None
+            while True:
+                page, last = await self._run(functools.partial(self._page, conn, table, key, last))
+                if page:
+                    yield page
+                if len(page) < PAGE_ROWS:
+                    return
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(_close_quietly, conn)
+
+    def _test(self) -> str:
+        raise NotImplementedError
+
+    def _open(self) -> Any:
+        """A connection for a whole read (in a worker thread)."""
+        raise NotImplementedError
+
+    def _page(
+        self, conn: Any, table: identifiers.TableName, key: str, last: Any
+    ) -> tuple[list[Record], Any]:
+        """The page after the key ``last`` (None: the first), and its last key."""
+        rows = self._select(conn, table, key, limit=PAGE_ROWS, after=last)
+        if not rows:
+            return [], last
+        return [json_shaped(row) for row in rows], rows[-1][key]
+
+    def _select(
+        self, conn: Any, table: identifiers.TableName, key: str, *, limit: int, after: Any
+    ) -> list[dict[str, Any]]:
+        """In one read-only transaction, the rows after the key ``after`` (None: from the
+        first), by the key; ``limit`` 0: none, which checks that the table and its key
+        column exist and may be read."""
+        raise NotImplementedError
+
     def _names(self) -> tuple[identifiers.TableName, str]:
         table = identifiers.split_table(self._shown_table, self.limits)
         key = identifiers.column_name(self._shown_key, self.limits)
@@ -127,23 +169,8 @@ class MySQLTable(_Table):
     kind = "mysql"
     limits = identifiers.MYSQL
 
-    async def test(self) -> str:
-        return await self._run(self._test)
-
-    async def pages(self) -> AsyncIterator[list[Record]]:
-        table, key = await self._run(self._names)
-        conn, _ = await self._run(self._connect)
-        try:
-            last: Any = None
-            while True:
-                page, last = await self._run(functools.partial(self._page, conn, table, key, last))
-                if page:
-                    yield page
-                if len(page) < PAGE_ROWS:
-                    return
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(_close_quietly, conn)
+    def _open(self) -> Any:
+        return self._connect()[0]
 
     def _connect(self) -> tuple[pymysql.connections.Connection[Any], str]:
         address = address_of(self._credentials, ("mysql", "mariadb", "mysql+pymysql"))
@@ -186,14 +213,6 @@ class MySQLTable(_Table):
         finally:
             _close_quietly(conn)
         return f"{server_name(version, 'MySQL')}: table {self._shown_table} readable"
-
-    def _page(
-        self, conn: Any, table: identifiers.TableName, key: str, last: Any
-    ) -> tuple[list[Record], Any]:
-        rows = self._select(conn, table, key, limit=PAGE_ROWS, after=last)
-        if not rows:
-            return [], last
-        return [json_shaped(row) for row in rows], rows[-1][key]
 
     def _select(
         self, conn: Any, table: identifiers.TableName, key: str, *, limit: int, after: Any
@@ -262,23 +281,8 @@ class PostgreSQLTable(_Table):
     kind = "postgresql"
     limits = identifiers.POSTGRESQL
 
-    async def test(self) -> str:
-        return await self._run(self._test)
-
-    async def pages(self) -> AsyncIterator[list[Record]]:
-        table, key = await self._run(self._names)
-        conn = await self._run(self._connect)
-        try:
-            last: Any = None
-            while True:
-                page, last = await self._run(functools.partial(self._page, conn, table, key, last))
-                if page:
-                    yield page
-                if len(page) < PAGE_ROWS:
-                    return
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(_close_quietly, conn)
+    def _open(self) -> Any:
+        return self._connect()
 
     def _connect(self) -> psycopg.Connection[dict[str, Any]]:
         seconds = max(2, round(self._reach.timeout))  # libpq counts whole seconds, at least 2
@@ -318,14 +322,6 @@ class PostgreSQLTable(_Table):
             self._select(conn, table, key, limit=0, after=None)
         number = str((version or {}).get("server_version", "")).split(" ")[0]
         return f"PostgreSQL {number}: table {self._shown_table} readable"
-
-    def _page(
-        self, conn: Any, table: identifiers.TableName, key: str, last: Any
-    ) -> tuple[list[Record], Any]:
-        rows = self._select(conn, table, key, limit=PAGE_ROWS, after=last)
-        if not rows:
-            return [], last
-        return [json_shaped(row) for row in rows], rows[-1][key]
 
     def _select(
         self, conn: Any, table: identifiers.TableName, key: str, *, limit: int, after: Any
