@@ -4,6 +4,7 @@ session's embedded PostgreSQL, and nx-27017 (a MongoDB wire-protocol server on S
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import shutil
@@ -30,6 +31,7 @@ from ragio.integrations.connectors.mongodb import connect_mongodb
 from tests.io.processes import free_port
 
 PASSWORD = "S3cret-pw/x@y%z"  # URL-special characters: a URL carries it percent-encoded
+ENCODED = PASSWORD.replace("%", "%25").replace("/", "%2F").replace("@", "%40")
 ROWS = 1234
 AWKWARD = "we ird `tbl\" 'x%"  # a space, both quotes, a backtick and a percent sign
 AWKWARD_PG = AWKWARD.replace('"', '""')  # as a quoted identifier in PostgreSQL
@@ -270,7 +272,7 @@ def closed_port() -> int:
 async def test_mysql_test_says_what_answered(mariadb: MariaDB) -> None:
     said = await connector("mysql", **mariadb.credentials()).test()
     assert said.startswith("MariaDB 10.") and said.endswith(": table customers readable")
-    url = f"mysql://shop:{PASSWORD.replace('%', '%25').replace('/', '%2F').replace('@', '%40')}"
+    url = f"mysql://shop:{ENCODED}"
     said = await connector(
         "mysql", url=f"{url}@127.0.0.1:{mariadb.port}/crm", table="crm.customers"
     ).test()
@@ -289,6 +291,25 @@ async def test_mysql_reads_every_row_in_pages(mariadb: MariaDB) -> None:
         "joined": "2024-05-06T07:08:09",
         "avatar": "AP8=",  # bytes as base64
     }
+
+
+async def test_mysql_a_read_stopped_early_frees_its_connection(mariadb: MariaDB) -> None:
+    def sessions() -> int:
+        admin = mariadb.admin()
+        with admin, admin.cursor() as cursor:
+            cursor.execute(
+                "SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'shop'"
+            )
+            return cursor.fetchone()[0]
+
+    async with contextlib.aclosing(connector("mysql", **mariadb.credentials()).pages()) as pages:
+        assert len(await anext(pages)) == 500
+        assert sessions() == 1
+    for _ in range(50):  # the server notices the goodbye soon after
+        if sessions() == 0:
+            break
+        await trio.sleep(0.1)
+    assert sessions() == 0
 
 
 async def test_mysql_failures_carry_the_servers_reason(mariadb: MariaDB) -> None:
@@ -349,8 +370,7 @@ async def test_mysql_timeouts_cut_a_hang(mariadb: MariaDB, silent_port: int) -> 
 async def test_postgresql_test_says_what_answered(postgres_source: Postgres) -> None:
     said = await connector("postgresql", **postgres_source.credentials()).test()
     assert said.startswith("PostgreSQL 1") and said.endswith(": table sales.customers readable")
-    encoded = PASSWORD.replace("%", "%25").replace("/", "%2F").replace("@", "%40")
-    url = f"postgresql://shop:{encoded}@/crm_source?host={postgres_source.socket_dir}"
+    url = f"postgresql://shop:{ENCODED}@/crm_source?host={postgres_source.socket_dir}"
     url += f"&port={postgres_source.port}"
     assert (await connector("postgresql", url=url, table="sales.customers").test()).endswith(
         "readable"
@@ -391,6 +411,14 @@ async def test_postgresql_failures_carry_the_servers_reason(postgres_source: Pos
     assert no_key == "key column idx does not exist in table sales.customers"
     for reason in (wrong, refused, no_table, no_key):
         assert_no_secret(reason)
+
+
+async def test_postgresql_a_url_libpq_quotes_back_is_masked() -> None:
+    # libpq quotes a URI it cannot parse whole in its message, password and all
+    url = f"postgresql://shop:{ENCODED}@[::1/crm_source"
+    reason = await failure(connector("postgresql", url=url, table="customers").test)
+    assert "IPv6" in reason and "********" in reason
+    assert_no_secret(reason)
 
 
 async def test_postgresql_awkward_names_stay_names(
@@ -463,7 +491,7 @@ async def test_mongodb_reads_every_document_in_pages(mongo: str) -> None:
 
 async def test_mongodb_failures_carry_the_drivers_reason(mongo: str) -> None:
     port = closed_port()
-    url = f"mongodb://shop:{PASSWORD.replace('%', '%25').replace('/', '%2F').replace('@', '%40')}"
+    url = f"mongodb://shop:{ENCODED}"
     quick = Reach(timeout=1, allow_http_loopback=False)
     refused = await failure(
         connector("mongodb", quick, **mongo_credentials(f"{url}@127.0.0.1:{port}/")).test
