@@ -107,7 +107,7 @@ class MongoCollection:
             version = client.admin.command("buildInfo").get("version", "")
             self._check_collection(client)
             next(iter(self._find(client[self._database][self._collection], None, limit=1)), None)
-        return f"MongoDB {version}: collection {self._collection} readable".replace("  ", " ")
+        return f"{f'MongoDB {version}'.strip()}: collection {self._collection} readable"
 
     def _check_collection(self, client: pymongo.MongoClient[dict[str, Any]]) -> None:
         """A missing collection reads as empty in MongoDB: here it is a failure that says so."""
