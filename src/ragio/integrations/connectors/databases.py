@@ -20,7 +20,8 @@ libpq counts whole seconds, at least 2), each statement on the server (PostgreSQ
 ``statement_timeout``, MariaDB's ``max_statement_time``, MySQL's ``max_execution_time``,
 which covers SELECT) and, for PyMySQL, each socket read and write
 (``read_timeout``/``write_timeout``, a second longer, so that the server's own reason
-comes first), which also cuts a server that stops answering.
+comes first), which also cuts a server that stops answering. libpq has no read timeout:
+for PostgreSQL, TCP keepalives end a wait on a host that is gone.
 
 Names: ``table`` and ``key_column`` are split and checked by
 ``ragcore.integrations.identifiers`` and quoted as identifiers
@@ -286,7 +287,16 @@ class PostgreSQLTable(_Table):
 
     def _connect(self) -> psycopg.Connection[dict[str, Any]]:
         seconds = max(2, round(self._reach.timeout))  # libpq counts whole seconds, at least 2
-        options: dict[str, Any] = {"connect_timeout": seconds, "row_factory": dict_row}
+        options: dict[str, Any] = {
+            "connect_timeout": seconds,
+            "row_factory": dict_row,
+            # libpq has no read timeout: TCP keepalives end a wait on a host that is gone
+            # (an answering server's slow statement is the statement_timeout's)
+            "keepalives": 1,
+            "keepalives_idle": seconds,
+            "keepalives_interval": 1,
+            "keepalives_count": 3,
+        }
         url = self._credentials.get("url")
         if url:
             # libpq reads the URL itself, its options (sslmode, a socket's host) included
