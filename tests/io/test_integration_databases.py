@@ -24,10 +24,11 @@ import pymysql
 import pytest
 import trio
 
+from ragcore.integrations.databases import json_shaped
 from ragcore.integrations.kinds import KINDS, with_defaults
 from ragio.integrations.connectors.base import Connector, Reach, SourceFailed
 from ragio.integrations.connectors.databases import connect_mysql, connect_postgresql
-from ragio.integrations.connectors.mongodb import connect_mongodb
+from ragio.integrations.connectors.mongodb import bson_shaped, connect_mongodb
 from tests.io.processes import free_port
 
 PASSWORD = "S3cret-pw/x@y%z"  # URL-special characters: a URL carries it percent-encoded
@@ -524,3 +525,23 @@ async def test_mongodb_timeout_cuts_a_silent_server(silent_port: int) -> None:
     reason = await failure(connector("mongodb", quick, **mongo_credentials(url)).test)
     assert reason.endswith("(no server answered within 1 s)")
     assert trio.current_time() - started < 10
+
+
+def test_bson_values_become_json_shaped() -> None:
+    # nx-27017 stores no Decimal128: the BSON types it cannot hold, shaped without a server
+    document = {
+        "_id": _object_id(255),
+        "price": bson.Decimal128("12345678901234567.89"),
+        "ref": bson.DBRef("orders", _object_id(1)),
+        "stamp": bson.Timestamp(1700000000, 1),
+        "blob": bson.Binary(b"\x00\xff", 0),
+        "big": bson.Int64(2**40),
+    }
+    assert json_shaped(document, bson_shaped) == {
+        "_id": f"{255:024x}",
+        "price": "12345678901234567.89",
+        "ref": {"$ref": "orders", "$id": f"{1:024x}"},
+        "stamp": "Timestamp(1700000000, 1)",
+        "blob": "AP8=",
+        "big": 2**40,
+    }
