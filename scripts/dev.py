@@ -6,8 +6,9 @@
 
 Needs only Python 3.11+ and the package registries. Creates .venv beside this
 folder and installs the project into it (again only when pyproject.toml changed).
-For the tests, installs the Debian packages espeak-ng and sox when they are missing and
-this is a root shell with apt-get: the voice tests synthesise speech with them.
+For the tests, installs the Debian packages espeak-ng and sox (the voice tests synthesise
+speech with them) and mariadb-server (the mysql data source's tests start a MariaDB of
+their own) when they are missing and this is a root shell with apt-get.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".ragchat-installed"
-VOICE_TOOLS = ("espeak-ng", "sox")  # the voice tests' speech synthesis and audio conversion
+# the Debian packages the tests need, by a program each installs: the voice tests' speech
+# synthesis and audio conversion, and the MariaDB server the mysql data source is tested on
+TEST_PACKAGES = {"espeak-ng": "espeak-ng", "sox": "sox", "mariadbd": "mariadb-server"}
+SBIN = os.pathsep.join(["/usr/local/sbin", "/usr/sbin", "/sbin"])  # mariadbd: not on a user's PATH
 
 
 def step(*command: str | Path) -> None:
@@ -45,29 +49,35 @@ def setup() -> None:
     STAMP.write_text(wanted)
 
 
-def voice_tools() -> None:
-    """espeak-ng and sox from Debian's packages, when missing and this can install them;
-    otherwise say what the voice tests need and go on."""
-    missing = [tool for tool in VOICE_TOOLS if shutil.which(tool) is None]
+def test_packages() -> None:
+    """espeak-ng, sox and mariadb-server from Debian's packages, when missing and this can
+    install them; otherwise say what the tests need and go on."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), SBIN])
+    missing = [
+        name for program, name in TEST_PACKAGES.items() if not shutil.which(program, path=path)
+    ]
     if not missing:
         return
+    names = " ".join(missing)
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     if not root or shutil.which("apt-get") is None:
         print(
-            f"the voice tests need espeak-ng and sox ({', '.join(missing)} not found); "
-            "install them (Debian, Ubuntu: apt-get install espeak-ng sox) or those tests fail",
+            f"the tests need the packages {names}; install them (Debian, Ubuntu: "
+            f"apt-get install {names}) or the voice and mysql data source tests fail",
             flush=True,
         )
         return
-    print(f"installing espeak-ng and sox for the voice tests ({', '.join(missing)} not found)")
+    print(f"installing {names} for the tests", flush=True)
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # another apt-get on this machine may hold dpkg's lock a while: wait for it
+    wait = ["-o", "DPkg::Lock::Timeout=300"]
     for command in (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", *VOICE_TOOLS],
+        ["apt-get", *wait, "update"],
+        ["apt-get", *wait, "install", "-y", "--no-install-recommends", *missing],
     ):
         print("+", " ".join(command), flush=True)
         if subprocess.run(command, env=environment).returncode:
-            print("could not install espeak-ng and sox: the voice tests will fail", flush=True)
+            print(f"could not install {names}: the tests that need them will fail", flush=True)
             return
 
 
@@ -87,7 +97,7 @@ def main() -> int:
         os.execv(  # noqa: S606 - replace this process with the service
             BIN / "ragchat", [str(BIN / "ragchat"), "serve", *sys.argv[2:]]
         )
-    voice_tools()
+    test_packages()
     for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"], ["mypy"]):
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1

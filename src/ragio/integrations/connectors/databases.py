@@ -1,0 +1,385 @@
+"""The SQL data sources: a table (or view) of the owner's MySQL/MariaDB or PostgreSQL
+database, read row by row.
+
+Drivers: PyMySQL for MySQL and MariaDB (pure Python: nothing to compile, speaks both
+servers' protocol, and takes a timeout for connecting, reading and writing) and psycopg 3
+for PostgreSQL (already the service's own driver; its sync API, as everywhere here).
+Both are blocking, so every call runs in a worker thread (``trio.to_thread.run_sync``).
+
+Pagination is by keyset on ``key_column``: ``WHERE key > <last key> ORDER BY key LIMIT
+500``, so a large table is read in stable pages to its end, and a row added or removed
+meanwhile neither shifts nor repeats the others (an OFFSET would). The key identifies a
+row: rows whose key is NULL are not read, and the key should be unique (of several rows
+with one key across a page's edge, the later ones are skipped). One connection serves a
+whole read; each page is its own read-only transaction (``START TRANSACTION READ ONLY``;
+psycopg's ``read_only``), so no page holds a lock on the owner's table while the caller
+works.
+
+Timeouts: every call is bounded by ``Reach.timeout``: connecting (``connect_timeout``;
+libpq counts whole seconds, at least 2), each statement on the server (PostgreSQL's
+``statement_timeout``, MariaDB's ``max_statement_time``, MySQL's ``max_execution_time``,
+which covers SELECT) and, for PyMySQL, each socket read and write
+(``read_timeout``/``write_timeout``, a second longer, so that the server's own reason
+comes first), which also cuts a server that stops answering. libpq has no read timeout:
+for PostgreSQL, TCP keepalives end a wait on a host that is gone.
+
+Names: ``table`` and ``key_column`` are split and checked by
+``ragcore.integrations.identifiers`` and quoted as identifiers
+(``psycopg.sql.Identifier``; backticks doubled for MySQL); every value is a bound
+parameter. A table or key column that does not exist is a ``SourceFailed`` naming it.
+
+Reasons: a failure's reason is the server's or the driver's own words, on one line,
+with every credential value (the password, the URL and the URL's password) masked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
+
+import psycopg
+import pymysql
+import pymysql.cursors
+import trio
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from ragcore.integrations import identifiers
+from ragcore.integrations.databases import (
+    BadAddress,
+    address_of,
+    json_shaped,
+    secrets_of,
+    server_name,
+    without_secrets,
+)
+from ragcore.integrations.identifiers import BadIdentifier
+from ragcore.integrations.kinds import KINDS
+from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
+
+PAGE_ROWS = 500
+#: a socket waits this much longer than a statement may run, so that a slow statement is
+#: stopped by the server, which says why, and a server that stopped answering by the socket
+SOCKET_MARGIN = 1.0
+T = TypeVar("T")
+
+# MySQL's and MariaDB's error numbers that name what the owner configured
+_NO_TABLE = 1146
+_NO_COLUMN = 1054
+_NO_DATABASE = 1049
+
+
+def connect_mysql(credentials: Mapping[str, str], reach: Reach) -> Connector:
+    return MySQLTable(credentials, reach)
+
+
+def connect_postgresql(credentials: Mapping[str, str], reach: Reach) -> Connector:
+    return PostgreSQLTable(credentials, reach)
+
+
+class _Table:
+    """What both SQL connectors share: the names, the thread, the reasons."""
+
+    kind = ""
+    limits = identifiers.MYSQL
+
+    def __init__(self, credentials: Mapping[str, str], reach: Reach):
+        self._credentials = dict(credentials)
+        self._reach = reach
+        secret = [field.name for field in KINDS[self.kind].fields if field.secret]
+        self._secrets = secrets_of(credentials, secret)
+        self._shown_table = credentials.get("table", "")
+        self._shown_key = credentials.get("key_column", "id")
+
+    async def test(self) -> str:
+        return await self._run(self._test)
+
+    async def pages(self) -> AsyncIterator[list[Record]]:
+        table, key = await self._run(self._names)
+        conn = await self._run(self._open)
+        try:
+            last: Any = None
+            while True:
+                page, last = await self._run(functools.partial(self._page, conn, table, key, last))
+                if page:
+                    yield page
+                if len(page) < PAGE_ROWS:
+                    return
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(_close_quietly, conn)
+
+    def _test(self) -> str:
+        raise NotImplementedError
+
+    def _open(self) -> Any:
+        """A connection for a whole read (in a worker thread)."""
+        raise NotImplementedError
+
+    def _page(
+        self, conn: Any, table: identifiers.TableName, key: str, last: Any
+    ) -> tuple[list[Record], Any]:
+        """The page after the key ``last`` (None: the first), and its last key."""
+        rows = self._select(conn, table, key, limit=PAGE_ROWS, after=last)
+        if not rows:
+            return [], last
+        return [json_shaped(row) for row in rows], rows[-1][key]
+
+    def _select(
+        self, conn: Any, table: identifiers.TableName, key: str, *, limit: int, after: Any
+    ) -> list[dict[str, Any]]:
+        """In one read-only transaction, the rows after the key ``after`` (None: from the
+        first), by the key; ``limit`` 0: none, which checks that the table and its key
+        column exist and may be read."""
+        raise NotImplementedError
+
+    def _names(self) -> tuple[identifiers.TableName, str]:
+        table = identifiers.split_table(self._shown_table, self.limits)
+        key = identifiers.column_name(self._shown_key, self.limits)
+        return table, key
+
+    def _timeout_ms(self) -> int:
+        return max(1, round(self._reach.timeout * 1000))
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        """``call`` in a worker thread; its failure as ``SourceFailed`` with the source's
+        reason, secrets masked."""
+        try:
+            return await trio.to_thread.run_sync(call)
+        except (BadAddress, BadIdentifier) as bad:
+            raise SourceFailed(without_secrets(bad.reason, self._secrets)) from None
+        except Exception as failed:
+            reason = self._reason(failed)
+            if reason is None:
+                raise
+            raise SourceFailed(without_secrets(reason, self._secrets)) from None
+
+    def _reason(self, failed: Exception) -> str | None:
+        raise NotImplementedError
+
+    def _missing_table(self) -> str:
+        return f"table {self._shown_table} does not exist"
+
+    def _missing_key(self) -> str:
+        return f"key column {self._shown_key} does not exist in table {self._shown_table}"
+
+
+class MySQLTable(_Table):
+    kind = "mysql"
+    limits = identifiers.MYSQL
+
+    def _open(self) -> Any:
+        return self._connect()[0]
+
+    def _connect(self) -> tuple[pymysql.connections.Connection[Any], str]:
+        address = address_of(self._credentials, ("mysql", "mariadb", "mysql+pymysql"))
+        timeout = self._reach.timeout
+        socket_timeout = timeout + SOCKET_MARGIN
+        conn: pymysql.connections.Connection[Any] = pymysql.connect(
+            host=address.host,
+            port=address.port,
+            user=address.user,
+            password=address.password,
+            database=address.database,
+            connect_timeout=timeout,
+            read_timeout=socket_timeout,
+            write_timeout=socket_timeout,
+            charset="utf8mb4",
+            cursorclass=pymysql.cursors.DictCursor,
+            autocommit=True,
+        )
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT VERSION() AS version")
+                version = str(cursor.fetchone()["version"])
+                # the server stops a statement that runs longer (MariaDB counts seconds,
+                # MySQL milliseconds, and only for SELECT)
+                if "mariadb" in version.lower():
+                    cursor.execute("SET SESSION max_statement_time = %s", (self._reach.timeout,))
+                else:
+                    cursor.execute("SET SESSION max_execution_time = %s", (self._timeout_ms(),))
+            conn.autocommit(False)
+        except BaseException:
+            _close_quietly(conn)
+            raise
+        return conn, version
+
+    def _test(self) -> str:
+        table, key = self._names()
+        conn, version = self._connect()
+        try:
+            self._select(conn, table, key, limit=0, after=None)
+        finally:
+            _close_quietly(conn)
+        return f"{server_name(version, 'MySQL')}: table {self._shown_table} readable"
+
+    def _select(
+        self, conn: Any, table: identifiers.TableName, key: str, *, limit: int, after: Any
+    ) -> list[dict[str, Any]]:
+        """One read-only transaction: the rows after ``after`` by the key (``limit`` 0: the
+        key column of none, which checks that both exist and may be read)."""
+        # PyMySQL formats the bound values into the statement with Python's % (given a
+        # tuple, even an empty one): so a % in a quoted name is written %%
+        name = ".".join(identifiers.mysql_quoted(part) for part in table.parts())
+        name, column = name.replace("%", "%%"), identifiers.mysql_quoted(key).replace("%", "%%")
+        parameters: tuple[Any, ...]
+        if limit == 0:
+            statement, parameters = f"SELECT {column} FROM {name} LIMIT 0", ()
+        elif after is None:
+            statement = (
+                f"SELECT * FROM {name} WHERE {column} IS NOT NULL ORDER BY {column} LIMIT %s"
+            )
+            parameters = (limit,)
+        else:
+            statement = f"SELECT * FROM {name} WHERE {column} > %s ORDER BY {column} LIMIT %s"
+            parameters = (after, limit)
+        with conn.cursor() as cursor:
+            cursor.execute("START TRANSACTION READ ONLY")
+            try:
+                cursor.execute(statement, parameters)
+                rows = list(cursor.fetchall())
+            except BaseException:
+                _rollback_quietly(conn)
+                raise
+            conn.rollback()
+        return rows
+
+    def _reason(self, failed: Exception) -> str | None:
+        if isinstance(failed, pymysql.err.MySQLError):
+            code, message = _code_and_message(failed)
+            if code == _NO_TABLE:
+                return self._missing_table()
+            if code == _NO_COLUMN and f"'{self._names()[1]}'" in message:
+                return self._missing_key()
+            if code == _NO_DATABASE:
+                return f"database does not exist: {message}"
+            return message
+        if isinstance(failed, OSError | EOFError):
+            return str(failed) or type(failed).__name__
+        return None
+
+
+def _code_and_message(failed: pymysql.err.MySQLError) -> tuple[int | None, str]:
+    if len(failed.args) >= 2 and isinstance(failed.args[0], int):
+        return failed.args[0], str(failed.args[1])
+    return None, str(failed) or type(failed).__name__
+
+
+def _close_quietly(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # already closed, or the server gone
+        conn.close()
+
+
+def _rollback_quietly(conn: Any) -> None:
+    """End the transaction after a failure (whose reason is the one to tell)."""
+    with contextlib.suppress(Exception):
+        conn.rollback()
+
+
+class PostgreSQLTable(_Table):
+    kind = "postgresql"
+    limits = identifiers.POSTGRESQL
+
+    def _open(self) -> Any:
+        return self._connect()
+
+    def _connect(self) -> psycopg.Connection[dict[str, Any]]:
+        seconds = max(2, round(self._reach.timeout))  # libpq counts whole seconds, at least 2
+        options: dict[str, Any] = {
+            "connect_timeout": seconds,
+            "row_factory": dict_row,
+            # libpq has no read timeout: TCP keepalives end a wait on a host that is gone
+            # (an answering server's slow statement is the statement_timeout's)
+            "keepalives": 1,
+            "keepalives_idle": seconds,
+            "keepalives_interval": 1,
+            "keepalives_count": 3,
+        }
+        url = self._credentials.get("url")
+        if url:
+            # libpq reads the URL itself, its options (sslmode, a socket's host) included
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise BadAddress("url must begin with postgresql://")
+            conn = psycopg.connect(url, autocommit=True, **options)
+        else:
+            address = address_of(self._credentials, ("postgresql", "postgres"))
+            conn = psycopg.connect(
+                host=address.host,
+                port=address.port,
+                user=address.user,
+                password=address.password,
+                dbname=address.database,
+                autocommit=True,
+                **options,
+            )
+        try:
+            conn.execute(
+                "SELECT set_config('statement_timeout', %s, false)", (f"{self._timeout_ms()}ms",)
+            )
+            conn.autocommit = False
+            conn.read_only = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _test(self) -> str:
+        table, key = self._names()
+        with self._connect() as conn:
+            version = conn.execute("SHOW server_version").fetchone()
+            self._select(conn, table, key, limit=0, after=None)
+        number = str((version or {}).get("server_version", "")).split(" ")[0]
+        return f"PostgreSQL {number}: table {self._shown_table} readable"
+
+    def _select(
+        self, conn: Any, table: identifiers.TableName, key: str, *, limit: int, after: Any
+    ) -> list[dict[str, Any]]:
+        # psycopg reads %s placeholders in the composed text, the names' too (given values,
+        # even none): a % in a name is written %%, which it reads as one %
+        parts = [part.replace("%", "%%") for part in table.parts()]
+        names = {"table": sql.Identifier(*parts), "key": sql.Identifier(key.replace("%", "%%"))}
+        if limit == 0:
+            query = sql.SQL("SELECT {key} FROM {table} LIMIT 0").format(**names)
+            parameters: tuple[Any, ...] = ()
+        elif after is None:
+            query = sql.SQL(
+                "SELECT * FROM {table} WHERE {key} IS NOT NULL ORDER BY {key} LIMIT %s"
+            ).format(**names)
+            parameters = (limit,)
+        else:
+            query = sql.SQL(
+                "SELECT * FROM {table} WHERE {key} > %s ORDER BY {key} LIMIT %s"
+            ).format(**names)
+            parameters = (after, limit)
+        try:
+            rows = conn.execute(query, parameters).fetchall()
+        except BaseException:
+            _rollback_quietly(conn)
+            raise
+        conn.rollback()
+        return list(rows)
+
+    def _reason(self, failed: Exception) -> str | None:
+        if isinstance(failed, psycopg.errors.UndefinedTable):
+            return self._missing_table()
+        if isinstance(failed, psycopg.errors.InvalidSchemaName):
+            return self._missing_table() + " (no such schema)"
+        if isinstance(failed, psycopg.errors.UndefinedColumn):
+            return self._missing_key()
+        if isinstance(failed, psycopg.errors.QueryCanceled):
+            return f"{_primary(failed)} (after {self._reach.timeout:g} s)"
+        if isinstance(failed, psycopg.Error):
+            return _primary(failed)
+        if isinstance(failed, OSError):
+            return str(failed) or type(failed).__name__
+        return None
+
+
+def _primary(failed: psycopg.Error) -> str:
+    """The server's message without its LINE/context lines, or the driver's."""
+    diag = getattr(failed, "diag", None)
+    primary = diag.message_primary if diag is not None else None
+    # a connection failure's message has a hint on its next line: the first says it
+    return primary or (str(failed).splitlines() or [type(failed).__name__])[0]
