@@ -120,6 +120,7 @@ async def list_integrations() -> Integrations:
 @blueprint.post(PATH)
 @operation(
     Reply(201, "Created (Location: its URL)", Integration),
+    400,
     409,
     413,
     415,
@@ -166,8 +167,10 @@ async def get_integration(id: str) -> Integration:  # noqa: A002 (the path's nam
 @blueprint.patch(f"{PATH}/<id>")
 @operation(
     Reply(200, "Updated", Integration),
+    400,
     404,
     409,
+    415,
     422,
     503,
     other_bodies=((JSON, body_schema(new=False)),),
