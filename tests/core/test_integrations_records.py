@@ -126,3 +126,17 @@ def test_a_tables_rows_become_records_named_by_its_header():
         {"email": "c", "name": "C", "column_3": "3", "email_2": "4", "column_5": "extra"},
     ]
     assert table_records([]) == []
+
+
+def test_records_are_stored_as_json_postgresql_takes():
+    page = prepare_page(
+        [{"email": "a@x.io", "note": "nul\x00here", "score": float("nan"), "tags": ("a", 1)}],
+        "email",
+        None,
+    )
+    assert page.rows[0].record == {
+        "email": "a@x.io",
+        "note": "nulhere",
+        "score": "nan",
+        "tags": ["a", 1],
+    }

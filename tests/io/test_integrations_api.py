@@ -120,7 +120,10 @@ async def test_a_created_source_is_201_masked_and_its_credentials_unreadable_at_
     assert listed == {"integrations": [created]}
 
 
-async def test_a_database_sources_plain_fields_show_and_its_secrets_do_not(api, database_url):
+async def test_a_database_sources_plain_fields_show_and_its_secrets_do_not(
+    api, database_url, caplog
+):
+    caplog.set_level("DEBUG")
     body = {
         "name": "Shop DB",
         "source_type": "postgresql",
@@ -144,6 +147,9 @@ async def test_a_database_sources_plain_fields_show_and_its_secrets_do_not(api, 
     assert tested.json()["ok"] is False
     assert "cannot be tested or synced yet" in tested.json()["message"]  # not wired here
     assert "hunter2-pw" not in tested.text
+    synced_source = await synced(api, created["id"], expect="failed")
+    assert "cannot be tested or synced yet" in synced_source["sync"]["error"]
+    assert "hunter2-pw" not in caplog.text  # nor logged
 
 
 async def test_bad_bodies_are_422_naming_the_field_and_store_nothing(api, database_url):
@@ -236,7 +242,8 @@ async def test_the_test_says_what_answered_or_why_not(api):
     }
 
 
-async def test_a_sync_stores_each_users_records_and_skips_those_without_one(api):
+async def test_a_sync_stores_each_users_records_and_skips_those_without_one(api, caplog):
+    caplog.set_level("DEBUG")
     created = await create(api)
     ended = await synced(api, created["id"])
     state = ended["sync"]
@@ -252,6 +259,7 @@ async def test_a_sync_stores_each_users_records_and_skips_those_without_one(api)
     rest = await records(api, created["id"], "ada@example.com", after=first["next_after"])
     assert [r["record"]["plan"] for r in rest["records"]] == ["team"]
     assert (await records(api, created["id"], "nobody@example.com"))["records"] == []
+    assert SECRET_ROW in str(ada) and SECRET_ROW not in caplog.text
     assert_problem(await api.get(f"/integrations/{created['id']}/records"), 422, "user")
     missing = await api.get("/integrations/77/records", params={"user": "a@x.io"})
     assert_problem(missing, 404)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -60,12 +61,26 @@ def user_key(record: Mapping[str, Any], user_field: str) -> str | None:
     return text[:MAX_KEY_CHARS]
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON PostgreSQL stores: non-JSON values (dates, decimals, object
+    ids, bytes) and non-finite numbers as their text, NUL characters dropped (jsonb
+    refuses them), keys as text."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, Mapping):
+        return {str(k).replace("\x00", ""): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return str(value).replace("\x00", "")
+
+
 def canonical_json(record: Mapping[str, Any]) -> str:
-    """``record`` as one canonical JSON text: keys sorted, no spaces, non-JSON values as
-    their text (dates, decimals, object ids)."""
-    return json.dumps(
-        record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-    )
+    """``record`` as one canonical JSON text (``json_safe``): keys sorted, no spaces."""
+    return json.dumps(json_safe(record), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def record_hash(record: Mapping[str, Any]) -> str:
