@@ -14,7 +14,9 @@ from ragio.integrations.connectors.base import (
     SourceFailed,
 )
 
-#: the connector of each kind; a kind not here cannot be tested or synced yet
+#: the connector of each kind; a kind not here cannot be tested or synced yet (its test
+#: answers ok=false and its sync fails, each saying so). Each module's factory takes
+#: ``(credentials, reach)``: the kind's fields with their defaults, and the Reach.
 FACTORIES: dict[str, ConnectorFactory] = {
     "csv": csv_file.connect,
 }
