@@ -18,7 +18,8 @@ import pytest
 import trio
 from cryptography.fernet import Fernet
 
-from ragio.integrations import store
+from ragio.integrations import connectors, store
+from ragio.integrations.connectors import csv_file
 from ragio.startup import open_service
 from tests.conftest import make_settings
 from tests.io.conftest import serve_service
@@ -299,6 +300,49 @@ async def test_a_sync_stops_at_the_bound_and_removes_nothing(api, database_url, 
     assert counts(database_url) == (1, 703)  # the old three kept: the read was not complete
     assert (await records(api, created["id"], "u699@example.com"))["records"]
     assert not (await records(api, created["id"], "u700@example.com"))["records"]
+
+
+async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(api, monkeypatch):
+    """A sync held after its first page (its connector waits for the test): its progress
+    is on the source, and a second sync is refused while it runs."""
+    gate = trio.Event()
+
+    class Held:
+        def __init__(self, real):
+            self.real = real
+
+        async def test(self):
+            return await self.real.test()
+
+        async def pages(self):
+            first = True
+            async for page in self.real.pages():
+                yield page
+                if first:
+                    first = False
+                    await gate.wait()
+
+    monkeypatch.setitem(
+        connectors.FACTORIES,
+        "csv",
+        lambda credentials, reach: Held(csv_file.connect(credentials, reach)),
+    )
+    many = "email,n\n" + "".join(f"u{i}@example.com,{i}\n" for i in range(1200))
+    created = await create(api, {"name": "Many", "source_type": "csv", "content": many})
+    url = f"/integrations/{created['id']}"
+    assert (await api.post(f"{url}/sync")).status_code == 202
+    with trio.fail_after(30):
+        while (shown := (await api.get(url)).json())["sync"]["records_seen"] == 0:
+            await trio.sleep(0.05)
+    assert shown["sync"]["status"] == "syncing"
+    assert (shown["sync"]["records_seen"], shown["sync"]["records_stored"]) == (500, 500)
+    assert_problem(await api.post(f"{url}/sync"), 409, "'Many' is already syncing")
+    gate.set()
+    with trio.fail_after(30):
+        while (shown := (await api.get(url)).json())["sync"]["status"] == "syncing":
+            await trio.sleep(0.05)
+    assert shown["sync"]["status"] == "succeeded"
+    assert shown["sync"]["records_seen"] == 1200
 
 
 async def test_a_second_sync_of_a_held_source_is_409_until_the_holder_goes_stale(
