@@ -208,14 +208,27 @@ async def test_delete_removes_the_source_and_its_records(api, database_url):
     assert_problem(await api.get("/integrations/abc"), 404)
 
 
-async def test_a_csv_file_uploaded_as_multipart_is_a_source(api):
+async def test_a_csv_file_uploaded_as_multipart_is_a_source(api, database_url):
+    upload = {"file": ("customers.csv", CUSTOMERS.encode(), "text/csv")}
+    for form, field in (
+        ({"name": "x", "source_type": "stripe"}, "source_type"),
+        ({"name": "x", "colour": "red"}, "colour"),
+        ({"name": "x", "sync_interval_minutes": "often"}, "sync_interval_minutes"),
+        ({}, "name"),
+    ):
+        refused = await api.post("/integrations", data=form, files=upload)
+        assert assert_problem(refused, 422)["field"] == field
+    no_file = await api.post("/integrations", data={"name": "x"}, files={"other": ("a", b"b")})
+    assert_problem(no_file, 422)
+    assert counts(database_url) == (0, 0)
     response = await api.post(
         "/integrations",
-        data={"name": "Uploaded", "user_field": "email"},
-        files={"file": ("customers.csv", CUSTOMERS.encode(), "text/csv")},
+        data={"name": "Uploaded", "user_field": "email", "sync_interval_minutes": ""},
+        files=upload,
     )
     assert response.status_code == 201, response.text
     assert response.json()["source_type"] == "csv"
+    assert response.json()["sync_interval_minutes"] is None
     tested = (await api.post(f"/integrations/{response.json()['id']}/test")).json()
     assert tested == {
         "ok": True,

@@ -102,7 +102,9 @@ async def _upload_body() -> dict[str, Any]:
     if body["source_type"] != "csv":
         raise InvalidInput("source_type", "only csv data sources take a file")
     interval = body.get("sync_interval_minutes")
-    if isinstance(interval, str) and interval.strip().isdigit():
+    if isinstance(interval, str) and not interval.strip():
+        del body["sync_interval_minutes"]  # a form's empty field: not given
+    elif isinstance(interval, str) and interval.strip().isdigit():
         body["sync_interval_minutes"] = int(interval)
     data = await trio.to_thread.run_sync(uploads[0].read)
     body["content"] = decode_text(data, uploads[0].mimetype_params.get("charset"))
