@@ -12,6 +12,7 @@ from ragcore.integrations.records import (
     id_field,
     is_stale,
     outcome,
+    page_wait,
     prepare_page,
     record_hash,
     source_key,
@@ -111,6 +112,7 @@ def test_a_sync_without_progress_for_long_enough_is_stale():
     assert not is_stale(now - timedelta(minutes=15), now, 300)  # 4 requests of 5 minutes
     assert is_stale(now - timedelta(minutes=20), now, 300)
     assert is_stale(None, now, 20)
+    assert page_wait(20) == 300 and page_wait(300) == 600  # a live sync never looks stale
 
 
 def test_a_tables_rows_become_records_named_by_its_header():

@@ -18,7 +18,7 @@ import pytest
 import trio
 from cryptography.fernet import Fernet
 
-from ragio.integrations import connectors, store
+from ragio.integrations import connectors, store, sync
 from ragio.integrations.connectors import csv_file
 from ragio.startup import open_service
 from tests.conftest import make_settings
@@ -356,6 +356,22 @@ async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(api, monk
             await trio.sleep(0.05)
     assert shown["sync"]["status"] == "succeeded"
     assert shown["sync"]["records_seen"] == 1200
+
+
+async def test_a_source_that_sends_no_page_in_time_fails_the_sync(api, monkeypatch):
+    class Silent:
+        async def test(self):
+            return "fine"
+
+        async def pages(self):
+            await trio.sleep_forever()
+            yield []
+
+    monkeypatch.setitem(connectors.FACTORIES, "csv", lambda credentials, reach: Silent())
+    monkeypatch.setattr(sync, "page_wait", lambda timeout: 0.3)
+    created = await create(api)
+    ended = await synced(api, created["id"], expect="failed")
+    assert ended["sync"]["error"] == "the source sent no page within 0.3 seconds"
 
 
 async def test_a_second_sync_of_a_held_source_is_409_until_the_holder_goes_stale(

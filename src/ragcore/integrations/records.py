@@ -184,6 +184,12 @@ def stale_after(timeout_seconds: float) -> timedelta:
     return max(MIN_STALE, timedelta(seconds=4 * timeout_seconds))
 
 
+def page_wait(timeout_seconds: float) -> float:
+    """The seconds a sync waits for its source's next page before it fails: half the
+    stale window, so a live sync never looks cut off."""
+    return stale_after(timeout_seconds).total_seconds() / 2
+
+
 def is_stale(heartbeat: datetime | None, now: datetime, timeout_seconds: float) -> bool:
     return heartbeat is None or now - heartbeat >= stale_after(timeout_seconds)
 

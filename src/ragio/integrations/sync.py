@@ -25,13 +25,14 @@ from ragcore.integrations.records import (
     Progress,
     id_field,
     outcome,
+    page_wait,
     prepare_page,
     stale_after,
     within_bound,
 )
 from ragio.integrations import store
 from ragio.integrations.connectors import connector_for
-from ragio.integrations.connectors.base import Reach, SourceFailed
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed
 from ragio.integrations.credentials import Keys
 from ragio.service import Service
 
@@ -90,8 +91,16 @@ async def run_claimed(
         async with reach(service) as within:
             connector = connector_for(source.source_type, credentials, within)
             pages = connector.pages()
+            wait = page_wait(settings.integrations_timeout_seconds)
             try:
-                async for page in pages:
+                while True:
+                    page: list[Record] | None = None
+                    with trio.move_on_after(wait) as waiting:
+                        page = await anext(pages, None)
+                    if waiting.cancelled_caught:
+                        raise SourceFailed(f"the source sent no page within {wait:g} seconds")
+                    if page is None:
+                        break
                     room = within_bound(progress, len(page), bound)
                     prepared = prepare_page(page[:room], source.user_field, id_name)
                     progress = Progress(
