@@ -55,6 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-embed every chunk with the active embedder (after a model or dimension change)",
     )
     commands.add_parser("keygen", help="print a fresh Fernet key for ADDON_ENCRYPTION_KEY")
+    commands.add_parser(
+        "rekey",
+        help="re-encrypt every data source's credentials with ADDON_ENCRYPTION_KEY (after a "
+        "rotation; then ADDON_ENCRYPTION_KEY_PREVIOUS can be dropped)",
+    )
+    sync = commands.add_parser(
+        "sync",
+        help="sync one data source, or all, in the foreground (for cron or a Kubernetes "
+        "CronJob); exit code 1 when a sync fails or stops short",
+    )
+    sync.add_argument("id", nargs="?", type=int, help="the data source's id; default: all")
     telegram = commands.add_parser("telegram", help="Telegram bot setup")
     telegram_actions = telegram.add_subparsers(dest="action", metavar="ACTION", required=True)
     set_webhook = telegram_actions.add_parser(
@@ -324,7 +335,74 @@ async def discord_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def rekey_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Re-encrypt every stored token with the current key."""
+    from ragio.db.migrations import apply_migrations
+    from ragio.integrations import store
+    from ragio.integrations.credentials import CredentialsUnreadable, Keys, NoKey
+    from ragio.startup import open_database
+
+    keys = Keys.of(settings)
+    async with startup_errors(), open_database(settings) as database:
+        await database.run(apply_migrations)
+        stored = await database.run(store.tokens)
+        try:
+            replaced = [(id_, old, keys.rotate(old, name)) for id_, name, old in stored]
+        except (NoKey, CredentialsUnreadable) as error:
+            print(f"ragchat: {error.detail}; nothing was changed", file=sys.stderr)
+            return 1
+        written = await database.run(store.replace_tokens, replaced)
+    print(f"re-encrypted the credentials of {written} data source(s) with ADDON_ENCRYPTION_KEY")
+    if written < len(replaced):
+        print(f"{len(replaced) - written} changed meanwhile: run rekey again", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def sync_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Sync one data source (``args.id``) or all, one after another; 1 when any failed,
+    stopped at the bound, or was busy."""
+    from ragcore.api.problems import ProblemError
+    from ragio.integrations import store
+    from ragio.integrations.sync import sync_now
+    from ragio.startup import open_service
+
+    failed = 0
+    async with startup_errors(), open_service(settings) as svc:
+        if args.id is not None:
+            one = await svc.database.run(store.get_source, args.id)
+            if one is None:
+                print(f"ragchat: no data source {args.id}", file=sys.stderr)
+                return 2
+            sources = [one]
+        else:
+            sources = await svc.database.run(store.list_sources)
+        for source in sources:
+            try:
+                ended = await sync_now(svc, source)
+            except ProblemError as error:
+                print(f"ragchat: {source.name}: {error.detail}", file=sys.stderr)
+                failed += 1
+                continue
+            if ended is None:
+                print(f"ragchat: {source.name}: taken over by another sync", file=sys.stderr)
+                failed += 1
+                continue
+            state = ended.sync
+            print(
+                f"{ended.id} {ended.name}: {state.status}, {state.records_seen} seen, "
+                f"{state.records_stored} stored, {state.records_skipped} without a user, "
+                f"{state.records_removed} removed"
+            )
+            if state.status != "succeeded":
+                print(f"ragchat: {ended.name}: {state.error}", file=sys.stderr)
+                failed += 1
+    return 1 if failed else 0
+
+
 COMMANDS = {
+    "rekey": rekey_command,
+    "sync": sync_command,
     "telegram": telegram_command,
     "discord": discord_command,
     "serve": serve_command,

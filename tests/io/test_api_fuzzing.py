@@ -39,7 +39,11 @@ checks.response_schema_conformance.enabled = false
 
 @pytest.fixture
 def settings_overrides():
-    return {"service_api_key": KEY}
+    # a key, so data sources can be created (a CSV's content is fuzzed like any field)
+    return {
+        "service_api_key": KEY,
+        "addon_encryption_key": "Hvcd1a2y0cS3oRNrTqjJ0aZtqS0hLqLkLz4gQ3qD2zU=",
+    }
 
 
 @pytest.mark.timeout(240)

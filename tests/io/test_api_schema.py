@@ -31,6 +31,7 @@ def settings_overrides():
         "webhook_targets": "crm=https://127.0.0.1:9/in",
         "actions_allow_private_targets": True,
         "workflow_allow_private_targets": True,
+        "addon_encryption_key": "Hvcd1a2y0cS3oRNrTqjJ0aZtqS0hLqLkLz4gQ3qD2zU=",
     }
 
 
@@ -172,6 +173,29 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("PATCH", f"{workflows}/{{id}}", one, json={"is_active": False})
     await c.send("DELETE", f"{workflows}/{{id}}", one)
     await c.send("GET", f"{workflows}/{{id}}", one)
+
+    # data sources: a CSV, its test, a sync (in the background) and a user's records
+    sources = "/integrations"
+    csv = {"name": "crm", "source_type": "csv", "content": "email,plan\na@x.io,pro\n"}
+    source = await c.send("POST", sources, json=csv)
+    await c.send("POST", sources, json=csv)  # the name is taken
+    await c.send("POST", sources, json={**csv, "host": "db"})
+    upload = {"file": ("crm.csv", b"email\nb@x.io\n", "text/csv")}
+    await c.send("POST", sources, data={"name": "upload"}, files=upload)
+    await c.send("GET", sources)
+    one = f"{sources}/{source.json()['id']}"
+    await c.send("GET", f"{sources}/{{id}}", one)
+    await c.send("GET", f"{sources}/{{id}}", f"{sources}/0")
+    await c.send("PATCH", f"{sources}/{{id}}", one, json={"user_field": "email"})
+    await c.send("PATCH", f"{sources}/{{id}}", one, json={"content": None})
+    await c.send("POST", f"{sources}/{{id}}/test", f"{one}/test")
+    await c.send("POST", f"{sources}/{{id}}/sync", f"{one}/sync")
+    await c.send("POST", f"{sources}/{{id}}/sync", f"{one}/sync")  # 409 while it runs, or 202
+    records = f"{sources}/{{id}}/records"
+    await c.send("GET", records, f"{one}/records", params={"user": "a@x.io", "limit": "5"})
+    await c.send("GET", records, f"{one}/records")
+    await c.send("DELETE", f"{sources}/{{id}}", one)
+    await c.send("DELETE", f"{sources}/{{id}}", one)
 
     # autonomy and actions: held for the owner, then approved (the send fails) or rejected
     await c.send("GET", "/autonomy")

@@ -337,7 +337,9 @@ class _HtmlText(HTMLParser):
 # --- CSV --------------------------------------------------------------------------------------
 
 
-def csv_text(text: str, check: Check = unchecked) -> str:
+def csv_rows(text: str, check: Check = unchecked) -> list[list[str]]:
+    """The rows of a CSV text, its delimiter sniffed (comma, semicolon, tab or bar; comma
+    when unsure), blank rows left out; Unreadable when it is not CSV."""
     sample = text[:8192]
     try:
         dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
@@ -351,7 +353,11 @@ def csv_text(text: str, check: Check = unchecked) -> str:
                 check()
     except csv.Error as error:
         raise Unreadable(f"is not a readable CSV file ({short_reason(error)})") from None
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    return [row for row in rows if any(cell.strip() for cell in row)]
+
+
+def csv_text(text: str, check: Check = unchecked) -> str:
+    rows = csv_rows(text, check)
     if len(rows) < 2:
         raise Unreadable("has no rows under its header row")
     return "\n\n".join(literal(line) for line in table_lines(rows, header=True)) + "\n"

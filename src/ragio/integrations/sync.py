@@ -1,0 +1,184 @@
+"""Syncing a data source: claim it, read its records page by page through its connector,
+store each page in its own transaction, and end the sync with its outcome.
+
+The claim is one conditional UPDATE: a source already ``syncing`` is refused (409) unless
+its sync has shown no progress for ``ragcore.integrations.records.stale_after`` (then it
+was cut off by a crash or a stop, and the new sync takes over under a new run number; the
+old one, should it wake, writes nothing more). Progress (records seen and stored) is on the
+source after every page. A sync stops at INTEGRATIONS_SYNC_MAX_RECORDS (partial, nothing
+removed); after a complete read the records not seen this time are removed. A failure is
+stored as the source's reason (``SourceFailed.reason``), never a credential.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import trio
+
+from ragcore.api.problems import ProblemError
+from ragcore.integrations.kinds import KINDS, with_defaults
+from ragcore.integrations.records import (
+    Progress,
+    id_field,
+    outcome,
+    page_wait,
+    prepare_page,
+    stale_after,
+    within_bound,
+)
+from ragio.integrations import store
+from ragio.integrations.connectors import connector_for
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed
+from ragio.integrations.credentials import Keys
+from ragio.service import Service
+
+log = logging.getLogger(__name__)
+STOPPED = "the sync was stopped (the service shut down); sync again"
+
+
+@asynccontextmanager
+async def reach(service: Service) -> AsyncIterator[Reach]:
+    """How connectors may reach their sources: an HTTP client of their own, with the
+    setting's timeout on every request and no redirect followed."""
+    settings = service.settings
+    timeout = settings.integrations_timeout_seconds
+    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False) as client:
+        yield Reach(timeout, settings.integrations_allow_http_loopback, client)
+
+
+def credentials_of(service: Service, source: store.Source) -> dict[str, str]:
+    """The source's credentials, defaults filled in (CredentialsUnreadable if no key opens
+    them)."""
+    stored = Keys.of(service.settings).decrypt(source.token, source.name)
+    return with_defaults(KINDS[source.source_type], stored)
+
+
+async def claim(service: Service, source: store.Source) -> store.Source:
+    """Mark ``source`` syncing under a new run; 409 naming it when a sync holds it, 404
+    when it is gone."""
+    now = service.clock.now()
+    stale = now - stale_after(service.settings.integrations_timeout_seconds)
+    claimed = await service.database.run(store.claim, source.id, now, stale)
+    if claimed is not None:
+        return claimed
+    current = await service.database.run(store.get_source, source.id)
+    if current is None:
+        raise ProblemError(404, f"no data source {source.id}; GET /integrations lists them")
+    started = current.sync.started_at.isoformat() if current.sync.started_at else "earlier"
+    raise ProblemError(
+        409,
+        f"data source {current.name!r} is already syncing (started {started}); "
+        f"GET /integrations/{current.id} shows its progress",
+    )
+
+
+async def run_claimed(
+    service: Service, source: store.Source, credentials: dict[str, str]
+) -> store.Source | None:
+    """Run the sync ``source`` was claimed for, to its end; the source as it ended (None
+    when a later sync took it over)."""
+    settings = service.settings
+    bound = settings.integrations_sync_max_records
+    id_name = id_field(source.source_type, credentials)
+    progress = Progress()
+    complete = True
+    failure: str | None = None
+    try:
+        async with reach(service) as within:
+            connector = connector_for(source.source_type, credentials, within)
+            pages = connector.pages()
+            wait = page_wait(settings.integrations_timeout_seconds)
+            try:
+                while True:
+                    page: list[Record] | None = None
+                    with trio.move_on_after(wait) as waiting:
+                        page = await anext(pages, None)
+                    if waiting.cancelled_caught:
+                        raise SourceFailed(f"the source sent no page within {wait:g} seconds")
+                    if page is None:
+                        break
+                    room = within_bound(progress, len(page), bound)
+                    prepared = prepare_page(page[:room], source.user_field, id_name)
+                    progress = Progress(
+                        progress.seen + room,
+                        progress.stored + len(prepared.rows),
+                        progress.skipped + prepared.skipped,
+                    )
+                    stored = await service.database.run(
+                        store.store_page,
+                        source.id,
+                        source.run,
+                        prepared.rows,
+                        progress,
+                        service.clock.now(),
+                    )
+                    if stored is None:
+                        log.warning("sync of data source %r was taken over", source.name)
+                        return None
+                    if room < len(page):
+                        complete = False
+                        break
+            finally:
+                aclose = getattr(pages, "aclose", None)  # an async generator left early
+                if aclose is not None:
+                    await aclose()
+    except SourceFailed as error:
+        failure = error.reason
+    except trio.Cancelled:
+        with trio.CancelScope(shield=True):
+            await _end(service, source, STOPPED)
+        raise
+    except Exception as error:  # noqa: BLE001 (stored as a reason; its text may hold a secret)
+        log.error(
+            "sync of data source %r failed unexpectedly: %s", source.name, type(error).__name__
+        )
+        failure = f"the sync failed unexpectedly ({type(error).__name__}); see the service log"
+    ended = outcome(complete=complete, failure=failure, max_records=bound)
+    finished = await service.database.run(
+        store.finish, source.id, source.run, ended, service.clock.now()
+    )
+    log.info(
+        "sync of data source %r: %s, %d seen, %d stored, %d skipped",
+        source.name,
+        ended.status,
+        progress.seen,
+        progress.stored,
+        progress.skipped,
+    )
+    return finished
+
+
+async def _end(service: Service, source: store.Source, reason: str) -> None:
+    try:
+        ended = outcome(complete=False, failure=reason, max_records=0)
+        await service.database.run(store.finish, source.id, source.run, ended, service.clock.now())
+    except Exception:  # noqa: BLE001 (on the way out: the stale rule frees the source)
+        log.warning("could not mark the stopped sync of %r as failed", source.name)
+
+
+async def sync_now(service: Service, source: store.Source) -> store.Source | None:
+    """Claim ``source`` and sync it in the foreground (``ragchat sync``)."""
+    credentials = credentials_of(service, source)
+    claimed = await claim(service, source)
+    return await run_claimed(service, claimed, credentials)
+
+
+async def test_source(service: Service, source: store.Source) -> tuple[bool, str]:
+    """The source's smallest real request: (True, what answered) or (False, its reason)."""
+    credentials = credentials_of(service, source)
+    limit = 3 * service.settings.integrations_timeout_seconds
+    try:
+        async with reach(service) as within:
+            connector = connector_for(source.source_type, credentials, within)
+            with trio.move_on_after(limit):
+                return True, await connector.test()
+            return False, f"no answer within {limit:g} seconds"
+    except SourceFailed as error:
+        return False, error.reason
+    except Exception as error:  # noqa: BLE001 (reported; its text may hold a secret)
+        log.error("test of data source %r failed: %s", source.name, type(error).__name__)
+        return False, f"the test failed unexpectedly ({type(error).__name__})"

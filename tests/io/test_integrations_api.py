@@ -1,0 +1,474 @@
+"""/integrations through the real HTTP app, with the csv kind (its records are the rows of
+the CSV text stored, encrypted, in the source's content field): create, read, edit and
+delete a data source with its credentials encrypted at rest and never shown; test it;
+sync it (in the background, the bound, a second sync refused while one holds the source,
+a stale one taken over) and read a user's records; the encryption key's rotation and
+`ragchat rekey`, a wrong key and none; `ragchat sync`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+import trio
+from cryptography.fernet import Fernet
+
+from ragio.integrations import connectors, store, sync
+from ragio.integrations.connectors import csv_file
+from ragio.startup import open_service
+from tests.conftest import make_settings
+from tests.io.conftest import serve_service
+from tests.io.processes import run_cli
+from tests.io.test_http_errors import assert_problem
+
+KEY_A = Fernet.generate_key().decode()
+KEY_B = Fernet.generate_key().decode()
+SECRET_ROW = "zq-secret-marker"  # text that appears only inside the CSV
+CUSTOMERS = (
+    "email;name;plan;note\n"
+    "Ada@Example.com;Ada;pro;" + SECRET_ROW + "\n"
+    "bo@example.com;Bo;free;\n"
+    ";Nobody;free;no e-mail\n"
+    "ada@example.com;Ada;team;second account\n"
+)
+CSV_SOURCE = {"name": "Customers", "source_type": "csv", "content": CUSTOMERS}
+# a cell beyond the csv module's field limit (131,072 characters): not a readable CSV
+BROKEN = {"name": "Broken", "source_type": "csv", "content": 'a\n"' + "x" * 140_000 + '"\n'}
+
+
+@pytest.fixture
+def settings_overrides():
+    return {"addon_encryption_key": KEY_A}
+
+
+def raw_rows(database_url: str) -> list[tuple]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute("SELECT * FROM integrations").fetchall()
+
+
+def counts(database_url: str) -> tuple[int, int]:
+    with psycopg.connect(database_url) as conn:
+        sources = conn.execute("SELECT count(*) FROM integrations").fetchone()[0]
+        records = conn.execute("SELECT count(*) FROM integration_records").fetchone()[0]
+    return sources, records
+
+
+async def create(api, body=CSV_SOURCE):
+    response = await api.post("/integrations", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def synced(api, source_id: int, expect: str = "succeeded") -> dict:
+    """Start a sync and wait for its end; the source as it ended."""
+    started = await api.post(f"/integrations/{source_id}/sync")
+    assert started.status_code == 202, started.text
+    assert started.json()["sync"]["status"] == "syncing"
+    with trio.fail_after(30):
+        while True:
+            shown = (await api.get(f"/integrations/{source_id}")).json()
+            if shown["sync"]["status"] != "syncing":
+                break
+            await trio.sleep(0.05)
+    assert shown["sync"]["status"] == expect, shown
+    return shown
+
+
+async def records(api, source_id: int, user: str, **params) -> dict:
+    response = await api.get(f"/integrations/{source_id}/records", params={"user": user, **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@asynccontextmanager
+async def serving(
+    database_url: str, tmp_path: Path, nursery, **settings
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on the same database with other settings (another key, another bound)."""
+    made = make_settings(database_url=database_url, data_dir=tmp_path / "data", **settings)
+    async with open_service(made) as svc:
+        base_url, stop = await serve_service(svc, nursery)
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+            yield client
+        stop.set()
+
+
+# ------------------------------------------------------------------ the resource
+
+
+async def test_a_created_source_is_201_masked_and_its_credentials_unreadable_at_rest(
+    api, database_url
+):
+    response = await api.post("/integrations", json={**CSV_SOURCE, "sync_interval_minutes": 60})
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert response.headers["location"] == f"/integrations/{created['id']}"
+    assert created["name"] == "Customers" and created["source_type"] == "csv"
+    assert created["credentials"] == {"content": "********"}
+    assert created["user_field"] == "email"  # the kind's default
+    assert created["sync_interval_minutes"] == 60
+    assert created["sync"]["status"] == "never"
+    assert SECRET_ROW not in response.text
+    [row] = raw_rows(database_url)
+    assert SECRET_ROW not in repr(row) and "Ada" not in repr(row)
+    assert (await api.get(response.headers["location"])).json() == created
+    listed = (await api.get("/integrations")).json()
+    assert listed == {"integrations": [created]}
+
+
+async def test_a_database_sources_plain_fields_show_and_its_secrets_do_not(
+    api, database_url, caplog, monkeypatch
+):
+    caplog.set_level("DEBUG")
+    # as a kind without a connector in this build: its test and sync say so
+    monkeypatch.delitem(connectors.FACTORIES, "postgresql", raising=False)
+    body = {
+        "name": "Shop DB",
+        "source_type": "postgresql",
+        "host": "db.internal",
+        "user": "reader",
+        "password": "hunter2-pw",
+        "database": "shop",
+        "table": "customers",
+    }
+    created = await create(api, body)
+    assert created["credentials"] == {
+        "database": "shop",
+        "host": "db.internal",
+        "password": "********",
+        "table": "customers",
+        "user": "reader",
+    }
+    assert "hunter2-pw" not in repr(raw_rows(database_url))
+    tested = await api.post(f"/integrations/{created['id']}/test")
+    assert tested.status_code == 200
+    assert tested.json()["ok"] is False
+    assert "cannot be tested or synced yet" in tested.json()["message"]  # not wired here
+    assert "hunter2-pw" not in tested.text
+    synced_source = await synced(api, created["id"], expect="failed")
+    assert "cannot be tested or synced yet" in synced_source["sync"]["error"]
+    assert "hunter2-pw" not in caplog.text  # nor logged
+
+
+async def test_bad_bodies_are_422_naming_the_field_and_store_nothing(api, database_url):
+    cases = [
+        ({"name": "x", "source_type": "ftp"}, "source_type"),
+        ({"name": "x", "source_type": "csv"}, "content"),
+        ({"source_type": "csv", "content": "a\n1\n"}, "name"),
+        ({**CSV_SOURCE, "password": "p"}, "password"),  # not a field of csv
+        ({**CSV_SOURCE, "sync_interval_minutes": 0}, "sync_interval_minutes"),
+        ({**CSV_SOURCE, "name": ""}, "name"),
+        ({**CSV_SOURCE, "id": 4}, "id"),
+    ]
+    for body, field in cases:
+        response = await api.post("/integrations", json=body)
+        problem = assert_problem(response, 422)
+        assert field in problem["field"] or field in problem["detail"], (body, problem)
+    assert counts(database_url) == (0, 0)
+
+
+async def test_a_taken_name_is_409(api, database_url):
+    await create(api)
+    assert_problem(await api.post("/integrations", json=CSV_SOURCE), 409, "Customers")
+    assert counts(database_url)[0] == 1
+
+
+async def test_patch_changes_fields_and_replaces_credentials(api):
+    created = await create(api)
+    url = f"/integrations/{created['id']}"
+    patched = await api.patch(url, json={"name": "Clients", "user_field": "name"})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["name"] == "Clients" and patched.json()["user_field"] == "name"
+    await synced(api, created["id"])
+    assert (await records(api, created["id"], "Bo"))["records"][0]["record"]["plan"] == "free"
+    replaced = await api.patch(url, json={"content": "name,plan\nCy,pro\n"})
+    assert replaced.json()["credentials"] == {"content": "********"}
+    await synced(api, created["id"])
+    assert [r["record"] for r in (await records(api, created["id"], "Cy"))["records"]] == [
+        {"name": "Cy", "plan": "pro"}
+    ]
+    assert_problem(await api.patch(url, json={"source_type": "stripe"}), 422)
+    assert_problem(await api.patch(url, json={"content": None}), 422, "content")
+    assert_problem(await api.patch(url, json={"host": "x"}), 422)
+    assert_problem(await api.patch("/integrations/999", json={"name": "x"}), 404)
+
+
+async def test_delete_removes_the_source_and_its_records(api, database_url):
+    created = await create(api)
+    await synced(api, created["id"])
+    assert counts(database_url) == (1, 3)
+    response = await api.delete(f"/integrations/{created['id']}")
+    assert response.status_code == 204
+    assert counts(database_url) == (0, 0)
+    assert_problem(await api.get(f"/integrations/{created['id']}"), 404, "GET /integrations")
+    assert_problem(await api.delete(f"/integrations/{created['id']}"), 404)
+    assert_problem(await api.get("/integrations/abc"), 404)
+
+
+async def test_a_csv_file_uploaded_as_multipart_is_a_source(api, database_url):
+    upload = {"file": ("customers.csv", CUSTOMERS.encode(), "text/csv")}
+    for form, field in (
+        ({"name": "x", "source_type": "stripe"}, "source_type"),
+        ({"name": "x", "colour": "red"}, "colour"),
+        ({"name": "x", "sync_interval_minutes": "often"}, "sync_interval_minutes"),
+        ({}, "name"),
+    ):
+        refused = await api.post("/integrations", data=form, files=upload)
+        assert assert_problem(refused, 422)["field"] == field
+    no_file = await api.post("/integrations", data={"name": "x"}, files={"other": ("a", b"b")})
+    assert_problem(no_file, 422)
+    assert counts(database_url) == (0, 0)
+    response = await api.post(
+        "/integrations",
+        data={"name": "Uploaded", "user_field": "email", "sync_interval_minutes": ""},
+        files=upload,
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["source_type"] == "csv"
+    assert response.json()["sync_interval_minutes"] is None
+    tested = (await api.post(f"/integrations/{response.json()['id']}/test")).json()
+    assert tested == {
+        "ok": True,
+        "message": "CSV file: 4 rows, 4 columns (email, name, plan, note)",
+    }
+
+
+# ------------------------------------------------------------------ test and sync
+
+
+async def test_the_test_says_what_answered_or_why_not(api):
+    good = await create(api)
+    tested = await api.post(f"/integrations/{good['id']}/test")
+    assert tested.status_code == 200
+    assert tested.json() == {
+        "ok": True,
+        "message": "CSV file: 4 rows, 4 columns (email, name, plan, note)",
+    }
+    empty = await create(api, {"name": "Empty", "source_type": "csv", "content": "email\n"})
+    tested = await api.post(f"/integrations/{empty['id']}/test")
+    assert tested.status_code == 200
+    assert tested.json() == {
+        "ok": False,
+        "message": "the CSV content has no rows under its header row",
+    }
+
+
+async def test_a_sync_stores_each_users_records_and_skips_those_without_one(api, caplog):
+    caplog.set_level("DEBUG")
+    created = await create(api)
+    ended = await synced(api, created["id"])
+    state = ended["sync"]
+    assert (state["records_seen"], state["records_stored"], state["records_skipped"]) == (4, 3, 1)
+    assert state["records_removed"] == 0 and state["error"] == ""
+    assert state["started_at"] <= state["finished_at"]
+    ada = await records(api, created["id"], "ADA@example.com ")  # the same user key
+    assert ada["user"] == "ada@example.com"
+    assert [r["record"]["plan"] for r in ada["records"]] == ["pro", "team"]
+    assert ada["next_after"] is None
+    first = await records(api, created["id"], "ada@example.com", limit=1)
+    assert len(first["records"]) == 1 and first["next_after"] == first["records"][0]["id"]
+    rest = await records(api, created["id"], "ada@example.com", after=first["next_after"])
+    assert [r["record"]["plan"] for r in rest["records"]] == ["team"]
+    assert (await records(api, created["id"], "nobody@example.com"))["records"] == []
+    assert SECRET_ROW in str(ada) and SECRET_ROW not in caplog.text
+    assert_problem(await api.get(f"/integrations/{created['id']}/records"), 422, "user")
+    missing = await api.get("/integrations/77/records", params={"user": "a@x.io"})
+    assert_problem(missing, 404)
+
+
+async def test_a_resync_removes_the_records_gone_from_the_source(api, database_url):
+    created = await create(api)
+    await synced(api, created["id"])
+    changed = CUSTOMERS.replace("bo@example.com;Bo;free;\n", "")
+    await api.patch(f"/integrations/{created['id']}", json={"content": changed})
+    ended = await synced(api, created["id"])
+    assert ended["sync"]["records_removed"] == 1
+    assert (await records(api, created["id"], "bo@example.com"))["records"] == []
+    assert len((await records(api, created["id"], "ada@example.com"))["records"]) == 2
+    assert counts(database_url) == (1, 2)
+
+
+async def test_an_unreadable_csv_fails_the_sync_with_its_reason(api):
+    created = await create(api, BROKEN)
+    ended = await synced(api, created["id"], expect="failed")
+    assert ended["sync"]["error"].startswith("the CSV content is not a readable CSV file")
+
+
+async def test_a_sync_stops_at_the_bound_and_removes_nothing(api, database_url, tmp_path, nursery):
+    created = await create(api)
+    await synced(api, created["id"])
+    assert counts(database_url) == (1, 3)
+    many = "email,n\n" + "".join(f"u{i}@example.com,{i}\n" for i in range(1200))
+    await api.patch(f"/integrations/{created['id']}", json={"content": many})
+    bounded = {"addon_encryption_key": KEY_A, "integrations_sync_max_records": 700}
+    async with serving(database_url, tmp_path, nursery, **bounded) as small:
+        ended = await synced(small, created["id"], expect="partial")
+    state = ended["sync"]
+    assert state["records_seen"] == 700 and state["records_stored"] == 700
+    assert "INTEGRATIONS_SYNC_MAX_RECORDS (700)" in state["error"]
+    assert state["records_removed"] == 0
+    assert counts(database_url) == (1, 703)  # the old three kept: the read was not complete
+    assert (await records(api, created["id"], "u699@example.com"))["records"]
+    assert not (await records(api, created["id"], "u700@example.com"))["records"]
+
+
+async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(api, monkeypatch):
+    """A sync held after its first page (its connector waits for the test): its progress
+    is on the source, and a second sync is refused while it runs."""
+    gate = trio.Event()
+
+    class Held:
+        def __init__(self, real):
+            self.real = real
+
+        async def test(self):
+            return await self.real.test()
+
+        async def pages(self):
+            first = True
+            async for page in self.real.pages():
+                yield page
+                if first:
+                    first = False
+                    await gate.wait()
+
+    monkeypatch.setitem(
+        connectors.FACTORIES,
+        "csv",
+        lambda credentials, reach: Held(csv_file.connect(credentials, reach)),
+    )
+    many = "email,n\n" + "".join(f"u{i}@example.com,{i}\n" for i in range(1200))
+    created = await create(api, {"name": "Many", "source_type": "csv", "content": many})
+    url = f"/integrations/{created['id']}"
+    assert (await api.post(f"{url}/sync")).status_code == 202
+    with trio.fail_after(30):
+        while (shown := (await api.get(url)).json())["sync"]["records_seen"] == 0:
+            await trio.sleep(0.05)
+    assert shown["sync"]["status"] == "syncing"
+    assert (shown["sync"]["records_seen"], shown["sync"]["records_stored"]) == (500, 500)
+    assert_problem(await api.post(f"{url}/sync"), 409, "'Many' is already syncing")
+    gate.set()
+    with trio.fail_after(30):
+        while (shown := (await api.get(url)).json())["sync"]["status"] == "syncing":
+            await trio.sleep(0.05)
+    assert shown["sync"]["status"] == "succeeded"
+    assert shown["sync"]["records_seen"] == 1200
+
+
+async def test_a_source_that_sends_no_page_in_time_fails_the_sync(api, monkeypatch):
+    class Silent:
+        async def test(self):
+            return "fine"
+
+        async def pages(self):
+            await trio.sleep_forever()
+            yield []
+
+    monkeypatch.setitem(connectors.FACTORIES, "csv", lambda credentials, reach: Silent())
+    monkeypatch.setattr(sync, "page_wait", lambda timeout: 0.3)
+    created = await create(api)
+    ended = await synced(api, created["id"], expect="failed")
+    assert ended["sync"]["error"] == "the source sent no page within 0.3 seconds"
+
+
+async def test_a_second_sync_of_a_held_source_is_409_until_the_holder_goes_stale(
+    api, service, fake_clock
+):
+    created = await create(api)
+    source = await service.database.run(store.get_source, created["id"])
+    # a sync running elsewhere (another replica, `ragchat sync`) holds the source
+    now = fake_clock.now()
+    held = await service.database.run(store.claim, source.id, now, now - timedelta(minutes=10))
+    assert held is not None and held.sync.status == "syncing"
+    refused = await api.post(f"/integrations/{created['id']}/sync")
+    assert_problem(refused, 409, "'Customers' is already syncing")
+    assert (await api.get(f"/integrations/{created['id']}")).json()["sync"]["status"] == "syncing"
+    fake_clock.advance(timedelta(minutes=9))
+    assert_problem(await api.post(f"/integrations/{created['id']}/sync"), 409)
+    fake_clock.advance(timedelta(minutes=2))  # no progress for 11 minutes: cut off
+    ended = await synced(api, created["id"])
+    assert ended["sync"]["records_stored"] == 3
+    # the old holder, should it wake, writes nothing more
+    page = await service.database.run(
+        store.store_page, source.id, held.run, [], store.Progress(), fake_clock.now()
+    )
+    assert page is None
+
+
+# ------------------------------------------------------------------ keys
+
+
+async def test_without_a_key_a_source_is_refused_naming_keygen(database_url, tmp_path, nursery):
+    async with serving(database_url, tmp_path, nursery) as keyless:
+        response = await keyless.post("/integrations", json=CSV_SOURCE)
+    problem = assert_problem(response, 503, "`ragchat keygen`")
+    assert SECRET_ROW not in repr(problem)
+    assert counts(database_url) == (0, 0)
+
+
+async def test_a_wrong_key_is_a_clear_error_and_nothing_is_used(
+    api, database_url, tmp_path, nursery
+):
+    created = await create(api)
+    async with serving(database_url, tmp_path, nursery, addon_encryption_key=KEY_B) as wrong:
+        shown = (await wrong.get(f"/integrations/{created['id']}")).json()
+        assert shown["credentials"] == {"content": "********"}  # which fields are set
+        for action in ("test", "sync"):
+            response = await wrong.post(f"/integrations/{created['id']}/{action}")
+            problem = assert_problem(response, 503, "'Customers'")
+            assert "ADDON_ENCRYPTION_KEY" in problem["detail"]
+            assert "ADDON_ENCRYPTION_KEY_PREVIOUS" in problem["detail"]
+        after = (await wrong.get(f"/integrations/{created['id']}")).json()
+        assert after["sync"]["status"] == "never"  # the sync never claimed it
+        renamed = await wrong.patch(f"/integrations/{created['id']}", json={"name": "Renamed"})
+        assert renamed.status_code == 200  # the credentials are left as they are
+        assert_problem(
+            await wrong.patch(f"/integrations/{created['id']}", json={"content": "a\n1\n"}), 503
+        )
+    assert counts(database_url) == (1, 0)
+    assert (await api.post(f"/integrations/{created['id']}/test")).json()["ok"] is True
+
+
+async def test_the_key_rotates_with_rekey(api, database_url, tmp_path, nursery):
+    created = await create(api)
+    url = f"/integrations/{created['id']}/test"
+    rotating = {"addon_encryption_key": KEY_B, "addon_encryption_key_previous": KEY_A}
+    async with serving(database_url, tmp_path, nursery, **rotating) as both:
+        assert (await both.post(url)).json()["ok"] is True  # read with the previous key
+    rekeyed = await trio.to_thread.run_sync(
+        lambda: run_cli("rekey", cwd=tmp_path, database_url=database_url, **rotating)
+    )
+    assert rekeyed.returncode == 0, rekeyed.stderr
+    assert "re-encrypted the credentials of 1 data source" in rekeyed.stdout
+    async with serving(database_url, tmp_path, nursery, addon_encryption_key=KEY_B) as only_b:
+        assert (await only_b.post(url)).json()["ok"] is True  # key A dropped
+    assert (await api.post(url)).status_code == 503  # and A alone opens it no more
+
+
+# ------------------------------------------------------------------ ragchat sync
+
+
+async def test_ragchat_sync_runs_in_the_foreground_and_fails_loudly(api, database_url, tmp_path):
+    good = await create(api)
+    await create(api, BROKEN)
+
+    def cli(*args):
+        return run_cli(
+            "sync", *args, cwd=tmp_path, database_url=database_url, addon_encryption_key=KEY_A
+        )
+
+    one = await trio.to_thread.run_sync(cli, str(good["id"]))
+    assert one.returncode == 0, one.stderr
+    assert f"{good['id']} Customers: succeeded, 4 seen, 3 stored, 1 without a user" in one.stdout
+    every = await trio.to_thread.run_sync(cli)
+    assert every.returncode == 1
+    assert "Customers: succeeded" in every.stdout and "Broken: failed" in every.stdout
+    assert "Broken: the CSV content" in every.stderr
+    assert SECRET_ROW not in every.stdout + every.stderr
+    missing = await trio.to_thread.run_sync(cli, "999")
+    assert missing.returncode == 2 and "no data source 999" in missing.stderr
