@@ -13,9 +13,17 @@ import httpx
 import pytest
 
 from ragcore.integrations.kinds import KINDS, with_defaults
-from ragio.integrations.connectors import hubspot, rest, salesforce, sheets, shopify, stripe
+from ragio.integrations.connectors import (
+    FACTORIES,
+    hubspot,
+    rest,
+    salesforce,
+    sheets,
+    shopify,
+    stripe,
+)
 from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
-from ragio.integrations.connectors.http_kinds import HTTP_CONNECTORS
+from tests.io.fakes.clock import FakeClock
 from tests.io.fakes.google_sheets_server import FakeGoogleSheets, key_file, key_pair
 from tests.io.fakes.hubspot_server import FakeHubSpot
 from tests.io.fakes.rest_server import FakeRestApi
@@ -300,19 +308,11 @@ async def test_sheets_unknown_unshared_sheet_and_a_bad_signature(google, reach) 
     assert reason == "Google Sheets: HTTP 400: Invalid JWT Signature. (invalid_grant)"
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self._now = now
-
-    def now(self) -> datetime:
-        return self._now
-
-
 async def test_sheets_a_stale_clock_and_plain_http(google, client) -> None:
     fake, key = google
-    stale = Clock(datetime.now(UTC) - timedelta(hours=2))
+    stale = FakeClock(datetime.now(UTC) - timedelta(hours=2))
     reason = await failure(
-        sheets.connect(on_sheets(fake, key), Reach(5.0, True, client), stale).test
+        sheets.connect(on_sheets(fake, key), Reach(5.0, True, client, stale)).test
     )
     assert "Token must be a short-lived token" in reason
     reason = await failure(sheets.connect(on_sheets(fake, key), Reach(5.0, False, client)).test)
@@ -434,13 +434,5 @@ async def test_rest_a_slow_page_a_captive_portal_and_a_redirect(serve_fake, clie
     assert len(fake.requests) == 3
 
 
-def test_every_http_kind_has_its_connector() -> None:
-    assert set(HTTP_CONNECTORS) == {
-        "rest_api",
-        "hubspot",
-        "salesforce",
-        "shopify",
-        "google_sheets",
-        "stripe",
-    }
-    assert set(HTTP_CONNECTORS) <= set(KINDS)
+def test_every_kind_has_its_connector() -> None:
+    assert set(FACTORIES) == set(KINDS)

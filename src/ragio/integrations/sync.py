@@ -47,7 +47,7 @@ async def reach(service: Service) -> AsyncIterator[Reach]:
     settings = service.settings
     timeout = settings.integrations_timeout_seconds
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False) as client:
-        yield Reach(timeout, settings.integrations_allow_http_loopback, client)
+        yield Reach(timeout, settings.integrations_allow_http_loopback, client, service.clock)
 
 
 def credentials_of(service: Service, source: store.Source) -> dict[str, str]:

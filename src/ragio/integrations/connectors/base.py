@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 import attrs
 import httpx
 
+from ragio.clock import Clock, SystemClock
+
 log = logging.getLogger(__name__)
 
 
@@ -36,6 +38,7 @@ class Reach:
     timeout: float  # seconds for each request: connecting, a query, one page
     allow_http_loopback: bool  # http:// to 127.0.0.1 (INTEGRATIONS_ALLOW_HTTP_LOOPBACK)
     client: httpx.AsyncClient | None = None  # for the HTTP kinds; follows no redirects
+    clock: Clock = attrs.field(factory=SystemClock)  # the service's (signed tokens' times)
 
 
 Record = dict[str, Any]

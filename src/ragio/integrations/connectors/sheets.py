@@ -26,7 +26,6 @@ from ragcore.integrations.pages import (
     sheet_records,
     sheet_values,
 )
-from ragio.clock import Clock, SystemClock
 from ragio.integrations.connectors.base import Reach, Record, SourceFailed, checked_base_url
 from ragio.integrations.connectors.web import read_as, request
 
@@ -36,13 +35,12 @@ PAGE_SIZE = 500
 
 
 class GoogleSheets:
-    def __init__(self, credentials: Mapping[str, str], reach: Reach, clock: Clock) -> None:
+    def __init__(self, credentials: Mapping[str, str], reach: Reach) -> None:
         self._key_file = credentials["service_account_json"]
         self._sheet = credentials["sheet_id"].strip()
         self._range = (credentials.get("range") or "").strip()
         self._base = credentials.get("api_base") or API_BASE
         self._reach = reach
-        self._clock = clock
         self._secrets: list[str] = []
 
     async def test(self) -> str:
@@ -68,7 +66,7 @@ class GoogleSheets:
         self._secrets = [account.private_key]
         token_uri = checked_base_url(account.token_uri, self._reach, "token_uri")
         with read_as(VENDOR, self._secrets):
-            form = google_auth.token_form(account, self._clock.now())
+            form = google_auth.token_form(account, self._reach.clock.now())
         self._secrets.append(form["assertion"])
         body = await request(
             self._reach,
@@ -121,8 +119,5 @@ class GoogleSheets:
         return f"{base}/v4/spreadsheets/{quote(self._sheet, safe='')}"
 
 
-def connect(
-    credentials: Mapping[str, str], reach: Reach, clock: Clock | None = None
-) -> GoogleSheets:
-    """``clock`` signs the JWT (``iat``, ``exp``); the machine's by default."""
-    return GoogleSheets(credentials, reach, clock or SystemClock())
+def connect(credentials: Mapping[str, str], reach: Reach) -> GoogleSheets:
+    return GoogleSheets(credentials, reach)
