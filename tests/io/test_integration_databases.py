@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import os
-import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +26,7 @@ from ragcore.integrations.kinds import KINDS, with_defaults
 from ragio.integrations.connectors.base import Connector, Reach, SourceFailed
 from ragio.integrations.connectors.databases import connect_mysql, connect_postgresql
 from ragio.integrations.connectors.mongodb import bson_shaped, connect_mongodb
+from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
 from tests.io.processes import free_port
 
 PASSWORD = "S3cret-pw/x@y%z"  # URL-special characters: a URL carries it percent-encoded
@@ -37,7 +35,6 @@ ROWS = 1234
 AWKWARD = "we ird `tbl\" 'x%"  # a space, both quotes, a backtick and a percent sign
 AWKWARD_PG = AWKWARD.replace('"', '""')  # as a quoted identifier in PostgreSQL
 INJECTION = "customers; DROP TABLE customers; --"
-SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin"])
 REACH = Reach(timeout=5, allow_http_loopback=False)
 
 
@@ -66,12 +63,17 @@ def assert_no_secret(reason: str) -> None:
 
 
 @attrs.frozen
-class MariaDB:
-    port: int
-    socket: str
+class Shop:
+    """The MariaDB with the shop's database, and how the connector reaches it."""
+
+    server: MariaDB
+
+    @property
+    def port(self) -> int:
+        return self.server.port
 
     def admin(self) -> pymysql.connections.Connection[Any]:
-        return pymysql.connect(unix_socket=self.socket, user="root", autocommit=True)
+        return self.server.admin()
 
     def credentials(self, **changes: str) -> dict[str, str]:
         base = {
@@ -86,71 +88,45 @@ class MariaDB:
 
 
 @pytest.fixture(scope="session")
-def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
     """Debian's MariaDB, its own process on a data folder, socket and port of its own."""
-    server = shutil.which("mariadbd", path=SBIN)
-    install = shutil.which("mariadb-install-db", path=SBIN)
-    if server is None or install is None:
-        pytest.fail("mariadb-server is not installed: scripts/dev.py test installs it (as root)")
-    base = tmp_path_factory.mktemp("mariadb")
-    data, sock, port = base / "data", str(base / "mysqld.sock"), free_port()
-    # as root, the server runs as root only when told (--user=root); else as whoever runs it
-    user = ["--user=root"] if os.geteuid() == 0 else []
-    subprocess.run(
-        [install, "--no-defaults", f"--datadir={data}", "--auth-root-authentication-method=normal",
-         "--skip-test-db", *user],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    process = subprocess.Popen(
-        [server, "--no-defaults", f"--datadir={data}", f"--socket={sock}", f"--port={port}",
-         "--bind-address=127.0.0.1", "--skip-name-resolve", f"--pid-file={base / 'pid'}",
-         f"--log-error={base / 'error.log'}", "--innodb-buffer-pool-size=16M",
-         "--skip-log-bin", *user],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    maria = MariaDB(port, sock)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                admin = maria.admin()
-                break
-            except pymysql.err.OperationalError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log = (base / "error.log").read_text(errors="replace")
-                    raise AssertionError(f"mariadbd did not start:\n{log[-3000:]}") from None
-                time.sleep(0.1)
-        with admin, admin.cursor() as cursor:
-            for statement in (
-                "CREATE DATABASE crm",
-                "CREATE USER 'shop'@'%%' IDENTIFIED BY %s",  # %% for PyMySQL's formatting
-                "GRANT SELECT ON crm.* TO 'shop'@'%'",
-                "CREATE TABLE crm.customers (id INT PRIMARY KEY, email VARCHAR(100),"
-                " balance DECIMAL(12,2), joined DATETIME, avatar BLOB)",
-                "CREATE TABLE crm.`we ird ``tbl\" 'x%` (id INT PRIMARY KEY, email TEXT)",
-                "CREATE VIEW crm.slow AS SELECT id, SLEEP(30) AS waited FROM crm.customers",
-                # a view whose function writes (as its definer, root): read, it must fail
-                "CREATE TABLE crm.visits (at DATETIME)",
-                "CREATE FUNCTION crm.touch() RETURNS INT MODIFIES SQL DATA"
-                " BEGIN INSERT INTO crm.visits VALUES (NOW()); RETURN 1; END",
-                "CREATE VIEW crm.writes AS SELECT id, crm.touch() AS touched FROM crm.customers",
-            ):
-                cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
-            cursor.executemany(
-                "INSERT INTO crm.customers VALUES (%s, %s, %s, %s, %s)",
-                [
-                    (n, f"c{n}@example.com", "1234567890.25", "2024-05-06 07:08:09", b"\x00\xff")
-                    for n in range(1, ROWS + 1)
-                ],
-            )
-            cursor.execute("INSERT INTO crm.`we ird ``tbl\" 'x%` VALUES (1, 'odd@example.com')")
-        yield maria
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        with running_mariadb(tmp_path_factory.mktemp("mariadb")) as server:
+            admin = server.admin()
+            with admin, admin.cursor() as cursor:
+                for statement in (
+                    "CREATE DATABASE crm",
+                    "CREATE USER 'shop'@'%%' IDENTIFIED BY %s",  # %% for PyMySQL's formatting
+                    "GRANT SELECT ON crm.* TO 'shop'@'%'",
+                    "CREATE TABLE crm.customers (id INT PRIMARY KEY, email VARCHAR(100),"
+                    " balance DECIMAL(12,2), joined DATETIME, avatar BLOB)",
+                    "CREATE TABLE crm.`we ird ``tbl\" 'x%` (id INT PRIMARY KEY, email TEXT)",
+                    "CREATE VIEW crm.slow AS SELECT id, SLEEP(30) AS waited FROM crm.customers",
+                    # a view whose function writes (as its definer, root): read, it must fail
+                    "CREATE TABLE crm.visits (at DATETIME)",
+                    "CREATE FUNCTION crm.touch() RETURNS INT MODIFIES SQL DATA"
+                    " BEGIN INSERT INTO crm.visits VALUES (NOW()); RETURN 1; END",
+                    "CREATE VIEW crm.writes AS SELECT id, crm.touch() AS touched"
+                    " FROM crm.customers",
+                ):
+                    cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
+                cursor.executemany(
+                    "INSERT INTO crm.customers VALUES (%s, %s, %s, %s, %s)",
+                    [
+                        (
+                            n,
+                            f"c{n}@example.com",
+                            "1234567890.25",
+                            "2024-05-06 07:08:09",
+                            b"\x00\xff",
+                        )
+                        for n in range(1, ROWS + 1)
+                    ],
+                )
+                cursor.execute("INSERT INTO crm.`we ird ``tbl\" 'x%` VALUES (1, 'odd@example.com')")
+            yield Shop(server)
+    except NotInstalled as error:
+        pytest.fail(str(error))
 
 
 @attrs.frozen
@@ -270,7 +246,7 @@ def closed_port() -> int:
 # --- MySQL / MariaDB ----------------------------------------------------------------------
 
 
-async def test_mysql_test_says_what_answered(mariadb: MariaDB) -> None:
+async def test_mysql_test_says_what_answered(mariadb: Shop) -> None:
     said = await connector("mysql", **mariadb.credentials()).test()
     assert said.startswith("MariaDB 10.") and said.endswith(": table customers readable")
     url = f"mysql://shop:{ENCODED}"
@@ -280,7 +256,7 @@ async def test_mysql_test_says_what_answered(mariadb: MariaDB) -> None:
     assert said.endswith(": table crm.customers readable")
 
 
-async def test_mysql_reads_every_row_in_pages(mariadb: MariaDB) -> None:
+async def test_mysql_reads_every_row_in_pages(mariadb: Shop) -> None:
     pages = await read_all(connector("mysql", **mariadb.credentials()))
     assert [len(page) for page in pages] == [500, 500, 234]
     rows = [row for page in pages for row in page]
@@ -294,7 +270,7 @@ async def test_mysql_reads_every_row_in_pages(mariadb: MariaDB) -> None:
     }
 
 
-async def test_mysql_a_read_stopped_early_frees_its_connection(mariadb: MariaDB) -> None:
+async def test_mysql_a_read_stopped_early_frees_its_connection(mariadb: Shop) -> None:
     def sessions() -> int:
         admin = mariadb.admin()
         with admin, admin.cursor() as cursor:
@@ -313,7 +289,7 @@ async def test_mysql_a_read_stopped_early_frees_its_connection(mariadb: MariaDB)
     assert sessions() == 0
 
 
-async def test_mysql_failures_carry_the_servers_reason(mariadb: MariaDB) -> None:
+async def test_mysql_failures_carry_the_servers_reason(mariadb: Shop) -> None:
     wrong = await failure(connector("mysql", **mariadb.credentials(password="nope")).test)
     assert "Access denied for user 'shop'@'127.0.0.1'" in wrong
     refused = await failure(connector("mysql", **mariadb.credentials(port=str(closed_port()))).test)
@@ -329,7 +305,7 @@ async def test_mysql_failures_carry_the_servers_reason(mariadb: MariaDB) -> None
         assert_no_secret(reason)
 
 
-async def test_mysql_awkward_names_stay_names(mariadb: MariaDB) -> None:
+async def test_mysql_awkward_names_stay_names(mariadb: Shop) -> None:
     rows = await read_all(connector("mysql", **mariadb.credentials(table=AWKWARD)))
     assert rows == [[{"id": 1, "email": "odd@example.com"}]]
     said = await connector("mysql", **mariadb.credentials(table=f"crm.{AWKWARD}")).test()
@@ -344,7 +320,7 @@ async def test_mysql_awkward_names_stay_names(mariadb: MariaDB) -> None:
         assert cursor.fetchone() == (ROWS,)
 
 
-async def test_mysql_reads_in_a_read_only_transaction(mariadb: MariaDB) -> None:
+async def test_mysql_reads_in_a_read_only_transaction(mariadb: Shop) -> None:
     writes = connector("mysql", **mariadb.credentials(table="writes"))
     assert "READ ONLY transaction" in await failure(lambda: read_all(writes))
     admin = mariadb.admin()
@@ -353,7 +329,7 @@ async def test_mysql_reads_in_a_read_only_transaction(mariadb: MariaDB) -> None:
         assert cursor.fetchone() == (0,)
 
 
-async def test_mysql_timeouts_cut_a_hang(mariadb: MariaDB, silent_port: int) -> None:
+async def test_mysql_timeouts_cut_a_hang(mariadb: Shop, silent_port: int) -> None:
     quick = Reach(timeout=1, allow_http_loopback=False)
     started = trio.current_time()
     slow = connector("mysql", quick, **mariadb.credentials(table="slow"))

@@ -349,6 +349,42 @@ async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(
         assert shown["sync"]["records_seen"] == 1200
 
 
+async def test_a_sync_cut_off_by_a_stop_says_so(api, database_url, tmp_path, serve_fake):
+    """The service stops (as ``ragchat serve`` does on SIGTERM: the server's graceful
+    shutdown, then the service closed) while a sync of a slow API runs: past the
+    background tasks' grace the sync ends as failed, saying it was stopped, instead of
+    holding the source until it goes stale."""
+    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1500, page_size=500))
+    fake.delay = 3.0
+    made = make_settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        addon_encryption_key=KEY_A,
+        integrations_allow_http_loopback=True,
+    )
+    body = {
+        "name": "Cut off",
+        "source_type": "rest_api",
+        "base_url": fake.base_url,
+        "records_path": "/v1/customers",
+        "auth_header": "Authorization: Bearer t-1",
+    }
+    async with open_service(made) as svc, trio.open_nursery() as server:
+        base_url, stop = await serve_service(svc, server)
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as stopping:
+            created = await create(stopping, body)
+            url = f"/integrations/{created['id']}"
+            assert (await stopping.post(f"{url}/sync")).status_code == 202
+            with trio.fail_after(30):
+                while (await stopping.get(url)).json()["sync"]["records_seen"] == 0:
+                    await trio.sleep(0.05)
+        stop.set()  # serve() returns when its graceful shutdown is done
+    state = (await api.get(url)).json()["sync"]
+    assert state["status"] == "failed"
+    assert state["error"] == "the sync was stopped (the service shut down); sync again"
+    assert state["records_seen"] == 500
+
+
 async def test_a_source_that_sends_no_page_in_time_fails_the_sync(api, monkeypatch):
     class Silent:
         async def test(self):

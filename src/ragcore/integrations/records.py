@@ -108,11 +108,17 @@ def source_key(record: Mapping[str, Any], id_name: str | None) -> str:
 
 @attrs.frozen
 class Row:
-    """A record ready to store: its user key, its key at the source, itself."""
+    """A record ready to store: its user key, its key at the source, and itself as
+    canonical JSON text (made once: stored as it is)."""
 
     user_key: str
     source_key: str
-    record: dict[str, Any]
+    text: str
+
+    @property
+    def record(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.text)
+        return loaded
 
 
 @attrs.frozen
@@ -135,7 +141,7 @@ def prepare_page(
             continue
         key = source_key(record, id_name)
         rows.pop(key, None)
-        rows[key] = Row(user, key, json.loads(canonical_json(record)))
+        rows[key] = Row(user, key, canonical_json(record))
     return Page(tuple(rows.values()), skipped)
 
 

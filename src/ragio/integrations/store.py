@@ -9,7 +9,6 @@ from typing import Any
 
 import attrs
 import psycopg
-from psycopg.types.json import Jsonb
 
 from ragcore.api.integrations import StoredRecord, SyncState
 from ragcore.integrations.records import Outcome, Progress, Row
@@ -170,26 +169,34 @@ def store_page(
         if held is None:
             return None
         if rows:
-            with conn.cursor() as cursor:
-                cursor.executemany(
-                    """INSERT INTO integration_records
-                           (integration_id, user_key, source_key, record, seen_run, synced_at)
-                       VALUES (%s, %s, %s, %s, %s, %s)
-                       ON CONFLICT (integration_id, source_key) DO UPDATE
-                          SET seen_run = EXCLUDED.seen_run,
-                              user_key = EXCLUDED.user_key,
-                              record = EXCLUDED.record,
-                              synced_at = CASE
-                                  WHEN integration_records.record = EXCLUDED.record
-                                   AND integration_records.user_key = EXCLUDED.user_key
-                                  THEN integration_records.synced_at
-                                  ELSE EXCLUDED.synced_at END""",
-                    [
-                        (source_id, r.user_key, r.source_key, Jsonb(r.record), run, now)
-                        for r in rows
-                    ],
-                )
-        stored = len(rows)
+            # one statement for the page; a key twice in a page is stored once (the last)
+            latest = list({row.source_key: row for row in rows}.values())
+            conn.execute(
+                """INSERT INTO integration_records
+                       (integration_id, user_key, source_key, record, seen_run, synced_at)
+                   SELECT %(source)s, page.user_key, page.source_key, page.record::jsonb,
+                          %(run)s, %(now)s
+                     FROM unnest(%(users)s::text[], %(keys)s::text[], %(records)s::text[])
+                          AS page (user_key, source_key, record)
+                   ON CONFLICT (integration_id, source_key) DO UPDATE
+                      SET seen_run = EXCLUDED.seen_run,
+                          user_key = EXCLUDED.user_key,
+                          record = EXCLUDED.record,
+                          synced_at = CASE
+                              WHEN integration_records.record = EXCLUDED.record
+                               AND integration_records.user_key = EXCLUDED.user_key
+                              THEN integration_records.synced_at
+                              ELSE EXCLUDED.synced_at END""",
+                {
+                    "source": source_id,
+                    "run": run,
+                    "now": now,
+                    "users": [row.user_key for row in latest],
+                    "keys": [row.source_key for row in latest],
+                    "records": [row.text for row in latest],
+                },
+            )
+        stored = len({row.source_key for row in rows})
         conn.execute(
             """UPDATE integrations
                   SET records_seen = %s, records_stored = records_stored + %s,

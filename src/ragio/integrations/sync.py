@@ -88,17 +88,20 @@ async def run_claimed(
     complete = True
     failure: str | None = None
     try:
-        async with reach(service) as within:
+        async with reach(service) as within, plain_errors() as nursery:
             connector = connector_for(source.source_type, credentials, within)
-            pages = connector.pages()
+            # the next page is read while this one is stored
+            receive = read_ahead(nursery, connector.pages())
             wait = page_wait(settings.integrations_timeout_seconds)
             try:
                 while True:
-                    page: list[Record] | None = None
+                    page: list[Record] | Exception | None = None
                     with trio.move_on_after(wait) as waiting:
-                        page = await anext(pages, None)
+                        page = await receive.receive()
                     if waiting.cancelled_caught:
                         raise SourceFailed(f"the source sent no page within {wait:g} seconds")
+                    if isinstance(page, Exception):
+                        raise page
                     if page is None:
                         break
                     room = within_bound(progress, len(page), bound)
@@ -123,9 +126,7 @@ async def run_claimed(
                         complete = False
                         break
             finally:
-                aclose = getattr(pages, "aclose", None)  # an async generator left early
-                if aclose is not None:
-                    await aclose()
+                nursery.cancel_scope.cancel()  # the reader, when the sync ends early
     except SourceFailed as error:
         failure = error.reason
     except trio.Cancelled:
@@ -150,6 +151,47 @@ async def run_claimed(
         progress.skipped,
     )
     return finished
+
+
+@asynccontextmanager
+async def plain_errors() -> AsyncIterator[trio.Nursery]:
+    """A nursery whose lone error (or whose cancellation) comes out as itself, not in an
+    exception group, so the sync's handlers see a SourceFailed or a Cancelled as such."""
+    try:
+        async with trio.open_nursery() as nursery:
+            yield nursery
+    except BaseExceptionGroup as group:
+        errors = group.exceptions
+        if len(errors) == 1 or all(isinstance(e, trio.Cancelled) for e in errors):
+            raise errors[0] from None
+        raise
+
+
+def read_ahead(
+    nursery: trio.Nursery, pages: AsyncIterator[list[Record]]
+) -> trio.MemoryReceiveChannel[list[Record] | Exception | None]:
+    """Read ``pages`` in a task of ``nursery``, one page ahead of the reader: each page,
+    then None at the end, or the exception that ended the reading (handed over, so the
+    sync reports it as its own)."""
+    send, receive = trio.open_memory_channel[list[Record] | Exception | None](0)
+
+    async def reading() -> None:
+        async with send:
+            try:
+                async for page in pages:
+                    await send.send(page)
+            except Exception as error:  # noqa: BLE001 (the sync reports it)
+                await send.send(error)
+                return
+            finally:
+                aclose = getattr(pages, "aclose", None)  # an async generator left early
+                if aclose is not None:
+                    with trio.CancelScope(shield=True):
+                        await aclose()
+            await send.send(None)
+
+    nursery.start_soon(reading)
+    return receive
 
 
 async def _end(service: Service, source: store.Source, reason: str) -> None:
