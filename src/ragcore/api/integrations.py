@@ -3,6 +3,7 @@ stored for a user, and the bodies the kinds take (``ragcore.integrations.kinds``
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -10,6 +11,7 @@ import attrs
 
 from ragcore.api.queries import MAX_STORED_ID
 from ragcore.api.schema import described
+from ragcore.errors import InvalidInput
 from ragcore.integrations.kinds import (
     KINDS,
     MASK,
@@ -146,3 +148,40 @@ def body_schema(*, new: bool) -> dict[str, Any]:
     if new:
         schema["required"] = ["name", "source_type"]
     return schema
+
+
+UPLOAD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "file": {"type": "string", "format": "binary", "description": "the CSV file"},
+        "name": {"type": "string", "minLength": 1},
+        "source_type": {"enum": ["csv"]},
+        "user_field": {"type": "string"},
+        "sync_interval_minutes": {"type": "string"},
+    },
+    "required": ["file", "name"],
+}
+
+
+def check_upload(names: Iterable[str], files: int) -> None:
+    """A CSV upload's form: its fields known, one file in ``file``."""
+    unknown = sorted(set(names) - set(UPLOAD_SCHEMA["properties"]))
+    if unknown:
+        known = ", ".join(UPLOAD_SCHEMA["properties"])
+        raise InvalidInput(unknown[0], f"unknown field; a CSV upload takes {known}")
+    if files != 1:
+        raise InvalidInput("file", "send one CSV file in the field file")
+
+
+def upload_body(form: Mapping[str, str], content: str) -> dict[str, Any]:
+    """A CSV upload as the JSON body it stands for: its form fields (an empty one is not
+    given; the interval a number), the file's text as ``content``."""
+    body: dict[str, Any] = {"source_type": "csv", **form, "content": content}
+    if body["source_type"] != "csv":
+        raise InvalidInput("source_type", "only csv data sources take a file")
+    interval = body.get("sync_interval_minutes")
+    if isinstance(interval, str) and not interval.strip():
+        del body["sync_interval_minutes"]  # a form's empty field: not given
+    elif isinstance(interval, str) and interval.strip().isdigit():
+        body["sync_interval_minutes"] = int(interval)
+    return body

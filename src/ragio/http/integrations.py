@@ -16,64 +16,34 @@ import trio
 from quart import Blueprint, current_app, request
 
 from ragcore.api.integrations import (
+    UPLOAD_SCHEMA,
     Integration,
     Integrations,
     Records,
     RecordsQuery,
     TestResult,
     body_schema,
-    shown,
+    check_upload,
+    upload_body,
 )
 from ragcore.api.operations import JSON, Reply, operation
-from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id, read_query
 from ragcore.errors import InvalidInput
-from ragcore.integrations.kinds import KINDS, check_new, check_patch
 from ragcore.integrations.records import user_key
 from ragcore.knowledge.formats import decode_text
 from ragio.http.context import service
 from ragio.http.inputs import json_body
-from ragio.integrations import store, sync
-from ragio.integrations.credentials import CredentialsUnreadable, Keys
-from ragio.service import Service
+from ragio.integrations import sources, store, sync
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("integrations", __name__)
 PATH = "/integrations"
 SOURCE_ID = {"path": {"id": {"type": "integer"}}}
 SOURCES = ("data source", PATH)
-UPLOAD = {
-    "type": "object",
-    "properties": {
-        "file": {"type": "string", "format": "binary", "description": "the CSV file"},
-        "name": {"type": "string", "minLength": 1},
-        "source_type": {"enum": ["csv"]},
-        "user_field": {"type": "string"},
-        "sync_interval_minutes": {"type": "string"},
-    },
-    "required": ["file", "name"],
-}
 
 
 def _shown(source: store.Source) -> Integration:
-    kind = KINDS[source.source_type]
-    try:
-        credentials: dict[str, str] | None = Keys.of(service().settings).decrypt(
-            source.token, source.name
-        )
-    except CredentialsUnreadable:
-        credentials = None
-    return Integration(
-        source.id,
-        source.name,
-        source.source_type,
-        shown(kind, source.fields, credentials),
-        source.user_field,
-        source.sync_interval_minutes,
-        source.sync,
-        source.created_at,
-        source.updated_at,
-    )
+    return sources.view(service(), source)
 
 
 async def _found(raw: str) -> store.Source:
@@ -83,32 +53,13 @@ async def _found(raw: str) -> store.Source:
     return found
 
 
-def _taken(name: str) -> ProblemError:
-    return ProblemError(409, f"a data source named {name!r} exists; choose another name")
-
-
 async def _upload_body() -> dict[str, Any]:
     """A multipart upload as a body: its form fields, the file's text as ``content``."""
     files, form = await request.files, await request.form
-    unknown = sorted((set(files) | set(form)) - set(UPLOAD["properties"]))
-    if unknown:
-        raise InvalidInput(
-            unknown[0], "unknown field; a CSV upload takes " + ", ".join(UPLOAD["properties"])
-        )
-    uploads = files.getlist("file")
-    if len(uploads) != 1:
-        raise InvalidInput("file", "send one CSV file in the field file")
-    body: dict[str, Any] = {"source_type": "csv", **form.to_dict()}
-    if body["source_type"] != "csv":
-        raise InvalidInput("source_type", "only csv data sources take a file")
-    interval = body.get("sync_interval_minutes")
-    if isinstance(interval, str) and not interval.strip():
-        del body["sync_interval_minutes"]  # a form's empty field: not given
-    elif isinstance(interval, str) and interval.strip().isdigit():
-        body["sync_interval_minutes"] = int(interval)
-    data = await trio.to_thread.run_sync(uploads[0].read)
-    body["content"] = decode_text(data, uploads[0].mimetype_params.get("charset"))
-    return body
+    check_upload(set(files) | set(form), len(files.getlist("file")))
+    upload = files.getlist("file")[0]
+    data = await trio.to_thread.run_sync(upload.read)
+    return upload_body(form.to_dict(), decode_text(data, upload.mimetype_params.get("charset")))
 
 
 @blueprint.get(PATH)
@@ -128,7 +79,7 @@ async def list_integrations() -> Integrations:
     415,
     422,
     503,
-    other_bodies=((JSON, body_schema(new=True)), ("multipart/form-data", UPLOAD)),
+    other_bodies=((JSON, body_schema(new=True)), ("multipart/form-data", UPLOAD_SCHEMA)),
 )
 async def create_integration() -> tuple[Integration, int, dict[str, str]]:
     """Create a data source: name, source_type and the kind's credential fields
@@ -136,26 +87,11 @@ async def create_integration() -> tuple[Integration, int, dict[str, str]]:
     The credentials are stored encrypted with ADDON_ENCRYPTION_KEY (503 without it) and
     never shown. A CSV file may be sent as a multipart upload (field file). 409: the name
     is taken."""
-    svc = service()
     if request.mimetype == "multipart/form-data":
         body = await _upload_body()
     else:
         body = await json_body(required=True)
-    new = check_new(body)
-    token = Keys.of(svc.settings).encrypt(new.credentials)
-    try:
-        created = await svc.database.run(
-            store.create_source,
-            new.name,
-            new.source_type,
-            token,
-            sorted(new.credentials),
-            new.user_field,
-            new.sync_interval_minutes,
-        )
-    except store.NameTaken as taken:
-        raise _taken(taken.name) from None
-    log.info("data source %r (%s) created", created.name, created.source_type)
+    created = await sources.create(service(), body)
     return _shown(created), 201, {"Location": f"{PATH}/{created.id}"}
 
 
@@ -183,50 +119,8 @@ async def patch_integration(id: str) -> Integration:  # noqa: A002 (the path's n
 
     A credential field sent replaces the stored one (null removes an optional one); the
     rest are kept. source_type cannot change."""
-    svc = service()
     source = await _found(id)
-    body = await json_body(required=True)
-    keys = Keys.of(svc.settings)
-    kind = KINDS[source.source_type]
-    try:
-        stored = keys.decrypt(source.token, source.name)
-    except CredentialsUnreadable:
-        if any(field.name in body for field in kind.fields):
-            raise
-        stored = None  # the credentials are left as they are
-    patch = check_patch(kind, body, stored if stored is not None else _set_fields(source))
-    token, fields = source.token, source.fields
-    if stored is not None and patch.credentials:
-        merged = {**stored, **patch.credentials}
-        credentials = {k: v for k, v in merged.items() if v is not None}
-        token, fields = keys.encrypt(credentials), sorted(credentials)
-    interval = source.sync_interval_minutes
-    if patch.clear_interval:
-        interval = None
-    elif patch.sync_interval_minutes is not None:
-        interval = patch.sync_interval_minutes
-    name = patch.name if patch.name is not None else source.name
-    try:
-        saved = await svc.database.run(
-            store.update_source,
-            source.id,
-            name,
-            token,
-            fields,
-            patch.user_field if patch.user_field is not None else source.user_field,
-            interval,
-            source.token,
-        )
-    except store.NameTaken as taken:
-        raise _taken(taken.name) from None
-    if saved is None:
-        raise ProblemError(409, f"data source {source.name!r} changed meanwhile; read it again")
-    return _shown(saved)
-
-
-def _set_fields(source: store.Source) -> dict[str, str]:
-    """Stand-ins for credentials that cannot be read: which fields are set."""
-    return {name: "set" for name in source.fields}
+    return _shown(await sources.update(service(), source, await json_body(required=True)))
 
 
 @blueprint.delete(f"{PATH}/<id>")
@@ -262,22 +156,9 @@ async def sync_integration(id: str) -> tuple[Integration, int, dict[str, str]]: 
     Answers at once with the source (status syncing); GET it to follow the progress and
     the outcome (succeeded, partial at INTEGRATIONS_SYNC_MAX_RECORDS, or failed with the
     source's reason). 409: a sync of it is already running."""
-    svc = service()
-    source = await _found(id)
-    credentials = sync.credentials_of(svc, source)
-    claimed = await sync.claim(svc, source)
     nursery: trio.Nursery = current_app.nursery  # type: ignore[attr-defined]
-    nursery.start_soon(_sync_in_background, svc, claimed, credentials)
+    claimed = await sync.start(service(), await _found(id), nursery)
     return _shown(claimed), 202, {"Location": f"{PATH}/{claimed.id}"}
-
-
-async def _sync_in_background(
-    svc: Service, claimed: store.Source, credentials: dict[str, str]
-) -> None:
-    try:
-        await sync.run_claimed(svc, claimed, credentials)
-    except Exception:  # noqa: BLE001 (the app's nursery must not fail; the stale rule frees it)
-        log.error("the sync of data source %r could not finish", claimed.name)
 
 
 @blueprint.get(f"{PATH}/<id>/records")

@@ -202,6 +202,22 @@ async def _end(service: Service, source: store.Source, reason: str) -> None:
         log.warning("could not mark the stopped sync of %r as failed", source.name)
 
 
+async def start(service: Service, source: store.Source, nursery: trio.Nursery) -> store.Source:
+    """Claim ``source`` (409 when a sync holds it) and sync it in a task of ``nursery``,
+    one that outlives the request (the app's)."""
+    credentials = credentials_of(service, source)
+    claimed = await claim(service, source)
+
+    async def in_background() -> None:
+        try:
+            await run_claimed(service, claimed, credentials)
+        except Exception:  # noqa: BLE001 (the nursery must not fail; the stale rule frees it)
+            log.error("the sync of data source %r could not finish", claimed.name)
+
+    nursery.start_soon(in_background)
+    return claimed
+
+
 async def sync_now(service: Service, source: store.Source) -> store.Source | None:
     """Claim ``source`` and sync it in the foreground (``ragchat sync``)."""
     credentials = credentials_of(service, source)
