@@ -122,7 +122,12 @@ class Deepgram:
                 request = self._client.build_request(
                     "POST", self._speak_url, json={"text": text}, headers=headers
                 )
-                response = await self._client.send(request, stream=True)
+                try:
+                    response = await self._client.send(request, stream=True)
+                except httpx.RemoteProtocolError:
+                    # the provider closed a kept-alive connection as it was reused, before
+                    # answering: nothing was spoken yet, so ask once more on a new one
+                    response = await self._client.send(request, stream=True)
             try:
                 if response.status_code != 200:
                     body = (await response.aread())[:300].decode("utf-8", "replace")
