@@ -14,6 +14,7 @@ the token URI is checked like any base URL.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 from urllib.parse import quote
 
 from ragcore.integrations import google_auth
@@ -85,32 +86,28 @@ class GoogleSheets:
     async def _range_or_first(self, token: str) -> str:
         if self._range:
             return self._range
-        body = await request(
-            self._reach,
-            VENDOR,
-            "GET",
-            f"{self._spreadsheet()}",
-            params={"fields": "sheets.properties.title"},
-            headers={"authorization": f"Bearer {token}"},
-            describe=google_error,
-            secrets=self._secrets,
-        )
+        fields = {"fields": "sheets.properties.title"}
+        body = await self._get(token, self._spreadsheet(), fields)
         with read_as(VENDOR, self._secrets):
             return quoted_sheet(first_sheet(body))
 
     async def _values(self, token: str, range_: str) -> object:
-        body = await request(
+        url = f"{self._spreadsheet()}/values/{quote(range_, safe='!:')}"
+        body = await self._get(token, url, {"majorDimension": "ROWS"})
+        with read_as(VENDOR, self._secrets):
+            return sheet_values(body)
+
+    async def _get(self, token: str, url: str, params: dict[str, str]) -> Any:
+        return await request(
             self._reach,
             VENDOR,
             "GET",
-            f"{self._spreadsheet()}/values/{quote(range_, safe='!:')}",
-            params={"majorDimension": "ROWS"},
+            url,
+            params=params,
             headers={"authorization": f"Bearer {token}"},
             describe=google_error,
             secrets=self._secrets,
         )
-        with read_as(VENDOR, self._secrets):
-            return sheet_values(body)
 
     def _spreadsheet(self) -> str:
         base = checked_base_url(self._base, self._reach, "api_base")

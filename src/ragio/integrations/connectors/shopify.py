@@ -12,7 +12,7 @@ server on 127.0.0.1 when that is allowed.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import trio
@@ -26,37 +26,25 @@ from ragcore.integrations.pages import (
     shopify_page,
     shopify_query,
 )
-from ragio.integrations.connectors.base import Reach, Record, SourceFailed, checked_base_url
-from ragio.integrations.connectors.web import read_as, request
+from ragio.integrations.connectors.base import Reach, SourceFailed, checked_base_url
+from ragio.integrations.connectors.web import CursorPaged, read_as, request
 
 VENDOR = "Shopify"
-PAGE_SIZE = 100
 _DOMAIN = re.compile(
     r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$"
 )
 _VERSION = re.compile(r"^(\d{4}-\d{2}|unstable)$")
 
 
-class Shopify:
+class Shopify(CursorPaged):
+    vendor = VENDOR
+
     def __init__(self, credentials: Mapping[str, str], reach: Reach) -> None:
         self._domain = credentials["shop_domain"].strip()
         self._token = credentials["access_token"]
-        self._resource = credentials.get("resource") or "customers"
+        self.what = credentials.get("resource") or "customers"
         self._version = credentials.get("api_version") or "2025-07"
         self._reach = reach
-
-    async def test(self) -> str:
-        await self._page(1, None)
-        return f"Shopify: {self._resource} readable"
-
-    async def pages(self) -> AsyncIterator[list[Record]]:
-        cursor: str | None = None
-        while True:
-            page = await self._page(PAGE_SIZE, cursor)
-            yield page.records
-            if page.next is None:
-                return
-            cursor = page.next
 
     def _endpoint(self) -> str:
         if "://" in self._domain:
@@ -71,7 +59,7 @@ class Shopify:
 
     async def _page(self, first: int, cursor: str | None) -> Page:
         with read_as(VENDOR):
-            query = shopify_query(self._resource)
+            query = shopify_query(self.what)
         endpoint = self._endpoint()
         payload: dict[str, Any] = {"query": query, "variables": {"first": first, "after": cursor}}
         throttled = 0
@@ -87,7 +75,7 @@ class Shopify:
                 secrets=[self._token],
             )
             with read_as(VENDOR, [self._token]):
-                page = shopify_page(body, self._resource)
+                page = shopify_page(body, self.what)
             if not isinstance(page, Throttled):
                 return page
             throttled += 1

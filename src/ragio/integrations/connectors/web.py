@@ -10,15 +10,15 @@ one is made for the request.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import trio
 
-from ragcore.integrations.pages import Unusable, reason, retry_wait
-from ragio.integrations.connectors.base import Reach, SourceFailed
+from ragcore.integrations.pages import Page, Unusable, reason, retry_wait
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed
 
 log = logging.getLogger(__name__)
 #: a vendor's error body -> its message (None: no usable one)
@@ -110,3 +110,52 @@ def _message(response: httpx.Response, describe: Describe) -> str:
     except ValueError:
         body = None
     return describe(body) or response.reason_phrase or "no details"
+
+
+class CursorPaged:
+    """A source read page by page, each page naming the cursor of the next (HubSpot's
+    ``after``, Stripe's ``starting_after``, Shopify's ``endCursor``). A kind gives
+    ``vendor``, ``what`` it reads and ``_page(limit, cursor)``."""
+
+    vendor: ClassVar[str]
+    page_size: ClassVar[int] = 100
+    cursor_param: ClassVar[str] = ""  # the query parameter a REST kind's cursor goes in
+    what: str
+    _reach: Reach
+
+    async def test(self) -> str:
+        await self._page(1, None)
+        return f"{self.vendor}: {self.what} readable"
+
+    async def pages(self) -> AsyncIterator[list[Record]]:
+        cursor: str | None = None
+        while True:
+            page = await self._page(self.page_size, cursor)
+            yield page.records
+            if page.next is None:
+                return
+            cursor = page.next
+
+    async def _page(self, limit: int, cursor: str | None) -> Page:
+        raise NotImplementedError
+
+    async def _get(
+        self, url: str, limit: int, cursor: str | None, token: str, describe: Describe, parse: Any
+    ) -> Any:
+        """``GET url`` for ``limit`` records from ``cursor`` on, with ``token`` as a Bearer
+        token; its body as ``parse`` reads it."""
+        params: dict[str, Any] = {"limit": limit}
+        if cursor is not None:
+            params[self.cursor_param] = cursor
+        body = await request(
+            self._reach,
+            self.vendor,
+            "GET",
+            url,
+            params=params,
+            headers={"authorization": f"Bearer {token}"},
+            describe=describe,
+            secrets=[token],
+        )
+        with read_as(self.vendor, [token]):
+            return parse(body)
