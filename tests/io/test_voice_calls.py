@@ -323,7 +323,14 @@ async def test_twenty_calls_at_once_are_each_answered(
     assert voice.peak == 20
     calls = await recorded_calls(api)
     assert len(calls) == 20
-    # each call was hearing the answer to its question when the caller hung up
-    turns = [turn for c in calls for turn in c["turns"]]
-    assert len(turns) == 20
-    assert all("return" in t["question"] and "first_frame_ms" in t["stages"] for t in turns)
+    # each call was hearing the answer to its question when the caller hung up. Before it,
+    # a call may have a turn cut off before any answer was said: with twenty streams and
+    # their fakes in one process, audio reaches the fake speech-to-text late enough for it
+    # to end the question at a pause, and the rest is the caller going on, asked again
+    # whole (ragcore.voice.call); no call hears two answers or none
+    for recorded in calls:
+        *cut_off, last = recorded["turns"]
+        said = [(t["outcome"], t["answer"]) for t in recorded["turns"]]
+        assert all(t["outcome"] == "interrupted" and t["answer"] == "" for t in cut_off), said
+        assert last["outcome"] == "hung up" and "return" in last["question"], said
+        assert "first_frame_ms" in last["stages"]
