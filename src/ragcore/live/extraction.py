@@ -1,0 +1,173 @@
+"""The values a live-data action can need, found in a customer's message.
+
+``order_id``, ``email`` and ``phone`` are read from the text; ``caller`` is who the
+channel says is writing (``user_identifier``), never the text. Each value is taken as
+plain data: it is later bound as a driver parameter, so a quote or a semicolon in it is
+harmless, but the patterns below only take characters such a value really has, so
+``4411' OR '1'='1`` gives the order number ``4411`` and ``{email}`` gives no e-mail.
+
+An order number is only taken after a word for "order" in one of the languages we
+answer in (``order #A-1002``, ``Bestellnummer 55321``, ``commande n° 7781``): a bare
+number could as well be a price, a date, a quantity or a phone number, and running a
+customer's query with the wrong one is worse than asking. When a message holds two
+candidates of one kind, the first is taken: it is the one the customer wrote first.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+#: the placeholders a template may use
+ORDER_ID = "order_id"
+EMAIL = "email"
+PHONE = "phone"
+CALLER = "caller"
+PLACEHOLDERS = (ORDER_ID, EMAIL, PHONE, CALLER)
+
+#: words for "order" (and "order number"), longest first so the regex prefers them;
+#: each with the language it tells
+ORDER_WORDS: dict[str, str] = {
+    "bestellnummer": "de",
+    "auftragsnummer": "de",
+    "bestellung": "de",
+    "auftrag": "de",
+    "bestelnummer": "nl",
+    "ordernummer": "nl",
+    "bestelling": "nl",
+    "commande": "fr",
+    "pedido": "es",
+    "encomenda": "pt",
+    "ordine": "it",
+    "orden": "es",
+    "order": "en",
+}
+#: words that may stand between the word for "order" and its number
+_LINKS = (
+    r"(?:number|num|no\.?|nr\.?|n[°º]|n\.|#|id|is|was|ist|lautet|est|es|é|è|"
+    r"nummer|numéro|numero|número|de|du|do|da|di|d'|del|mi|my|:|-)"
+)
+_ORDER = re.compile(
+    r"(?<![\w])(?P<word>" + "|".join(sorted(ORDER_WORDS, key=len, reverse=True)) + r")"
+    r"(?:s|en|es|i)?\b"  # plurals: orders, Bestellungen, pedidos, commandes
+    r"(?:\s*" + _LINKS + r")*\s*"
+    # the number: letters, digits and inner dashes, with at least one digit
+    r"#?(?P<id>(?=[A-Za-z0-9-]*\d)[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*)"
+    # not a price (44.99, 44,99, 45€), a date (12/03) or a longer number's start
+    r"(?![.,/]\d|\s?(?:€|\$|£|eur\b|usd\b|dollars?\b|euros?\b)|[\w@])",
+    re.IGNORECASE,
+)
+#: a lone "#A-1002": an order number without a word for order
+_HASH_ID = re.compile(r"(?<![\w&])#(?P<id>(?=[A-Za-z0-9-]*\d)[A-Za-z0-9][A-Za-z0-9-]{2,})\b")
+MIN_ORDER_CHARS = 3  # "order 2 shirts" is a quantity
+MAX_ORDER_CHARS = 40
+
+_EMAIL = re.compile(
+    r"(?<![\w.+-])([A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?"
+    r"@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
+    r"[A-Za-z0-9])?)*\.[A-Za-z]{2,24})(?![\w@-])"
+)
+#: a phone number as people write it: + or 00, digits in groups split by spaces, dots,
+#: dashes, slashes or parentheses
+_PHONE = re.compile(r"(?<![\w+])(?:\+|\b00)?\(?\d[\d\s().\-/]{5,22}\d(?![\w])")
+_PHONE_WORDS = re.compile(
+    r"(?:phone|tel|telephone|mobile|cell|call|handy|telefon|telefonnummer|mobil|"
+    r"téléphone|portable|teléfono|telefono|móvil|movil|cellulare|telefoon|mobiel|"
+    r"telemóvel|celular|whatsapp)\w*",
+    re.IGNORECASE,
+)
+MIN_PHONE_DIGITS = 7  # with a word for phone before it
+MIN_BARE_PHONE_DIGITS = 9  # without one: longer than a date or a price
+MAX_PHONE_DIGITS = 15  # E.164
+
+
+@attrs.frozen
+class Extracted:
+    """What the message holds: each value, or None. ``order_language``: the language of
+    the word for "order" the customer used, a cheap hint for the question we may ask."""
+
+    order_id: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    order_language: str | None = None
+
+    def values(self, caller: str | None = None) -> dict[str, str]:
+        """The placeholders' values found (``caller`` added when known)."""
+        found = {ORDER_ID: self.order_id, EMAIL: self.email, PHONE: self.phone, CALLER: caller}
+        return {name: value for name, value in found.items() if value}
+
+
+def extract(message: str) -> Extracted:
+    """``order_id``, ``email`` and ``phone`` from ``message`` (see the module's notes)."""
+    emails = [(m.start(), m.end(), m.group(1).lower()) for m in _EMAIL.finditer(message)]
+    taken = [(start, end) for start, end, _ in emails]
+    order = _order(message, taken)
+    if order is not None:
+        taken.append((order[0], order[1]))
+    phone = _phone(message, taken)
+    return Extracted(
+        order_id=order[2] if order else None,
+        email=emails[0][2] if emails else None,
+        phone=phone,
+        order_language=order[3] if order else None,
+    )
+
+
+def normal_phone(text: str) -> str | None:
+    """A phone number as E.164 (``+14155550100``) when it starts with + or 00, which
+    tell its country; else its digits alone (a national number: the country is not
+    ours to guess). A trunk ``(0)`` after the country code is dropped. None when it has
+    too few or too many digits to be a phone number."""
+    text = text.strip()
+    international = text.startswith("+") or text.startswith("00")
+    if international:
+        text = re.sub(r"^(\+|00)\s*(\d{1,3})\s*\(0\)", r"+\2", text)
+    digits = re.sub(r"\D", "", text)
+    if text.startswith("00"):
+        digits = digits[2:]
+    if not MIN_PHONE_DIGITS <= len(digits) <= MAX_PHONE_DIGITS:
+        return None
+    if international:
+        return digits if digits.startswith("+") else "+" + digits
+    return digits
+
+
+def _order(message: str, taken: list[tuple[int, int]]) -> tuple[int, int, str, str] | None:
+    for match in _ORDER.finditer(message):
+        value = match.group("id")
+        if not MIN_ORDER_CHARS <= len(value) <= MAX_ORDER_CHARS:
+            continue
+        if _inside(match.start("id"), match.end("id"), taken):
+            continue
+        word = match.group("word").lower()
+        return match.start("id"), match.end("id"), value, ORDER_WORDS[word]
+    for match in _HASH_ID.finditer(message):
+        if not _inside(match.start(), match.end(), taken):
+            return match.start("id"), match.end("id"), match.group("id"), "en"
+    return None
+
+
+def _phone(message: str, taken: list[tuple[int, int]]) -> str | None:
+    for match in _PHONE.finditer(message):
+        text = match.group(0)
+        if _inside(match.start(), match.end(), taken) or _looks_like_date(text):
+            continue
+        normal = normal_phone(text)
+        if normal is None:
+            continue
+        before = message[max(0, match.start() - 40) : match.start()]
+        named = _PHONE_WORDS.search(before) is not None
+        international = text.startswith(("+", "00"))
+        digits = len(normal.lstrip("+"))
+        if named or international or digits >= MIN_BARE_PHONE_DIGITS:
+            return normal
+    return None
+
+
+def _looks_like_date(text: str) -> bool:
+    return re.fullmatch(r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}", text.strip()) is not None
+
+
+def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start < other_end and other_start < end for other_start, other_end in spans)
