@@ -129,9 +129,8 @@ def check_sql(template: str, *, mysql: bool) -> SqlTemplate:
     while at < end:
         char = template[at]
         word = _WORD.match(template, at)
-        e_string = (
-            word is not None and word.group(0) in "eE" and template[word.end() :].startswith("'")
-        )
+        e_string = word is not None and word.group(0) in ("e", "E")
+        e_string = e_string and template.startswith("'", at + 1)
         if char in "'\"`" or e_string:
             stop = _literal_end(template, at, mysql)
             literal = template[at:stop]
