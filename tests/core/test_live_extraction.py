@@ -1,0 +1,129 @@
+"""The values a customer's message holds: real-world messages in seven languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragcore.live.extraction import extract, normal_phone
+
+# message, order_id, email, phone
+MESSAGES = [
+    # English
+    ("where is my order 4411?", "4411", None, None),
+    ("Hi, order #A-1002 still hasn't arrived", "A-1002", None, None),
+    ("my order number is 12-3456", "12-3456", None, None),
+    ("Order no. 88213 - can I change the address?", "88213", None, None),
+    ("Any update on ORD-77120? #77120", "77120", None, None),
+    ("I'd like to order 2 shirts", None, None, None),
+    ("I paid $44.99 for order 5512 on 12/03/2024", "5512", None, None),
+    ("My order cost 45.99 €", None, None, None),
+    ("hello, what are your opening hours?", None, None, None),
+    ("Email me at John.Doe@Example.COM please", None, "john.doe@example.com", None),
+    (
+        "call me on +1 (415) 555-0100 about order 3391",
+        "3391",
+        None,
+        "+14155550100",
+    ),
+    ("my number is 415.555.0100", None, None, "4155550100"),
+    ("orders 4411 and 4412 both late", "4411", None, None),
+    ("two emails: a@x.io and b@y.io", None, "a@x.io", None),
+    ("I was born on 12.03.1985 and ordered 3 items", None, None, None),
+    # German
+    ("Bestellnummer 55321 ist noch nicht da", "55321", None, None),
+    ("Wo ist meine Bestellung Nr. 99812?", "99812", None, None),
+    ("Meine Telefonnummer: 0171 1234567", None, None, "01711234567"),
+    ("Auftragsnummer: 2024-1187, Mail max@beispiel.de", "2024-1187", "max@beispiel.de", None),
+    ("Ich habe 3 Stück bestellt, Preis 19,99 €", None, None, None),
+    # French
+    ("Bonjour, commande n° 7781 pas reçue", "7781", None, None),
+    ("Où en est ma commande numéro 33021 ?", "33021", None, None),
+    ("mon téléphone : 06 12 34 56 78", None, None, "0612345678"),
+    ("appelez-moi au 0033 6 12 34 56 78", None, None, "+33612345678"),
+    # Spanish
+    ("pedido 9912 no ha llegado", "9912", None, None),
+    (
+        "¿Dónde está mi pedido número 45123? mi correo es ana@correo.es",
+        "45123",
+        "ana@correo.es",
+        None,
+    ),
+    ("mi teléfono es +34 612 345 678", None, None, "+34612345678"),
+    # Italian
+    ("ordine 3344 in ritardo", "3344", None, None),
+    ("Il mio numero d'ordine? ordine n. 10293", "10293", None, None),
+    ("cellulare 347 123 4567", None, None, "3471234567"),
+    # Dutch
+    ("Waar is mijn bestelling 66120?", "66120", None, None),
+    ("bestelnummer: NL-5521 graag status", "NL-5521", None, None),
+    ("mijn telefoonnummer is 06-12345678", None, None, "0612345678"),
+    # Portuguese
+    ("Onde está a minha encomenda 78123?", "78123", None, None),
+    ("número do pedido 55110, email: joao@exemplo.pt", "55110", "joao@exemplo.pt", None),
+    ("meu celular é +55 11 91234-5678", None, None, "+5511912345678"),
+    # international forms of one number
+    ("ring 0044 20 7946 0958", None, None, "+442079460958"),
+    ("phone +44 (0)20 7946 0958", None, None, "+442079460958"),
+    # injection-looking text: plain values, or nothing
+    ("order 4411' OR '1'='1", "4411", None, None),
+    ("order 1; DROP TABLE orders", None, None, None),
+    ("order 7788; DROP TABLE orders;--", "7788", None, None),
+    ("my email is {email}", None, None, None),
+    ("email: x@y.com' OR 1=1 --", None, "x@y.com", None),
+    ("order {order_id}", None, None, None),
+    ("Robert'); DROP TABLE students;-- order 4410", "4410", None, None),
+]
+
+
+@pytest.mark.parametrize(("message", "order_id", "email", "phone"), MESSAGES)
+def test_values_of_a_message(
+    message: str, order_id: str | None, email: str | None, phone: str | None
+) -> None:
+    found = extract(message)
+    assert (found.order_id, found.email, found.phone) == (order_id, email, phone)
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(MESSAGES) >= 40
+
+
+def test_an_order_number_is_never_also_the_phone_number() -> None:
+    found = extract("Bestellnummer 1234567890")
+    assert found.order_id == "1234567890"
+    assert found.phone is None
+
+
+@pytest.mark.parametrize(
+    ("message", "language"),
+    [
+        ("Bestellnummer 55321", "de"),
+        ("commande 7781", "fr"),
+        ("pedido 9912", "es"),
+        ("ordine 3344", "it"),
+        ("bestelling 66120", "nl"),
+        ("encomenda 78123", "pt"),
+        ("order 4411", "en"),
+    ],
+)
+def test_the_word_for_order_tells_the_language(message: str, language: str) -> None:
+    assert extract(message).order_language == language
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [
+        ("+1 (415) 555-0100", "+14155550100"),
+        ("0044 20 7946 0958", "+442079460958"),
+        ("415.555.0100", "4155550100"),
+        ("+49 (0)30 1234567", "+49301234567"),
+        ("12345", None),
+        ("+1234567890123456", None),
+    ],
+)
+def test_phone_numbers_are_normalised(text: str, normal: str | None) -> None:
+    assert normal_phone(text) == normal
+
+
+def test_the_caller_is_the_channel_identifier_not_the_text() -> None:
+    found = extract("where is my parcel?")
+    assert found.values(caller="+14155550100") == {"caller": "+14155550100"}
