@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcore.live.extraction import extract, normal_phone
+from ragcore.live.extraction import caller_value, extract, normal_phone
 
 # message, order_id, email, phone
 MESSAGES = [
@@ -29,6 +29,11 @@ MESSAGES = [
     ("orders 4411 and 4412 both late", "4411", None, None),
     ("two emails: a@x.io and b@y.io", None, "a@x.io", None),
     ("I was born on 12.03.1985 and ordered 3 items", None, None, None),
+    ("I want to order 100 pieces", None, None, None),
+    ("order 2024-03-12 was wrong", None, None, None),
+    ("ordered on 2024-03-12 10:30, still nothing", None, None, None),
+    ("IBAN DE89 3704 0044 0532 0130 00", None, None, None),
+    ("order 12 x 3 = 36", None, None, None),
     # German
     ("Bestellnummer 55321 ist noch nicht da", "55321", None, None),
     ("Wo ist meine Bestellung Nr. 99812?", "99812", None, None),
@@ -127,3 +132,20 @@ def test_phone_numbers_are_normalised(text: str, normal: str | None) -> None:
 def test_the_caller_is_the_channel_identifier_not_the_text() -> None:
     found = extract("where is my parcel?")
     assert found.values(caller="+14155550100") == {"caller": "+14155550100"}
+
+
+@pytest.mark.parametrize(
+    ("channel", "identifier", "value"),
+    [
+        ("whatsapp", "whatsapp:+14155550100", "+14155550100"),
+        ("whatsapp", "14155550100", "+14155550100"),
+        ("voice", "+44 20 7946 0958", "+442079460958"),
+        ("telegram", " 123456789 ", "123456789"),
+        ("discord", "", None),
+        ("telegram", None, None),
+    ],
+)
+def test_the_caller_is_the_identifier_made_comparable(
+    channel: str, identifier: str | None, value: str | None
+) -> None:
+    assert caller_value(channel, identifier) == value

@@ -54,8 +54,11 @@ _ORDER = re.compile(
     r"(?:\s*" + _LINKS + r")*\s*"
     # the number: letters, digits and inner dashes, with at least one digit
     r"#?(?P<id>(?=[A-Za-z0-9-]*\d)[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*)"
-    # not a price (44.99, 44,99, 45€), a date (12/03) or a longer number's start
-    r"(?![.,/]\d|\s?(?:€|\$|£|eur\b|usd\b|dollars?\b|euros?\b)|[\w@])",
+    # not a price (44.99, 44,99, 45€), a date (12/03), a quantity (100 pieces) or a
+    # longer number's start
+    r"(?![.,/]\d|\s?(?:€|\$|£|eur\b|usd\b|dollars?\b|euros?\b)|[\w@]"
+    r"|\s*(?:x|pcs|pieces?|items?|units?|box(?:es)?|bottles?|packs?|st(?:ü|ue)ck|stk|"
+    r"pi[eè]ces?|articles?|unidad(?:es)?|piezas?|pezzi|pezzo|stuks|pe[çc]as|kg|g|lbs?|ml|l)\b)",
     re.IGNORECASE,
 )
 #: a lone "#A-1002": an order number without a word for order
@@ -114,6 +117,21 @@ def extract(message: str) -> Extracted:
     )
 
 
+def caller_value(channel: str, user_identifier: str | None) -> str | None:
+    """``{caller}``: who the channel says is writing. On WhatsApp and the voice channel
+    that is a phone number, given as ``whatsapp:+…``, ``tel:+…`` or bare digits: it is
+    made E.164, as the owner's records hold it (``+14155550100``); on other channels
+    (a Telegram or Discord user id) it is the identifier as given."""
+    if user_identifier is None or not user_identifier.strip():
+        return None
+    text = user_identifier.strip()
+    if channel in ("whatsapp", "voice"):
+        number = text.removeprefix("whatsapp:").removeprefix("tel:").strip()
+        number = number if number.startswith(("+", "00")) else "+" + number
+        return normal_phone(number) or text
+    return text
+
+
 def normal_phone(text: str) -> str | None:
     """A phone number as E.164 (``+14155550100``) when it starts with + or 00, which
     tell its country; else its digits alone (a national number: the country is not
@@ -136,7 +154,7 @@ def normal_phone(text: str) -> str | None:
 def _order(message: str, taken: list[tuple[int, int]]) -> tuple[int, int, str, str] | None:
     for match in _ORDER.finditer(message):
         value = match.group("id")
-        if not MIN_ORDER_CHARS <= len(value) <= MAX_ORDER_CHARS:
+        if not MIN_ORDER_CHARS <= len(value) <= MAX_ORDER_CHARS or _DATE.fullmatch(value):
             continue
         if _inside(match.start("id"), match.end("id"), taken):
             continue
@@ -165,8 +183,12 @@ def _phone(message: str, taken: list[tuple[int, int]]) -> str | None:
     return None
 
 
+_DATE = re.compile(r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}")
+
+
 def _looks_like_date(text: str) -> bool:
-    return re.fullmatch(r"\d{1,4}[./-]\d{1,2}[./-]\d{1,4}", text.strip()) is not None
+    """A date, or a date and time (``2024-03-12 10:30`` would read as ten digits)."""
+    return re.match(_DATE.pattern + r"(?!\d)", text.strip()) is not None
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:

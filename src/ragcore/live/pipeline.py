@@ -19,7 +19,7 @@ import attrs
 
 from ragcore.effects import Effect
 from ragcore.live.cache import Cache, Rows, cache_key, cached_rows, record
-from ragcore.live.extraction import extract
+from ragcore.live.extraction import caller_value, extract
 from ragcore.live.matching import LiveAction, guess_language, match_action, question_for
 from ragcore.live.templates import Template
 
@@ -110,11 +110,12 @@ def match_and_execute_action(
     language: str | None = None,
 ) -> Generator[RunLiveQuery, LiveRows | LiveFailure, LiveOutcome]:
     """The live data ``message`` calls for: match an action, extract its values (the
-    caller's identifier is ``{caller}``), then ask for a missing one, answer from the
-    cache, or yield ``RunLiveQuery``. ``language``: the detected language, when known,
-    for the question; ``cache``: the caller's dict, updated by ``ragcore.live.cache``."""
+    channel's ``user_identifier`` is ``{caller}``: see ``caller_value``), then ask for a
+    missing one, answer from the cache, or yield ``RunLiveQuery``. ``language``: the
+    detected language, when known, for the question; ``cache``: the caller's dict,
+    updated by ``ragcore.live.cache``."""
     found = extract(message)
-    values = found.values(caller=user_identifier or None)
+    values = found.values(caller=caller_value(channel, user_identifier))
     matched = match_action(actions, message, values, channel)
     if matched is None:
         return NoMatch()
