@@ -140,6 +140,8 @@ def test_a_missing_value_is_named() -> None:
         ("Ciao, dove è il mio pacco? Grazie", None, "it"),
         ("Waar is mijn pakket? Bedankt", None, "nl"),
         ("Olá, onde está a minha encomenda? Obrigado", None, "pt"),
+        ("mi pedido 9912 no llegó", None, "es"),
+        ("o meu pedido 9912 não chegou", None, "pt"),
         ("???", None, "en"),
         ("ok", "de", "de"),
         ("ok", "ja", "en"),

@@ -26,19 +26,23 @@ PHONE = "phone"
 CALLER = "caller"
 PLACEHOLDERS = (ORDER_ID, EMAIL, PHONE, CALLER)
 
-#: words for "order" (and "order number"), longest first so the regex prefers them;
-#: each with the language it tells
-ORDER_WORDS: dict[str, str] = {
+#: words for "order" (and "order number"), each with the language it tells (None: more
+#: than one: "pedido" is Spanish and Portuguese)
+ORDER_WORDS: dict[str, str | None] = {
     "bestellnummer": "de",
     "auftragsnummer": "de",
+    "bestellnr": "de",
+    "auftragsnr": "de",
     "bestellung": "de",
     "auftrag": "de",
     "bestelnummer": "nl",
     "ordernummer": "nl",
+    "ordernr": "nl",
     "bestelling": "nl",
     "commande": "fr",
-    "pedido": "es",
+    "pedido": None,
     "encomenda": "pt",
+    "ordinazione": "it",
     "ordine": "it",
     "orden": "es",
     "order": "en",
@@ -46,7 +50,7 @@ ORDER_WORDS: dict[str, str] = {
 #: words that may stand between the word for "order" and its number
 _LINKS = (
     r"(?:number|num|no\.?|nr\.?|n[°º]|n\.|#|id|is|was|ist|lautet|est|es|é|è|"
-    r"nummer|numéro|numero|número|de|du|do|da|di|d'|del|mi|my|:|-)"
+    r"nummer|numéro|numero|número|de|du|do|da|di|d'|del|mi|my|:|-|\()"
 )
 _ORDER = re.compile(
     r"(?<![\w])(?P<word>" + "|".join(sorted(ORDER_WORDS, key=len, reverse=True)) + r")"
@@ -151,7 +155,7 @@ def normal_phone(text: str) -> str | None:
     return digits
 
 
-def _order(message: str, taken: list[tuple[int, int]]) -> tuple[int, int, str, str] | None:
+def _order(message: str, taken: list[tuple[int, int]]) -> tuple[int, int, str, str | None] | None:
     for match in _ORDER.finditer(message):
         value = match.group("id")
         if not MIN_ORDER_CHARS <= len(value) <= MAX_ORDER_CHARS or _DATE.fullmatch(value):

@@ -255,7 +255,9 @@ _MARKERS: dict[str, frozenset[str]] = {
     "es": frozenset("es mi donde cuando esta gracias pedido el los por favor".split()),
     "it": frozenset("il mio mia dove quando grazie ordine non sono per".split()),
     "nl": frozenset("is mijn waar wanneer ik niet en bedankt bestelling het de".split()),
-    "pt": frozenset("meu minha onde quando obrigado obrigada encomenda nao esta o os".split()),
+    "pt": frozenset(
+        "meu minha onde quando obrigado obrigada encomenda pedido nao esta o os".split()
+    ),
 }
 
 
