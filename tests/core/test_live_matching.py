@@ -160,3 +160,12 @@ def test_the_question_names_the_missing_value_in_plain_words() -> None:
     )
     assert question_for(["email"], "xx") == "What is the e-mail address on your order?"
     assert "{" not in question_for(["order_id", "email", "phone"], "it")
+
+
+def test_a_write_runs_only_on_its_trigger_never_by_auto_matching() -> None:
+    # the UPDATE mentions orders and status too, and its id is the lowest
+    cancel = LiveAction(0, "Cancel", 10, "mysql", CANCEL.template)
+    result = match_action([cancel], "status of order 4411?", {"order_id": "4411"}, "telegram")
+    assert result is None
+    result = match_action([cancel, ORDER_STATUS], "order 4411 status", {"order_id": "4411"}, "x")
+    assert result is not None and result.action == ORDER_STATUS

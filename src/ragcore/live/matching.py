@@ -5,7 +5,9 @@ phrase the message holds wins over every guess (the longest phrase first: "cance
 order" is more precise than "order"). Otherwise actions that allow it are auto-matched:
 the words of the column and field names their template mentions against the message's
 words, plus the kinds of value the message holds ("4411" after "Bestellung" says
-"order" in any language). An action whose placeholders the message fills beats one it
+"order" in any language). A write (UPDATE, INSERT, DELETE) is never guessed: it runs
+only on its trigger phrase, as a customer's "cancel" must be said, not inferred. An
+action whose placeholders the message fills beats one it
 does not, since it can run now; ties go to the lower action id, so the same message
 always runs the same action.
 
@@ -107,7 +109,7 @@ def match_action(
     words = _message_words(text, values)
     scored = []
     for action in usable:
-        if not action.auto_match:
+        if not action.auto_match or action.template.writes:
             continue
         hits = sum(1 for word in action.template.words if _stem(word) in words)
         if hits == 0:

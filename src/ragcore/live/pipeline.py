@@ -131,6 +131,8 @@ def match_and_execute_action(
             return LiveData(action, rows, cached=True)
     result = yield RunLiveQuery(action.id, action.source_id, action.kind, action.template, key[1])
     if isinstance(result, LiveFailure):
+        if action.template.writes:  # it may have been made before the source failed
+            record(cache, key, action.source_id, (), writes=True, now=now)
         return LiveFailed(action, result.reason)
     record(cache, key, action.source_id, result.rows, writes=action.template.writes, now=now)
     return LiveData(action, tuple(result.rows), cached=False, affected=result.affected)

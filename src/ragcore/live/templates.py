@@ -253,8 +253,6 @@ def check_mongo(value: Any) -> MongoTemplate:
     params: list[str] = []
     words: list[str] = []
     filter_ = _mongo_value(value, params, words, 0)
-    if not params:
-        raise InvalidInput(FIELD, f"uses no placeholder: use at least one of {_KNOWN}")
     return MongoTemplate(filter_, tuple(params), _name_words(words))
 
 
