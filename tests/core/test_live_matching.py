@@ -118,6 +118,13 @@ def test_nothing_matches_a_message_about_something_else() -> None:
     assert matched("what are your opening hours?") is None
 
 
+def test_one_word_in_common_and_no_value_is_not_enough() -> None:
+    # a question for the knowledge base, not a reason to ask for an order number
+    assert matched("what is your return policy for orders?") is None
+    result = matched("what is the status of my order?")
+    assert result is not None and result.missing == ("order_id",)
+
+
 def test_an_action_restricted_to_channels_matches_only_on_them() -> None:
     assert matched("my loyalty points?", "telegram") is None
     result = matched("my loyalty points?", "whatsapp", caller="+14155550100")

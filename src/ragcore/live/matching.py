@@ -5,7 +5,8 @@ phrase the message holds wins over every guess (the longest phrase first: "cance
 order" is more precise than "order"). Otherwise actions that allow it are auto-matched:
 the words of the column and field names their template mentions against the message's
 words, plus the kinds of value the message holds ("4411" after "Bestellung" says
-"order" in any language). A write (UPDATE, INSERT, DELETE) is never guessed: it runs
+"order" in any language); with no value to run on, one word in common is not enough
+(``MIN_HITS_UNFILLED``). A write (UPDATE, INSERT, DELETE) is never guessed: it runs
 only on its trigger phrase, as a customer's "cancel" must be said, not inferred. An
 action whose placeholders the message fills beats one it
 does not, since it can run now; ties go to the lower action id, so the same message
@@ -77,6 +78,10 @@ _SYNONYMS = {
     "customer": ("kunde", "client", "cliente", "klant"),
     "balance": ("guthaben", "solde", "saldo"),
 }
+#: an action the message gives no value for needs this many of its words in the message:
+#: "what is your return policy for orders?" is a question for the knowledge base, not
+#: for "What is your order number?"; "what's the status of my order?" is one for it
+MIN_HITS_UNFILLED = 2
 _TO_ENGLISH = {word: english for english, words in _SYNONYMS.items() for word in words}
 
 
@@ -112,10 +117,10 @@ def match_action(
         if not action.auto_match or action.template.writes:
             continue
         hits = sum(1 for word in action.template.words if _stem(word) in words)
-        if hits == 0:
-            continue
         missing = _missing(action, values)
         filled = len(action.template.params) - len(missing)
+        if hits == 0 or (filled == 0 and hits < MIN_HITS_UNFILLED):
+            continue
         scored.append(((not missing, filled, hits, -action.id), action, missing))
     if not scored:
         return None
