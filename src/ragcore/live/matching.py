@@ -8,9 +8,8 @@ words, plus the kinds of value the message holds ("4411" after "Bestellung" says
 "order" in any language); with no value to run on, one word in common is not enough
 (``MIN_HITS_UNFILLED``). A write (UPDATE, INSERT, DELETE) is never guessed: it runs
 only on its trigger phrase, as a customer's "cancel" must be said, not inferred. An
-action whose placeholders the message fills beats one it
-does not, since it can run now; ties go to the lower action id, so the same message
-always runs the same action.
+action whose placeholders the message fills beats one it does not, since it can run
+now; ties go to the lower action id, so the same message always runs the same action.
 
 When the action needs a value the message lacks, nothing runs: the customer is asked
 for it in plain words, in the message's language when a few common words tell it.
