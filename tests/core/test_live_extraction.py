@@ -151,3 +151,31 @@ def test_the_caller_is_the_identifier_made_comparable(
     channel: str, identifier: str | None, value: str | None
 ) -> None:
     assert caller_value(channel, identifier) == value
+
+
+@pytest.mark.parametrize(
+    ("reply", "expecting", "order_id", "phone"),
+    [
+        ("4411", ("order_id",), "4411", None),
+        ("it's #A-1002, thanks", ("order_id",), "A-1002", None),
+        ("$44.99", ("order_id",), None, None),
+        ("12.03.2024", ("order_id",), None, None),
+        ("555 0100", ("phone",), None, "5550100"),
+        ("4411 and +1 415 555 0100", ("order_id", "phone"), "4411", "+14155550100"),
+        (
+            "I have ordered 3 things in 2024 and still nothing arrived, it's been 12 days",
+            ("order_id",),
+            None,
+            None,
+        ),
+    ],
+)
+def test_a_reply_to_the_question_may_be_the_bare_value(
+    reply: str, expecting: tuple[str, ...], order_id: str | None, phone: str | None
+) -> None:
+    found = extract(reply, expecting)
+    assert (found.order_id, found.phone) == (order_id, phone)
+
+
+def test_without_the_question_a_bare_number_is_nothing() -> None:
+    assert extract("4411") == extract("555 0100") == extract("")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragcore.live.cache import TTL, Entry, cache_key, cached_rows, record
-from ragcore.live.matching import LiveAction
+from ragcore.live.matching import LiveAction, Pending
 from ragcore.live.pipeline import (
     AskFor,
     LiveData,
@@ -54,8 +54,11 @@ def run(
     now: datetime = NOW,
     answer: Any = lambda effect: LiveRows(ROWS),
     caller: str | None = None,
+    pending: Pending | None = None,
 ) -> tuple[LiveOutcome, list[Any]]:
-    pipeline = match_and_execute_action(ACTIONS, message, caller, "telegram", now, cache)
+    pipeline = match_and_execute_action(
+        ACTIONS, message, caller, "telegram", now, cache, pending=pending
+    )
     outcome, effects = drive(pipeline, answer)
     return outcome, effects
 
@@ -82,7 +85,60 @@ def test_nothing_matched_runs_nothing() -> None:
 def test_a_missing_value_asks_for_it_instead_of_running() -> None:
     outcome, effects = run("what's the status of my order?", {})
     assert effects == []
-    assert outcome == AskFor(STATUS, ("order_id",), "What is your order number?", "en")
+    assert outcome == AskFor(
+        STATUS, ("order_id",), "What is your order number?", "en", Pending(1, ("order_id",))
+    )
+
+
+def test_the_reply_with_the_value_runs_the_action_asked_about() -> None:
+    asked, _ = run("what's the status of my order?", {})
+    assert isinstance(asked, AskFor)
+    for reply, value in [("4411", "4411"), ("it's #A-1002", "A-1002"), ("12-3456 thx", "12-3456")]:
+        outcome, effects = run(reply, {}, pending=asked.pending)
+        assert [e.params for e in effects] == [{"order_id": value}]
+        assert outcome == LiveData(STATUS, ROWS, cached=False)
+
+
+def test_a_reply_without_the_value_is_a_new_message() -> None:
+    asked, _ = run("what's the status of my order?", {})
+    assert isinstance(asked, AskFor)
+    assert run("never mind, what are your opening hours?", {}, pending=asked.pending)[0] == (
+        NoMatch()
+    )
+    # without the question, a bare number is not an order number
+    assert run("4411", {})[0] == NoMatch()
+
+
+def test_a_trigger_phrase_in_the_reply_wins_over_the_question() -> None:
+    asked, _ = run("what's the status of my order?", {})
+    assert isinstance(asked, AskFor)
+    _, [effect] = run("cancel my order 4411", {}, pending=asked.pending)
+    assert effect.action_id == CANCEL.id
+
+
+def test_values_given_before_the_question_are_kept() -> None:
+    both = LiveAction(
+        8,
+        "Order by number and e-mail",
+        10,
+        "postgresql",
+        check_template(
+            "postgresql", "SELECT status FROM orders WHERE id = {order_id} AND email = {email}"
+        ),
+        triggers=("where is my order",),
+    )
+    pipeline = match_and_execute_action(
+        [both], "where is my order? a@b.co", None, "telegram", NOW, {}
+    )
+    asked, _ = drive(pipeline, lambda e: LiveRows(ROWS))
+    assert isinstance(asked, AskFor) and asked.pending == Pending(
+        8, ("order_id",), (("email", "a@b.co"),)
+    )
+    pipeline = match_and_execute_action(
+        [both], "4411", None, "telegram", NOW, {}, pending=asked.pending
+    )
+    _, [effect] = drive(pipeline, lambda e: LiveRows(ROWS))
+    assert effect.params == {"email": "a@b.co", "order_id": "4411"}
 
 
 def test_the_question_is_in_the_customers_language() -> None:
@@ -192,4 +248,5 @@ def test_no_rows_and_a_write_say_so() -> None:
 
 def test_no_source_text_without_data() -> None:
     assert live_source_text(NoMatch(), 1) is None
-    assert live_source_text(AskFor(STATUS, ("order_id",), "?", "en"), 1) is None
+    asked = AskFor(STATUS, ("order_id",), "?", "en", Pending(1, ("order_id",)))
+    assert live_source_text(asked, 1) is None

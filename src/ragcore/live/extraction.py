@@ -16,6 +16,7 @@ candidates of one kind, the first is taken: it is the one the customer wrote fir
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import attrs
 
@@ -68,6 +69,12 @@ _ORDER = re.compile(
 #: a lone "#A-1002": an order number without a word for order
 _HASH_ID = re.compile(r"(?<![\w&])#(?P<id>(?=[A-Za-z0-9-]*\d)[A-Za-z0-9][A-Za-z0-9-]{2,})\b")
 MIN_ORDER_CHARS = 3  # "order 2 shirts" is a quantity
+#: a number alone in a reply to the question for it, as in "4411" or "it's #A-1002"
+_BARE_ID = re.compile(
+    r"(?<![\w@.+-])#?(?P<id>(?=[A-Za-z0-9-]*\d)[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*)"
+    r"(?![\w@]|[.,/]\d|\s?(?:€|\$|£))"
+)
+MAX_REPLY_WORDS = 8  # a longer message is not a bare reply
 MAX_ORDER_CHARS = 40
 
 _EMAIL = re.compile(
@@ -105,18 +112,26 @@ class Extracted:
         return {name: value for name, value in found.items() if value}
 
 
-def extract(message: str) -> Extracted:
-    """``order_id``, ``email`` and ``phone`` from ``message`` (see the module's notes)."""
+def extract(message: str, expecting: Collection[str] = ()) -> Extracted:
+    """``order_id``, ``email`` and ``phone`` from ``message`` (see the module's notes).
+
+    ``expecting``: the values the customer was just asked for. Their reply may then be
+    the bare value ("4411", "it's A-1002", "0171 1234567"): a short message's lone
+    number is taken as the order number, and a shorter run of digits as the phone."""
     emails = [(m.start(), m.end(), m.group(1).lower()) for m in _EMAIL.finditer(message)]
     taken = [(start, end) for start, end, _ in emails]
     order = _order(message, taken)
     if order is not None:
         taken.append((order[0], order[1]))
-    phone = _phone(message, taken)
+    phone = _phone(message, taken, asked=PHONE in expecting)
+    if phone is not None:
+        taken.append((phone[0], phone[1]))
+    if order is None and ORDER_ID in expecting:
+        order = _bare_order(message, taken)
     return Extracted(
         order_id=order[2] if order else None,
         email=emails[0][2] if emails else None,
-        phone=phone,
+        phone=phone[2] if phone else None,
         order_language=order[3] if order else None,
     )
 
@@ -170,7 +185,9 @@ def _order(message: str, taken: list[tuple[int, int]]) -> tuple[int, int, str, s
     return None
 
 
-def _phone(message: str, taken: list[tuple[int, int]]) -> str | None:
+def _phone(
+    message: str, taken: list[tuple[int, int]], *, asked: bool = False
+) -> tuple[int, int, str] | None:
     for match in _PHONE.finditer(message):
         text = match.group(0)
         if _inside(match.start(), match.end(), taken) or _looks_like_date(text):
@@ -179,11 +196,24 @@ def _phone(message: str, taken: list[tuple[int, int]]) -> str | None:
         if normal is None:
             continue
         before = message[max(0, match.start() - 40) : match.start()]
-        named = _PHONE_WORDS.search(before) is not None
+        named = asked or _PHONE_WORDS.search(before) is not None
         international = text.startswith(("+", "00"))
         digits = len(normal.lstrip("+"))
         if named or international or digits >= MIN_BARE_PHONE_DIGITS:
-            return normal
+            return match.start(), match.end(), normal
+    return None
+
+
+def _bare_order(message: str, taken: list[tuple[int, int]]) -> tuple[int, int, str, None] | None:
+    """A lone order number in a short reply to "What is your order number?"."""
+    if len(message.split()) > MAX_REPLY_WORDS:
+        return None
+    for match in _BARE_ID.finditer(message):
+        value = match.group("id")
+        if len(value) < MIN_ORDER_CHARS or len(value) > MAX_ORDER_CHARS or _DATE.fullmatch(value):
+            continue
+        if not _inside(match.start(), match.end(), taken):
+            return match.start("id"), match.end("id"), value, None
     return None
 
 

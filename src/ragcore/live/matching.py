@@ -43,7 +43,8 @@ class LiveAction:
 
 @attrs.frozen
 class Matched:
-    """``action`` matched; ``by``: ``trigger`` or ``auto``; ``missing``: the placeholders
+    """``action`` matched; ``by``: ``trigger``, ``auto`` or ``reply`` (to the question
+    for a missing value: see ``Pending``); ``missing``: the placeholders
     the values lack (nothing runs until the customer gives them)."""
 
     action: LiveAction
@@ -125,6 +126,35 @@ def match_action(
         return None
     _, action, missing = max(scored, key=lambda item: item[0])
     return Matched(action, "auto", missing)
+
+
+@attrs.frozen
+class Pending:
+    """A question asked in the last turn: for ``action_id``, the ``missing`` values, with
+    the ``values`` already known. The caller keeps it with the conversation for the next
+    message only, so the reply "4411" continues what the customer began."""
+
+    action_id: int
+    missing: tuple[str, ...]
+    values: tuple[tuple[str, str], ...] = ()
+
+
+def resume(
+    actions: Iterable[LiveAction],
+    pending: Pending,
+    values: Mapping[str, str],
+    channel: str,
+) -> tuple[Matched, dict[str, str]] | None:
+    """The pending action again, with the values known before and those of the reply,
+    when the reply gives at least one value asked for; None otherwise (the message is
+    about something else, and is matched afresh)."""
+    if not any(values.get(name) for name in pending.missing):
+        return None
+    for action in actions:
+        if action.id == pending.action_id and (not action.channels or channel in action.channels):
+            known = {**dict(pending.values), **values}
+            return Matched(action, "reply", _missing(action, known)), known
+    return None
 
 
 def _missing(action: LiveAction, values: Mapping[str, str]) -> tuple[str, ...]:

@@ -20,7 +20,14 @@ import attrs
 from ragcore.effects import Effect
 from ragcore.live.cache import Cache, Rows, cache_key, cached_rows, record
 from ragcore.live.extraction import caller_value, extract
-from ragcore.live.matching import LiveAction, guess_language, match_action, question_for
+from ragcore.live.matching import (
+    LiveAction,
+    Pending,
+    guess_language,
+    match_action,
+    question_for,
+    resume,
+)
 from ragcore.live.templates import Template
 
 MAX_ROWS = 20
@@ -71,12 +78,14 @@ class NoMatch:
 @attrs.frozen
 class AskFor:
     """The matched action needs values the message lacks: nothing ran; the answer is
-    ``question``, in ``language``."""
+    ``question``, in ``language``; ``pending``: for the caller to pass with the
+    conversation's next message."""
 
     action: LiveAction
     missing: tuple[str, ...]
     question: str
     language: str
+    pending: Pending
 
 
 @attrs.frozen
@@ -108,21 +117,36 @@ def match_and_execute_action(
     now: datetime,
     cache: Cache,
     language: str | None = None,
+    pending: Pending | None = None,
 ) -> Generator[RunLiveQuery, LiveRows | LiveFailure, LiveOutcome]:
     """The live data ``message`` calls for: match an action, extract its values (the
     channel's ``user_identifier`` is ``{caller}``: see ``caller_value``), then ask for a
     missing one, answer from the cache, or yield ``RunLiveQuery``. ``language``: the
     detected language, when known, for the question; ``cache``: the caller's dict,
-    updated by ``ragcore.live.cache``."""
-    found = extract(message)
+    updated by ``ragcore.live.cache``; ``pending``: the last turn's ``AskFor.pending``
+    in this conversation, so a reply with the value asked for runs that action (a
+    trigger phrase of another action still wins)."""
+    actions = tuple(actions)
+    found = extract(message, pending.missing if pending else ())
     values = found.values(caller=caller_value(channel, user_identifier))
     matched = match_action(actions, message, values, channel)
+    if pending is not None and (matched is None or matched.by != "trigger"):
+        resumed = resume(actions, pending, values, channel)
+        if resumed is not None:
+            matched, values = resumed
     if matched is None:
         return NoMatch()
     action = matched.action
     if matched.missing:
         asked = guess_language(message, language or found.order_language)
-        return AskFor(action, matched.missing, question_for(matched.missing, asked), asked)
+        known = tuple(sorted((k, v) for k, v in values.items() if k in action.template.params))
+        return AskFor(
+            action,
+            matched.missing,
+            question_for(matched.missing, asked),
+            asked,
+            Pending(action.id, matched.missing, known),
+        )
     bound = {name: values[name] for name in action.template.params}
     key = cache_key(action.id, bound)
     if not action.template.writes:
