@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ragcore.live.cache import TTL, Entry, cache_key, cached_rows, record
+from ragcore.live.cache import MAX_ENTRIES, TTL, Entry, cache_key, cached_rows, forget, record
 from ragcore.live.matching import LiveAction, Pending
 from ragcore.live.pipeline import (
     AskFor,
@@ -199,6 +199,32 @@ def test_a_write_clears_every_entry_of_its_action_and_keeps_other_sources() -> N
     record(cache, cache_key(3, {"caller": "x"}), 12, ROWS, writes=False, now=NOW)
     record(cache, cache_key(2, {"order_id": "2"}), 99, ROWS, writes=True, now=NOW)
     assert list(cache) == [cache_key(3, {"caller": "x"})]
+
+
+def test_editing_an_action_or_a_source_forgets_its_results() -> None:
+    cache: dict[Any, Entry] = {}
+    record(cache, cache_key(1, {"order_id": "1"}), 10, ROWS, writes=False, now=NOW)
+    record(cache, cache_key(2, {"order_id": "1"}), 10, ROWS, writes=False, now=NOW)
+    record(cache, cache_key(3, {"caller": "x"}), 12, ROWS, writes=False, now=NOW)
+    forget(cache, action_id=1)
+    assert len(cache) == 2
+    forget(cache, source_id=12)
+    assert list(cache) == [cache_key(2, {"order_id": "1"})]
+
+
+def test_the_cache_keeps_at_most_its_limit_oldest_out_first() -> None:
+    cache: dict[Any, Entry] = {}
+    for n in range(MAX_ENTRIES + 1):
+        record(
+            cache,
+            cache_key(1, {"order_id": str(n)}),
+            10,
+            ROWS,
+            writes=False,
+            now=NOW + timedelta(milliseconds=n),
+        )
+    assert len(cache) == MAX_ENTRIES
+    assert cache_key(1, {"order_id": "0"}) not in cache
 
 
 def test_the_cache_key_ignores_the_order_of_values() -> None:

@@ -63,12 +63,21 @@ def record(
     not, and clears its action's entries and those of its data source."""
     drop_expired(cache, now)
     if writes:
-        action_id = key[0]
-        stale = [k for k, e in cache.items() if k[0] == action_id or e.source_id == source_id]
-        for old in stale:
-            del cache[old]
+        forget(cache, action_id=key[0], source_id=source_id)
         return
     cache[key] = Entry(tuple(rows), source_id, now)
     while len(cache) > MAX_ENTRIES:
         oldest = min(cache, key=lambda k: cache[k].stored_at)
         del cache[oldest]
+
+
+def forget(cache: Cache, *, action_id: int | None = None, source_id: int | None = None) -> None:
+    """Drop every entry of ``action_id`` and of ``source_id``: after a write, and when the
+    owner edits or deletes an action or a data source (its old results must not outlive
+    it)."""
+    for key in [
+        key
+        for key, entry in cache.items()
+        if key[0] == action_id or (source_id is not None and entry.source_id == source_id)
+    ]:
+        del cache[key]
