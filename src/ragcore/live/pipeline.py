@@ -55,6 +55,8 @@ class RunLiveQuery(Effect[LiveRows | LiveFailure]):
     """Run ``query`` (the action's checked template) on data source ``source_id`` of
     ``kind``, with ``values`` bound as parameters (SQL parameters, BSON values,
     URL-encoded path parts: see ``ragcore.live.templates``), never formatted into text.
+    For SQL the parameters are always passed, as a dict, even an empty one: the drivers
+    only turn the template's ``%%`` back into ``%`` when given parameters.
 
     Result: ``LiveRows``, or ``LiveFailure`` when the source fails or times out.
     """
