@@ -111,6 +111,39 @@ class _Table:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(_close_quietly, conn)
 
+    async def run_statement(
+        self, text: str, params: dict[str, str], *, writes: bool, max_rows: int
+    ) -> tuple[list[Record], int | None]:
+        """One statement of a live action with its bound ``params``: a read in a read-only
+        transaction, at most ``max_rows`` rows; a write committed, with the rows it
+        changed. The server's statement timeout applies to both."""
+        return await self._run(functools.partial(self._statement, text, params, writes, max_rows))
+
+    def _statement(
+        self, text: str, params: dict[str, str], writes: bool, max_rows: int
+    ) -> tuple[list[Record], int | None]:
+        conn = self._open()
+        try:
+            self._begin(conn, writes=writes)
+            with conn.cursor() as cursor:
+                cursor.execute(text, params)  # a dict, always: %% is then read as %
+                if writes:
+                    affected = cursor.rowcount
+                    conn.commit()
+                    return [], affected
+                rows = cursor.fetchmany(max_rows) if cursor.description else []
+            conn.rollback()
+            return [json_shaped(row) for row in rows], None
+        except BaseException:
+            _rollback_quietly(conn)
+            raise
+        finally:
+            _close_quietly(conn)
+
+    def _begin(self, conn: Any, *, writes: bool) -> None:
+        """Open the statement's transaction: read-only unless it ``writes``."""
+        raise NotImplementedError
+
     def _test(self) -> str:
         raise NotImplementedError
 
@@ -205,6 +238,10 @@ class MySQLTable(_Table):
             _close_quietly(conn)
             raise
         return conn, version
+
+    def _begin(self, conn: Any, *, writes: bool) -> None:
+        with conn.cursor() as cursor:
+            cursor.execute("START TRANSACTION" if writes else "START TRANSACTION READ ONLY")
 
     def _test(self) -> str:
         table, key = self._names()
@@ -324,6 +361,9 @@ class PostgreSQLTable(_Table):
             conn.close()
             raise
         return conn
+
+    def _begin(self, conn: Any, *, writes: bool) -> None:
+        conn.read_only = not writes  # set before the transaction begins
 
     def _test(self) -> str:
         table, key = self._names()
