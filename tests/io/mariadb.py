@@ -5,8 +5,10 @@ scripts/bench_sync.py)."""
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,14 +38,39 @@ class MariaDB:
 
 @contextmanager
 def running_mariadb(base: Path) -> Iterator[MariaDB]:
-    """A fresh server (root over its socket, no password), until the block ends."""
+    """A fresh server (root over its socket, no password), until the block ends. It runs
+    unprivileged: as whoever runs the tests, or, when that is root, as the ``mysql``
+    system user Debian's package made, in a folder of its own outside root's."""
     server = shutil.which("mariadbd", path=SBIN)
     install = shutil.which("mariadb-install-db", path=SBIN)
     if server is None or install is None:
         raise NotInstalled("mariadb-server is not installed: scripts/dev.py test installs it")
+    with _server_folder(base) as (folder, user):
+        yield from _serve(server, install, folder, user)
+
+
+@contextmanager
+def _server_folder(base: Path) -> Iterator[tuple[Path, list[str]]]:
+    """Where the server keeps its files, and the ``--user`` it runs as (none: the caller)."""
+    if os.geteuid() != 0:
+        yield base, []
+        return
+    try:
+        account = pwd.getpwnam("mysql")
+    except KeyError:  # no such user: the server runs as root, which it must be told
+        yield base, ["--user=root"]
+        return
+    # root's pytest folders are closed to other users: one of its own, owned by mysql
+    folder = Path(tempfile.mkdtemp(prefix="ragchat-mariadb-"))
+    try:
+        os.chown(folder, account.pw_uid, account.pw_gid)
+        yield folder, ["--user=mysql"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _serve(server: str, install: str, base: Path, user: list[str]) -> Iterator[MariaDB]:
     data, sock, port = base / "data", str(base / "mysqld.sock"), free_port()
-    # as root, the server runs as root only when told (--user=root); else as whoever runs it
-    user = ["--user=root"] if os.geteuid() == 0 else []
     subprocess.run(
         [install, "--no-defaults", f"--datadir={data}", "--auth-root-authentication-method=normal",
          "--skip-test-db", *user],
