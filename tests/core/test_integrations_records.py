@@ -142,3 +142,15 @@ def test_records_are_stored_as_json_postgresql_takes():
         "score": "nan",
         "tags": ["a", 1],
     }
+
+
+def test_a_patch_sets_removes_and_keeps_credentials_and_the_interval():
+    from ragcore.integrations.kinds import KINDS, check_patch
+
+    stored = {"host": "db", "user": "u", "password": "p", "database": "d", "table": "t"}
+    patch = check_patch(KINDS["mysql"], {"password": "new", "port": None}, {**stored, "port": "1"})
+    assert patch.credentials_from({**stored, "port": "1"}) == {**stored, "password": "new"}
+    assert patch.interval_from(30) == 30  # not named: kept
+    assert check_patch(KINDS["mysql"], {"sync_interval_minutes": 5}, stored).interval_from(30) == 5
+    cleared = check_patch(KINDS["mysql"], {"sync_interval_minutes": None}, stored)
+    assert cleared.interval_from(30) is None

@@ -229,6 +229,16 @@ class IntegrationPatch:
     clear_interval: bool = False
     credentials: dict[str, str | None] = attrs.field(factory=dict)
 
+    def credentials_from(self, stored: Mapping[str, str]) -> dict[str, str]:
+        """``stored`` with the fields this patch sets, those it sets to null removed."""
+        merged = {**stored, **self.credentials}
+        return {name: value for name, value in merged.items() if value is not None}
+
+    def interval_from(self, current: int | None) -> int | None:
+        if self.clear_interval:
+            return None
+        return self.sync_interval_minutes if self.sync_interval_minutes is not None else current
+
 
 def kind_named(value: Any) -> Kind:
     if not isinstance(value, str) or value not in KINDS:

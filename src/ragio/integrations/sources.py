@@ -78,14 +78,8 @@ async def update(service: Service, source: store.Source, body: Mapping[str, Any]
     patch = check_patch(kind, body, stored if stored is not None else _set(source.fields))
     token, fields = source.token, source.fields
     if stored is not None and patch.credentials:
-        merged = {**stored, **patch.credentials}
-        credentials = {k: v for k, v in merged.items() if v is not None}
+        credentials = patch.credentials_from(stored)
         token, fields = keys.encrypt(credentials), sorted(credentials)
-    interval = source.sync_interval_minutes
-    if patch.clear_interval:
-        interval = None
-    elif patch.sync_interval_minutes is not None:
-        interval = patch.sync_interval_minutes
     try:
         saved = await service.database.run(
             store.update_source,
@@ -94,7 +88,7 @@ async def update(service: Service, source: store.Source, body: Mapping[str, Any]
             token,
             fields,
             patch.user_field if patch.user_field is not None else source.user_field,
-            interval,
+            patch.interval_from(source.sync_interval_minutes),
             source.token,
         )
     except store.NameTaken as taken:

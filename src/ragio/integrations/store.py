@@ -161,16 +161,9 @@ def store_page(
     stored, or None when ``run`` no
     longer holds the source (a later sync took it over: nothing is written)."""
     with conn.transaction():
-        held = conn.execute(
-            "SELECT 1 FROM integrations WHERE id = %s AND sync_run = %s "
-            "AND sync_status = 'syncing' FOR UPDATE",
-            (source_id, run),
-        ).fetchone()
-        if held is None:
+        if not _holds(conn, source_id, run):
             return None
-        if rows:
-            # one statement for the page; a key twice in a page is stored once (the last)
-            latest = list({row.source_key: row for row in rows}.values())
+        if rows:  # one statement for the page (its keys are unique: prepare_page)
             conn.execute(
                 """INSERT INTO integration_records
                        (integration_id, user_key, source_key, record, seen_run, synced_at)
@@ -191,12 +184,12 @@ def store_page(
                     "source": source_id,
                     "run": run,
                     "now": now,
-                    "users": [row.user_key for row in latest],
-                    "keys": [row.source_key for row in latest],
-                    "records": [row.text for row in latest],
+                    "users": [row.user_key for row in rows],
+                    "keys": [row.source_key for row in rows],
+                    "records": [row.text for row in rows],
                 },
             )
-        stored = len({row.source_key for row in rows})
+        stored = len(rows)
         conn.execute(
             """UPDATE integrations
                   SET records_seen = %s, records_stored = records_stored + %s,
@@ -207,18 +200,24 @@ def store_page(
     return stored
 
 
+def _holds(conn: psycopg.Connection, source_id: int, run: int) -> bool:
+    """Whether ``run`` still holds the source's sync (its row locked until the end of the
+    transaction, so a takeover waits for this write)."""
+    held = conn.execute(
+        "SELECT 1 FROM integrations WHERE id = %s AND sync_run = %s "
+        "AND sync_status = 'syncing' FOR UPDATE",
+        (source_id, run),
+    ).fetchone()
+    return held is not None
+
+
 def finish(
     conn: psycopg.Connection, source_id: int, run: int, outcome: Outcome, now: datetime
 ) -> Source | None:
     """End ``run``: its status and reason; after a complete read, the records it did not
     see removed. None when ``run`` no longer holds the source."""
     with conn.transaction():
-        held = conn.execute(
-            "SELECT 1 FROM integrations WHERE id = %s AND sync_run = %s "
-            "AND sync_status = 'syncing' FOR UPDATE",
-            (source_id, run),
-        ).fetchone()
-        if held is None:
+        if not _holds(conn, source_id, run):
             return None
         removed = 0
         if outcome.remove_unseen:

@@ -17,10 +17,10 @@ import trio
 from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
 from ragcore.live.templates import SqlTemplate
 from ragio.integrations import store
-from ragio.integrations.connectors.base import SourceFailed
+from ragio.integrations.connectors.base import Reach, SourceFailed
 from ragio.integrations.connectors.databases import MySQLTable, PostgreSQLTable
 from ragio.integrations.credentials import CredentialsUnreadable
-from ragio.integrations.sync import credentials_of, reach
+from ragio.integrations.sync import credentials_of
 from ragio.service import HandlerTable, Service
 
 log = logging.getLogger(__name__)
@@ -39,17 +39,23 @@ async def run_live_query(effect: RunLiveQuery, service: Service) -> LiveRows | L
         credentials = credentials_of(service, source)
     except CredentialsUnreadable as unreadable:
         return LiveFailure(unreadable.detail)
-    limit = 2 * service.settings.integrations_timeout_seconds
+    settings = service.settings
+    limit = 2 * settings.integrations_timeout_seconds
+    # no HTTP client: a database is reached by its driver (a customer is waiting)
+    within = Reach(
+        settings.integrations_timeout_seconds,
+        settings.integrations_allow_http_loopback,
+        clock=service.clock,
+    )
     try:
-        async with reach(service) as within:
-            with trio.move_on_after(limit):
-                rows, affected = await table(credentials, within).run_statement(
-                    effect.query.text,
-                    dict(effect.values),
-                    writes=effect.query.writes,
-                    max_rows=MAX_ROWS,
-                )
-                return LiveRows(tuple(rows), affected)
+        with trio.move_on_after(limit):
+            rows, affected = await table(credentials, within).run_statement(
+                effect.query.text,
+                dict(effect.values),
+                writes=effect.query.writes,
+                max_rows=MAX_ROWS,
+            )
+            return LiveRows(tuple(rows), affected)
     except SourceFailed as failed:
         log.info("live action %s: %s", effect.action_id, failed.reason)
         return LiveFailure(failed.reason)
