@@ -39,6 +39,7 @@ class LiveAction:
     triggers: tuple[str, ...] = ()
     auto_match: bool = True
     channels: tuple[str, ...] = ()  # empty: every channel
+    description: str = ""  # what the data is, for the answer (the owner's words)
 
 
 @attrs.frozen

@@ -41,6 +41,7 @@ class LiveRows:
 
     rows: Rows = ()
     affected: int | None = None
+    duration_ms: int = 0  # as the runner measured it, for the execution log
 
 
 @attrs.frozen
@@ -48,6 +49,7 @@ class LiveFailure:
     """The source could not answer: ``reason`` for the log, never shown to the customer."""
 
     reason: str
+    duration_ms: int = 0
 
 
 @attrs.frozen
@@ -66,6 +68,9 @@ class RunLiveQuery(Effect[LiveRows | LiveFailure]):
     kind: str
     query: Template
     values: tuple[tuple[str, str], ...]
+    #: the owner's dry run (POST /live-actions/{id}/dry-run): a SQL write runs in a
+    #: transaction that is rolled back, so it reports the rows it would change
+    dry_run: bool = False
 
     @property
     def params(self) -> dict[str, str]:
@@ -98,6 +103,8 @@ class LiveData:
     rows: Rows
     cached: bool
     affected: int | None = None
+    values: tuple[tuple[str, str], ...] = ()  # as bound, for the execution log
+    duration_ms: int = 0
 
 
 @attrs.frozen
@@ -106,6 +113,8 @@ class LiveFailed:
 
     action: LiveAction
     reason: str
+    values: tuple[tuple[str, str], ...] = ()
+    duration_ms: int = 0
 
 
 LiveOutcome = NoMatch | AskFor | LiveData | LiveFailed
@@ -154,14 +163,25 @@ def match_and_execute_action(
     if not action.template.writes:
         rows = cached_rows(cache, key, now)
         if rows is not None:
-            return LiveData(action, rows, cached=True)
-    result = yield RunLiveQuery(action.id, action.source_id, action.kind, action.template, key[1])
+            return LiveData(action, rows, cached=True, values=key[1])
+    query = RunLiveQuery(action.id, action.source_id, action.kind, action.template, key[1])
+    try:
+        result = yield query
+    except Exception as error:  # noqa: BLE001 (a source never fails the answer)
+        result = LiveFailure(f"{type(error).__name__}: {error}")
     if isinstance(result, LiveFailure):
         if action.template.writes:  # it may have been made before the source failed
             record(cache, key, action.source_id, (), writes=True, now=now)
-        return LiveFailed(action, result.reason)
+        return LiveFailed(action, result.reason, key[1], result.duration_ms)
     record(cache, key, action.source_id, result.rows, writes=action.template.writes, now=now)
-    return LiveData(action, tuple(result.rows), cached=False, affected=result.affected)
+    return LiveData(
+        action,
+        tuple(result.rows),
+        cached=False,
+        affected=result.affected,
+        values=key[1],
+        duration_ms=result.duration_ms,
+    )
 
 
 def live_source_text(outcome: LiveOutcome, number: int, max_rows: int = MAX_ROWS) -> str | None:
@@ -172,6 +192,8 @@ def live_source_text(outcome: LiveOutcome, number: int, max_rows: int = MAX_ROWS
     if not isinstance(outcome, LiveData | LiveFailed):
         return None
     head = f"[{number}] live data: {_one_line(outcome.action.name)}"
+    if outcome.action.description.strip():
+        head = f"{head}\n({_one_line(outcome.action.description)})"
     if isinstance(outcome, LiveFailed):
         return (
             f"{head}\nThe data could not be fetched just now. Say so: tell the customer "
