@@ -15,6 +15,7 @@ import attrs
 import httpx
 
 from ragcore.effects import Effect
+from ragcore.live.cache import Held
 from ragcore.settings import Settings
 from ragio.clock import Clock, SystemClock
 from ragio.db.pool import Database
@@ -64,6 +65,8 @@ class Service:
     # a timeout on every request, redirects never followed
     outbound: httpx.AsyncClient = attrs.field(factory=outbound_client)
     clock: Clock = attrs.field(factory=SystemClock)  # every wall-clock read (ragio.clock)
+    # live-data actions (ragcore.live): the 5-minute results cache and the enabled actions
+    live: Held = attrs.field(factory=Held)
 
     @property
     def mode(self) -> str:

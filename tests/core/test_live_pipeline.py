@@ -68,7 +68,7 @@ def test_a_matched_action_yields_one_query_with_its_values_bound() -> None:
     assert effects == [RunLiveQuery(1, 10, "postgresql", STATUS.template, (("order_id", "4411"),))]
     assert effects[0].query.text == "SELECT status FROM orders WHERE id = %(order_id)s"
     assert effects[0].params == {"order_id": "4411"}
-    assert outcome == LiveData(STATUS, ROWS, cached=False)
+    assert outcome == LiveData(STATUS, ROWS, cached=False, values=(("order_id", "4411"),))
 
 
 def test_an_injection_looking_value_is_only_a_parameter() -> None:
@@ -96,7 +96,7 @@ def test_the_reply_with_the_value_runs_the_action_asked_about() -> None:
     for reply, value in [("4411", "4411"), ("it's #A-1002", "A-1002"), ("12-3456 thx", "12-3456")]:
         outcome, effects = run(reply, {}, pending=asked.pending)
         assert [e.params for e in effects] == [{"order_id": value}]
-        assert outcome == LiveData(STATUS, ROWS, cached=False)
+        assert outcome == LiveData(STATUS, ROWS, cached=False, values=(("order_id", value),))
 
 
 def test_a_reply_without_the_value_is_a_new_message() -> None:
@@ -161,7 +161,7 @@ def test_a_read_is_cached_for_five_minutes_per_action_and_values() -> None:
     run("status of order 4411?", cache)
     outcome, effects = run("order 4411 status", cache, NOW + timedelta(minutes=4, seconds=59))
     assert effects == []
-    assert outcome == LiveData(STATUS, ROWS, cached=True)
+    assert outcome == LiveData(STATUS, ROWS, cached=True, values=(("order_id", "4411"),))
     # other values are another entry
     _, effects = run("status of order 4412?", cache, NOW + timedelta(minutes=1))
     assert len(effects) == 1
@@ -227,6 +227,14 @@ def test_the_cache_keeps_at_most_its_limit_oldest_out_first() -> None:
     assert cache_key(1, {"order_id": "0"}) not in cache
 
 
+def test_a_query_that_raises_is_a_failed_source() -> None:
+    def broken(effect: Any) -> Any:
+        raise RuntimeError("driver bug")
+
+    outcome, _ = run("status of order 4411?", {}, answer=broken)
+    assert isinstance(outcome, LiveFailed) and "driver bug" in outcome.reason
+
+
 def test_the_cache_key_ignores_the_order_of_values() -> None:
     assert cache_key(1, {"a": "1", "b": "2"}) == cache_key(1, {"b": "2", "a": "1"})
 
@@ -234,7 +242,7 @@ def test_the_cache_key_ignores_the_order_of_values() -> None:
 def test_a_failed_source_is_not_cached_and_the_answer_goes_on() -> None:
     cache: dict[Any, Entry] = {}
     outcome, _ = run("status of order 4411?", cache, answer=lambda e: LiveFailure("timeout"))
-    assert outcome == LiveFailed(STATUS, "timeout")
+    assert outcome == LiveFailed(STATUS, "timeout", (("order_id", "4411"),))
     assert cache == {}
     text = live_source_text(outcome, 3)
     assert text is not None

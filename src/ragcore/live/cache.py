@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from ragcore.live.matching import LiveAction
+
 TTL = timedelta(minutes=5)
 MAX_ENTRIES = 1000  # beyond it the oldest go first: the dict stays small
 
@@ -33,6 +35,35 @@ class Entry:
 
 
 Cache = MutableMapping[CacheKey, Entry]
+
+#: the enabled actions are read again after this long, so an edit made through another
+#: process of the service is seen within it (one made here is seen at once: ``changed``)
+ACTIONS_TTL = timedelta(seconds=30)
+
+
+@attrs.define
+class Held:
+    """What one running service holds for live data: the results cache, and the enabled
+    actions with when they were read (None: to be read)."""
+
+    results: dict[CacheKey, Entry] = attrs.field(factory=dict)
+    actions: tuple[LiveAction, ...] | None = None
+    read_at: datetime | None = None
+
+    def current_actions(self, now: datetime) -> tuple[LiveAction, ...] | None:
+        """The actions, or None when they must be read again."""
+        if self.actions is None or self.read_at is None or now - self.read_at >= ACTIONS_TTL:
+            return None
+        return self.actions
+
+    def read(self, actions: tuple[LiveAction, ...], now: datetime) -> None:
+        self.actions, self.read_at = actions, now
+
+    def changed(self, *, action_id: int | None = None, source_id: int | None = None) -> None:
+        """An action or a data source was edited or deleted: its cached results go, and
+        the actions are read again."""
+        forget(self.results, action_id=action_id, source_id=source_id)
+        self.actions = None
 
 
 def cache_key(action_id: int, values: Mapping[str, str]) -> CacheKey:
