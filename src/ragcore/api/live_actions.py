@@ -358,10 +358,11 @@ def dry_run_values(params: tuple[str, ...], request: DryRun) -> dict[str, str]:
     missing = [name for name in params if not values.get(name)]
     if missing:
         names = ", ".join(missing)
+        them = "it" if len(missing) == 1 else "them"
         raise InvalidInput(
             "values",
-            f"missing {names}: the template needs {'it' if len(missing) == 1 else 'them'}; "
-            "give them in values, or in a message that holds them",
+            f"missing {names}: the template needs {them}; give {them} in values, or in a "
+            "message that holds {them}".replace("{them}", them),
         )
     return {name: values[name] for name in params}
 

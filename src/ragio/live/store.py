@@ -4,7 +4,8 @@ is bound as a parameter, never formatted."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -12,11 +13,22 @@ import attrs
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ragcore.api.live_actions import LiveActionFields, LiveActionView, LoggedRun, template_facts
 from ragcore.errors import InvalidInput
 from ragcore.live.matching import LiveAction, Pending
 from ragcore.live.templates import check_template
 
 log = logging.getLogger(__name__)
+
+
+class NameTaken(Exception):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(name)
+
+
+class UnknownSource(Exception):
+    """The action's data source does not exist (or was deleted meanwhile)."""
 
 
 @attrs.frozen
@@ -50,6 +62,41 @@ class StoredAction:
             auto_match=self.auto_match,
             channels=tuple(self.channels),
             description=self.description,
+        )
+
+    def fields(self) -> LiveActionFields:
+        """The action as the owner set it, for a PATCH to change."""
+        return LiveActionFields(
+            self.name,
+            self.source_id,
+            self.template,
+            tuple(self.triggers),
+            self.auto_match,
+            tuple(self.channels),
+            self.description,
+            self.enabled,
+        )
+
+    def view(self) -> LiveActionView:
+        """As the API shows it: with its source and what its template needs."""
+        facts = template_facts(self.kind, self.template)
+        return LiveActionView(
+            self.id,
+            self.name,
+            self.source_id,
+            self.source_name,
+            self.kind,
+            self.template,
+            list(facts.params),
+            facts.writes,
+            list(self.triggers),
+            self.auto_match,
+            list(self.channels),
+            self.description,
+            self.enabled,
+            self.created_at,
+            self.updated_at,
+            facts.error,
         )
 
 
@@ -90,6 +137,73 @@ def enabled_actions(conn: psycopg.Connection) -> tuple[LiveAction, ...]:
     return tuple(actions)
 
 
+def source_of(conn: psycopg.Connection, source_id: int) -> tuple[str, str] | None:
+    """The name and kind (source_type) of data source ``source_id``; None: no such source."""
+    row = conn.execute(
+        "SELECT name, source_type FROM integrations WHERE id = %s", (source_id,)
+    ).fetchone()
+    return (row[0], row[1]) if row is not None else None
+
+
+def create_action(conn: psycopg.Connection, fields: LiveActionFields) -> StoredAction:
+    """Store a new action (checked: ``ragcore.api.live_actions.check_runnable``);
+    NameTaken, or UnknownSource when its source is gone."""
+    with _writing(fields):
+        row = conn.execute(
+            "INSERT INTO live_actions (name, source_id, template, triggers, auto_match,"
+            " channels, description, enabled) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " RETURNING id",
+            _columns(fields),
+        ).fetchone()
+    assert row is not None
+    created = get_action(conn, row[0])
+    assert created is not None
+    return created
+
+
+def update_action(
+    conn: psycopg.Connection, action_id: int, fields: LiveActionFields
+) -> StoredAction | None:
+    """Replace the action's fields (checked); None when it no longer exists."""
+    with _writing(fields):
+        row = conn.execute(
+            "UPDATE live_actions SET name = %s, source_id = %s, template = %s, triggers = %s,"
+            " auto_match = %s, channels = %s, description = %s, enabled = %s,"
+            " updated_at = now() WHERE id = %s RETURNING id",
+            (*_columns(fields), action_id),
+        ).fetchone()
+    return get_action(conn, row[0]) if row is not None else None
+
+
+def delete_action(conn: psycopg.Connection, action_id: int) -> bool:
+    """Delete an action; its runs stay in the log, unlinked (ON DELETE SET NULL)."""
+    return conn.execute("DELETE FROM live_actions WHERE id = %s", (action_id,)).rowcount == 1
+
+
+def _columns(fields: LiveActionFields) -> tuple[Any, ...]:
+    return (
+        fields.name,
+        fields.source_id,
+        Jsonb(fields.template),
+        list(fields.triggers),
+        fields.auto_match,
+        list(fields.channels),
+        fields.description,
+        fields.enabled,
+    )
+
+
+@contextmanager
+def _writing(fields: LiveActionFields) -> Iterator[None]:
+    """The store's refusals as their exceptions."""
+    try:
+        yield
+    except psycopg.errors.UniqueViolation:
+        raise NameTaken(fields.name) from None
+    except psycopg.errors.ForeignKeyViolation:
+        raise UnknownSource() from None
+
+
 # --- the execution log ----------------------------------------------------------------
 
 
@@ -126,6 +240,27 @@ def log_run(conn: psycopg.Connection, run: Run) -> None:
             run.reason,
         ),
     )
+
+
+def list_runs(
+    conn: psycopg.Connection, limit: int, before: int = 0, action_id: int = 0
+) -> list[LoggedRun]:
+    """The runs logged, newest first: ``limit`` of them, older than run ``before`` (0:
+    from the newest), of ``action_id`` only (0: of every action)."""
+    where, args = [], []
+    if before:
+        where.append("id < %s")
+        args.append(before)
+    if action_id:
+        where.append("action_id = %s")
+        args.append(action_id)
+    sql = (
+        "SELECT id, action_id, action_name, channel, values_hash, row_count, affected,"
+        " duration_ms, outcome, reason, at FROM live_action_runs"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY id DESC LIMIT %s"
+    )
+    return [LoggedRun(*row) for row in conn.execute(sql, (*args, limit)).fetchall()]
 
 
 # --- the question asked for a missing value -------------------------------------------
