@@ -194,6 +194,26 @@ async def exercise_every_route(c: Checker) -> None:
     records = f"{sources}/{{id}}/records"
     await c.send("GET", records, f"{one}/records", params={"user": "a@x.io", "limit": "5"})
     await c.send("GET", records, f"{one}/records")
+
+    # live-data actions on that source: created, refused, dry-run, logged, deleted
+    live = "/live-actions"
+    by_email = {"name": "plan", "source_id": source.json()["id"], "template": "email = {email}"}
+    action = await c.send("POST", live, json=by_email)
+    await c.send("POST", live, json=by_email)  # the name is taken
+    await c.send("POST", live, json={**by_email, "name": "x", "template": "email = '{email}'"})
+    await c.send("GET", live)
+    act = f"{live}/{action.json()['id']}"
+    await c.send("GET", f"{live}/{{id}}", act)
+    await c.send("GET", f"{live}/{{id}}", f"{live}/0")
+    await c.send("PATCH", f"{live}/{{id}}", act, json={"triggers": ["my plan"]})
+    await c.send("PATCH", f"{live}/{{id}}", act, json={"channels": ["sms"]})
+    dry = f"{live}/{{id}}/dry-run"
+    await c.send("POST", dry, f"{act}/dry-run", json={"message": "I am a@x.io"})
+    await c.send("POST", dry, f"{act}/dry-run")  # no e-mail: 422
+    await c.send("GET", f"{live}/runs", params={"limit": "1", "action_id": "1"})
+    await c.send("GET", f"{live}/runs", params={"limit": "0"})
+    await c.send("DELETE", f"{live}/{{id}}", act)
+    await c.send("DELETE", f"{live}/{{id}}", act)
     await c.send("DELETE", f"{sources}/{{id}}", one)
     await c.send("DELETE", f"{sources}/{{id}}", one)
 

@@ -124,10 +124,12 @@ async def patch_integration(id: str) -> Integration:  # noqa: A002 (the path's n
 
 
 @blueprint.delete(f"{PATH}/<id>")
-@operation(Reply(204, "Deleted, with its records"), 404, **SOURCE_ID)
+@operation(Reply(204, "Deleted, with its records and live actions"), 404, **SOURCE_ID)
 async def delete_integration(id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
-    """Delete a data source and every record its syncs stored"""
-    if not await service().database.run(store.delete_source, path_id(id, *SOURCES)):
+    """Delete a data source and every record its syncs stored
+
+    Its live-data actions (/live-actions) are deleted with it."""
+    if not await sources.delete(service(), path_id(id, *SOURCES)):
         raise no_such(id, *SOURCES)
     return "", 204
 

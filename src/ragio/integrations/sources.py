@@ -95,7 +95,17 @@ async def update(service: Service, source: store.Source, body: Mapping[str, Any]
         raise _taken(taken.name) from None
     if saved is None:
         raise ProblemError(409, f"data source {source.name!r} changed meanwhile; read it again")
+    service.live.changed(source_id=source.id)  # its cached live results were read before
     return saved
+
+
+async def delete(service: Service, source_id: int) -> bool:
+    """Delete a source, its records and its live actions (ON DELETE CASCADE); False when
+    there was none. Its cached live results go, and the live actions are read again."""
+    deleted = await service.database.run(store.delete_source, source_id)
+    if deleted:
+        service.live.changed(source_id=source_id)
+    return deleted
 
 
 def _set(fields: list[str]) -> dict[str, str]:
