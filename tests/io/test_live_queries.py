@@ -33,6 +33,8 @@ from ragio.live.handlers import run_live_query
 from ragio.runner import run
 from tests.io.fakes.hubspot_server import FakeHubSpot
 from tests.io.fakes.rest_server import FakeRestApi
+from tests.io.fakes.salesforce_server import FakeSalesforce
+from tests.io.fakes.shopify_server import FakeShopify
 from tests.io.fakes.stripe_server import FakeStripe
 from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
 from tests.io.test_integration_databases import mongo  # noqa: F401 (the nx-27017 fixture)
@@ -260,6 +262,45 @@ async def test_stripe_live_search_quotes_the_value(service, serve_fake) -> None:
     sneaky = "x' OR email:'customer1@example.org"
     none = await live(service, source, "stripe", "email = {email}", email=sneaky)
     assert isinstance(none, LiveRows) and none.rows == ()
+
+
+async def test_salesforce_live_search_is_soql_with_an_escaped_literal(service, serve_fake) -> None:
+    fake = await serve_fake(FakeSalesforce("3MVGfakeKey", "F4K3SECRET0123", contacts=3))
+    fake.objects["Contact"][1]["Email"] = "o'hara\\x@example.org"
+    body = {
+        "name": "sf",
+        "source_type": "salesforce",
+        "login_url": fake.base_url,
+        "client_id": "3MVGfakeKey",
+        "client_secret": "F4K3SECRET0123",
+    }
+    source = (await sources.create(service, body)).id
+    found = await live(
+        service, source, "salesforce", "Email = {email}", email="o'hara\\x@example.org"
+    )
+    assert isinstance(found, LiveRows) and [r["Name"] for r in found.rows] == ["Contact 1"]
+    [query] = fake.requests[-1].query["q"]
+    assert query.endswith("WHERE Email = 'o\\'hara\\\\x@example.org' LIMIT 50")
+    sneaky = "x' OR Name != '"
+    none = await live(service, source, "salesforce", "Email = {email}", email=sneaky)
+    assert isinstance(none, LiveRows) and none.rows == ()
+
+
+async def test_shopify_live_search_is_a_query_variable(service, serve_fake) -> None:
+    token = "shpat_0123456789abcdef0123456789abcdef"  # noqa: S105 (the fake's)
+    fake = await serve_fake(FakeShopify(token, customers=3))
+    body = {
+        "name": "shop",
+        "source_type": "shopify",
+        "shop_domain": fake.base_url,
+        "access_token": token,
+    }
+    source = (await sources.create(service, body)).id
+    found = await live(service, source, "shopify", "email = {email}", email="buyer2@example.org")
+    assert isinstance(found, LiveRows) and [r["firstName"] for r in found.rows] == ["Buyer2"]
+    sent = fake.requests[-1].body
+    assert sent["variables"]["query"] == 'email:"buyer2@example.org"'
+    assert "buyer2" not in sent["query"]  # the value is a variable, never in the document
 
 
 async def test_csv_live_search_filters_its_rows(service) -> None:

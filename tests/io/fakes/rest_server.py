@@ -78,7 +78,8 @@ class FakeRestApi(FakeServer):
         raw = request.raw_path.decode("latin-1")
         if request.method == "GET" and raw.startswith(self.path + "/"):
             segment = raw[len(self.path) + 1 :]
-            found = [i for i in self.items if "/" not in segment and str(i["id"]) == unquote(segment)]
+            wanted = unquote(segment) if "/" not in segment else None
+            found = [i for i in self.items if str(i["id"]) == wanted]
             if not found:
                 raise RestError(404, "Not Found")
             await self._send_json(send, 200, found[0])

@@ -136,8 +136,8 @@ class FakeStripe(FakeServer):
                 400,
                 "invalid_request_error",
                 f"We were unable to parse your search query. Try using the format "
-                f"`metadata[\"key\"]:\"value\"` to query for metadata or "
-                f"`key:\"value\"` to query for other fields. ({query[:80]})",
+                f'`metadata["key"]:"value"` to query for metadata or '
+                f'`key:"value"` to query for other fields. ({query[:80]})',
                 param="query",
             )
         field, key = clause["field"], clause["key"]
