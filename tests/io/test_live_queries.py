@@ -31,6 +31,7 @@ from ragcore.live.templates import check_template
 from ragio.integrations import sources
 from ragio.live.handlers import run_live_query
 from ragio.runner import run
+from tests.io.fakes.google_sheets_server import FakeGoogleSheets, key_file, key_pair
 from tests.io.fakes.hubspot_server import FakeHubSpot
 from tests.io.fakes.rest_server import FakeRestApi
 from tests.io.fakes.salesforce_server import FakeSalesforce
@@ -301,6 +302,24 @@ async def test_shopify_live_search_is_a_query_variable(service, serve_fake) -> N
     sent = fake.requests[-1].body
     assert sent["variables"]["query"] == 'email:"buyer2@example.org"'
     assert "buyer2" not in sent["query"]  # the value is a variable, never in the document
+
+
+async def test_google_sheets_live_search_reads_and_filters_the_range(service, serve_fake) -> None:
+    key = key_pair()
+    fake = await serve_fake(FakeGoogleSheets(key.public_key()))
+    rows = [["email", "name"], ["ada@example.org", "Ada"], ["bo@example.org", "Bo"]]
+    fake.add("sheet-1", {"Customers": rows})
+    body = {
+        "name": "sheet",
+        "source_type": "google_sheets",
+        "service_account_json": key_file(key, fake.token_uri),
+        "sheet_id": "sheet-1",
+        "api_base": fake.base_url,
+    }
+    source = (await sources.create(service, body)).id
+    found = await live(service, source, "google_sheets", "email = {email}", email="bo@example.org")
+    assert isinstance(found, LiveRows)
+    assert [dict(r) for r in found.rows] == [{"email": "bo@example.org", "name": "Bo"}]
 
 
 async def test_csv_live_search_filters_its_rows(service) -> None:

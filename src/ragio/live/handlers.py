@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Protocol, cast
 
 import attrs
 import httpx
@@ -63,6 +63,8 @@ SQL_TABLES = {"mysql": MySQLTable, "postgresql": PostgreSQLTable}
 
 
 class Searchable(Protocol):
+    """A connector of a search kind (``SEARCH_KINDS``): each has ``search``."""
+
     async def search(self, field: str, value: str, limit: int) -> list[Record]: ...
 
 
@@ -111,14 +113,10 @@ async def _run(effect: RunLiveQuery, service: Service, limit: float) -> LiveRows
             return LiveRows(tuple(await api.get(rest_target(query, values), MAX_ROWS)))
     if kind in SEARCH_KINDS and isinstance(query, SearchTemplate):
         async with _http(service, limit) as within:
-            searcher: Any = connector_for(kind, credentials, within)
-            found = await _search(searcher, query.field, values[query.param])
+            searcher = cast(Searchable, connector_for(kind, credentials, within))
+            found = await searcher.search(query.field, values[query.param], MAX_ROWS)
             return LiveRows(tuple(found))
     return LiveFailure(f"the action's template is not one for a {kind} source")
-
-
-async def _search(searcher: Searchable, field: str, value: str) -> list[Record]:
-    return await searcher.search(field, value, MAX_ROWS)
 
 
 def _reach(service: Service, limit: float, client: httpx.AsyncClient | None) -> Reach:
