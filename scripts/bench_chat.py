@@ -14,7 +14,11 @@ provider's own latency. p50 and p95 over SciFact claims (other questions with
 warm-up; also the parts: embedding, the hybrid search statement, language
 detection, and the pipeline without HTTP. With ``--role``, also POST /chat as that
 role, each question from another ``user``: the role context is fetched and the answer
-recorded for learning (``ragcore.employees.learning``).
+recorded for learning (``ragcore.employees.learning``). With ``--live``, also "where is
+my order N?" with a live-data action on a PostgreSQL table of 100,000 orders (a second
+database of the same server): without the action, with it uncached (a new order
+each time: the query runs on a new connection), and cached (asked again within 5
+minutes); the differences are the latency a live action adds.
 
 The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
 sentences drawn from SciFact abstracts (realistic words and term statistics),
@@ -38,6 +42,7 @@ import httpx
 import numpy as np
 import psycopg
 import trio
+from cryptography.fernet import Fernet
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,13 +191,19 @@ async def timed(questions: list[str], work: Any) -> list[float]:
 
 
 async def bench(
-    url: str, questions: list[str], per_pass: int, data_dir: Path, role: str | None = None
+    url: str,
+    questions: list[str],
+    per_pass: int,
+    data_dir: Path,
+    role: str | None = None,
+    live_url: str | None = None,
 ) -> dict[str, str]:
     """Each pass asks questions no earlier pass asked, after a warm-up of WARM_UP others:
     every timing is that of a new question on a service that has been running."""
-    settings = load_settings(
-        {"DATABASE_URL": url, "DATA_DIR": str(data_dir), "EMBEDDING_PROVIDER": "local"}
-    )
+    env = {"DATABASE_URL": url, "DATA_DIR": str(data_dir), "EMBEDDING_PROVIDER": "local"}
+    if live_url is not None:
+        env["ADDON_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
+    settings = load_settings(env)
     passes = iter(
         questions[start : start + per_pass] for start in range(WARM_UP, len(questions), per_pass)
     )
@@ -247,7 +258,60 @@ async def bench(
                     results[f"POST /chat as {role}, learning"] = percentiles(
                         await timed(next(passes), as_role)
                     )
+                if live_url is not None:
+                    results.update(await bench_live(client, live_url, per_pass))
             stop.set()
+    return results
+
+
+LIVE_ORDERS = 100_000
+
+
+def orders_table(url: str) -> None:
+    """The owner's shop: LIVE_ORDERS orders, keyed by id."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS orders")
+        conn.execute("CREATE TABLE orders (id int PRIMARY KEY, email text, status text)")
+        conn.execute(
+            "INSERT INTO orders SELECT n, 'customer' || n || '@example.com',"
+            " (ARRAY['packed', 'shipped', 'delivered'])[1 + n % 3]"
+            " FROM generate_series(1, %s) AS n",
+            (LIVE_ORDERS,),
+        )
+
+
+async def bench_live(client: httpx.AsyncClient, live_url: str, per_pass: int) -> dict[str, str]:
+    """POST /chat "where is my order N?": no action, the action uncached, cached."""
+    await trio.to_thread.run_sync(orders_table, live_url)
+    numbers = iter(range(1000, LIVE_ORDERS))
+
+    def fresh(count: int) -> list[str]:
+        return [f"where is my order {next(numbers)}?" for _ in range(count)]
+
+    async def ask(question: str) -> None:
+        response = await client.post("/chat", json={"question": question})
+        response.raise_for_status()
+
+    results = {}
+    await timed(fresh(WARM_UP), ask)
+    results["live: POST /chat, no action"] = percentiles(await timed(fresh(per_pass), ask))
+    body = {"name": "shop", "source_type": "postgresql", "url": live_url, "table": "orders"}
+    source = (await client.post("/integrations", json=body)).raise_for_status().json()["id"]
+    action = {
+        "name": "Order status",
+        "source_id": source,
+        "template": "SELECT id, status FROM orders WHERE id = {order_id}",
+    }
+    (await client.post("/live-actions", json=action)).raise_for_status()
+    await timed(fresh(WARM_UP), ask)
+    asked = fresh(per_pass)
+    results["live: POST /chat, action uncached"] = percentiles(await timed(asked, ask))
+    results["live: POST /chat, action cached"] = percentiles(await timed(asked, ask))
+    outcomes = (await client.get("/live-actions/runs", params={"limit": 500})).json()["runs"]
+    ran = [run["duration_ms"] for run in outcomes if run["outcome"] == "ran"]
+    results["live: the query at the source (ms)"] = (
+        f"p50 {np.percentile(ran, 50):6.1f} ms   p95 {np.percentile(ran, 95):6.1f} ms"
+    )
     return results
 
 
@@ -316,7 +380,13 @@ async def run(args: argparse.Namespace) -> None:
                 print(f"   built in {time.perf_counter() - started:.0f} s", flush=True)
             if args.prewarm:
                 await trio.to_thread.run_sync(prewarm, url)
-            results = await bench(url, questions, args.questions, cache / "data", args.role)
+            live_url = None
+            if args.live:
+                live_url = admin_url.replace("/ragchat?", "/bench_live_shop?")
+                await eval_retrieval.fresh_database(admin_url, "bench_live_shop")
+            results = await bench(
+                url, questions, args.questions, cache / "data", args.role, live_url
+            )
             for what, timing in results.items():
                 print(f"   {what:36s} {timing}", flush=True)
     finally:
@@ -359,6 +429,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--role", help="also time POST /chat as this role, with learning (e.g. support)"
+    )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="also time a live-data action's added latency, uncached and cached",
     )
     trio.run(run, parser.parse_args())
 

@@ -528,6 +528,13 @@ SETTINGS: tuple[Setting, ...] = (
         _integer(1, 10_000_000),
     ),
     Setting(
+        "LIVE_QUERY_TIMEOUT_SECONDS",
+        "5",
+        "the most time a live action's query gets on its data source, connecting included "
+        "(a customer is waiting); a source that has not answered by then is a failure",
+        _number(0.01, 300),
+    ),
+    Setting(
         "INTEGRATIONS_ALLOW_HTTP_LOOPBACK",
         "false",
         "true lets SaaS and REST data sources use http:// on 127.0.0.1 (local testing only; "
@@ -838,6 +845,7 @@ class Settings:
     addon_encryption_key_previous: str
     integrations_timeout_seconds: float
     integrations_sync_max_records: int
+    live_query_timeout_seconds: float
     integrations_allow_http_loopback: bool
     webhook_targets: tuple[tuple[str, str], ...]
     chatops_webhook_url: str

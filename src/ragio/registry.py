@@ -21,6 +21,7 @@ from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
 from ragio.knowledge import handlers as knowledge
+from ragio.live import answering as live_answering
 from ragio.live import handlers as live
 from ragio.service import EffectType, Handler, Handlers, HandlerTable, StreamHandlerTable
 from ragio.usage import handlers as usage
@@ -83,6 +84,7 @@ HANDLERS: Handlers = merge_handlers(
         employees.HANDLERS,
         knowledge.HANDLERS,
         live.HANDLERS,
+        live_answering.HANDLERS,
         usage.HANDLERS,
     ],
     effects=effects_declared_in(ragcore),

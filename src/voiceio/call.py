@@ -302,7 +302,14 @@ class PhoneCall:
 
     async def _answer(self, turn: int, question: str) -> None:
         caller = self.call.caller if self.call else ""
-        request = ChatRequest(question, employee=self.role, asker=f"voice:{caller}", spoken=True)
+        request = ChatRequest(
+            question,
+            employee=self.role,
+            asker=f"voice:{caller}",
+            spoken=True,
+            channel="voice",
+            user_identifier=caller or None,  # {caller}: the caller's number
+        )
         policy = ChatPolicy.from_settings(self.service.settings)
 
         async def piece(text: str) -> None:

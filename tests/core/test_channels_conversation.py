@@ -13,6 +13,7 @@ from ragcore.channels.messages import FAILED_REPLY, InboundMessage
 from ragcore.chat.effects import Generate
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.learning import RecordInteraction, asker_hash
+from ragcore.live.answers import LiveContext, LoadLive
 from tests.core.drive import drive
 from tests.core.test_autonomy import ID, NOW, OWNER, World, config, held
 from tests.core.test_chat_pipeline import POLICY, recorded
@@ -39,6 +40,8 @@ def world(actions=None, chat=None, refuse_sends=False):
                 return ROLES
             case MarkAnswered() | FireWorkflows():
                 return None
+            case LoadLive():  # no live-data action configured
+                return LiveContext((), {}, NOW)
             case _ if type(effect).__module__ == action_effects.__name__:
                 return actions(effect)
         return chat(effect)

@@ -1,7 +1,10 @@
-"""Live actions run on real databases: a customer's message matched to an action, its
-values bound as the driver's parameters, the query run by the service's handler of
-``RunLiveQuery`` (``ragio.live.handlers``) on a MariaDB of the module's own and on the
-embedded PostgreSQL. Not yet wired into answers (issue 14 goes on)."""
+"""Live actions run on real sources: a customer's message matched to an action, its
+values bound (the driver's parameters, BSON values, URL-encoded parts, a vendor search's
+value), the query run by the service's handler of ``RunLiveQuery``
+(``ragio.live.handlers``) on a MariaDB of the module's own, the embedded PostgreSQL, the
+MongoDB-wire server nx-27017 and fakes of the HTTP vendors speaking their documented
+wire formats; a dry-run write rolled back, and a source that never answers cut off at
+``LIVE_QUERY_TIMEOUT_SECONDS``. Not yet wired into answers (issue 14 goes on)."""
 
 from __future__ import annotations
 
@@ -9,16 +12,33 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
+import trio
 from cryptography.fernet import Fernet
 
 from ragcore.live.matching import LiveAction
-from ragcore.live.pipeline import LiveData, LiveFailed, match_and_execute_action
+from ragcore.live.pipeline import (
+    LiveData,
+    LiveFailed,
+    LiveFailure,
+    LiveRows,
+    RunLiveQuery,
+    match_and_execute_action,
+)
 from ragcore.live.templates import check_template
 from ragio.integrations import sources
+from ragio.live.handlers import run_live_query
 from ragio.runner import run
+from tests.io.fakes.google_sheets_server import FakeGoogleSheets, key_file, key_pair
+from tests.io.fakes.hubspot_server import FakeHubSpot
+from tests.io.fakes.rest_server import FakeRestApi
+from tests.io.fakes.salesforce_server import FakeSalesforce
+from tests.io.fakes.shopify_server import FakeShopify
+from tests.io.fakes.stripe_server import FakeStripe
 from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
+from tests.io.test_integration_databases import mongo  # noqa: F401 (the nx-27017 fixture)
 
 PASSWORD = "live-S3cret"  # noqa: S105 (the test server's)
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -27,7 +47,10 @@ ORDER = "SELECT id, email, status FROM orders WHERE id = {order_id}"
 
 @pytest.fixture
 def settings_overrides() -> dict[str, Any]:
-    return {"addon_encryption_key": Fernet.generate_key().decode()}
+    return {
+        "addon_encryption_key": Fernet.generate_key().decode(),
+        "integrations_allow_http_loopback": True,  # the fakes serve http on 127.0.0.1
+    }
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +66,7 @@ def maria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
                     "INSERT INTO shop.orders VALUES (4411, 'ada@example.com', 'shipped'),"
                     " (4412, 'bo@example.com', 'packed')",
                     "CREATE USER 'shop'@'%%' IDENTIFIED BY %s",
-                    "GRANT SELECT, UPDATE ON shop.orders TO 'shop'@'%'",
+                    "GRANT SELECT, UPDATE, DELETE ON shop.orders TO 'shop'@'%'",
                 ):
                     cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
             yield server
@@ -146,3 +169,185 @@ async def test_postgresql_reads_in_a_read_only_transaction(service, database_url
     )
     refused = await ask(service, sneaky, "status of order 4411")
     assert isinstance(refused, LiveFailed) and "read-only transaction" in refused.reason
+
+
+async def live(service, source: int, kind: str, template: Any, **values: str) -> Any:
+    """The handler run on one effect: values as the pipeline binds them."""
+    effect = RunLiveQuery(1, source, kind, check_template(kind, template), tuple(values.items()))
+    return await run_live_query(effect, service)
+
+
+async def test_a_dry_run_write_is_rolled_back_with_its_count(service, maria) -> None:
+    source = await mysql_source(service, maria)
+    template = check_template("mysql", "DELETE FROM orders WHERE id = {order_id}")
+    effect = RunLiveQuery(1, source, "mysql", template, (("order_id", "4411"),), dry_run=True)
+    done = await run_live_query(effect, service)
+    assert isinstance(done, LiveRows) and done.affected == 1 and done.duration_ms >= 0
+    assert status_of(maria, 4411) == "shipped"  # the row is still there, unchanged
+
+
+async def test_mongodb_finds_with_its_values_bound_as_bson(service, mongo) -> None:  # noqa: F811
+    body = {
+        "name": "crm",
+        "source_type": "mongodb",
+        "url": mongo,
+        "database": "crm",
+        "collection": "customers",
+    }
+    source = (await sources.create(service, body)).id
+    by_email = action(source, '{"email": "{email}"}', "mongodb")
+    found = await ask(service, by_email, "hi, I am c3@example.com")
+    assert isinstance(found, LiveData) and len(found.rows) == 1
+    row = dict(found.rows[0])
+    assert row["n"] == 3 and isinstance(row["_id"], str) and len(row["_id"]) == 24
+    assert row["joined"].startswith("2024-05-06T07:08:09")
+    # text that looks like a query operator stays one string value: it matches nothing
+    for value in ('{"$ne": null}', "$ne", '{"$gt": ""}'):
+        nothing = await live(service, source, "mongodb", '{"email": "{email}"}', email=value)
+        assert nothing == LiveRows((), duration_ms=nothing.duration_ms), value
+
+
+async def test_rest_api_gets_the_encoded_path_on_its_own_origin(service, serve_fake) -> None:
+    fake = await serve_fake(FakeRestApi("X-Api-Key", "rest-key-0123456789", items=3))
+    odd = "A/7?b=1#c"
+    fake.items.append({"id": odd, "email": "odd@example.org", "name": "Odd"})
+    body = {
+        "name": "rest",
+        "source_type": "rest_api",
+        "base_url": fake.base_url,
+        "auth_header": "X-Api-Key: rest-key-0123456789",
+        "records_path": "/v1/customers",
+    }
+    source = (await sources.create(service, body)).id
+    one = await live(service, source, "rest_api", "/v1/customers/{order_id}", order_id=odd)
+    assert isinstance(one, LiveRows) and [dict(r) for r in one.rows] == [fake.items[-1]]
+    assert fake.requests[-1].raw_path == b"/v1/customers/A%2F7%3Fb%3D1%23c"
+    # a value cannot climb the path: it is one encoded segment, not found
+    climb = await live(service, source, "rest_api", "/v1/customers/{order_id}", order_id="..")
+    assert isinstance(climb, LiveFailure) and "HTTP 404" in climb.reason
+    assert fake.requests[-1].raw_path == b"/v1/customers/%2E%2E"
+    listed = await live(
+        service, source, "rest_api", "/v1/customers?email={email}", email="user1@example.org"
+    )
+    assert isinstance(listed, LiveRows) and [r["id"] for r in listed.rows] == [1]
+    assert fake.requests[-1].headers["x-api-key"] == "rest-key-0123456789"
+
+
+async def test_hubspot_live_search_is_its_crm_search(service, serve_fake) -> None:
+    token = "pat-na1-11111111-2222-3333-4444-555555555555"  # noqa: S105 (the fake's)
+    fake = await serve_fake(FakeHubSpot(token, contacts=5))
+    body = {"name": "crm", "source_type": "hubspot", "access_token": token}
+    source = (await sources.create(service, body | {"api_base": fake.base_url})).id
+    by_email = action(source, "email = {email}", "hubspot")
+    found = await ask(service, by_email, "my email is Contact3@example.org")
+    assert isinstance(found, LiveData) and [r["id"] for r in found.rows] == ["1003"]
+    [sent] = fake.requests
+    assert sent.method == "POST" and sent.path == "/crm/v3/objects/contacts/search"
+    assert sent.body["filterGroups"] == [
+        {"filters": [{"propertyName": "email", "operator": "EQ", "value": "contact3@example.org"}]}
+    ]
+    assert token not in str(found)
+
+
+async def test_stripe_live_search_quotes_the_value(service, serve_fake) -> None:
+    key = "sk_test_51Hfake0123456789abcdefKEY1234"
+    fake = await serve_fake(FakeStripe(key, customers=4))
+    fake.customers[2]["email"] = "o'brien@example.org"
+    body = {"name": "pay", "source_type": "stripe", "secret_key": key, "api_base": fake.base_url}
+    source = (await sources.create(service, body)).id
+    found = await live(service, source, "stripe", "email = {email}", email="o'brien@example.org")
+    assert isinstance(found, LiveRows) and [r["id"] for r in found.rows] == ["cus_00000000000002"]
+    assert fake.requests[-1].path == "/v1/customers/search"
+    assert fake.requests[-1].query["query"] == ["email:'o\\'brien@example.org'"]
+    # a value that tries to add a clause is one quoted value: it matches nothing
+    sneaky = "x' OR email:'customer1@example.org"
+    none = await live(service, source, "stripe", "email = {email}", email=sneaky)
+    assert isinstance(none, LiveRows) and none.rows == ()
+
+
+async def test_salesforce_live_search_is_soql_with_an_escaped_literal(service, serve_fake) -> None:
+    fake = await serve_fake(FakeSalesforce("3MVGfakeKey", "F4K3SECRET0123", contacts=3))
+    fake.objects["Contact"][1]["Email"] = "o'hara\\x@example.org"
+    body = {
+        "name": "sf",
+        "source_type": "salesforce",
+        "login_url": fake.base_url,
+        "client_id": "3MVGfakeKey",
+        "client_secret": "F4K3SECRET0123",
+    }
+    source = (await sources.create(service, body)).id
+    found = await live(
+        service, source, "salesforce", "Email = {email}", email="o'hara\\x@example.org"
+    )
+    assert isinstance(found, LiveRows) and [r["Name"] for r in found.rows] == ["Contact 1"]
+    [query] = fake.requests[-1].query["q"]
+    assert query.endswith("WHERE Email = 'o\\'hara\\\\x@example.org' LIMIT 50")
+    sneaky = "x' OR Name != '"
+    none = await live(service, source, "salesforce", "Email = {email}", email=sneaky)
+    assert isinstance(none, LiveRows) and none.rows == ()
+
+
+async def test_shopify_live_search_is_a_query_variable(service, serve_fake) -> None:
+    token = "shpat_0123456789abcdef0123456789abcdef"  # noqa: S105 (the fake's)
+    fake = await serve_fake(FakeShopify(token, customers=3))
+    body = {
+        "name": "shop",
+        "source_type": "shopify",
+        "shop_domain": fake.base_url,
+        "access_token": token,
+    }
+    source = (await sources.create(service, body)).id
+    found = await live(service, source, "shopify", "email = {email}", email="buyer2@example.org")
+    assert isinstance(found, LiveRows) and [r["firstName"] for r in found.rows] == ["Buyer2"]
+    sent = fake.requests[-1].body
+    assert sent["variables"]["query"] == 'email:"buyer2@example.org"'
+    assert "buyer2" not in sent["query"]  # the value is a variable, never in the document
+
+
+async def test_google_sheets_live_search_reads_and_filters_the_range(service, serve_fake) -> None:
+    key = key_pair()
+    fake = await serve_fake(FakeGoogleSheets(key.public_key()))
+    rows = [["email", "name"], ["ada@example.org", "Ada"], ["bo@example.org", "Bo"]]
+    fake.add("sheet-1", {"Customers": rows})
+    body = {
+        "name": "sheet",
+        "source_type": "google_sheets",
+        "service_account_json": key_file(key, fake.token_uri),
+        "sheet_id": "sheet-1",
+        "api_base": fake.base_url,
+    }
+    source = (await sources.create(service, body)).id
+    found = await live(service, source, "google_sheets", "email = {email}", email="bo@example.org")
+    assert isinstance(found, LiveRows)
+    assert [dict(r) for r in found.rows] == [{"email": "bo@example.org", "name": "Bo"}]
+
+
+async def test_csv_live_search_filters_its_rows(service) -> None:
+    content = "order,email,status\n7,ada@example.com,shipped\n8,bo@example.com,packed\n"
+    body = {"name": "upload", "source_type": "csv", "content": content}
+    source = (await sources.create(service, body)).id
+    found = await live(service, source, "csv", "email = {email}", email=" ADA@example.com")
+    assert isinstance(found, LiveRows)
+    assert [dict(r) for r in found.rows] == [
+        {"order": "7", "email": "ada@example.com", "status": "shipped"}
+    ]
+    missing = await live(service, source, "csv", "mail = {email}", email="ada@example.com")
+    assert isinstance(missing, LiveFailure) and "no column 'mail'" in missing.reason
+
+
+async def test_a_source_that_never_answers_fails_on_time(service, serve_fake) -> None:
+    service.settings = attrs.evolve(service.settings, live_query_timeout_seconds=0.3)
+    fake = await serve_fake(FakeRestApi("X-Api-Key", "k-0123456789", items=1))
+    fake.delay = 30.0  # hangs (released when the test ends)
+    body = {
+        "name": "slow",
+        "source_type": "rest_api",
+        "base_url": fake.base_url,
+        "auth_header": "X-Api-Key: k-0123456789",
+        "records_path": "/v1/customers",
+    }
+    source = (await sources.create(service, body)).id
+    started = trio.current_time()
+    failed = await live(service, source, "rest_api", "/v1/customers/{order_id}", order_id="1")
+    assert failed == LiveFailure("no answer within 0.3 seconds", failed.duration_ms)
+    assert trio.current_time() - started < 2

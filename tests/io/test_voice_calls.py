@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import trio
 
@@ -29,6 +30,7 @@ GREETING = "Hello, how can I help?"
 #: one sentence: the answer takes about four seconds to say, and the tests wait for it
 RETURNS = "# Returns\n\nItems can be returned within thirty days of delivery for a full refund."
 QUESTION = "How long do I have to return an item"
+LIVE_KEY = "kWm7yV3p0XvQ1o2b7Jt3nq8sF0u9c6dE5gH4iJ2kL1M="  # a Fernet key, for tests only
 
 
 def free_port() -> int:
@@ -64,6 +66,7 @@ async def settings_overrides(
         "voice_port": stream_url.rsplit(":", 1)[1],
         "voice_public_url": stream_url,
         "voice_greeting": GREETING,
+        "addon_encryption_key": LIVE_KEY,  # for the live-data test's data source
         **voice_settings,
     }
 
@@ -334,3 +337,45 @@ async def test_twenty_calls_at_once_are_each_answered(
         assert all(t["outcome"] == "interrupted" and t["answer"] == "" for t in cut_off), said
         assert last["outcome"] == "hung up" and "return" in last["question"], said
         assert "first_frame_ms" in last["stages"]
+
+
+async def test_a_caller_asking_for_their_order_hears_it_from_live_rows(
+    voice: VoiceServer,
+    speech: FakeDeepgram,
+    api: httpx.AsyncClient,
+    stream_url: str,
+    database_url: str,
+) -> None:
+    with psycopg.connect(database_url, autocommit=True) as db:
+        db.execute("CREATE TABLE orders (id int PRIMARY KEY, phone text, status text)")
+        db.execute(
+            "INSERT INTO orders VALUES (4411, '+15551234567', 'shipped'),"
+            " (4412, '+15550000000', 'packed')"
+        )
+    body = {"name": "shop", "source_type": "postgresql", "url": database_url, "table": "orders"}
+    source = await api.post("/integrations", json=body)
+    assert source.status_code == 201, source.text
+    action = {
+        "name": "Order status",
+        "source_id": source.json()["id"],
+        # the order is the caller's own: {caller} is the number they call from
+        "template": "SELECT status FROM orders WHERE id = {order_id} AND phone = {caller}",
+    }
+    assert (await api.post("/live-actions", json=action)).status_code == 201
+    # what Deepgram's smart_format writes for the spoken number
+    speech.transcriber = lambda audio: "Where is my order 4411?"
+    question = await spoken("where is my order four four one one")
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await phone.wait_until_quiet(1000, 30)
+        await phone.hang_up()
+    heard = await words(phone.heard[before:])
+    [recorded] = await recorded_calls(api)
+    [turn] = recorded["turns"]
+    assert turn["answer"] == "Order status: status: shipped. [1]", turn
+    assert turn["citations"][0]["document_name"] == "live data: Order status"
+    assert "shipped" in heard or "status" in heard, heard
+    runs = (await api.get("/live-actions/runs")).json()["runs"]
+    assert [(r["channel"], r["outcome"], r["row_count"]) for r in runs] == [("voice", "ran", 1)]

@@ -87,7 +87,12 @@ def _reply(
         yield SendReply(message, tuple(split_text(plan.text, limit)))
         return Handled(stranger=stranger)
     request = ChatRequest(
-        plan.question, employee=plan.role, asker=asker(message), origin=message.channel
+        plan.question,
+        employee=plan.role,
+        asker=asker(message),
+        origin=message.channel,
+        channel=message.channel,
+        user_identifier=message.sender,
     )
     try:
         answer: ChatAnswer = yield from answer_question(request, policy)

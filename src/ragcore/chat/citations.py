@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 import attrs
 
+from ragcore.api.schema import described
 from ragcore.chat.sources import Source
 
 _MARKER = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
@@ -15,12 +17,19 @@ SNIPPET_CHARS = 240
 @attrs.frozen
 class Citation:
     number: int
-    document_id: int
+    document_id: Annotated[int | None, described("null for live data (see live_action_id)")]
     document_name: str
-    chunk_id: int
+    chunk_id: Annotated[int | None, described("null for live data")]
     snippet: str
     score: float
     heading_path: tuple[str, ...] = ()  # where in the document: headings, or "Page 3"
+    live_action_id: Annotated[
+        int | None,
+        described(
+            'the live-data action whose rows are the source ("live data: <action name>"); '
+            "null for a document"
+        ),
+    ] = None
 
 
 def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Citation, ...]]:
@@ -45,12 +54,14 @@ def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tupl
 def _citation(source: Source) -> Citation:
     hit = source.hit
     snippet = hit.text if len(hit.text) <= SNIPPET_CHARS else hit.text[: SNIPPET_CHARS - 1] + "…"
+    live = hit.live_action_id is not None
     return Citation(
         number=source.number,
-        document_id=hit.document_id,
+        document_id=None if live else hit.document_id,
         document_name=hit.document_name,
-        chunk_id=hit.chunk_id,
+        chunk_id=None if live else hit.chunk_id,
         snippet=snippet,
         score=hit.score,
         heading_path=hit.heading_path,
+        live_action_id=hit.live_action_id,
     )

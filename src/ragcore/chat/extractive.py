@@ -3,6 +3,8 @@
 It picks the sentences of the sources that share the most words with the
 question and returns them, each cited, in source order. When no sentence
 shares a content word with the question, it says the documents do not answer.
+Live data (``Prompt.live``) is quoted first, record by record: records found are the
+answer; a source that could not be reached is said, then the documents are quoted.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import math
 import re
 
 from ragcore.chat.prompts import Prompt
+from ragcore.chat.sources import Source
 from ragcore.language import not_found
+from ragcore.live.pipeline import LiveData, offline_live_answer
 
 MAX_SENTENCES = 3
 MAX_ANSWER_CHARS = 900
@@ -60,15 +64,29 @@ def _in(term: str, bag: set[str]) -> bool:
 
 
 def extractive_answer(prompt: Prompt) -> str:
+    documents = [s for s in prompt.sources if s.hit.live_action_id is None]
+    quoted = _quoted(prompt.question, documents)
+    live = [s for s in prompt.sources if s.hit.live_action_id is not None]
+    if prompt.live is None or not live:
+        return quoted or not_found(prompt.language)
+    said = offline_live_answer(prompt.live, live[0].number, prompt.language)
+    if isinstance(prompt.live, LiveData) or not quoted:
+        return said
+    return f"{said} {quoted}"
+
+
+def _quoted(question: str, sources: list[Source]) -> str | None:
+    """The best sentences of ``sources`` for ``question``, cited; None when none shares
+    a content word with it."""
     sentences = []
     seen = set()  # overlapping chunks repeat sentences: quote each once, from the best source
-    for source in prompt.sources:
+    for source in sources:
         for position, sentence in enumerate(_SENTENCE_END.split(source.hit.text)):
             sentence = sentence.strip()
             if sentence and sentence not in seen:
                 seen.add(sentence)
                 sentences.append((source.number, position, sentence, set(words(sentence))))
-    terms = set(words(prompt.question))
+    terms = set(words(question))
     found = [
         (number, position, sentence, bag, {t for t in terms if _in(t, bag)})
         for number, position, sentence, bag in sentences
@@ -82,7 +100,7 @@ def extractive_answer(prompt: Prompt) -> str:
             score = sum(weight[t] for t in overlap) / math.sqrt(len(bag))
             scored.append((score, number, position, sentence))
     if not scored:
-        return not_found(prompt.language)
+        return None
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     best = scored[0][0]
     chosen: list[tuple[int, int, str]] = []

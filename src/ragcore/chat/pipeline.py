@@ -52,6 +52,8 @@ from ragcore.language import (
     not_found,
     worth_detecting,
 )
+from ragcore.live.answers import live_data
+from ragcore.live.pipeline import AskFor, LiveData, LiveFailed, LiveOutcome, NoMatch, live_hit
 from ragcore.metering import metered_generate
 from ragcore.settings import Settings
 from ragcore.usage import (
@@ -93,6 +95,12 @@ class ChatRequest:
     origin: str | None = None
     #: the answer will be said aloud on a phone call: short and sayable
     spoken: bool = False
+    #: where the question was asked, for live-data actions (``ragcore.live``): ``chat``,
+    #: ``telegram``, ``whatsapp``, ``discord`` or ``voice``; None runs none (the CLI)
+    channel: str | None = None
+    #: who the channel says is asking, for ``{caller}``: the caller's or the WhatsApp
+    #: sender's phone number, a Telegram or Discord user id, /chat's ``user``
+    user_identifier: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.employee is not None and self.role is None:
@@ -198,14 +206,23 @@ def _grounded_answer(
 ) -> Generator[Any, Any, ChatAnswer]:
     guesses = (yield DetectLanguage(question)) if worth_detecting(question) else ()
     language = choose_language(guesses, policy.language)
+    live: LiveOutcome = NoMatch()
+    if request.channel is not None:
+        live = yield from live_data(
+            request.channel, request.asker, request.user_identifier, question, language
+        )
+        if isinstance(live, AskFor):  # a value is missing: ask for it, nothing ran
+            return ChatAnswer(live.question, (), request.role, None, None, language=live.language)
     [vector] = yield Embed((question,), purpose="query")
     hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
     kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
-    if not kept:
+    live_source = live_hit(live)
+    if not kept and live_source is None:
         # Nothing relevant to ground an answer on (see ragcore.knowledge.retrieval):
         # say so without spending a provider call.
         return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
-    sources = number_sources(kept)
+    # the live data first: it is what the customer asked about
+    sources = number_sources([live_source, *kept] if live_source is not None else kept)
     context_text = ""
     if request.employee is not None:
         # the same pipeline GET /employees/{role}/context runs, with the question's vector
@@ -213,7 +230,10 @@ def _grounded_answer(
         context_text = context.text
     offer, autonomy = yield from action_offer(request, policy)
     block = role_block(request, policy, context_text, offer)
-    prompt = build_prompt(question, sources, language, block, spoken=request.spoken)
+    shown_live = live if isinstance(live, LiveData | LiveFailed) else None
+    prompt = build_prompt(
+        question, sources, language, block, spoken=request.spoken, live=shown_live
+    )
     sensitive = is_sensitive(request, policy)
     generate = Generate(
         prompt,
@@ -246,7 +266,7 @@ def _grounded_answer(
     if offer is not None and autonomy is not None:
         proposed = yield from propose(request, policy, offer, autonomy, proposal)
     if policy.learning is not None:
-        cited = [citation.document_name for citation in citations]
+        cited = [c.document_name for c in citations if c.live_action_id is None]
         record = interaction(request.role, request.asker, question, vector, cited, grounded)
         if record is not None:
             yield from learn_from(record, policy.learning)

@@ -6,6 +6,7 @@ import attrs
 
 from ragcore.chat.sources import Source
 from ragcore.language import language_name
+from ragcore.live.pipeline import LiveData, LiveFailed
 
 GROUNDING_INSTRUCTIONS = """\
 You answer questions for a small business using only the numbered sources you are given.
@@ -36,6 +37,8 @@ class Prompt:
     question: str
     sources: tuple[Source, ...]
     language: str = "en"  # ISO 639-1 code of the answer's language
+    #: the live data among the sources (the one whose hit has ``live_action_id``)
+    live: LiveData | LiveFailed | None = None
 
 
 def build_prompt(
@@ -45,11 +48,13 @@ def build_prompt(
     role_block: str = "",
     *,
     spoken: bool = False,
+    live: LiveData | LiveFailed | None = None,
 ) -> Prompt:
     """The prompt for ``question`` over ``sources``. The system message is the grounding
     instructions, intact, then the language line, then ``role_block`` when answering as a
     role (``ragcore.employees.layering.role_instructions``): layered on top, never instead.
-    ``spoken``: the answer will be said on a call (``SPOKEN_INSTRUCTIONS``)."""
+    ``spoken``: the answer will be said on a call (``SPOKEN_INSTRUCTIONS``); ``live``:
+    the live data one of the sources holds (``ragcore.live.pipeline.live_hit``)."""
     blocks = [_source_block(source) for source in sources]
     user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{REMINDER}"
     system = f"{GROUNDING_INSTRUCTIONS}\n- Write the answer in {language_name(language)}."
@@ -57,10 +62,12 @@ def build_prompt(
         system = f"{system}\n{SPOKEN_INSTRUCTIONS}"
     if role_block.strip():
         system = f"{system}\n\n{role_block.strip()}"
-    return Prompt(system, user, question, sources, language)
+    return Prompt(system, user, question, sources, language, live)
 
 
 def _source_block(source: Source) -> str:
     hit = source.hit
+    if hit.live_action_id is not None:  # as ragcore.live.pipeline.live_source_text
+        return f"[{source.number}] {hit.document_name}\n{hit.text}"
     where = " > ".join((hit.document_name, *hit.heading_path))
     return f"[{source.number}] ({where})\n{hit.text}"

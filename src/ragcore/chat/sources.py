@@ -17,6 +17,9 @@ class Hit:
     text: str
     score: float
     heading_path: tuple[str, ...] = ()
+    #: set on the live-data source (ragcore.live.pipeline.live_hit), whose rows come from
+    #: the owner's systems: it has no document or chunk (their ids are 0)
+    live_action_id: int | None = None
 
 
 @attrs.frozen

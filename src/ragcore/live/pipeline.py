@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from ragcore.chat.sources import Hit
 from ragcore.effects import Effect
 from ragcore.live.cache import Cache, Rows, cache_key, cached_rows, record
 from ragcore.live.extraction import caller_value, extract
@@ -184,19 +185,23 @@ def match_and_execute_action(
     )
 
 
-def live_source_text(outcome: LiveOutcome, number: int, max_rows: int = MAX_ROWS) -> str | None:
-    """The outcome as source ``[number]`` of the prompt, titled "live data: <action
-    name>", or None when it adds nothing (no match; a question asked instead). Rows are
-    one JSON object a line, at most ``max_rows`` (the rest counted), each value cut to
+def live_hit(outcome: LiveOutcome, max_rows: int = MAX_ROWS) -> Hit | None:
+    """The outcome as a source for the prompt, titled "live data: <action name>", or None
+    when it adds nothing (no match; a question asked instead). Rows are one JSON object
+    a line, at most ``max_rows`` (the rest counted), each value cut to
     ``MAX_VALUE_CHARS``; the text says they are data, not instructions."""
     if not isinstance(outcome, LiveData | LiveFailed):
         return None
-    head = f"[{number}] live data: {_one_line(outcome.action.name)}"
-    if outcome.action.description.strip():
-        head = f"{head}\n({_one_line(outcome.action.description)})"
+    action = outcome.action
+    title = f"live data: {_one_line(action.name)}"
+    about = f"({_one_line(action.description)})\n" if action.description.strip() else ""
+
+    def hit(text: str) -> Hit:
+        return Hit(0, 0, title, about + text, 1.0, live_action_id=action.id)
+
     if isinstance(outcome, LiveFailed):
-        return (
-            f"{head}\nThe data could not be fetched just now. Say so: tell the customer "
+        return hit(
+            "The data could not be fetched just now. Say so: tell the customer "
             "their data could not be looked up at the moment, and do not guess it."
         )
     note = (
@@ -209,7 +214,7 @@ def live_source_text(outcome: LiveOutcome, number: int, max_rows: int = MAX_ROWS
             if outcome.affected is not None
             else "No matching record was found."
         )
-        return f"{head}\n{note}\n{found}"
+        return hit(f"{note}\n{found}")
     # "<" escaped, as JSON allows: a value cannot close the <data> block
     lines = [
         json.dumps(_short(row), ensure_ascii=False, default=str).replace("<", "\\u003c")
@@ -218,7 +223,54 @@ def live_source_text(outcome: LiveOutcome, number: int, max_rows: int = MAX_ROWS
     shown = lines[:max_rows]
     if len(lines) > max_rows:
         shown.append(f"({len(lines) - max_rows} more record(s) not shown)")
-    return f"{head}\n{note}\n<data>\n" + "\n".join(shown) + "\n</data>"
+    return hit(f"{note}\n<data>\n" + "\n".join(shown) + "\n</data>")
+
+
+def live_source_text(outcome: LiveOutcome, number: int, max_rows: int = MAX_ROWS) -> str | None:
+    """The live source as the prompt shows it, numbered ``number`` (see ``live_hit``)."""
+    hit = live_hit(outcome, max_rows)
+    return None if hit is None else f"[{number}] {hit.document_name}\n{hit.text}"
+
+
+#: the offline answer's words, by language (no model: the records are quoted as they are)
+LIVE_WORDS = {
+    "en": ("No matching record was found.", "Done: {n} record(s) changed.",
+           "Your data could not be looked up just now; please try again later."),
+    "de": ("Es wurde kein passender Eintrag gefunden.", "Erledigt: {n} Eintrag/Einträge geändert.",
+           "Ihre Daten konnten gerade nicht abgerufen werden; bitte versuchen Sie es später."),
+    "fr": ("Aucun enregistrement correspondant n'a été trouvé.",
+           "C'est fait : {n} enregistrement(s) modifié(s).",
+           "Vos données n'ont pas pu être consultées pour le moment ; réessayez plus tard."),
+    "es": ("No se encontró ningún registro coincidente.", "Hecho: {n} registro(s) cambiado(s).",
+           "No se pudieron consultar sus datos en este momento; inténtelo más tarde."),
+    "it": ("Nessun record corrispondente trovato.", "Fatto: {n} record modificato/i.",
+           "Non è stato possibile consultare i suoi dati ora; riprovi più tardi."),
+    "nl": ("Er is geen overeenkomend record gevonden.", "Klaar: {n} record(s) gewijzigd.",
+           "Uw gegevens konden nu niet worden opgezocht; probeer het later opnieuw."),
+    "pt": ("Não foi encontrado nenhum registo correspondente.",
+           "Feito: {n} registo(s) alterado(s).",
+           "Não foi possível consultar os seus dados agora; tente mais tarde."),
+}  # fmt: skip
+MAX_SPOKEN_ROWS = 3  # the offline answer quotes this many records
+
+
+def offline_live_answer(outcome: LiveData | LiveFailed, number: int, language: str) -> str:
+    """What the offline answerer says of a live source: the records found, field by
+    field, cited as ``[number]``; or that none was found, the change made, or that the
+    data could not be fetched. Records are quoted, never interpreted."""
+    none_found, changed, unavailable = LIVE_WORDS.get(language, LIVE_WORDS["en"])
+    if isinstance(outcome, LiveFailed):
+        return f"{unavailable} [{number}]"
+    if not outcome.rows:
+        said = changed.format(n=outcome.affected) if outcome.affected is not None else none_found
+        return f"{said} [{number}]"
+    records = [
+        ", ".join(f"{key}: {value}" for key, value in _short(row).items() if value is not None)
+        for row in outcome.rows[:MAX_SPOKEN_ROWS]
+    ]
+    more = len(outcome.rows) - MAX_SPOKEN_ROWS
+    text = "; ".join(records) + (f"; (+{more})" if more > 0 else "")
+    return f"{_one_line(outcome.action.name)}: {text}. [{number}]"
 
 
 def _short(row: Mapping[str, Any]) -> dict[str, Any]:

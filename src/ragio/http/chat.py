@@ -35,11 +35,19 @@ async def chat_request() -> ChatRequest:
     args = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
     asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
     question, asker, role = asked.question, asked.user, asked.role or None
+    # live-data actions see /chat as the channel "chat", and ``user`` as {caller}
     if role is None:
-        return ChatRequest(question=question, asker=asker)
+        return ChatRequest(question=question, asker=asker, channel="chat", user_identifier=asker)
     employee = await stored_role(service().database, role)  # an unknown one is 404
     # origin "chat": the API's callers hold its key; a proposal still meets the gate
-    return ChatRequest(question=question, employee=employee, asker=asker, origin="chat")
+    return ChatRequest(
+        question=question,
+        employee=employee,
+        asker=asker,
+        origin="chat",
+        channel="chat",
+        user_identifier=asker,
+    )
 
 
 @blueprint.post("/chat")

@@ -1,24 +1,58 @@
 """The handler of ``RunLiveQuery`` (``ragcore.live.pipeline``): a live action's checked
-template run on its data source, its values bound as the driver's parameters.
+template run on its data source, its values bound, never formatted into query text.
 
-The SQL kinds run here: a read in a read-only transaction with at most ``MAX_ROWS`` rows,
-a write committed; the server's statement timeout and ``INTEGRATIONS_TIMEOUT_SECONDS``
-(twice, for connecting and the statement) bound it. Every failure is a ``LiveFailure``
-with the source's reason, never an exception: the answer goes on without live data.
-Live queries on the other kinds are not built yet and say so.
+Each kind of source, through its connector:
+
+- mysql, postgresql: the statement with the values as the driver's parameters; a read in
+  a read-only transaction with at most ``MAX_ROWS`` rows, a write committed, or, for the
+  owner's ``dry_run``, rolled back (the rows it would change are still counted). The
+  server's statement timeout bounds it.
+- mongodb: a ``find`` with the bound filter (``bind_filter``: each value a BSON string,
+  never parsed as an operator) on the configured collection, ``MAX_ROWS`` at most, the
+  server's ``maxTimeMS`` on it; documents JSON-shaped (``_id`` as its hex text).
+- rest_api: ``GET`` of the bound path and query (``rest_target``: each value
+  URL-encoded) on the source's base URL, its origin only, with its auth header and no
+  redirect followed; a list body is the rows, an object its ``records_key`` list or
+  itself as one row; a non-2xx answer is a failure with its status.
+- the SaaS kinds and csv: the vendor's own search for "field equals value" where it has
+  one (HubSpot's CRM search, Stripe's Search API, a SOQL query on Salesforce, Shopify's
+  search syntax), the rows filtered here for a Google sheet or a CSV file.
+
+The other kinds are reads only: a dry run of them is the read itself. The whole query,
+connecting included, gets ``LIVE_QUERY_TIMEOUT_SECONDS`` (a customer is waiting); each
+request within it also gets its own timeout (``INTEGRATIONS_TIMEOUT_SECONDS``, or the
+live limit when that is shorter). The run's duration is measured on ``service.clock``.
+Every failure is a ``LiveFailure`` with the source's reason (credentials masked), never
+an exception: the answer goes on without live data.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Protocol, cast
 
+import attrs
+import httpx
 import trio
 
 from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
-from ragcore.live.templates import SqlTemplate
+from ragcore.live.templates import (
+    SEARCH_KINDS,
+    MongoTemplate,
+    RestTemplate,
+    SearchTemplate,
+    SqlTemplate,
+    bind_filter,
+    rest_target,
+)
 from ragio.integrations import store
-from ragio.integrations.connectors.base import Reach, SourceFailed
+from ragio.integrations.connectors import connector_for
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed
 from ragio.integrations.connectors.databases import MySQLTable, PostgreSQLTable
+from ragio.integrations.connectors.mongodb import MongoCollection
+from ragio.integrations.connectors.rest import RestApi
 from ragio.integrations.credentials import CredentialsUnreadable
 from ragio.integrations.sync import credentials_of
 from ragio.service import HandlerTable, Service
@@ -28,38 +62,81 @@ MAX_ROWS = 50  # the rows a read hands over (the prompt shows fewer: live_source
 SQL_TABLES = {"mysql": MySQLTable, "postgresql": PostgreSQLTable}
 
 
+class Searchable(Protocol):
+    """A connector of a search kind (``SEARCH_KINDS``): each has ``search``."""
+
+    async def search(self, field: str, value: str, limit: int) -> list[Record]: ...
+
+
 async def run_live_query(effect: RunLiveQuery, service: Service) -> LiveRows | LiveFailure:
+    started = service.clock.now()
+    outcome = await _outcome(effect, service)
+    elapsed = service.clock.now() - started
+    return attrs.evolve(outcome, duration_ms=max(0, round(elapsed.total_seconds() * 1000)))
+
+
+async def _outcome(effect: RunLiveQuery, service: Service) -> LiveRows | LiveFailure:
+    limit = service.settings.live_query_timeout_seconds
+    with trio.move_on_after(limit):
+        try:
+            return await _run(effect, service, limit)
+        except SourceFailed as failed:
+            log.info("live action %s: %s", effect.action_id, failed.reason)
+            return LiveFailure(failed.reason)
+    log.info("live action %s: no answer within %g seconds", effect.action_id, limit)
+    return LiveFailure(f"no answer within {limit:g} seconds")
+
+
+async def _run(effect: RunLiveQuery, service: Service, limit: float) -> LiveRows | LiveFailure:
     source = await service.database.run(store.get_source, effect.source_id)
     if source is None:
         return LiveFailure(f"data source {effect.source_id} no longer exists")
-    table = SQL_TABLES.get(source.source_type)
-    if table is None or not isinstance(effect.query, SqlTemplate):
-        return LiveFailure(f"live queries on {source.source_type} sources are not built yet")
+    kind, query = source.source_type, effect.query
     try:
         credentials = credentials_of(service, source)
     except CredentialsUnreadable as unreadable:
         return LiveFailure(unreadable.detail)
+    values = dict(effect.values)
+    if kind in SQL_TABLES and isinstance(query, SqlTemplate):
+        within = _reach(service, limit, None)  # a database is reached by its driver
+        rows, affected = await SQL_TABLES[kind](credentials, within).run_statement(
+            query.text, values, writes=query.writes, max_rows=MAX_ROWS, dry_run=effect.dry_run
+        )
+        return LiveRows(tuple(rows), affected)
+    if kind == "mongodb" and isinstance(query, MongoTemplate):
+        collection = MongoCollection(credentials, _reach(service, limit, None))
+        return LiveRows(tuple(await collection.find(bind_filter(query, values), MAX_ROWS)))
+    if kind == "rest_api" and isinstance(query, RestTemplate):
+        async with _http(service, limit) as within:
+            api = connector_for(kind, credentials, within)
+            assert isinstance(api, RestApi)
+            return LiveRows(tuple(await api.get(rest_target(query, values), MAX_ROWS)))
+    if kind in SEARCH_KINDS and isinstance(query, SearchTemplate):
+        async with _http(service, limit) as within:
+            searcher = cast(Searchable, connector_for(kind, credentials, within))
+            found = await searcher.search(query.field, values[query.param], MAX_ROWS)
+            return LiveRows(tuple(found))
+    return LiveFailure(f"the action's template is not one for a {kind} source")
+
+
+def _reach(service: Service, limit: float, client: httpx.AsyncClient | None) -> Reach:
     settings = service.settings
-    limit = 2 * settings.integrations_timeout_seconds
-    # no HTTP client: a database is reached by its driver (a customer is waiting)
-    within = Reach(
-        settings.integrations_timeout_seconds,
+    return Reach(
+        min(settings.integrations_timeout_seconds, limit),
         settings.integrations_allow_http_loopback,
+        client,
         clock=service.clock,
+        abandon_on_cancel=True,
     )
-    try:
-        with trio.move_on_after(limit):
-            rows, affected = await table(credentials, within).run_statement(
-                effect.query.text,
-                dict(effect.values),
-                writes=effect.query.writes,
-                max_rows=MAX_ROWS,
-            )
-            return LiveRows(tuple(rows), affected)
-    except SourceFailed as failed:
-        log.info("live action %s: %s", effect.action_id, failed.reason)
-        return LiveFailure(failed.reason)
-    return LiveFailure(f"no answer within {limit:g} seconds")
+
+
+@asynccontextmanager
+async def _http(service: Service, limit: float) -> AsyncIterator[Reach]:
+    """A Reach with an HTTP client of the query's own: every request timed, no redirect."""
+    within = _reach(service, limit, None)
+    timeout = httpx.Timeout(within.timeout)
+    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+        yield attrs.evolve(within, client=client)
 
 
 HANDLERS: HandlerTable = {RunLiveQuery: run_live_query}

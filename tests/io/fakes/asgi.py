@@ -51,6 +51,7 @@ class Recorded:
     at: float
     query: dict[str, list[str]] = attrs.field(factory=dict, repr=False)
     raw: bytes = attrs.field(default=b"", repr=False)
+    raw_path: bytes = attrs.field(default=b"", repr=False)  # as sent: percent-encoded
 
     @property
     def malformed(self) -> bool:
@@ -189,7 +190,14 @@ class FakeServer:
         except ValueError:
             body = None
         request = Recorded(
-            scope["method"], scope["path"], headers, body, trio.current_time(), query, raw
+            scope["method"],
+            scope["path"],
+            headers,
+            body,
+            trio.current_time(),
+            query,
+            raw,
+            scope.get("raw_path") or scope["path"].encode(),
         )
         self.requests.append(request)
         self.in_flight += 1

@@ -3,7 +3,13 @@ private app's Bearer token, ``limit`` (at most 100) and the opaque ``after`` cur
 answering ``{"results": [...], "paging": {"next": {"after", "link"}}}`` and HubSpot's
 error bodies (``{"status": "error", "message", "correlationId", "category"}``).
 ``objects`` holds the records by object type; ``revoked`` tokens are refused as HubSpot
-refuses any token it does not know."""
+refuses any token it does not know.
+
+The CRM search, ``POST /crm/v3/objects/{object_type}/search`` with a JSON body of
+``filterGroups`` (OR of groups, each an AND of ``filters``: ``propertyName``,
+``operator``, ``value``), ``limit`` (at most 200) and ``after``, answering
+``{"total", "results", "paging"}``; the operators EQ and NEQ are served (string values
+compared without case, as HubSpot compares them), any other is a VALIDATION_ERROR."""
 
 from __future__ import annotations
 
@@ -67,6 +73,9 @@ class FakeHubSpot(FakeServer):
             raise HubSpotError(401, NO_CREDENTIALS, "INVALID_AUTHENTICATION")
         await self._scripted()
         prefix = "/crm/v3/objects/"
+        if request.method == "POST" and request.path.startswith(prefix):
+            await self._search(request, request.path[len(prefix) :].removesuffix("/search"), send)
+            return
         if request.method != "GET" or not request.path.startswith(prefix):
             raise HubSpotError(404, "Not Found", "OBJECT_NOT_FOUND")
         kind = request.path[len(prefix) :]
@@ -89,6 +98,41 @@ class FakeHubSpot(FakeServer):
                 }
             }
         await self._send_json(send, 200, body)
+
+    async def _search(self, request: Recorded, kind: str, send: Send) -> None:
+        if not request.path.endswith("/search") or kind not in self.objects:
+            raise HubSpotError(404, "Not Found", "OBJECT_NOT_FOUND")
+        body = request.body
+        if not isinstance(body, dict):
+            raise HubSpotError(400, "Invalid input JSON on line 1", "VALIDATION_ERROR")
+        groups = body.get("filterGroups") or []
+        limit = body.get("limit", 10)
+        if not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise HubSpotError(400, "limit must be between 1 and 200", "VALIDATION_ERROR")
+        if not isinstance(groups, list) or len(groups) > 5:
+            raise HubSpotError(400, "Up to 5 filterGroups are allowed", "VALIDATION_ERROR")
+        rows = [row for row in self.objects[kind] if not groups or any(
+            all(self._holds(row, rule) for rule in group.get("filters") or [])
+            for group in groups
+        )]  # fmt: skip
+        start = int(body.get("after") or 0)
+        page: dict[str, Any] = {"total": len(rows), "results": rows[start : start + limit]}
+        if start + limit < len(rows):
+            page["paging"] = {"next": {"after": str(start + limit)}}
+        await self._send_json(send, 200, page)
+
+    @staticmethod
+    def _holds(row: dict[str, Any], rule: Any) -> bool:
+        if not isinstance(rule, dict) or not isinstance(rule.get("propertyName"), str):
+            raise HubSpotError(400, "filter propertyName is required", "VALIDATION_ERROR")
+        operator = rule.get("operator")
+        if operator not in ("EQ", "NEQ"):
+            raise HubSpotError(
+                400, f"Invalid operator {operator!r} (served here: EQ, NEQ)", "VALIDATION_ERROR"
+            )
+        have = row["properties"].get(rule["propertyName"])
+        same = have is not None and str(have).lower() == str(rule.get("value", "")).lower()
+        return same if operator == "EQ" else not same
 
     def _failure(self, failure: Failure) -> WireError:
         if failure.status == 429:

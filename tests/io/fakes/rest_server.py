@@ -12,13 +12,18 @@ connector follows (``style``):
 makes the next-page links point at another origin; ``redirect_to`` answers
 with a 302 there; ``garbage = "html"`` answers with a captive portal's page. A wrong header gets
 ``{"message": "Bad credentials: <what was sent>"}`` (an API that echoes the token, so the
-tests see it masked)."""
+tests see it masked).
+
+One item, ``GET /v1/customers/{id}``: the item whose id is that one path segment, as
+sent percent-encoded (``%2F`` is part of the id, not a new segment), or a 404;
+``?email=`` on the listing keeps the items with that e-mail."""
 
 from __future__ import annotations
 
 import base64
 import json
 from typing import Any
+from urllib.parse import unquote
 
 from tests.io.fakes.asgi import (
     HTML_PAGE,
@@ -70,6 +75,15 @@ class FakeRestApi(FakeServer):
         if sent != self.api_key:
             raise RestError(401, f"Bad credentials: {sent or 'none'}")
         await self._scripted()
+        raw = request.raw_path.decode("latin-1")
+        if request.method == "GET" and raw.startswith(self.path + "/"):
+            segment = raw[len(self.path) + 1 :]
+            wanted = unquote(segment) if "/" not in segment else None
+            found = [i for i in self.items if str(i["id"]) == wanted]
+            if not found:
+                raise RestError(404, "Not Found")
+            await self._send_json(send, 200, found[0])
+            return
         if request.path != self.path or request.method != "GET":
             raise RestError(404, "Not Found")
         if self.redirect_to is not None:
@@ -84,8 +98,11 @@ class FakeRestApi(FakeServer):
             start = int(base64.b64decode(cursor)) if cursor else 0
         else:
             start = (int(request.query.get("page", ["1"])[0]) - 1) * self.page_size
-        page = self.items[start : start + self.page_size]
-        more = start + self.page_size < len(self.items)
+        items = self.items
+        if "email" in request.query:
+            items = [i for i in items if i["email"] == request.query["email"][0]]
+        page = items[start : start + self.page_size]
+        more = start + self.page_size < len(items)
         following = start // self.page_size + 2
         origin = self.next_origin or self.base_url
         url = f"{origin}{self.path}?page={following}"
@@ -96,7 +113,7 @@ class FakeRestApi(FakeServer):
             if more:
                 headers["link"] = f'<{url}>; rel="next", <{origin}{self.path}?page=1>; rel="first"'
         elif self.style == "next":
-            body = {"count": len(self.items), "results": page, "next": url if more else None}
+            body = {"count": len(items), "results": page, "next": url if more else None}
         elif self.style == "cursor":
             token = base64.b64encode(str(start + self.page_size).encode()).decode()
             body = {"data": page, "next_cursor": token if more else None}

@@ -5,7 +5,12 @@ security token appended to the password) and the REST query resource
 locators), in Salesforce's shapes: ``{"totalSize", "done", "nextRecordsUrl", "records"}``
 with each record's ``attributes``, token errors ``{"error", "error_description"}`` and
 REST errors ``[{"message", "errorCode"}]``. ``batch`` is the page size (Salesforce's is
-2,000); ``instance_url`` and ``next_origin`` let a test make it name other hosts."""
+2,000); ``instance_url`` and ``next_origin`` let a test make it name other hosts.
+
+SOQL is served for ``SELECT <fields> FROM <object> [WHERE <field> = '<literal>']
+[LIMIT n]``: the literal in single quotes with SOQL's backslash escapes (``\'``,
+``\"``, ``\\``, ``\n``, ``\r``, ``\t``, ``\b``, ``\f``), compared without case as
+Salesforce compares text; an unescaped quote or an unknown escape is MALFORMED_QUERY."""
 
 from __future__ import annotations
 
@@ -16,7 +21,28 @@ from urllib.parse import parse_qs
 
 from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError
 
-_SELECT = re.compile(r"^SELECT\s+(.+?)\s+FROM\s+(\w+)(?:\s+LIMIT\s+(\d+))?$", re.IGNORECASE)
+_SELECT = re.compile(
+    r"^SELECT\s+(.+?)\s+FROM\s+(\w+)"
+    r"(?:\s+WHERE\s+(\w+)\s*=\s*'((?:\\.|[^'\\])*)')?(?:\s+LIMIT\s+(\d+))?$",
+    re.IGNORECASE | re.DOTALL,
+)
+_UNESCAPE = {"'": "'", '"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+
+
+def _literal(text: str) -> str | None:
+    """A SOQL string literal's value (its quotes gone); None for an unknown escape."""
+    out, at = [], 0
+    while at < len(text):
+        if text[at] == "\\":
+            char = _UNESCAPE.get(text[at + 1 : at + 2])
+            if char is None:
+                return None
+            out.append(char)
+            at += 2
+        else:
+            out.append(text[at])
+            at += 1
+    return "".join(out)
 
 
 class TokenError(WireError):
@@ -120,7 +146,10 @@ class FakeSalesforce(FakeServer):
         if not match:
             raise RestError(400, "MALFORMED_QUERY", f"unexpected token: '{q[:40]}'")
         fields = [f.strip() for f in match.group(1).split(",")]
-        sobject, limit = match.group(2), match.group(3)
+        sobject, where, literal, limit = match.group(2, 3, 4, 5)
+        wanted = _literal(literal) if literal is not None else None
+        if literal is not None and wanted is None:
+            raise RestError(400, "MALFORMED_QUERY", "Invalid string literal: illegal escape")
         if sobject not in self.objects:
             raise RestError(
                 400,
@@ -129,7 +158,7 @@ class FakeSalesforce(FakeServer):
                 "custom object, be sure to append the '__c' after the entity name.",
             )
         known = set(contact(0))
-        for field in fields:
+        for field in fields + ([where] if where else []):
             if field not in known:
                 raise RestError(
                     400, "INVALID_FIELD", f"No such column '{field}' on entity '{sobject}'."
@@ -143,6 +172,7 @@ class FakeSalesforce(FakeServer):
                 **{f: row.get(f) for f in fields},
             }
             for row in self.objects[sobject]
+            if wanted is None or str(row.get(where, "")).lower() == wanted.lower()
         ]
         if limit is not None:
             rows = rows[: int(limit)]

@@ -5,7 +5,11 @@ as ``{"data": {…: {"nodes", "pageInfo": {"hasNextPage", "endCursor"}}}, "exten
 {"cost": …}}``; a wrong token gets Shopify's 401 ``{"errors": "[API] Invalid API key or
 access token …"}``; ``throttle_next`` answers with the ``THROTTLED`` GraphQL error on a
 200, as the leaky bucket does. It reads which connection is asked for and its variables,
-not the whole GraphQL grammar."""
+not the whole GraphQL grammar.
+
+A connection's ``query`` argument (Shopify's search syntax, passed as a variable) is
+served for one term, ``field:"value"`` (a backslash escaping the next character) or
+``field:value``, compared without case; any other search matches nothing here."""
 
 from __future__ import annotations
 
@@ -18,6 +22,18 @@ from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError
 
 VERSIONS = ("2025-01", "2025-04", "2025-07", "2025-10", "unstable")
 BAD_TOKEN = "[API] Invalid API key or access token (unrecognized login or wrong password)"
+
+
+_TERM = re.compile(r'^(\w+):(?:"((?:\\.|[^"\\])*)"|([^\s"():\\]+))$')
+
+
+def _matches(search: str) -> Any:
+    term = _TERM.match(search.strip())
+    if term is None:
+        return lambda node: False
+    field = term.group(1)
+    value = re.sub(r"\\(.)", r"\1", term.group(2)) if term.group(3) is None else term.group(3)
+    return lambda node: str(node.get(field) or "").lower() == value.lower()
 
 
 class ShopifyError(WireError):
@@ -126,6 +142,8 @@ class FakeShopify(FakeServer):
         after = variables.get("after")
         start = json.loads(base64.b64decode(after))["last"] if after else 0
         rows = self.resources[name]
+        if isinstance(variables.get("query"), str):
+            rows = [row for row in rows if _matches(variables["query"])(row)]
         page = rows[start : start + first]
         end = start + len(page)
         cursor = base64.b64encode(json.dumps({"last": end}).encode()).decode()

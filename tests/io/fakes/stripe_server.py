@@ -3,11 +3,18 @@ token (or HTTP Basic user, as Stripe also takes), ``limit`` 1-100 and ``starting
 answering list objects (``{"object": "list", "data", "has_more", "url"}``) and Stripe's
 error bodies (``{"error": {"type", "message", "code", "param"}}``), whose messages name a
 key only by its last four characters. ``revoked`` keys answer as Stripe answers an
-expired (rolled) key."""
+expired (rolled) key.
+
+The Search API too, ``GET /v1/customers/search?query=…&limit=…``, answering a search
+result (``{"object": "search_result", "data", "has_more", "next_page", "url"}``). Its
+query language is served for one clause, ``field:'value'`` (or ``"value"``) on email,
+name, phone or ``metadata['key']``, a backslash escaping the next character in the
+value, as Stripe documents; anything else is Stripe's 400 for a query it cannot parse."""
 
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError
@@ -18,6 +25,13 @@ class StripeError(WireError):
         super().__init__(
             status, message, {"error": {"type": type_, "message": message, **extra}}, None
         )
+
+
+SEARCH_FIELDS = ("email", "name", "phone")
+_CLAUSE = re.compile(
+    r"""^(?P<field>[a-z_]+|metadata\['(?P<key>[^'\\]+)'\]):"""
+    r"""(?P<quote>['"])(?P<value>(?:\\.|(?!(?P=quote))[^\\])*)(?P=quote)$"""
+)
 
 
 def redacted(key: str) -> str:
@@ -70,6 +84,9 @@ class FakeStripe(FakeServer):
                 401, "invalid_request_error", f"Invalid API Key provided: {redacted(key)}"
             )
         await self._scripted()
+        if request.method == "GET" and request.path == "/v1/customers/search":
+            await self._search(request, send)
+            return
         if request.method != "GET" or request.path != "/v1/customers":
             raise StripeError(
                 404,
@@ -109,6 +126,46 @@ class FakeStripe(FakeServer):
                 "url": "/v1/customers",
             },
             {"request-id": f"req_{len(self.requests):014d}"},
+        )
+
+    async def _search(self, request: Recorded, send: Send) -> None:
+        query = request.query.get("query", [""])[0]
+        clause = _CLAUSE.match(query.strip())
+        if clause is None:
+            raise StripeError(
+                400,
+                "invalid_request_error",
+                f"We were unable to parse your search query. Try using the format "
+                f'`metadata["key"]:"value"` to query for metadata or '
+                f'`key:"value"` to query for other fields. ({query[:80]})',
+                param="query",
+            )
+        field, key = clause["field"], clause["key"]
+        if key is None and field not in SEARCH_FIELDS:
+            raise StripeError(
+                400,
+                "invalid_request_error",
+                f"Field `{field}` is an unsupported search field for resource `customers`.",
+                param="query",
+            )
+        value = re.sub(r"\\(.)", r"\1", clause["value"])
+        limit = int(request.query.get("limit", ["10"])[0])
+
+        def holds(row: dict[str, Any]) -> bool:
+            have = row["metadata"].get(key) if key is not None else row.get(field)
+            return have is not None and str(have).lower() == value.lower()
+
+        found = [row for row in self.customers if holds(row)]
+        await self._send_json(
+            send,
+            200,
+            {
+                "object": "search_result",
+                "data": found[:limit],
+                "has_more": len(found) > limit,
+                "next_page": None,
+                "url": "/v1/customers/search",
+            },
         )
 
     def _failure(self, failure: Failure) -> WireError:

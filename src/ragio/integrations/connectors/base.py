@@ -39,6 +39,10 @@ class Reach:
     allow_http_loopback: bool  # http:// to 127.0.0.1 (INTEGRATIONS_ALLOW_HTTP_LOOPBACK)
     client: httpx.AsyncClient | None = None  # for the HTTP kinds; follows no redirects
     clock: Clock = attrs.field(factory=SystemClock)  # the service's (signed tokens' times)
+    #: a live query (ragio.live.handlers): a driver call in a worker thread is left behind
+    #: when the query's time is up (the thread ends on the driver's own timeout) rather
+    #: than waited for, so the customer gets the failure on time
+    abandon_on_cancel: bool = False
 
 
 Record = dict[str, Any]
@@ -75,3 +79,16 @@ def checked_base_url(url: str, reach: Reach, field: str) -> str:
         )
         return url.rstrip("/")
     raise SourceFailed(f"{field} must be an https:// URL, not {parts.scheme or 'no'} scheme")
+
+
+def equal_records(records: list[Record], field: str, value: str, limit: int) -> list[Record]:
+    """A live search done here, for sources with no search of their own (a sheet, a CSV
+    file): the first ``limit`` records whose ``field`` equals ``value``, compared as text
+    without surrounding spaces or case (``Ada@Example.com`` is ``ada@example.com``).
+    ``SourceFailed`` when no record has the field at all (the template names a column
+    the source lacks)."""
+    if records and not any(field in record for record in records):
+        raise SourceFailed(f"the source has no column {field!r}")
+    wanted = value.strip().casefold()
+    found = [r for r in records if str(r.get(field, "")).strip().casefold() == wanted]
+    return found[:limit]

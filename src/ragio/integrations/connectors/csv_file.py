@@ -1,6 +1,7 @@
 """The csv kind: a CSV file uploaded once, its text stored (encrypted) in the ``content``
 field. Its rows are its records, the first row naming the columns; the delimiter is
-sniffed as for a CSV document (``ragcore.knowledge.formats.csv_rows``)."""
+sniffed as for a CSV document (``ragcore.knowledge.formats.csv_rows``). A live action's
+search reads them and keeps the rows whose column equals the value (``equal_records``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import trio
 from ragcore.errors import InvalidInput
 from ragcore.integrations.records import table_records
 from ragcore.knowledge.formats import csv_rows
-from ragio.integrations.connectors.base import Reach, Record, SourceFailed
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed, equal_records
 
 PAGE_ROWS = 500
 
@@ -37,6 +38,11 @@ class CsvFile:
             raise SourceFailed("the CSV content has no rows under its header row")
         shown = ", ".join(columns[:10]) + (", …" if len(columns) > 10 else "")
         return f"CSV file: {len(records)} rows, {len(columns)} columns ({shown})"
+
+    async def search(self, field: str, value: str, limit: int) -> list[Record]:
+        """The rows whose column ``field`` equals ``value`` (at most ``limit``)."""
+        _, records = await self._records()
+        return equal_records(records, field, value, limit)
 
     async def pages(self) -> AsyncIterator[list[Record]]:
         _, records = await self._records()

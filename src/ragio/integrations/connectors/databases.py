@@ -112,15 +112,23 @@ class _Table:
                 await trio.to_thread.run_sync(_close_quietly, conn)
 
     async def run_statement(
-        self, text: str, params: dict[str, str], *, writes: bool, max_rows: int
+        self,
+        text: str,
+        params: dict[str, str],
+        *,
+        writes: bool,
+        max_rows: int,
+        dry_run: bool = False,
     ) -> tuple[list[Record], int | None]:
         """One statement of a live action with its bound ``params``: a read in a read-only
         transaction, at most ``max_rows`` rows; a write committed, with the rows it
-        changed. The server's statement timeout applies to both."""
-        return await self._run(functools.partial(self._statement, text, params, writes, max_rows))
+        changed, or with ``dry_run`` rolled back, with the rows it would have changed.
+        The server's statement timeout applies to all."""
+        statement = functools.partial(self._statement, text, params, writes, max_rows, dry_run)
+        return await self._run(statement)
 
     def _statement(
-        self, text: str, params: dict[str, str], writes: bool, max_rows: int
+        self, text: str, params: dict[str, str], writes: bool, max_rows: int, dry_run: bool
     ) -> tuple[list[Record], int | None]:
         conn = self._open()
         try:
@@ -129,7 +137,10 @@ class _Table:
                 cursor.execute(text, params)  # a dict, always: %% is then read as %
                 if writes:
                     affected = cursor.rowcount
-                    conn.commit()
+                    if dry_run:
+                        conn.rollback()
+                    else:
+                        conn.commit()
                     return [], affected
                 rows = cursor.fetchmany(max_rows) if cursor.description else []
             conn.rollback()
@@ -180,7 +191,9 @@ class _Table:
         """``call`` in a worker thread; its failure as ``SourceFailed`` with the source's
         reason, secrets masked."""
         try:
-            return await trio.to_thread.run_sync(call)
+            return await trio.to_thread.run_sync(
+                call, abandon_on_cancel=self._reach.abandon_on_cancel
+            )
         except (BadAddress, BadIdentifier) as bad:
             raise SourceFailed(without_secrets(bad.reason, self._secrets)) from None
         except Exception as failed:

@@ -4,6 +4,11 @@ app's token as a Bearer token, following ``paging.next.after`` to the end.
 Records are HubSpot's objects as listed (``id``, ``properties``, ``createdAt``, …), so the
 user field is ``properties.email``. ``api_base`` (default ``https://api.hubapi.com``)
 takes a proxy or a test server.
+
+A live action's search is HubSpot's own CRM search, ``POST /crm/v3/objects/{object_type}/
+search`` with one filter group of one ``EQ`` filter: the value goes as a JSON string in
+the filter, never into query text. ``properties.email`` and ``email`` name the same
+property.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from ragcore.integrations.pages import Page, hubspot_error, hubspot_page
-from ragio.integrations.connectors.base import Reach, checked_base_url
-from ragio.integrations.connectors.web import CursorPaged
+from ragio.integrations.connectors.base import Reach, Record, checked_base_url
+from ragio.integrations.connectors.web import CursorPaged, read_as, request
 
 API_BASE = "https://api.hubapi.com"
+SEARCH_LIMIT = 200  # the most one search request returns
 
 
 class HubSpot(CursorPaged):
@@ -33,6 +39,29 @@ class HubSpot(CursorPaged):
         url = f"{base}/crm/v3/objects/{quote(self.what, safe='')}"
         page: Page = await self._get(url, limit, cursor, self._token, hubspot_error, hubspot_page)
         return page
+
+    async def search(self, field: str, value: str, limit: int) -> list[Record]:
+        """The objects whose property ``field`` equals ``value`` (at most ``limit``)."""
+        base = checked_base_url(self._base, self._reach, "api_base")
+        url = f"{base}/crm/v3/objects/{quote(self.what, safe='')}/search"
+        name = field.removeprefix("properties.")
+        equals = {"propertyName": name, "operator": "EQ", "value": value}
+        payload = {
+            "filterGroups": [{"filters": [equals]}],
+            "limit": min(limit, SEARCH_LIMIT),
+        }
+        body = await request(
+            self._reach,
+            self.vendor,
+            "POST",
+            url,
+            json=payload,
+            headers={"authorization": f"Bearer {self._token}"},
+            describe=hubspot_error,
+            secrets=[self._token],
+        )
+        with read_as(self.vendor, [self._token]):
+            return hubspot_page(body).records[:limit]
 
 
 def connect(credentials: Mapping[str, str], reach: Reach) -> HubSpot:

@@ -85,6 +85,30 @@ class MongoCollection:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(client.close)
 
+    async def find(self, filter_: Mapping[str, Any], limit: int) -> list[Record]:
+        """A live action's read: the documents matching ``filter_`` (its values BSON
+        values, as bound), at most ``limit``, the server's ``maxTimeMS`` on it."""
+        client = await self._run(self._client)
+        try:
+            return await self._run(functools.partial(self._matching, client, filter_, limit))
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(
+                    client.close, abandon_on_cancel=self._reach.abandon_on_cancel
+                )
+
+    def _matching(
+        self, client: pymongo.MongoClient[dict[str, Any]], filter_: Mapping[str, Any], limit: int
+    ) -> list[Record]:
+        found = (
+            client[self._database][self._collection]
+            .find(dict(filter_))
+            .limit(limit)
+            .batch_size(limit)
+            .max_time_ms(max(1, round(self._reach.timeout * 1000)))
+        )
+        return [json_shaped(document, bson_shaped) for document in found]
+
     def _client(self) -> pymongo.MongoClient[dict[str, Any]]:
         if not self._url.startswith(("mongodb://", "mongodb+srv://")):
             raise SourceFailed("url must begin with mongodb:// or mongodb+srv://")
@@ -141,7 +165,9 @@ class MongoCollection:
 
     async def _run(self, call: Callable[[], T]) -> T:
         try:
-            return await trio.to_thread.run_sync(call)
+            return await trio.to_thread.run_sync(
+                call, abandon_on_cancel=self._reach.abandon_on_cancel
+            )
         except SourceFailed as failed:
             raise SourceFailed(without_secrets(failed.reason, self._secrets)) from None
         except (pymongo.errors.PyMongoError, bson.errors.BSONError, OSError) as failed:

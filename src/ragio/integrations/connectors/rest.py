@@ -66,6 +66,34 @@ class RestApi:
                 raise SourceFailed(f"{VENDOR}: the next page repeats an earlier one; stopped")
             seen.add(mark)
 
+    async def get(self, target: str, max_records: int) -> list[Record]:
+        """A live action's read: ``GET base_url + target`` (``target``: the path and query
+        as ``ragcore.live.templates.rest_target`` encoded them), on the base URL's origin
+        only, with the auth header, no redirect followed. The records: a list body; an
+        object's ``records_key`` list when that is set and present; else the object
+        itself, as one record. At most ``max_records``."""
+        with read_as(VENDOR, self._secrets):
+            url = same_origin(self._origin(), self._origin() + target, VENDOR)
+        body = await request(
+            self._reach,
+            VENDOR,
+            "GET",
+            url,
+            headers=self._headers(),
+            describe=rest_error,
+            secrets=self._secrets,
+        )
+        with read_as(VENDOR, self._secrets):
+            return live_records(body, self._records_key)[:max_records]
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"accept": "application/json"}
+        if self._auth:
+            with read_as(VENDOR):
+                name, value = auth_header(self._auth)
+            headers[name] = value
+        return headers
+
     def _origin(self) -> str:
         return checked_base_url(self._base_url, self._reach, "base_url")
 
@@ -76,11 +104,7 @@ class RestApi:
             return same_origin(self._origin(), url, VENDOR)
 
     async def _get(self, url: str, cursor: str | None) -> RestPage:
-        headers = {"accept": "application/json"}
-        if self._auth:
-            with read_as(VENDOR):
-                name, value = auth_header(self._auth)
-            headers[name] = value
+        headers = self._headers()
         # no params at all without a cursor: httpx would replace the URL's own query
         params: dict[str, Any] | None = {"cursor": cursor} if cursor is not None else None
         response_headers: dict[str, str] = {}
@@ -97,6 +121,21 @@ class RestApi:
         )
         with read_as(VENDOR, self._secrets):
             return rest_page(body, self._records_key, response_headers.get("link"))
+
+
+def live_records(body: Any, records_key: str | None) -> list[Record]:
+    """The records of one live answer (see ``RestApi.get``)."""
+    if isinstance(body, list):
+        return [item if isinstance(item, dict) else {"value": item} for item in body]
+    if not isinstance(body, dict):
+        return [{"value": body}]
+    if records_key:
+        value: Any = body
+        for part in records_key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            return live_records(value, None)
+    return [body]
 
 
 def connect(credentials: Mapping[str, str], reach: Reach) -> RestApi:

@@ -10,10 +10,19 @@ names is checked like any base URL, and every ``nextRecordsUrl`` must stay on it
 session that expires during a long read (a 401 on a later page) is renewed once and the
 page asked for again.
 Records are the rows without their ``attributes``; the user field is ``Email``.
+
+A live action's search is a SOQL query through the same ``query`` resource:
+``SELECT <fields> FROM <sobject> WHERE <field> = '<value>' LIMIT n``. SOQL has no bound
+parameters over REST (its ``:name`` binding exists only in Apex), and the REST
+``parameterizedSearch`` is a SOSL full-text search, not an equality, so the value is a
+SOQL string literal escaped as Salesforce documents it (``soql_string``: backslash,
+both quotes, newline, carriage return, tab, backspace and form feed take a backslash);
+the field is checked as a name (``SOQL_NAME``), never taken as text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 
 from ragcore.integrations.pages import (
@@ -27,11 +36,27 @@ from ragcore.integrations.pages import (
     same_origin,
     soql,
 )
-from ragio.integrations.connectors.base import Reach, Record, checked_base_url
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed, checked_base_url
 from ragio.integrations.connectors.web import HttpFailed, read_as, request
 
 VENDOR = "Salesforce"
 LOGIN_URL = "https://login.salesforce.com"
+SOQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*$")
+_SOQL_ESCAPES = {
+    "\\": "\\\\",
+    "'": "\\'",
+    '"': '\\"',
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\b": "\\b",
+    "\f": "\\f",
+}
+
+
+def soql_string(value: str) -> str:
+    """``value`` as a SOQL string literal, quotes included, escaped per SOQL's rules."""
+    return "'" + "".join(_SOQL_ESCAPES.get(char, char) for char in value) + "'"
 
 
 class Salesforce:
@@ -69,6 +94,15 @@ class Salesforce:
                 with read_as(VENDOR, self._secrets):
                     url = same_origin(session.instance_url, url, VENDOR)
                 page = await self._get(session, url, None)
+
+    async def search(self, field: str, value: str, limit: int) -> list[Record]:
+        """The records whose ``field`` equals ``value`` (at most ``limit``)."""
+        if not SOQL_NAME.match(field):
+            raise SourceFailed(f"Salesforce: {field[:60]!r} is not a field name")
+        query = f"{self._soql()} WHERE {field} = {soql_string(value)} LIMIT {int(limit)}"
+        session = await self._session()
+        page = await self._query(session, query)
+        return page.records[:limit]
 
     def _soql(self, limit: int | None = None) -> str:
         with read_as(VENDOR, self._secrets):

@@ -9,6 +9,9 @@ are handed on in pages of ``PAGE_SIZE`` records. ``test`` signs in and reads the
 first two rows. The sheet must be shared with the service account's e-mail.
 ``api_base`` (default ``https://sheets.googleapis.com``) takes a proxy or a test server;
 the token URI is checked like any base URL.
+
+A live action's search: the Sheets API has no query of its own over values, so the range
+is read and its rows filtered here (``equal_records``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ from ragcore.integrations.pages import (
     sheet_records,
     sheet_values,
 )
-from ragio.integrations.connectors.base import Reach, Record, SourceFailed, checked_base_url
+from ragio.integrations.connectors.base import (
+    Reach,
+    Record,
+    SourceFailed,
+    checked_base_url,
+    equal_records,
+)
 from ragio.integrations.connectors.web import read_as, request
 
 VENDOR = "Google Sheets"
@@ -60,6 +69,14 @@ class GoogleSheets:
             records = sheet_records(values)
         for start in range(0, len(records), PAGE_SIZE):
             yield records[start : start + PAGE_SIZE]
+
+    async def search(self, field: str, value: str, limit: int) -> list[Record]:
+        """The rows whose column ``field`` equals ``value`` (at most ``limit``)."""
+        token = await self._token()
+        values = await self._values(token, await self._range_or_first(token))
+        with read_as(VENDOR, self._secrets):
+            records = sheet_records(values)
+        return equal_records(records, field, value, limit)
 
     async def _token(self) -> str:
         with read_as(VENDOR):

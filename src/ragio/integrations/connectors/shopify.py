@@ -7,6 +7,11 @@ leaky bucket needs to hold the query's cost, from ``extensions.cost``) and sent 
 bounded number of times; any other is the reason. ``shop_domain`` is a domain
 (``example.myshopify.com``, called over https); a full URL is taken too, for a test
 server on 127.0.0.1 when that is allowed.
+
+A live action's search is the same connection with Shopify's ``query`` argument, in its
+search syntax: ``field:"value"``, the value in double quotes with a quote or backslash
+in it escaped by a backslash (``search_query``), and the whole search sent as a GraphQL
+variable, never written into the GraphQL document.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import trio
 
 from ragcore.integrations.pages import (
+    SHOPIFY_FIELDS,
     SOURCE_RETRY,
     Page,
     Throttled,
@@ -26,7 +32,7 @@ from ragcore.integrations.pages import (
     shopify_page,
     shopify_query,
 )
-from ragio.integrations.connectors.base import Reach, SourceFailed, checked_base_url
+from ragio.integrations.connectors.base import Reach, Record, SourceFailed, checked_base_url
 from ragio.integrations.connectors.web import CursorPaged, read_as, request
 
 VENDOR = "Shopify"
@@ -34,6 +40,16 @@ _DOMAIN = re.compile(
     r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$"
 )
 _VERSION = re.compile(r"^(\d{4}-\d{2}|unstable)$")
+_FIELD = re.compile(r"^[a-z][a-z0-9_]*$")
+SEARCH_LIMIT = 250  # the most one connection page returns
+
+
+def search_query(field: str, value: str) -> str:
+    """``field:"value"`` in Shopify's search syntax, the value escaped."""
+    if not _FIELD.match(field):
+        raise SourceFailed(f"Shopify: {field[:60]!r} is not a searchable field name")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{field}:"{escaped}"'
 
 
 class Shopify(CursorPaged):
@@ -57,11 +73,27 @@ class Shopify(CursorPaged):
             raise SourceFailed("Shopify: api_version must look like 2025-07")
         return f"{base}/admin/api/{self._version}/graphql.json"
 
+    async def search(self, field: str, value: str, limit: int) -> list[Record]:
+        """The records whose ``field`` equals ``value`` (at most ``limit``)."""
+        if self.what not in SHOPIFY_FIELDS:
+            raise SourceFailed(f"Shopify: resource must be one of {', '.join(SHOPIFY_FIELDS)}")
+        document = (
+            f"query Search($first: Int!, $query: String!) {{ {self.what}(first: $first, "
+            f"query: $query) {{ nodes {{ {SHOPIFY_FIELDS[self.what]} }} "
+            "pageInfo { hasNextPage endCursor } } }"
+        )
+        variables = {"first": min(limit, SEARCH_LIMIT), "query": search_query(field, value)}
+        page = await self._post({"query": document, "variables": variables})
+        return page.records[:limit]
+
     async def _page(self, first: int, cursor: str | None) -> Page:
         with read_as(VENDOR):
             query = shopify_query(self.what)
-        endpoint = self._endpoint()
         payload: dict[str, Any] = {"query": query, "variables": {"first": first, "after": cursor}}
+        return await self._post(payload)
+
+    async def _post(self, payload: dict[str, Any]) -> Page:
+        endpoint = self._endpoint()
         throttled = 0
         while True:
             body = await request(

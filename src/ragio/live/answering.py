@@ -1,0 +1,87 @@
+"""The handlers of live data's part in an answer (``ragcore.live.answers``): the enabled
+actions and the results cache the service holds, the asker's pending question, and the
+execution log with the values as an HMAC.
+
+The actions are read from the database at most every 30 seconds (``Held``), and at once
+after an edit here; a service with no action reads nothing else, so a question costs
+no extra query when the owner has configured none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+
+import psycopg
+
+from ragcore.live.answers import LiveContext, LoadLive, RecordLive
+from ragcore.settings import Settings
+from ragio.live import store
+from ragio.service import HandlerTable, Service
+
+log = logging.getLogger(__name__)
+
+
+async def load_live(effect: LoadLive, service: Service) -> LiveContext:
+    now = service.clock.now()
+    held = service.live
+    actions = held.current_actions(now)
+    if actions is None:
+        actions = await service.database.run(store.enabled_actions)
+        held.read(actions, now)
+    on_channel = tuple(a for a in actions if not a.channels or effect.channel in a.channels)
+    pending = None
+    if on_channel and effect.asker is not None:
+        pending = await service.database.run(store.take_pending, effect.channel, effect.asker, now)
+    return LiveContext(on_channel, held.results, now, pending)
+
+
+async def record_live(effect: RecordLive, service: Service) -> None:
+    """Log the run, and keep the question asked; a failure here is logged, never the
+    customer's problem (the answer is already decided)."""
+    run = effect.run
+    line = store.Run(
+        run.action_id,
+        run.action_name,
+        effect.channel,
+        values_hash(run.values, live_hash_key(service.settings)),
+        run.row_count,
+        run.affected,
+        run.duration_ms,
+        run.outcome,
+        run.reason[:500],
+    )
+
+    def write(conn: psycopg.Connection) -> None:
+        store.log_run(conn, line)
+        if effect.pending is not None and effect.asker is not None:
+            assert effect.expires_at is not None
+            store.keep_pending(
+                conn, effect.channel, effect.asker, effect.pending, service.clock.now(),
+                effect.expires_at,
+            )  # fmt: skip
+
+    try:
+        await service.database.run(write)
+    except psycopg.Error as error:
+        log.warning("live action %s: the run could not be logged: %s", run.action_id, error)
+
+
+def live_hash_key(settings: Settings) -> bytes:
+    """The key of the log's value hashes, derived from ADDON_ENCRYPTION_KEY (live actions
+    run on data sources, which need it): an order number or a phone number is short
+    enough to guess from a plain hash, not from a keyed one."""
+    secret = settings.addon_encryption_key.encode()
+    return hashlib.sha256(b"ragchat live values\0" + secret).digest()
+
+
+def values_hash(values: Sequence[tuple[str, str]], key: bytes) -> str:
+    """HMAC-SHA256 (hex) of the values, sorted, as canonical JSON."""
+    text = json.dumps(sorted(values), separators=(",", ":"), ensure_ascii=False)
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+HANDLERS: HandlerTable = {LoadLive: load_live, RecordLive: record_live}

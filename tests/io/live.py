@@ -1,0 +1,93 @@
+"""What the live-data tests share: a MariaDB with a shop's orders (one per module), the
+count of queries it was asked, and actions created through the owner's API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
+
+PASSWORD = "live-S3cret"  # noqa: S105 (the test server's)
+ORDERS = (
+    (4411, "ada@example.com", "+14155550100", "shipped"),
+    (4412, "bo@example.com", "+14155550111", "packed"),
+)
+
+
+@pytest.fixture(scope="module")
+def maria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
+    """A MariaDB with ``shop.orders`` and a ``shop`` user that may read and update them;
+    its user statistics on, so a test can count the connections the service made."""
+    try:
+        with running_mariadb(tmp_path_factory.mktemp("live-mariadb")) as server:
+            admin = server.admin()
+            with admin, admin.cursor() as cursor:
+                for statement in (
+                    "SET GLOBAL userstat = 1",
+                    "CREATE DATABASE shop",
+                    "CREATE TABLE shop.orders (id INT PRIMARY KEY, email VARCHAR(100),"
+                    " phone VARCHAR(20), status VARCHAR(20))",
+                    "CREATE USER 'shop'@'%%' IDENTIFIED BY %s",
+                    "GRANT SELECT, UPDATE ON shop.orders TO 'shop'@'%'",
+                ):
+                    cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
+            yield server
+    except NotInstalled as error:
+        pytest.fail(str(error))
+
+
+@pytest.fixture
+def shop(maria: MariaDB) -> MariaDB:
+    """The orders as ``ORDERS`` says, whatever an earlier test changed."""
+    admin = maria.admin()
+    with admin, admin.cursor() as cursor:
+        cursor.execute("DELETE FROM shop.orders")
+        cursor.executemany("INSERT INTO shop.orders VALUES (%s, %s, %s, %s)", ORDERS)
+        admin.commit()
+    return maria
+
+
+def status_of(maria: MariaDB, order: int) -> str:
+    admin = maria.admin()
+    with admin, admin.cursor() as cursor:
+        cursor.execute("SELECT status FROM shop.orders WHERE id = %s", (order,))
+        return str(cursor.fetchone()[0])
+
+
+def connections_of_shop(maria: MariaDB) -> int:
+    """How many times the ``shop`` user connected: each live query connects once."""
+    admin = maria.admin()
+    with admin, admin.cursor() as cursor:
+        cursor.execute(
+            "SELECT TOTAL_CONNECTIONS FROM information_schema.USER_STATISTICS WHERE USER = 'shop'"
+        )
+        row = cursor.fetchone()
+        return int(row[0]) if row else 0
+
+
+async def add_mysql_source(api: httpx.AsyncClient, maria: MariaDB, **more: Any) -> int:
+    body = {
+        "name": "shop",
+        "source_type": "mysql",
+        "host": "127.0.0.1",
+        "port": maria.port,
+        "user": "shop",
+        "password": PASSWORD,
+        "database": "shop",
+        "table": "orders",
+        **more,
+    }
+    response = await api.post("/integrations", json=body)
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"])
+
+
+async def add_action(api: httpx.AsyncClient, source_id: int, template: Any, **more: Any) -> int:
+    body = {"name": "Order status", "source_id": source_id, "template": template, **more}
+    response = await api.post("/live-actions", json=body)
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"])
