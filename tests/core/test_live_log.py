@@ -14,7 +14,7 @@ KEY = b"k" * 32
 def test_the_hash_is_an_hmac_of_the_sorted_values_as_canonical_json() -> None:
     values = (("order_id", "4411"), ("email", "ada@example.com"))
     expected = hmac.new(
-        KEY, b'{"email":"ada@example.com","order_id":"4411"}', hashlib.sha256
+        KEY, b'[["email","ada@example.com"],["order_id","4411"]]', hashlib.sha256
     ).hexdigest()
     assert values_hash(values, KEY) == expected
     assert values_hash(tuple(reversed(values)), KEY) == expected
@@ -28,9 +28,9 @@ def test_other_values_or_another_key_give_another_hash() -> None:
     assert one != values_hash((("phone", "4411"),), KEY)
     # text as UTF-8, unescaped: the same value always hashes the same
     accented = values_hash((("email", "zoë@example.com"),), KEY)
-    canonical = '{"email":"zoë@example.com"}'.encode()
+    canonical = '[["email","zoë@example.com"]]'.encode()
     assert accented == hmac.new(KEY, canonical, hashlib.sha256).hexdigest()
 
 
 def test_no_values_hash_too() -> None:
-    assert values_hash((), KEY) == hmac.new(KEY, b"{}", hashlib.sha256).hexdigest()
+    assert values_hash((), KEY) == hmac.new(KEY, b"[]", hashlib.sha256).hexdigest()

@@ -3,10 +3,9 @@ test's own embedded PostgreSQL database: create, read, edit and delete an action
 refusal (its template checked against its source's kind, an action that could never
 run), the dry run of a read with the values given or found in a message, the execution
 log and its paging, and an action deleted with its data source. Every change drops the
-service's cached live results of the action (or of the edited source).
-
-The dry run of a write (rolled back) is the handler's (``ragio.live.handlers``): this
-branch's handler does not roll back yet, so only reads are dry-run here."""
+service's cached live results of the action (or of the edited source). A dry run of a
+write counts the rows it would change and changes none (its transaction is rolled back
+by the handler, ``ragio.live.handlers``)."""
 
 from __future__ import annotations
 
@@ -61,6 +60,11 @@ async def add_action(api, source_id: int, **fields: Any) -> dict:
     response = await api.post("/live-actions", json=body)
     assert response.status_code == 201, response.text
     return response.json()
+
+
+def status_of(database_url: str, order: int) -> str:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute("SELECT status FROM orders WHERE id = %s", (order,)).fetchone()[0]
 
 
 def action_rows(database_url: str) -> int:
@@ -265,6 +269,26 @@ async def test_a_dry_run_reads_with_the_values_given_and_is_logged(api, service,
     }
     assert newest["row_count"] is None and "invalid input syntax" in newest["reason"]
     assert "4411" not in str([run["values_hash"] for run in runs])
+
+
+async def test_a_dry_run_of_a_write_counts_the_rows_and_changes_none(api, service, shop):
+    source = await add_source(api, shop)
+    cancel = await add_action(
+        api, source["id"], name="Cancel", template=CANCEL, triggers=["cancel my order"]
+    )
+    cached(service, cancel["id"], source["id"])
+    response = await api.post(
+        f"/live-actions/{cancel['id']}/dry-run", json={"message": "please cancel order 4412"}
+    )
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["writes"] is True and result["affected"] == 1 and result["failed"] is False
+    assert result["values"] == {"order_id": "4412"}
+    assert status_of(shop, 4412) == "packed"  # rolled back
+    [run] = (await api.get("/live-actions/runs")).json()["runs"]
+    assert run["outcome"] == "dry_run" and run["affected"] == 1
+    # nothing changed: what a customer's question cached is still good
+    assert len(service.live.results) == 1
 
 
 async def test_a_dry_run_names_what_is_missing_and_runs_nothing(api, shop):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 
 
-def values_hash(values: tuple[tuple[str, str], ...], key: bytes) -> str:
-    """HMAC-SHA256, in hex, of ``values`` as canonical JSON: one object, its names
-    sorted, no spaces, text as UTF-8 (the order the values come in does not matter)."""
-    canonical = json.dumps(
-        dict(sorted(values)), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+def values_hash(values: Sequence[tuple[str, str]], key: bytes) -> str:
+    """HMAC-SHA256, in hex, of ``values`` as canonical JSON: the list of ``[name,
+    value]`` pairs sorted, no spaces, text as UTF-8 (the order the values come in does
+    not matter)."""
+    canonical = json.dumps(sorted(values), separators=(",", ":"), ensure_ascii=False)
     return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()

@@ -175,7 +175,6 @@ async def delete_live_action(id: str) -> tuple[str, int]:  # noqa: A002 (the pat
     Reply(200, "What the query answered (or why the source failed)", DryRunResult),
     404,
     422,
-    503,
     body=DryRun,
     body_required=False,
     **ACTION_ID,

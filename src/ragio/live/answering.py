@@ -1,6 +1,6 @@
 """The handlers of live data's part in an answer (``ragcore.live.answers``): the enabled
 actions and the results cache the service holds, the asker's pending question, and the
-execution log with the values as an HMAC.
+execution log with the values as an HMAC (``ragcore.live.log.values_hash``).
 
 The actions are read from the database at most every 30 seconds (``Held``), and at once
 after an edit here; a service with no action reads nothing else, so a question costs
@@ -9,17 +9,14 @@ no extra query when the owner has configured none.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import logging
-from collections.abc import Sequence
 
 import psycopg
 
 from ragcore.live.answers import LiveContext, LoadLive, RecordLive
-from ragcore.settings import Settings
+from ragcore.live.log import values_hash
 from ragio.live import store
+from ragio.live.keys import live_hash_key
 from ragio.service import HandlerTable, Service
 
 log = logging.getLogger(__name__)
@@ -68,20 +65,6 @@ async def record_live(effect: RecordLive, service: Service) -> None:
         await service.database.run(write)
     except psycopg.Error as error:
         log.warning("live action %s: the run could not be logged: %s", run.action_id, error)
-
-
-def live_hash_key(settings: Settings) -> bytes:
-    """The key of the log's value hashes, derived from ADDON_ENCRYPTION_KEY (live actions
-    run on data sources, which need it): an order number or a phone number is short
-    enough to guess from a plain hash, not from a keyed one."""
-    secret = settings.addon_encryption_key.encode()
-    return hashlib.sha256(b"ragchat live values\0" + secret).digest()
-
-
-def values_hash(values: Sequence[tuple[str, str]], key: bytes) -> str:
-    """HMAC-SHA256 (hex) of the values, sorted, as canonical JSON."""
-    text = json.dumps(sorted(values), separators=(",", ":"), ensure_ascii=False)
-    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
 HANDLERS: HandlerTable = {LoadLive: load_live, RecordLive: record_live}
