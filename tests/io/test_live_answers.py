@@ -105,10 +105,11 @@ async def test_a_missing_order_number_is_asked_for_and_the_reply_answered(
     api, shop: MariaDB
 ) -> None:
     await add_action(api, await add_mysql_source(api, shop), ORDER)
+    before = connections_of_shop(shop)
 
     asked = await chat(api, "what's the status of my order?", user="customer-7")
     assert asked["answer"] == "What is your order number?" and asked["citations"] == []
-    assert connections_of_shop(shop) == 0  # nothing ran
+    assert connections_of_shop(shop) == before  # nothing ran
     answered = await chat(api, "4411", user="customer-7")
     assert answered["answer"] == "Order status: id: 4411, status: shipped. [1]"
     # the question held for that user's next message only

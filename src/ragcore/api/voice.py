@@ -20,8 +20,11 @@ MAX_CALL_ID = 2**62
 @attrs.frozen
 class TurnCitation:
     number: int
-    document_id: int
+    document_id: Annotated[int | None, described("null for live data")]
     document_name: str
+    live_action_id: Annotated[
+        int | None, described("the live-data action whose rows were cited; null for a document")
+    ] = None
 
 
 @attrs.frozen

@@ -129,7 +129,12 @@ def workflow_context(message: InboundMessage, answer: ChatAnswer, role: str) -> 
         "language": answer.language,
         "limited": answer.limited,
         "citations": [
-            {"number": c.number, "document_id": c.document_id, "document_name": c.document_name}
+            {
+                "number": c.number,
+                "document_id": c.document_id,
+                "document_name": c.document_name,
+                "live_action_id": c.live_action_id,
+            }
             for c in answer.citations
         ],
     }

@@ -63,7 +63,12 @@ def record_turn(conn: psycopg.Connection, call_sid: str, record: TurnRecord, now
     detail = record.answer_detail
     citations = (
         [
-            {"number": c.number, "document_id": c.document_id, "document_name": c.document_name}
+            {
+                "number": c.number,
+                "document_id": c.document_id,
+                "document_name": c.document_name,
+                "live_action_id": c.live_action_id,
+            }
             for c in detail.citations
         ]
         if detail is not None
