@@ -274,7 +274,7 @@ def orders_table(url: str) -> None:
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, email text, status text)")
         conn.execute(
             "INSERT INTO orders SELECT n, 'customer' || n || '@example.com',"
-            " (ARRAY['packed', 'shipped', 'delivered'])[1 + n % 3]"
+            " (ARRAY['packed', 'shipped', 'delivered'])[1 + n %% 3]"
             " FROM generate_series(1, %s) AS n",
             (LIVE_ORDERS,),
         )
