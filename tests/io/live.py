@@ -32,7 +32,7 @@ def maria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
                     "CREATE TABLE shop.orders (id INT PRIMARY KEY, email VARCHAR(100),"
                     " phone VARCHAR(20), status VARCHAR(20))",
                     "CREATE USER 'shop'@'%%' IDENTIFIED BY %s",
-                    "GRANT SELECT, UPDATE ON shop.orders TO 'shop'@'%'",
+                    "GRANT SELECT, UPDATE, DELETE ON shop.orders TO 'shop'@'%'",
                 ):
                     cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
             yield server

@@ -8,7 +8,6 @@ wire formats; a dry-run write rolled back, and a source that never answers cut o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,10 +36,10 @@ from tests.io.fakes.rest_server import FakeRestApi
 from tests.io.fakes.salesforce_server import FakeSalesforce
 from tests.io.fakes.shopify_server import FakeShopify
 from tests.io.fakes.stripe_server import FakeStripe
-from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
+from tests.io.live import PASSWORD, status_of
+from tests.io.mariadb import MariaDB
 from tests.io.test_integration_databases import mongo  # noqa: F401 (the nx-27017 fixture)
 
-PASSWORD = "live-S3cret"  # noqa: S105 (the test server's)
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 ORDER = "SELECT id, email, status FROM orders WHERE id = {order_id}"
 
@@ -53,40 +52,12 @@ def settings_overrides() -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def maria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
-    try:
-        with running_mariadb(tmp_path_factory.mktemp("live-mariadb")) as server:
-            admin = server.admin()
-            with admin, admin.cursor() as cursor:
-                for statement in (
-                    "CREATE DATABASE shop",
-                    "CREATE TABLE shop.orders (id INT PRIMARY KEY, email VARCHAR(100),"
-                    " status VARCHAR(20))",
-                    "INSERT INTO shop.orders VALUES (4411, 'ada@example.com', 'shipped'),"
-                    " (4412, 'bo@example.com', 'packed')",
-                    "CREATE USER 'shop'@'%%' IDENTIFIED BY %s",
-                    "GRANT SELECT, UPDATE, DELETE ON shop.orders TO 'shop'@'%'",
-                ):
-                    cursor.execute(statement, (PASSWORD,) if "%s" in statement else None)
-            yield server
-    except NotInstalled as error:
-        pytest.fail(str(error))
-
-
-def status_of(maria: MariaDB, order: int) -> str:
-    admin = maria.admin()
-    with admin, admin.cursor() as cursor:
-        cursor.execute("SELECT status FROM shop.orders WHERE id = %s", (order,))
-        return str(cursor.fetchone()[0])
-
-
-async def mysql_source(service, maria: MariaDB, password: str = PASSWORD) -> int:
+async def mysql_source(service, shop: MariaDB, password: str = PASSWORD) -> int:
     body = {
         "name": f"shop {password}",
         "source_type": "mysql",
         "host": "127.0.0.1",
-        "port": maria.port,
+        "port": shop.port,
         "user": "shop",
         "password": password,
         "database": "shop",
@@ -104,8 +75,8 @@ async def ask(service, live: LiveAction, message: str) -> Any:
     return await run(pipeline, service)
 
 
-async def test_an_order_is_read_live_with_its_number_bound(service, maria) -> None:
-    source = await mysql_source(service, maria)
+async def test_an_order_is_read_live_with_its_number_bound(service, shop) -> None:
+    source = await mysql_source(service, shop)
     found = await ask(service, action(source, ORDER), "where is my order 4411?")
     assert isinstance(found, LiveData)
     assert [dict(row) for row in found.rows] == [
@@ -113,8 +84,8 @@ async def test_an_order_is_read_live_with_its_number_bound(service, maria) -> No
     ]
 
 
-async def test_injection_in_a_value_stays_a_value(service, maria) -> None:
-    source = await mysql_source(service, maria)
+async def test_injection_in_a_value_stays_a_value(service, shop) -> None:
+    source = await mysql_source(service, shop)
     by_email = action(source, "SELECT id, status FROM orders WHERE email = {email}")
     for message in (
         "my email is x' OR '1'='1@example.com",
@@ -123,11 +94,11 @@ async def test_injection_in_a_value_stays_a_value(service, maria) -> None:
     ):
         found = await ask(service, by_email, message)
         assert not isinstance(found, LiveData) or found.rows == (), message
-    assert status_of(maria, 4411) == "shipped"
+    assert status_of(shop, 4411) == "shipped"
 
 
-async def test_a_write_template_updates_its_row_once(service, maria) -> None:
-    source = await mysql_source(service, maria)
+async def test_a_write_template_updates_its_row_once(service, shop) -> None:
+    source = await mysql_source(service, shop)
     cancel = action(
         source,
         "UPDATE orders SET status = 'cancelled' WHERE id = {order_id}",
@@ -135,12 +106,12 @@ async def test_a_write_template_updates_its_row_once(service, maria) -> None:
     )
     done = await ask(service, cancel, "please cancel my order 4412")
     assert isinstance(done, LiveData) and done.affected == 1
-    assert status_of(maria, 4412) == "cancelled"
-    assert status_of(maria, 4411) == "shipped"
+    assert status_of(shop, 4412) == "cancelled"
+    assert status_of(shop, 4411) == "shipped"
 
 
-async def test_a_failing_source_is_a_failure_not_an_error(service, maria) -> None:
-    source = await mysql_source(service, maria, password="wrong-password")
+async def test_a_failing_source_is_a_failure_not_an_error(service, shop) -> None:
+    source = await mysql_source(service, shop, password="wrong-password")
     failed = await ask(service, action(source, ORDER), "where is my order 4411?")
     assert isinstance(failed, LiveFailed)
     assert "Access denied" in failed.reason and "wrong-password" not in failed.reason
@@ -177,13 +148,13 @@ async def live(service, source: int, kind: str, template: Any, **values: str) ->
     return await run_live_query(effect, service)
 
 
-async def test_a_dry_run_write_is_rolled_back_with_its_count(service, maria) -> None:
-    source = await mysql_source(service, maria)
+async def test_a_dry_run_write_is_rolled_back_with_its_count(service, shop) -> None:
+    source = await mysql_source(service, shop)
     template = check_template("mysql", "DELETE FROM orders WHERE id = {order_id}")
     effect = RunLiveQuery(1, source, "mysql", template, (("order_id", "4411"),), dry_run=True)
     done = await run_live_query(effect, service)
     assert isinstance(done, LiveRows) and done.affected == 1 and done.duration_ms >= 0
-    assert status_of(maria, 4411) == "shipped"  # the row is still there, unchanged
+    assert status_of(shop, 4411) == "shipped"  # the row is still there, unchanged
 
 
 async def test_mongodb_finds_with_its_values_bound_as_bson(service, mongo) -> None:  # noqa: F811
