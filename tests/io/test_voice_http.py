@@ -299,7 +299,9 @@ async def test_calls_are_listed_newest_first_with_their_turns(api, service):
     }
     assert one["question"] == "How long do I have?"
     assert one["answer"] == "30 days from delivery [1]."
-    assert one["citations"] == [{"number": 1, "document_id": 7, "document_name": "refunds.md"}]
+    assert one["citations"] == [
+        {"number": 1, "document_id": 7, "document_name": "refunds.md", "live_action_id": None}
+    ]
     assert (one["role"], one["provider"], one["model"], one["language"]) == (
         "support",
         "openai",
