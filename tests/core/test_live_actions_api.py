@@ -18,6 +18,7 @@ from ragcore.api.live_actions import (
     check_runnable,
     dry_run_values,
     json_value,
+    switches_off,
     template_facts,
 )
 from ragcore.errors import InvalidInput
@@ -175,3 +176,11 @@ def test_rows_are_shown_as_json() -> None:
         "tags": ["a", None],
         "doc": {"k": "1"},
     }
+
+
+def test_turning_an_action_off_alone_is_not_checked_again() -> None:
+    assert switches_off(check_patch({"enabled": False}))
+    assert switches_off(check_patch({"enabled": False, "description": "broken, to fix"}))
+    assert not switches_off(check_patch({"enabled": True}))
+    assert not switches_off(check_patch({"enabled": False, "template": "SELECT 1"}))
+    assert not switches_off(check_patch({"description": "x"}))

@@ -394,3 +394,21 @@ async def test_deleting_the_source_deletes_its_actions_and_keeps_their_runs(api,
     assert_problem(await api.get(f"/live-actions/{action['id']}"), 404)
     [run] = (await api.get("/live-actions/runs")).json()["runs"]
     assert run["action_id"] is None and run["action_name"] == "Order status"
+
+
+async def test_an_action_whose_saved_template_no_longer_passes_can_be_switched_off(api, shop):
+    source = await add_source(api, shop)
+    created = await add_action(api, source["id"])
+    with psycopg.connect(shop, autocommit=True) as db:  # as if the rules grew stricter
+        db.execute(
+            "UPDATE live_actions SET template = to_jsonb(%s::text) WHERE id = %s",
+            ("SELECT 1; SELECT 2", created["id"]),
+        )
+    url = f"/live-actions/{created['id']}"
+    shown = (await api.get(url)).json()
+    assert shown["template_error"] != ""
+    off = await api.patch(url, json={"enabled": False})
+    assert off.status_code == 200, off.text
+    assert off.json()["enabled"] is False
+    on = await api.patch(url, json={"enabled": True})
+    assert on.status_code == 422 and on.json()["field"] == "template"

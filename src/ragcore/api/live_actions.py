@@ -216,6 +216,15 @@ def apply_patch(existing: LiveActionFields, patch: LiveActionPatch) -> LiveActio
     return attrs.evolve(existing, **patch.given())
 
 
+def switches_off(patch: LiveActionPatch) -> bool:
+    """Whether ``patch`` turns the action off and changes nothing it runs with (template,
+    source, triggers, auto_match): always allowed, so an action whose saved template no
+    longer passes its check can be kept off until it is fixed. Turning it on checks it."""
+    given = patch.given()
+    runs_with = {"template", "source_id", "triggers", "auto_match"}
+    return given.get("enabled") is False and not runs_with & given.keys()
+
+
 def check_runnable(fields: LiveActionFields, kind: str) -> Template:
     """The action's template checked against its source's ``kind`` (``InvalidInput``
     naming ``template`` with the reason), and the action one that can run."""

@@ -34,6 +34,7 @@ from ragcore.api.live_actions import (
     check_runnable,
     dry_run_values,
     json_value,
+    switches_off,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
@@ -146,11 +147,12 @@ async def patch_live_action(id: str) -> LiveActionView:  # noqa: A002 (the path'
     """Change a live-data action's fields (enabled turns it on and off)
 
     The action is checked again as a whole: its template against the (new) source's
-    kind, and that it can run."""
+    kind, and that it can run; turning it off alone is always allowed."""
     existing = await _found(id)
     patch = check_patch(await json_body(required=True))
     fields = apply_patch(existing.fields(), patch)
-    await _checked(fields)
+    if not switches_off(patch):
+        await _checked(fields)
     with _saving(fields):
         saved = await service().database.run(store.update_action, existing.id, fields)
     if saved is None:
