@@ -37,6 +37,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ import eval_retrieval  # noqa: E402
 from ragcore.chat.effects import Generate, Reply  # noqa: E402
 from ragcore.language import NOT_FOUND  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
+from ragcore.usage import TokenUsage  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
 from ragio.http.app import create_app  # noqa: E402
 from ragio.providers import AnswererChain  # noqa: E402
@@ -131,6 +133,9 @@ async def ingest(client: httpx.AsyncClient, files: dict[str, Path]) -> None:
 # ------------------------------------------------------------------ the fake model
 
 
+ANSWER = "Here is what the documents say [1]."
+
+
 @dataclass
 class Recorder:
     """A provider that records the prompt it is given and answers citing source 1."""
@@ -141,7 +146,14 @@ class Recorder:
 
     async def generate(self, request: Generate) -> Reply:
         self.prompts.append(request.prompt)
-        return Reply("Here is what the documents say [1].", provider=self.name, model=self.model)
+        return Reply(ANSWER, provider=self.name, model=self.model)
+
+    async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
+        self.prompts.append(request.prompt)
+        yield ANSWER
+
+    async def aclose(self) -> None:
+        pass
 
 
 # ------------------------------------------------------------------ scoring
@@ -256,6 +268,29 @@ def table(results: list[tuple[dict, dict]], model: bool) -> str:
     return "\n".join(rows)
 
 
+async def check_set(client: httpx.AsyncClient, questions: list[dict]) -> int:
+    """Problems of the set against the stored corpus: an expected page that is not stored,
+    an expected fact in none of its question's expected pages. Prints them; their count."""
+    listed = (await client.get("/documents")).raise_for_status().json()["documents"]
+    ids = {doc["name"]: doc["id"] for doc in listed}
+    texts: dict[str, str] = {}
+    problems = 0
+    for q in questions:
+        for page in q["expected_pages"]:
+            if page not in ids:
+                print(f"{q['id']}: expected page {page} is not stored")
+                problems += 1
+            elif page not in texts:
+                response = await client.get(f"/documents/{ids[page]}")
+                texts[page] = response.raise_for_status().json()["text"]
+        for fact in q["expected_facts"]:
+            if not any(has_fact(texts.get(page, ""), fact) for page in q["expected_pages"]):
+                print(f"{q['id']}: expected fact {fact!r} is in none of {q['expected_pages']}")
+                problems += 1
+    print(f"{len(questions)} questions checked, {problems} problems")
+    return problems
+
+
 # ------------------------------------------------------------------ the run
 
 
@@ -287,7 +322,7 @@ async def ask_all(
     return results
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     questions = load_questions(Path(args.questions), args.kinds, args.limit)
     files = corpus_files()
@@ -316,6 +351,10 @@ async def run(args: argparse.Namespace) -> None:
                         print(f"adding {len(files)} pages", file=sys.stderr)
                         await ingest(client, files)
                         await trio.to_thread.run_sync(mark_ingested, url, fingerprint)
+                    if args.check_set:
+                        problems = await check_set(client, questions)
+                        stop.set()
+                        return 1 if problems else 0
                     asking = time.perf_counter()
                     results = await ask_all(client, questions, recorder, args.show)
                     asked = time.perf_counter() - asking
@@ -340,6 +379,7 @@ async def run(args: argparse.Namespace) -> None:
             )
             if bad:
                 print(f"  {q['id']:8s} {q['kind']:14s} {score}")
+    return 0
 
 
 def main() -> None:
@@ -358,7 +398,12 @@ def main() -> None:
     parser.add_argument("--reingest", action="store_true", help="add the corpus again")
     parser.add_argument("--show", action="store_true", help="print every answer")
     parser.add_argument("--failures", action="store_true", help="list the questions missed")
-    trio.run(run, parser.parse_args())
+    parser.add_argument(
+        "--check-set",
+        action="store_true",
+        help="ask nothing: check that each expected fact is in an expected page's stored text",
+    )
+    raise SystemExit(trio.run(run, parser.parse_args()))
 
 
 if __name__ == "__main__":
