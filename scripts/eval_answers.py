@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import time
 from collections import defaultdict
@@ -268,6 +269,19 @@ def table(results: list[tuple[dict, dict]], model: bool) -> str:
     return "\n".join(rows)
 
 
+#: words a paraphrase may share with its page (``--check-set``)
+FUNCTION_WORDS = frozenset(
+    "a an the of to in on for by with and or is are was were be been what which who whom "
+    "whose how do does did i my me can could should would will from at as that this it its "
+    "into over while when where why after before each other people them they their there "
+    "than then so if not no".split()
+)
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9'-]+", text.casefold()))
+
+
 async def check_set(client: httpx.AsyncClient, questions: list[dict]) -> int:
     """Problems of the set against the stored corpus: an expected page that is not stored,
     an expected fact in none of its question's expected pages. Prints them; their count."""
@@ -287,6 +301,13 @@ async def check_set(client: httpx.AsyncClient, questions: list[dict]) -> int:
             if not any(has_fact(texts.get(page, ""), fact) for page in q["expected_pages"]):
                 print(f"{q['id']}: expected fact {fact!r} is in none of {q['expected_pages']}")
                 problems += 1
+        if q["kind"] == "paraphrase":
+            asked = words(q["question"]) - FUNCTION_WORDS
+            for page in q["expected_pages"]:
+                shared = sorted(asked & words(texts.get(page, "")))
+                if shared:
+                    print(f"{q['id']}: a paraphrase shares {shared} with {page}")
+                    problems += 1
     print(f"{len(questions)} questions checked, {problems} problems")
     return problems
 
@@ -304,6 +325,9 @@ async def ask_all(
         if response.status_code != 200:
             raise SystemExit(f"POST /chat {q['id']}: {response.status_code} {response.text}")
         body = response.json()
+        expected = "recorder" if recorder is not None else "extractive"
+        if body["provider"] not in (expected, None):
+            raise SystemExit(f"{q['id']}: answered by {body['provider']}, not {expected}")
         if recorder is not None:
             prompt = recorder.prompts[-1] if len(recorder.prompts) > before else None
             score = score_model(q, prompt)
