@@ -5,6 +5,8 @@
     .venv/bin/python scripts/eval_answers.py                 # offline: the extractive answerer
     .venv/bin/python scripts/eval_answers.py --model         # a fake model that records its prompt
     .venv/bin/python scripts/eval_answers.py --kinds fact unanswerable --limit 5 --show
+    .venv/bin/python scripts/eval_answers.py --failures      # also list the questions missed
+    .venv/bin/python scripts/eval_answers.py --check-set     # the set against the stored pages
 
 The service runs in-process as ``ragchat serve`` would run it (``ragio.startup.open_service``,
 served by Hypercorn on 127.0.0.1, httpx against it), on an embedded PostgreSQL under
