@@ -1,6 +1,7 @@
 from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.prompts import build_prompt
 from ragcore.chat.sources import Hit, number_sources
+from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import not_found
 
 
@@ -62,3 +63,48 @@ def test_a_sentence_repeated_by_overlapping_chunks_is_quoted_once():
         "The shop opens at 9 am. It closes at 6 pm.",
     )
     assert extractive_answer(p) == "The shop opens at 9 am. [1]"
+
+
+def retrieved(similarity: float, *texts: str, heading: tuple[str, ...] = ()) -> list[Hit]:
+    """Hits as search finds them with the local embedder: ``similarity`` to the question,
+    and its measured topic floor (0.45)."""
+    return [
+        RetrievedHit(i, i, f"doc{i}", text, 0.5, heading, vector_rank=i, similarity=similarity,
+                     topic_floor=0.45)
+        for i, text in enumerate(texts, start=1)
+    ]  # fmt: skip
+
+
+def test_a_sentence_about_something_else_is_not_an_answer():
+    # the sources talk about users and their ids, never about "nobody", and their meaning
+    # is not close to the question's: quoting one of them would answer another question
+    hits = retrieved(
+        0.38,
+        "The user root has uid 0 and owns the system. The user daemon has uid 1.",
+        "Each user has a home directory. It had uid 37.",
+    )
+    p = build_prompt("What is the user id of nobody?", number_sources(hits))
+    assert extractive_answer(p) == not_found("en")
+
+
+def test_a_source_close_in_meaning_is_answered_from_though_the_words_differ():
+    hits = retrieved(
+        0.52, "Root's numeric identifier is 0.", "Daemons run under their own accounts."
+    )
+    p = build_prompt("Which number identifies the superuser root?", number_sources(hits))
+    assert extractive_answer(p) == "Root's numeric identifier is 0. [1]"
+
+
+def test_the_words_with_their_heading_and_sentence_before_can_support_an_answer():
+    hits = retrieved(
+        0.40,  # not surely on topic by meaning: the words decide
+        "It exists for daemons. Its user id is 65534.",
+        heading=("System accounts", "nobody"),
+    )
+    p = build_prompt("What is the user id of nobody?", number_sources(hits))
+    assert "65534" in extractive_answer(p)
+
+
+def test_an_embedder_without_a_measured_floor_is_trusted():
+    p = prompt("What is the user id of nobody?", "The user root has uid 0.")
+    assert extractive_answer(p) == "The user root has uid 0. [1]"

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from ragcore.chat.prompts import Prompt
 from ragcore.chat.sources import Source
+from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import not_found
 from ragcore.live.pipeline import LiveData, offline_live_answer
 
@@ -21,6 +23,14 @@ MAX_SENTENCES = 3
 MAX_ANSWER_CHARS = 900
 #: a sentence scoring under this share of the best one is left out
 RELATIVE_CUTOFF = 0.5
+#: The answer is declined when no source is surely on the question's topic by its
+#: meaning (``RetrievedHit.on_topic``, for an embedder with a measured floor) and no
+#: sentence, read with its context (its document's name and headings, the sentence
+#: before it), covers this share of the question's term weight (``_best_coverage``):
+#: neither the meaning nor the words support an answer. Chosen with
+#: scripts/eval_answers.py (eval/answers/README.md): from 0.6 up, 10 of the 11
+#: unanswerable questions are declined and no more answerable ones than at 0.35.
+MIN_COVERAGE = 0.6
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -77,29 +87,36 @@ def extractive_answer(prompt: Prompt) -> str:
 
 def _quoted(question: str, sources: list[Source]) -> str | None:
     """The best sentences of ``sources`` for ``question``, cited; None when none shares
-    a content word with it."""
+    a content word with it, or when none supports an answer (``MIN_COVERAGE``)."""
     sentences = []
     seen = set()  # overlapping chunks repeat sentences: quote each once, from the best source
     for source in sources:
+        titles = set(words(" ".join((source.hit.document_name, *source.hit.heading_path))))
+        before: set[str] = set()
         for position, sentence in enumerate(_SENTENCE_END.split(source.hit.text)):
             sentence = sentence.strip()
+            bag = set(words(sentence))
             if sentence and sentence not in seen:
                 seen.add(sentence)
-                sentences.append((source.number, position, sentence, set(words(sentence))))
+                context = titles | before
+                sentences.append((source.number, position, sentence, bag, context))
+            before = bag
     terms = set(words(question))
     found = [
-        (number, position, sentence, bag, {t for t in terms if _in(t, bag)})
-        for number, position, sentence, bag in sentences
+        (number, position, sentence, bag, {t for t in terms if _in(t, bag)}, context)
+        for number, position, sentence, bag, context in sentences
     ]
     # A question word found in every sentence ("days") tells less than a rare one ("return").
-    frequency = {t: sum(1 for *_, overlap in found if t in overlap) for t in terms}
+    frequency = {t: sum(1 for *_, overlap, _ in found if t in overlap) for t in terms}
     weight = {t: math.log(1 + len(sentences) / n) for t, n in frequency.items() if n}
     scored = []
-    for number, position, sentence, bag, overlap in found:
+    for number, position, sentence, bag, overlap, _ in found:
         if overlap:
             score = sum(weight[t] for t in overlap) / math.sqrt(len(bag))
             scored.append((score, number, position, sentence))
     if not scored:
+        return None
+    if _unsupported(sources) and _best_coverage(terms, found) < MIN_COVERAGE:
         return None
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     best = scored[0][0]
@@ -112,3 +129,31 @@ def _quoted(question: str, sources: list[Source]) -> str | None:
         length += len(sentence)
     chosen.sort()
     return " ".join(f"{sentence} [{number}]" for number, _, sentence in chosen)
+
+
+def _unsupported(sources: list[Source]) -> bool:
+    """No source is surely on the question's topic by its meaning, as far as the
+    embedder's measured floor tells (``TOPIC_FLOORS``); an unmeasured embedder is
+    trusted, as for relevance (``ragcore.knowledge.retrieval``)."""
+    measured = [
+        s.hit for s in sources if isinstance(s.hit, RetrievedHit) and s.hit.topic_floor is not None
+    ]
+    return bool(measured) and not any(hit.on_topic for hit in measured)
+
+
+def _best_coverage(terms: set[str], found: list[Any]) -> float:
+    """The largest share of the question's term weight one sentence covers, itself or
+    through its context. A term is weighed by how few sentences (with their context)
+    hold it; one that none holds weighs as the rarest held: it is what the sources do
+    not talk about ("the user id of *nobody*"), and an answer without it answers
+    something else."""
+    if not terms or not found:
+        return 0.0
+    count = len(found)
+    held = {t: sum(1 for *_, o, c in found if t in o or _in(t, c)) for t in terms}
+    weight = {t: math.log(1 + count / max(held[t], 1)) for t in terms}
+    total = sum(weight.values())
+    return max(
+        sum(weight[t] for t in terms if t in overlap or _in(t, context)) / total
+        for *_, overlap, context in found
+    )

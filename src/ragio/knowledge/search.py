@@ -29,6 +29,7 @@ from ragcore.knowledge.retrieval import (
     RetrievedHit,
     candidate_depth,
     similarity_floor,
+    topic_floor,
 )
 from ragio.knowledge.store import vector_literal
 
@@ -223,7 +224,7 @@ def rank_chunks(
     if limit <= 0 or (document_ids is not None and not document_ids):
         return []
     rows = _run(conn, statement, vector, text, limit, document_ids, text_config, lexical_budget)
-    floor = similarity_floor(space)
+    floor, on_topic = similarity_floor(space), topic_floor(space)
     return [
         RetrievedHit(
             chunk_id=r[0],
@@ -236,6 +237,7 @@ def rank_chunks(
             lexical_rank=r[7],
             similarity=float(r[8]),
             similarity_floor=floor,
+            topic_floor=on_topic,
         )
         for r in rows
     ]
