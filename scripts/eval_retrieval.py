@@ -22,7 +22,7 @@ that configuration after the migrations), ``--budget`` (the candidate budget of
 relevance floors come from.
 
 ``--rerank N [N ...]`` reorders the top N hybrid candidates by the local reranker
-(``ragio.providers.rerank``) and prints nDCG@10 of that order, with the reranker's own
+(``scripts/rerankers.py``) and prints nDCG@10 of that order, with the reranker's own
 time per question (p50 / p95, on the first ``--rerank-timed`` questions: the question's
 and the N passages' features, then the scores). The passages' features are cached under
 ``--cache`` as the vectors are, so the nDCG figures of a second run come quickly.
@@ -61,7 +61,7 @@ from ragio.db.pool import Database  # noqa: E402
 from ragio.knowledge import search  # noqa: E402
 from ragio.knowledge.store import store_document  # noqa: E402
 from ragio.providers.local import MODELS, LocalEmbedder  # noqa: E402
-from ragio.providers.rerank import RERANKERS, load_reranker  # noqa: E402
+from rerankers import RERANKERS, load_reranker  # noqa: E402
 
 K = 10
 MODES = ("dense", "fulltext", "hybrid")  # the order of the table
