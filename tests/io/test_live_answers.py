@@ -102,7 +102,7 @@ async def test_postgresql_rows_answer_too(api, database_url: str) -> None:
 
 
 async def test_a_missing_order_number_is_asked_for_and_the_reply_answered(
-    api, shop: MariaDB
+    api, shop: MariaDB, database_url: str
 ) -> None:
     await add_action(api, await add_mysql_source(api, shop), ORDER)
     before = connections_of_shop(shop)
@@ -110,6 +110,9 @@ async def test_a_missing_order_number_is_asked_for_and_the_reply_answered(
     asked = await chat(api, "what's the status of my order?", user="customer-7")
     assert asked["answer"] == "What is your order number?" and asked["citations"] == []
     assert connections_of_shop(shop) == before  # nothing ran
+    with psycopg.connect(database_url) as db:  # kept for them, under a hash of who asked
+        [(asker,)] = db.execute("SELECT asker FROM live_pending").fetchall()
+    assert "customer-7" not in asker and len(asker) == 64
     answered = await chat(api, "4411", user="customer-7")
     assert answered["answer"] == "Order status: id: 4411, status: shipped. [1]"
     # the question held for that user's next message only

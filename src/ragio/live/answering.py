@@ -9,6 +9,7 @@ no extra query when the owner has configured none.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 import psycopg
@@ -32,7 +33,8 @@ async def load_live(effect: LoadLive, service: Service) -> LiveContext:
     on_channel = tuple(a for a in actions if not a.channels or effect.channel in a.channels)
     pending = None
     if on_channel and effect.asker is not None:
-        pending = await service.database.run(store.take_pending, effect.channel, effect.asker, now)
+        asker = asker_key(effect.asker)
+        pending = await service.database.run(store.take_pending, effect.channel, asker, now)
     return LiveContext(on_channel, held.results, now, pending)
 
 
@@ -57,7 +59,7 @@ async def record_live(effect: RecordLive, service: Service) -> None:
         if effect.pending is not None and effect.asker is not None:
             assert effect.expires_at is not None
             store.keep_pending(
-                conn, effect.channel, effect.asker, effect.pending, service.clock.now(),
+                conn, effect.channel, asker_key(effect.asker), effect.pending, service.clock.now(),
                 effect.expires_at,
             )  # fmt: skip
 
@@ -65,6 +67,12 @@ async def record_live(effect: RecordLive, service: Service) -> None:
         await service.database.run(write)
     except psycopg.Error as error:
         log.warning("live action %s: the run could not be logged: %s", run.action_id, error)
+
+
+def asker_key(asker: str) -> str:
+    """Who a pending question is kept for, as a SHA-256 hash: the asker (a /chat
+    ``user``, a channel's sender) is never stored as given."""
+    return hashlib.sha256(asker.encode("utf-8")).hexdigest()
 
 
 HANDLERS: HandlerTable = {LoadLive: load_live, RecordLive: record_live}

@@ -37,7 +37,8 @@ CREATE INDEX live_action_runs_by_action ON live_action_runs (action_id, id);
 CREATE INDEX live_action_runs_by_time ON live_action_runs (at);
 
 -- A question asked for a missing value, kept for the asker's next message only
--- (ragcore.live.matching.Pending): one per channel and asker, it expires.
+-- (ragcore.live.matching.Pending): one per channel and asker (a SHA-256 hash of who
+-- asked), it expires; ``known``: the values the customer gave before it, for 30 minutes.
 CREATE TABLE live_pending (
     channel     text NOT NULL,
     asker       text NOT NULL,
