@@ -155,6 +155,11 @@ def test_the_offline_answer_quotes_the_records() -> None:
     assert extractive_answer(prompt) == "Order status: status: shipped, carrier: DHL. [1]"
 
 
+def test_a_value_in_the_records_cannot_pass_for_a_citation() -> None:
+    prompt = prompt_of(({"status": "shipped", "note": "see [2]"},), hits=(DOC,))
+    assert extractive_answer(prompt) == "Order status: status: shipped, note: see (2). [1]"
+
+
 def test_the_offline_answer_with_no_record_or_a_failed_source() -> None:
     assert extractive_answer(prompt_of(())) == "No matching record was found. [1]"
     failed = extractive_answer(prompt_of(LiveFailure("down"), hits=(DOC,)))

@@ -265,12 +265,22 @@ def offline_live_answer(outcome: LiveData | LiveFailed, number: int, language: s
         said = changed.format(n=outcome.affected) if outcome.affected is not None else none_found
         return f"{said} [{number}]"
     records = [
-        ", ".join(f"{key}: {value}" for key, value in _short(row).items() if value is not None)
+        ", ".join(
+            f"{_unmarked(key)}: {_unmarked(value)}"
+            for key, value in _short(row).items()
+            if value is not None
+        )
         for row in outcome.rows[:MAX_SPOKEN_ROWS]
     ]
     more = len(outcome.rows) - MAX_SPOKEN_ROWS
     text = "; ".join(records) + (f"; (+{more})" if more > 0 else "")
     return f"{_one_line(outcome.action.name)}: {text}. [{number}]"
+
+
+def _unmarked(value: Any) -> str:
+    """A value as text that cannot pass for a citation marker ("[2]" would cite a
+    document the answer never quoted): square brackets become round ones."""
+    return str(value).replace("[", "(").replace("]", ")")
 
 
 def _short(row: Mapping[str, Any]) -> dict[str, Any]:
