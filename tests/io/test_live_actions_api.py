@@ -345,7 +345,7 @@ async def test_the_runs_are_newest_first_paged_and_filtered(api, service, shop):
             run = store.Run(
                 action["id"], action["name"], "telegram", f"h{number}", 1, None, 3, "ran"
             )
-            await service.database.run(store.log_run, run)
+            await service.database.run(store.log_run, run, service.clock.now())
     page = (await api.get("/live-actions/runs", params={"limit": 4})).json()
     assert [(r["action_name"], r["values_hash"]) for r in page["runs"]] == [
         ("By e-mail", "h4"),

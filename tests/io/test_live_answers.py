@@ -245,3 +245,14 @@ async def test_telegram_answers_from_live_rows(api, shop: MariaDB, telegram) -> 
     )
     [run] = await runs(api)
     assert run["channel"] == "telegram"
+
+
+async def test_the_log_keeps_a_run_90_days(api, shop: MariaDB, fake_clock) -> None:
+    await add_action(api, await add_mysql_source(api, shop), ORDER)
+    await chat(api, "where is my order 4411?")
+    fake_clock.advance(timedelta(days=89))
+    await chat(api, "where is my order 4412?")
+    assert len(await runs(api)) == 2
+    fake_clock.advance(timedelta(days=2))
+    await chat(api, "where is my order 4411?")
+    assert [r["outcome"] for r in await runs(api)] == ["ran", "ran"]

@@ -225,5 +225,5 @@ async def dry_run_live_action(id: str) -> DryRunResult:  # noqa: A002 (the path'
         "dry_run",
         shown.reason,
     )
-    await svc.database.run(store.log_run, run)
+    await svc.database.run(store.log_run, run, svc.clock.now())
     return shown

@@ -55,7 +55,7 @@ async def record_live(effect: RecordLive, service: Service) -> None:
     )
 
     def write(conn: psycopg.Connection) -> None:
-        store.log_run(conn, line)
+        store.log_run(conn, line, service.clock.now())
         if effect.pending is not None and effect.asker is not None:
             assert effect.expires_at is not None
             store.keep_pending(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -19,6 +19,7 @@ from ragcore.live.matching import LiveAction, Pending
 from ragcore.live.templates import check_template
 
 log = logging.getLogger(__name__)
+RUNS_RETENTION = timedelta(days=90)  # how long the execution log keeps a run
 
 
 class NameTaken(Exception):
@@ -222,12 +223,15 @@ class Run:
     reason: str = ""
 
 
-def log_run(conn: psycopg.Connection, run: Run) -> None:
-    """Log ``run``; an action deleted while it ran leaves its run unlinked, kept."""
+def log_run(conn: psycopg.Connection, run: Run, now: datetime) -> None:
+    """Log ``run`` at ``now``; an action deleted while it ran leaves its run unlinked,
+    kept. Runs older than ``RUNS_RETENTION`` are deleted on the way."""
+    conn.execute("DELETE FROM live_action_runs WHERE at < %s", (now - RUNS_RETENTION,))
     conn.execute(
         "INSERT INTO live_action_runs (action_id, action_name, channel, values_hash, row_count,"
-        " affected, duration_ms, outcome, reason)"
-        " VALUES ((SELECT id FROM live_actions WHERE id = %s), %s, %s, %s, %s, %s, %s, %s, %s)",
+        " affected, duration_ms, outcome, reason, at)"
+        " VALUES ((SELECT id FROM live_actions WHERE id = %s), %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s)",
         (
             run.action_id,
             run.action_name,
@@ -238,6 +242,7 @@ def log_run(conn: psycopg.Connection, run: Run) -> None:
             run.duration_ms,
             run.outcome,
             run.reason,
+            now,
         ),
     )
 
