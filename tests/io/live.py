@@ -1,4 +1,4 @@
-"""What the live-data tests share: a MariaDB with a shop's orders (one per module), the
+"""What the live-data tests share: a MariaDB with a shop's orders (one per test session), the
 count of queries it was asked, and actions created through the owner's API."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ORDERS = (
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def maria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
     """A MariaDB with ``shop.orders`` and a ``shop`` user that may read and update them;
     its user statistics on, so a test can count the connections the service made."""

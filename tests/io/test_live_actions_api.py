@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from cryptography.fernet import Fernet
 
+from ragcore.live.answers import LiveRun
 from ragcore.live.cache import Entry
 from ragcore.live.log import values_hash
 from ragio.live import store
@@ -342,10 +343,10 @@ async def test_the_runs_are_newest_first_paged_and_filtered(api, service, shop):
     two = await add_action(api, source["id"], name="By e-mail", template=BY_EMAIL)
     for number in range(5):
         for action in (one, two):
-            run = store.Run(
-                action["id"], action["name"], "telegram", f"h{number}", 1, None, 3, "ran"
+            run = LiveRun(action["id"], action["name"], (), "ran", 1, None, 3)
+            await service.database.run(
+                store.log_run, run, "telegram", f"h{number}", service.clock.now()
             )
-            await service.database.run(store.log_run, run, service.clock.now())
     page = (await api.get("/live-actions/runs", params={"limit": 4})).json()
     assert [(r["action_name"], r["values_hash"]) for r in page["runs"]] == [
         ("By e-mail", "h4"),

@@ -40,6 +40,7 @@ from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id, read_query
 from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.live.answers import LiveRun
 from ragcore.live.log import values_hash
 from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
 from ragcore.live.templates import Template
@@ -214,16 +215,9 @@ async def dry_run_live_action(id: str) -> DryRunResult:  # noqa: A002 (the path'
         rows = [json_value(dict(row)) for row in result.rows[:DRY_RUN_ROWS]]
         shown = DryRunResult(rows, result.affected, duration, values, template.writes)
         rows_count = len(result.rows)
-    run = store.Run(
-        action.id,
-        action.name,
-        asked.channel,
-        values_hash(bound, key),
-        rows_count,
-        shown.affected,
-        duration,
-        "dry_run",
-        shown.reason,
+    run = LiveRun(
+        action.id, action.name, bound, "dry_run", rows_count, shown.affected, duration, shown.reason
     )
-    await svc.database.run(store.log_run, run, svc.clock.now())
+    hashed = values_hash(bound, key)
+    await svc.database.run(store.log_run, run, asked.channel, hashed, svc.clock.now())
     return shown

@@ -9,11 +9,11 @@ no extra query when the owner has configured none.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 import psycopg
 
+from ragcore.employees.learning import asker_hash
 from ragcore.live.answers import LiveContext, LoadLive, RecordLive
 from ragcore.live.log import values_hash
 from ragio.live import store
@@ -33,7 +33,7 @@ async def load_live(effect: LoadLive, service: Service) -> LiveContext:
     on_channel = tuple(a for a in actions if not a.channels or effect.channel in a.channels)
     pending = None
     if on_channel and effect.asker is not None:
-        asker = asker_key(effect.asker)
+        asker = asker_hash(effect.asker)
         pending = await service.database.run(store.take_pending, effect.channel, asker, now)
     return LiveContext(on_channel, held.results, now, pending)
 
@@ -42,24 +42,14 @@ async def record_live(effect: RecordLive, service: Service) -> None:
     """Log the run, and keep the question asked; a failure here is logged, never the
     customer's problem (the answer is already decided)."""
     run = effect.run
-    line = store.Run(
-        run.action_id,
-        run.action_name,
-        effect.channel,
-        values_hash(run.values, live_hash_key(service.settings)),
-        run.row_count,
-        run.affected,
-        run.duration_ms,
-        run.outcome,
-        run.reason[:500],
-    )
+    hashed = values_hash(run.values, live_hash_key(service.settings))
 
     def write(conn: psycopg.Connection) -> None:
-        store.log_run(conn, line, service.clock.now())
+        store.log_run(conn, run, effect.channel, hashed, service.clock.now())
         if effect.pending is not None and effect.asker is not None:
             assert effect.expires_at is not None
             store.keep_pending(
-                conn, effect.channel, asker_key(effect.asker), effect.pending, service.clock.now(),
+                conn, effect.channel, asker_hash(effect.asker), effect.pending, service.clock.now(),
                 effect.expires_at,
             )  # fmt: skip
 
@@ -67,12 +57,6 @@ async def record_live(effect: RecordLive, service: Service) -> None:
         await service.database.run(write)
     except psycopg.Error as error:
         log.warning("live action %s: the run could not be logged: %s", run.action_id, error)
-
-
-def asker_key(asker: str) -> str:
-    """Who a pending question is kept for, as a SHA-256 hash: the asker (a /chat
-    ``user``, a channel's sender) is never stored as given."""
-    return hashlib.sha256(asker.encode("utf-8")).hexdigest()
 
 
 HANDLERS: HandlerTable = {LoadLive: load_live, RecordLive: record_live}

@@ -15,11 +15,13 @@ from psycopg.types.json import Jsonb
 
 from ragcore.api.live_actions import LiveActionFields, LiveActionView, LoggedRun, template_facts
 from ragcore.errors import InvalidInput
+from ragcore.live.answers import LiveRun
 from ragcore.live.matching import LiveAction, Pending
 from ragcore.live.templates import check_template
 
 log = logging.getLogger(__name__)
 RUNS_RETENTION = timedelta(days=90)  # how long the execution log keeps a run
+MAX_REASON_CHARS = 500  # of a failure's reason, in the log
 
 
 class NameTaken(Exception):
@@ -208,24 +210,12 @@ def _writing(fields: LiveActionFields) -> Iterator[None]:
 # --- the execution log ----------------------------------------------------------------
 
 
-@attrs.frozen
-class Run:
-    """One execution, as logged: ``values_hash`` an HMAC of the bound values."""
-
-    action_id: int | None
-    action_name: str
-    channel: str
-    values_hash: str
-    row_count: int | None
-    affected: int | None
-    duration_ms: int
-    outcome: str
-    reason: str = ""
-
-
-def log_run(conn: psycopg.Connection, run: Run, now: datetime) -> None:
-    """Log ``run`` at ``now``; an action deleted while it ran leaves its run unlinked,
-    kept. Runs older than ``RUNS_RETENTION`` are deleted on the way."""
+def log_run(
+    conn: psycopg.Connection, run: LiveRun, channel: str, values_hash: str, now: datetime
+) -> None:
+    """Log ``run`` on ``channel`` at ``now``, its values as ``values_hash`` (never the
+    values); an action deleted while it ran leaves its run unlinked, kept. Runs older
+    than ``RUNS_RETENTION`` are deleted on the way."""
     conn.execute("DELETE FROM live_action_runs WHERE at < %s", (now - RUNS_RETENTION,))
     conn.execute(
         "INSERT INTO live_action_runs (action_id, action_name, channel, values_hash, row_count,"
@@ -235,13 +225,13 @@ def log_run(conn: psycopg.Connection, run: Run, now: datetime) -> None:
         (
             run.action_id,
             run.action_name,
-            run.channel,
-            run.values_hash,
+            channel,
+            values_hash,
             run.row_count,
             run.affected,
             run.duration_ms,
             run.outcome,
-            run.reason,
+            run.reason[:MAX_REASON_CHARS],
             now,
         ),
     )
