@@ -1,0 +1,144 @@
+"""Whether the retrieved documents support an answer at all: grounded refusal.
+
+One rule, used twice: by the offline answerer (``ragcore.chat.extractive``), which
+then says the documents do not answer, and by the chat pipeline before the model
+(``ragcore.chat.pipeline``), which then says so without asking a provider.
+
+An answer is unsupported when neither the meaning nor the words support it: no
+source is surely on the question's topic by its meaning (``RetrievedHit.on_topic``,
+for an embedder with a measured floor, ``TOPIC_FLOORS``), and no sentence, read with
+its context (its document's name and headings, the sentence before it), covers
+``MIN_COVERAGE`` of the question's term weight (``best_coverage``). An unmeasured
+embedder (the remote ones) is trusted, as for relevance
+(``ragcore.knowledge.retrieval``): nothing is declined by this rule for it.
+
+The words are read for no language in particular (``words``, ``same_word``): they must
+work for whatever language the owner's documents are in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+
+import attrs
+
+from ragcore.chat.sources import Source
+from ragcore.knowledge.retrieval import RetrievedHit
+
+#: The share of the question's term weight one sentence, read with its context, must
+#: cover for the words alone to support an answer (see the module's docstring). Chosen
+#: with scripts/eval_answers.py (eval/answers/README.md): from 0.6 up, 10 of the 11
+#: unanswerable questions are declined and no more answerable ones than at 0.35.
+MIN_COVERAGE = 0.6
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# Function words of the languages most of our owners write in: they match everywhere.
+_STOPWORDS = frozenset(
+    """a about an and any are as at be been but by can could did do does for from had has have
+    how i if in into is it its me my no not of on or our please so some than that the their
+    them then there these they this to tell us was we were what when where which who whom why
+    will with would you your
+    aber als am an auf aus bei bin bis das dass dem den der des die du ein eine einem einen
+    einer eines es für hat habe haben ich ihr im in ist ja kann mein mit nach nicht noch oder
+    sie sind so um und uns von vor was wer wie wir wird zu zum zur
+    au aux avec ce ces dans de des du elle en est et il je la le les leur mais me mon ne nous
+    on ou par pas pour qu que qui sa se ses son sur ta te tu un une vos votre vous
+    al como con cual cuando de del el en es esta este la las lo los me mi no para por que se
+    su sus un una y yo
+    aan al bij dat de den der die dit een en het hoe ik in is je met mijn naar niet of om op
+    te van voor wat we wie zijn
+    """.split()
+)
+
+
+def words(text: str) -> list[str]:
+    """The content words of ``text``, lower-cased: no function word, no single letter."""
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1]
+
+
+def same_word(a: str, b: str) -> bool:
+    """Equal, or one a short inflection of the other ("refund"/"refunds", "tage"/"tagen").
+
+    A stemmer for no language in particular: it must work for whatever language the
+    owner's documents are in.
+    """
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return len(short) >= 4 and long.startswith(short) and len(long) - len(short) <= 3
+
+
+def holds(bag: AbstractSet[str], term: str) -> bool:
+    """Whether ``bag`` holds ``term`` or an inflection of it (``same_word``)."""
+    return term in bag or any(same_word(term, word) for word in bag)
+
+
+@attrs.frozen
+class Sentence:
+    """A sentence of a source, with what it is read with.
+
+    ``bag``: its content words; ``context``: the content words of its document's name
+    and headings and of the sentence before it in its chunk.
+    """
+
+    number: int  # the source's number
+    position: int  # its place in the source's text
+    text: str
+    bag: frozenset[str]
+    context: frozenset[str]
+
+
+def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
+    """The sentences of ``sources``, in source order. Overlapping chunks repeat
+    sentences: each is read once, from the first (best ranked) source holding it."""
+    sentences = []
+    seen = set()
+    for source in sources:
+        titles = frozenset(words(" ".join((source.hit.document_name, *source.hit.heading_path))))
+        before: frozenset[str] = frozenset()
+        for position, text in enumerate(_SENTENCE_END.split(source.hit.text)):
+            text = text.strip()
+            bag = frozenset(words(text))
+            if text and text not in seen:
+                seen.add(text)
+                sentences.append(Sentence(source.number, position, text, bag, titles | before))
+            before = bag
+    return sentences
+
+
+def supports_answer(question: str, sources: Sequence[Source]) -> bool:
+    """Whether ``sources`` (documents, not live data) support an answer to ``question``
+    by their meaning or their words (see the module's docstring)."""
+    if not unsupported_by_meaning(sources):
+        return True
+    return best_coverage(set(words(question)), sentences_of(sources)) >= MIN_COVERAGE
+
+
+def unsupported_by_meaning(sources: Sequence[Source]) -> bool:
+    """No source is surely on the question's topic by its meaning, as far as the
+    embedder's measured floor tells (``TOPIC_FLOORS``); an unmeasured embedder is
+    trusted, as for relevance (``ragcore.knowledge.retrieval``)."""
+    measured = [
+        s.hit for s in sources if isinstance(s.hit, RetrievedHit) and s.hit.topic_floor is not None
+    ]
+    return bool(measured) and not any(hit.on_topic for hit in measured)
+
+
+def best_coverage(terms: set[str], sentences: Sequence[Sentence]) -> float:
+    """The largest share of the question's term weight one sentence covers, itself or
+    through its context. A term is weighed by how few sentences (with their context)
+    hold it; one that none holds weighs as the rarest held: it is what the sources do
+    not talk about ("the user id of *nobody*"), and an answer without it answers
+    something else."""
+    if not terms or not sentences:
+        return 0.0
+    covered = [{t for t in terms if holds(s.bag, t) or holds(s.context, t)} for s in sentences]
+    count = len(sentences)
+    held = {t: sum(1 for c in covered if t in c) for t in terms}
+    weight = {t: math.log(1 + count / max(held[t], 1)) for t in terms}
+    total = sum(weight.values())
+    return max(sum(weight[t] for t in c) / total for c in covered)
