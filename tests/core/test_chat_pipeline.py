@@ -10,6 +10,7 @@ from ragcore.employees.learning import History, RecordInteraction
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
 from tests.core.drive import drive
 
@@ -126,3 +127,75 @@ def test_with_nothing_retrieved_the_answer_says_so_in_the_users_language():
     outcome, _ = drive(answer_question(ChatRequest("Wann öffnet der Laden?"), POLICY), german)
     assert outcome.answer == not_found("de")
     assert outcome.language == "de"
+
+
+def measured(similarity, *texts, heading=(), floor=0.45):
+    """Hits as search finds them with the local embedder: relevant (over its similarity
+    floor, 0.30), ``similarity`` to the question, its measured topic floor (0.45; None:
+    an unmeasured, remote embedder)."""
+    return [
+        RetrievedHit(i, i, f"doc{i}", text, 0.5, heading, vector_rank=i, similarity=similarity,
+                     similarity_floor=0.30 if floor else None, topic_floor=floor)
+        for i, text in enumerate(texts, start=1)
+    ]  # fmt: skip
+
+
+ABOUT_OTHER_USERS = (
+    "The user root has uid 0 and owns the system. The user daemon has uid 1.",
+    "Each user has a home directory. It had uid 37.",
+)
+
+
+def test_sources_that_do_not_support_an_answer_are_declined_before_the_model():
+    # neither on the question's topic by meaning (0.38 < 0.45) nor covering its words
+    # ("nobody" is in no source): the offline answerer's rule, applied before any provider
+    hits = measured(0.38, *ABOUT_OTHER_USERS)
+    outcome, effects = drive(
+        answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
+    )
+    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks]
+    assert outcome.answer == not_found("en") and outcome.citations == ()
+    assert (outcome.provider, outcome.usage) == (None, None)
+    assert outcome.language == "en"
+
+
+def test_an_unsupported_question_is_declined_in_its_language():
+    def german(effect):
+        if isinstance(effect, DetectLanguage):
+            return [LanguageGuess("de", "German", 0.95)]
+        return recorded(hits=measured(0.30, *ABOUT_OTHER_USERS))(effect)
+
+    question = "Welche Benutzerkennung hat das Konto nobody?"
+    outcome, effects = drive(answer_question(ChatRequest(question), POLICY), german)
+    assert not any(isinstance(e, Generate) for e in effects)
+    assert (outcome.answer, outcome.language) == (not_found("de"), "de")
+
+
+def test_a_source_on_the_questions_topic_reaches_the_model_though_the_words_differ():
+    hits = measured(
+        0.52, "Root's numeric identifier is 0.", "Daemons run under their own accounts."
+    )
+    outcome, effects = drive(
+        answer_question(ChatRequest("Which number identifies the superuser root?"), POLICY),
+        recorded(hits=hits, reply="0 [1]."),
+    )
+    assert type(effects[-1]) is Generate
+    assert (outcome.answer, outcome.provider) == ("0 [1].", "recorded")
+
+
+def test_words_covered_with_their_heading_reach_the_model_though_the_meaning_is_far():
+    hits = measured(0.40, "It exists for daemons. Its user id is 65534.", heading=("nobody",))
+    _, effects = drive(
+        answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
+    )
+    assert type(effects[-1]) is Generate
+    assert [s.hit.chunk_id for s in effects[-1].prompt.sources] == [1]
+
+
+def test_an_unmeasured_embedders_hits_still_reach_the_model():
+    # a remote embedder has no measured topic floor: it is trusted, as for relevance
+    hits = measured(0.20, *ABOUT_OTHER_USERS, floor=None)
+    _, effects = drive(
+        answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
+    )
+    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks, Generate]

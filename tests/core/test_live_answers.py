@@ -10,6 +10,7 @@ from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.sources import Hit
 from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
 from ragcore.live.answers import PENDING_TTL, LiveContext, LiveRun, LoadLive, RecordLive
 from ragcore.live.matching import LiveAction, Pending
@@ -86,6 +87,21 @@ def test_the_live_rows_are_the_first_source_and_cited_as_live_data() -> None:
 def test_live_rows_answer_even_when_no_document_is_relevant() -> None:
     answer, effects = ask("where is my order 4411?")
     assert any(isinstance(e, Generate) for e in effects)
+    assert answer.answer == "Your order has shipped with DHL [1]."
+
+
+def test_live_rows_answer_even_when_the_documents_do_not_support_an_answer() -> None:
+    # the document is off the question's topic (0.2 < its embedder's topic floor) and
+    # does not cover its words: declined before the model, but for the live data
+    off_topic = RetrievedHit(
+        12, 2, "careers.md", "We are hiring.", 0.5, vector_rank=1, similarity=0.2, topic_floor=0.45
+    )
+    answer, effects = ask("where is my order 4411?", hits=(off_topic,))
+    [generate] = [e for e in effects if isinstance(e, Generate)]
+    assert [s.hit.document_name for s in generate.prompt.sources] == [
+        "live data: Order status",
+        "careers.md",
+    ]
     assert answer.answer == "Your order has shipped with DHL [1]."
 
 

@@ -37,6 +37,7 @@ from ragcore.chat.grounding import (
 from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, build_prompt
 from ragcore.chat.reasoning import final_answer
 from ragcore.chat.sources import Hit, Source, number_sources, trim_hits
+from ragcore.chat.support import supports_answer
 from ragcore.employees.layering import role_instructions
 from ragcore.employees.learning import LearningPolicy, interaction, learn_from
 from ragcore.employees.memory import role_context
@@ -217,12 +218,14 @@ def _grounded_answer(
     hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
     kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
     live_source = live_hit(live)
-    if not kept and live_source is None:
-        # Nothing relevant to ground an answer on (see ragcore.knowledge.retrieval):
-        # say so without spending a provider call.
-        return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
     # the live data first: it is what the customer asked about
     sources = number_sources([live_source, *kept] if live_source is not None else kept)
+    if live_source is None and not (kept and supports_answer(question, sources)):
+        # Nothing relevant to ground an answer on (see ragcore.knowledge.retrieval), or
+        # nothing that supports one by its meaning or its words (ragcore.chat.support,
+        # the offline answerer's rule): say so without spending a provider call. Live
+        # data is always an answer.
+        return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
     context_text = ""
     if request.employee is not None:
         # the same pipeline GET /employees/{role}/context runs, with the question's vector
