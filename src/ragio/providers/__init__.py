@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -91,7 +92,9 @@ def build_embedder(settings: Settings) -> Embedder:
     if name == "local":
         from ragio.providers.local import LocalEmbedder
 
-        return LocalEmbedder()  # type: ignore[return-value]  # it has nothing to close
+        return LocalEmbedder(  # type: ignore[return-value]  # it has nothing to close
+            cache_dir=Path(settings.data_dir) / "models"
+        )  # it has nothing to close
     if name == "openai":
         _require_openai(settings, "EMBEDDING_PROVIDER")
         from ragio.providers.openai import OpenAIEmbedder
