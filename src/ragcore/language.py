@@ -64,6 +64,15 @@ def choose_language(guesses: Sequence[LanguageGuess], policy: LanguagePolicy) ->
     return policy.default
 
 
+def detected_language(guesses: Sequence[LanguageGuess], policy: LanguagePolicy) -> str | None:
+    """The language the text is surely in (the best guess, when confident), whether or
+    not answers may be given in it; None when not known."""
+    for guess in guesses[:1]:
+        if guess.confidence >= policy.threshold:
+            return guess.code
+    return None
+
+
 # The names of the languages lingua knows, for the prompt ("Answer in German").
 NAMES = {
     "af": "Afrikaans",

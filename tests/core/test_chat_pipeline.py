@@ -129,13 +129,14 @@ def test_with_nothing_retrieved_the_answer_says_so_in_the_users_language():
     assert outcome.language == "de"
 
 
-def measured(similarity, *texts, heading=(), floor=0.45):
+def measured(similarity, *texts, heading=(), floor=0.45, languages=("en",)):
     """Hits as search finds them with the local embedder: relevant (over its similarity
     floor, 0.30), ``similarity`` to the question, its measured topic floor (0.45; None:
-    an unmeasured, remote embedder)."""
+    an unmeasured, remote embedder), measured for English questions (``languages``)."""
     return [
         RetrievedHit(i, i, f"doc{i}", text, 0.5, heading, vector_rank=i, similarity=similarity,
-                     similarity_floor=0.30 if floor else None, topic_floor=floor)
+                     similarity_floor=0.30 if floor else None, topic_floor=floor,
+                     topic_floor_languages=languages)
         for i, text in enumerate(texts, start=1)
     ]  # fmt: skip
 
@@ -159,16 +160,37 @@ def test_sources_that_do_not_support_an_answer_are_declined_before_the_model():
     assert outcome.language == "en"
 
 
-def test_an_unsupported_question_is_declined_in_its_language():
+def asked_in_german(hits):
     def german(effect):
         if isinstance(effect, DetectLanguage):
             return [LanguageGuess("de", "German", 0.95)]
-        return recorded(hits=measured(0.30, *ABOUT_OTHER_USERS))(effect)
+        return recorded(hits=hits)(effect)
 
+    return german
+
+
+def test_an_unsupported_question_is_declined_in_its_language():
+    # a topic floor measured for questions in any language
+    hits = measured(0.30, *ABOUT_OTHER_USERS, languages=())
     question = "Welche Benutzerkennung hat das Konto nobody?"
-    outcome, effects = drive(answer_question(ChatRequest(question), POLICY), german)
+    outcome, effects = drive(answer_question(ChatRequest(question), POLICY), asked_in_german(hits))
     assert not any(isinstance(e, Generate) for e in effects)
     assert (outcome.answer, outcome.language) == (not_found("de"), "de")
+
+
+def test_a_question_in_a_language_the_floor_was_not_measured_in_reaches_the_model():
+    # the local MiniLM's floor was measured with English questions: a German one about
+    # English pages is far from them by its meaning, and its words are not theirs
+    hits = measured(0.30, "Anacron runs the jobs of computers that are not always on.")
+    question = "Laufen geplante Aufgaben auf einem oft ausgeschalteten Laptop?"
+    _, effects = drive(answer_question(ChatRequest(question), POLICY), asked_in_german(hits))
+    assert type(effects[-1]) is Generate
+    # in English, the same far hit is declined before the model
+    _, effects = drive(
+        answer_question(ChatRequest("Do scheduled jobs run on a laptop often off?"), POLICY),
+        recorded(hits=hits),
+    )
+    assert not any(isinstance(e, Generate) for e in effects)
 
 
 def test_a_source_on_the_questions_topic_reaches_the_model_though_the_words_differ():

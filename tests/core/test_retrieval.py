@@ -28,9 +28,9 @@ def hit(chunk_id, text="Returns are accepted within 30 days.", **evidence):
 
 
 def test_rrf_adds_one_over_k_plus_rank_from_each_list_the_item_is_in():
-    assert RRF_K == 60
-    assert rrf_score(1, 1) == pytest.approx(2 / 61)
-    assert rrf_score(3, None) == pytest.approx(1 / 63)
+    assert RRF_K == 10
+    assert rrf_score(1, 1) == pytest.approx(2 / 11)
+    assert rrf_score(3, None) == pytest.approx(1 / 13)
     assert rrf_score(None, None) == 0
     # found by both lists at middling ranks beats first in one list only
     assert rrf_score(5, 5) > rrf_score(1, None)

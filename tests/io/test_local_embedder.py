@@ -65,7 +65,7 @@ def test_the_faster_graph_runs_fused_attention_and_int8_products(models, cache):
     assert kept.name.endswith(f"-{minilm_graph.RECIPE}.onnx")
     graph = onnx.load(str(kept)).graph
     operators = {node.op_type for node in graph.node}
-    assert {"MultiHeadAttention", "Gelu"} <= operators
+    assert {"QAttention", "Gelu"} <= operators
     assert "DynamicQuantizeMatMul" in operators or "MatMulInteger" in operators
     assert not {"Where", "IsNaN", "Softmax", "Erf"} & operators
     # a second load reads the kept file instead of building it again
@@ -76,7 +76,7 @@ def test_a_cache_folder_that_cannot_be_written_still_gives_the_faster_graph(tmp_
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     model = minilm_graph.fast_model(minilm_files()[0], blocked / "models")
-    assert b"MultiHeadAttention" in model
+    assert b"QAttention" in model
     assert "could not keep the optimised model" in caplog.text
 
 

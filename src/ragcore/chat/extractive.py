@@ -27,7 +27,7 @@ RELATIVE_CUTOFF = 0.5
 
 def extractive_answer(prompt: Prompt) -> str:
     documents = [s for s in prompt.sources if s.hit.live_action_id is None]
-    quoted = _quoted(prompt.question, documents)
+    quoted = _quoted(prompt.question, documents, prompt.language)
     live = [s for s in prompt.sources if s.hit.live_action_id is not None]
     if prompt.live is None or not live:
         return quoted or not_found(prompt.language)
@@ -37,7 +37,7 @@ def extractive_answer(prompt: Prompt) -> str:
     return f"{said} {quoted}"
 
 
-def _quoted(question: str, sources: list[Source]) -> str | None:
+def _quoted(question: str, sources: list[Source], language: str) -> str | None:
     """The best sentences of ``sources`` for ``question``, cited; None when none shares
     a content word with it, or when the sources do not support an answer
     (``ragcore.chat.support``: neither their meaning nor their words)."""
@@ -54,7 +54,7 @@ def _quoted(question: str, sources: list[Source]) -> str | None:
             scored.append((score, sentence.number, sentence.position, sentence.text))
     if not scored:
         return None
-    if not supports_answer(question, sources):
+    if not supports_answer(question, sources, language):
         return None
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     best = scored[0][0]

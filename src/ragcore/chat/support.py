@@ -110,20 +110,30 @@ def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
     return sentences
 
 
-def supports_answer(question: str, sources: Sequence[Source]) -> bool:
+def supports_answer(question: str, sources: Sequence[Source], language: str | None) -> bool:
     """Whether ``sources`` (documents, not live data) support an answer to ``question``
-    by their meaning or their words (see the module's docstring)."""
-    if not unsupported_by_meaning(sources):
+    by their meaning or their words (see the module's docstring). ``language``: the
+    question's, when detected (None: not known)."""
+    if not unsupported_by_meaning(sources, language):
         return True
     return best_coverage(set(words(question)), sentences_of(sources)) >= MIN_COVERAGE
 
 
-def unsupported_by_meaning(sources: Sequence[Source]) -> bool:
+def unsupported_by_meaning(sources: Sequence[Source], language: str | None) -> bool:
     """No source is surely on the question's topic by its meaning, as far as the
-    embedder's measured floor tells (``TOPIC_FLOORS``); an unmeasured embedder is
-    trusted, as for relevance (``ragcore.knowledge.retrieval``)."""
+    embedder's measured floor tells (``TOPIC_FLOORS``); an unmeasured embedder, or a
+    question in a language its floor was not measured in (``TOPIC_FLOOR_LANGUAGES``),
+    is trusted, as for relevance (``ragcore.knowledge.retrieval``)."""
     measured = [
-        s.hit for s in sources if isinstance(s.hit, RetrievedHit) and s.hit.topic_floor is not None
+        s.hit
+        for s in sources
+        if isinstance(s.hit, RetrievedHit)
+        and s.hit.topic_floor is not None
+        and (
+            language is None
+            or not s.hit.topic_floor_languages
+            or language in s.hit.topic_floor_languages
+        )
     ]
     return bool(measured) and not any(hit.on_topic for hit in measured)
 

@@ -30,6 +30,7 @@ from ragcore.knowledge.retrieval import (
     candidate_depth,
     similarity_floor,
     topic_floor,
+    topic_floor_languages,
 )
 from ragio.knowledge.store import vector_literal
 
@@ -225,6 +226,7 @@ def rank_chunks(
         return []
     rows = _run(conn, statement, vector, text, limit, document_ids, text_config, lexical_budget)
     floor, on_topic = similarity_floor(space), topic_floor(space)
+    on_topic_languages = topic_floor_languages(space)
     return [
         RetrievedHit(
             chunk_id=r[0],
@@ -238,6 +240,7 @@ def rank_chunks(
             similarity=float(r[8]),
             similarity_floor=floor,
             topic_floor=on_topic,
+            topic_floor_languages=on_topic_languages,
         )
         for r in rows
     ]
