@@ -1,4 +1,13 @@
-from ragcore.language import LanguageGuess, LanguagePolicy, choose_language, worth_detecting
+import pytest
+
+from ragcore.language import (
+    LanguageGuess,
+    LanguagePolicy,
+    asked_in,
+    choose_language,
+    function_word_language,
+    worth_detecting,
+)
 
 GERMAN = LanguageGuess("de", "German", 0.92)
 
@@ -23,3 +32,43 @@ def test_very_short_messages_are_not_worth_detecting():
     assert not worth_detecting("ok")
     assert not worth_detecting("Hi there!")
     assert worth_detecting("Wann öffnet der Laden?")
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Who won the 2018 FIFA World Cup?", "en"),
+        ("Where is my order 4411?", "en"),
+        ("Order 4411 status?", None),  # no function word tells nothing
+        ("The FIFA World Cup 2018 winner?", None),  # nor does one
+        ("What is in the box?", "en"),  # "is" and "in" are Dutch too: English has more
+        ("Wie kann ich ein Paket auf seiner Version halten?", "de"),
+        ("Où est ma commande, et quand arrive-t-elle ?", "fr"),
+        ("¿Cuándo llega mi pedido y cuál es el precio?", "es"),
+        ("Is er een probleem met mijn bestelling?", "nl"),
+        ("Comment activer un module Apache ?", None),  # "un": French or Spanish
+        ("", None),
+    ],
+)
+def test_function_words_tell_a_questions_language_or_nothing(text, language):
+    assert function_word_language(text) == language
+
+
+VIETNAMESE = [LanguageGuess("vi", "Vietnamese", 0.99)]  # lingua's low-accuracy guess
+
+
+def test_function_words_win_over_the_detectors_guess_for_a_short_question():
+    question = "Who won the 2018 FIFA World Cup?"
+    assert choose_language(VIETNAMESE, LanguagePolicy(), question) == "en"
+    assert asked_in(question, VIETNAMESE, LanguagePolicy()) == "en"
+    # with nothing told by the words, the guess stands, as before
+    assert choose_language(VIETNAMESE, LanguagePolicy(), "FIFA 2018?") == "vi"
+    assert asked_in("FIFA 2018?", VIETNAMESE, LanguagePolicy()) == "vi"
+
+
+def test_function_words_of_an_unsupported_language_are_not_answered_in():
+    policy = LanguagePolicy(default="en", supported=("en", "fr"))
+    guess = [LanguageGuess("fr", "French", 0.9)]
+    assert choose_language(guess, policy, "Wie kann ich ein Paket halten?") == "fr"
+    # the question is German all the same, for a rule measured in one language
+    assert asked_in("Wie kann ich ein Paket halten?", guess, policy) == "de"

@@ -16,7 +16,7 @@ import math
 from ragcore.chat.prompts import Prompt
 from ragcore.chat.sources import Source
 from ragcore.chat.support import holds, sentences_of, supports_answer, words
-from ragcore.language import not_found
+from ragcore.language import function_word_language, not_found
 from ragcore.live.pipeline import LiveData, offline_live_answer
 
 MAX_SENTENCES = 3
@@ -27,7 +27,8 @@ RELATIVE_CUTOFF = 0.5
 
 def extractive_answer(prompt: Prompt) -> str:
     documents = [s for s in prompt.sources if s.hit.live_action_id is None]
-    quoted = _quoted(prompt.question, documents, prompt.language)
+    asked = function_word_language(prompt.question) or prompt.language
+    quoted = _quoted(prompt.question, documents, asked)
     live = [s for s in prompt.sources if s.hit.live_action_id is not None]
     if prompt.live is None or not live:
         return quoted or not_found(prompt.language)

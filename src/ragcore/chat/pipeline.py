@@ -49,8 +49,8 @@ from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import (
     DetectLanguage,
     LanguagePolicy,
+    asked_in,
     choose_language,
-    detected_language,
     not_found,
     worth_detecting,
 )
@@ -207,8 +207,8 @@ def _grounded_answer(
     question: str, request: ChatRequest, policy: ChatPolicy
 ) -> Generator[Any, Any, ChatAnswer]:
     guesses = (yield DetectLanguage(question)) if worth_detecting(question) else ()
-    language = choose_language(guesses, policy.language)
-    asked_in = detected_language(guesses, policy.language)
+    language = choose_language(guesses, policy.language, question)
+    question_language = asked_in(question, guesses, policy.language)
     live: LiveOutcome = NoMatch()
     if request.channel is not None:
         live = yield from live_data(
@@ -222,7 +222,7 @@ def _grounded_answer(
     live_source = live_hit(live)
     # the live data first: it is what the customer asked about
     sources = number_sources([live_source, *kept] if live_source is not None else kept)
-    if live_source is None and not (kept and supports_answer(question, sources, asked_in)):
+    if live_source is None and not (kept and supports_answer(question, sources, question_language)):
         # Nothing relevant to ground an answer on (see ragcore.knowledge.retrieval), or
         # nothing that supports one by its meaning or its words (ragcore.chat.support,
         # the offline answerer's rule): say so without spending a provider call. Live

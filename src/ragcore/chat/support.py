@@ -27,6 +27,7 @@ import attrs
 
 from ragcore.chat.sources import Source
 from ragcore.knowledge.retrieval import RetrievedHit
+from ragcore.language import FUNCTION_WORDS
 
 #: The share of the question's term weight one sentence, read with its context, must
 #: cover for the words alone to support an answer (see the module's docstring). Chosen
@@ -36,23 +37,7 @@ MIN_COVERAGE = 0.6
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-# Function words of the languages most of our owners write in: they match everywhere.
-_STOPWORDS = frozenset(
-    """a about an and any are as at be been but by can could did do does for from had has have
-    how i if in into is it its me my no not of on or our please so some than that the their
-    them then there these they this to tell us was we were what when where which who whom why
-    will with would you your
-    aber als am an auf aus bei bin bis das dass dem den der des die du ein eine einem einen
-    einer eines es für hat habe haben ich ihr im in ist ja kann mein mit nach nicht noch oder
-    sie sind so um und uns von vor was wer wie wir wird zu zum zur
-    au aux avec ce ces dans de des du elle en est et il je la le les leur mais me mon ne nous
-    on ou par pas pour qu que qui sa se ses son sur ta te tu un une vos votre vous
-    al como con cual cuando de del el en es esta este la las lo los me mi no para por que se
-    su sus un una y yo
-    aan al bij dat de den der die dit een en het hoe ik in is je met mijn naar niet of om op
-    te van voor wat we wie zijn
-    """.split()
-)
+_STOPWORDS = frozenset().union(*FUNCTION_WORDS.values())  # they match everywhere
 
 
 def words(text: str) -> list[str]:
