@@ -60,6 +60,7 @@ from ragio.db.migrations import apply_migrations  # noqa: E402
 from ragio.db.pool import Database  # noqa: E402
 from ragio.knowledge import search  # noqa: E402
 from ragio.knowledge.store import store_document  # noqa: E402
+from ragio.providers import minilm_graph  # noqa: E402
 from ragio.providers.local import MODELS, LocalEmbedder  # noqa: E402
 from rerankers import RERANKERS, load_reranker  # noqa: E402
 
@@ -129,7 +130,8 @@ async def embed_cached(
     """Vectors for ``texts`` from ``path`` (.npy) when its fingerprint matches, else embedded
     now and saved. Returns the vectors and the seconds spent embedding (None: cached)."""
     stamp = path.with_suffix(".sha256")
-    wanted = fingerprint(ids, texts)
+    # the texts, and how the local MiniLM's graph was rewritten (its vectors change with it)
+    wanted = fingerprint([*ids, "graph"], [*texts, minilm_graph.RECIPE])
     if path.exists() and stamp.exists() and stamp.read_text() == wanted:
         return np.load(path), None
     started = time.perf_counter()

@@ -8,6 +8,8 @@ from ragcore.knowledge.documents import (
     StoreDocuments,
     add_document,
     content_hash,
+    prepare_document,
+    store_new_documents,
 )
 from ragcore.knowledge.effects import Embed
 from tests.core.drive import drive
@@ -57,6 +59,22 @@ def test_a_long_document_is_embedded_in_batches_and_stored_once():
     store = stored_one(effects)
     assert len(store.chunks) == len(store.vectors) == EMBED_BATCH * 2 + 5
     assert store.vectors[-1] == (float(len(store.chunks[-1].text)),)
+
+
+def test_a_text_repeated_across_documents_is_embedded_once_and_stored_with_each():
+    footer = "Contact us at help@example.com."
+    docs = [
+        prepare_document(f"page-{i}.md", f"# Page {i}\n\nPart {i}.\n\n# Footer\n\n{footer}")
+        for i in range(3)
+    ]
+    _, effects = drive(store_new_documents(docs), recorded)
+    [embed] = [e for e in effects if isinstance(e, Embed)]
+    assert embed.texts == ("Part 0.", footer, "Part 1.", "Part 2.")
+    [store] = [e for e in effects if isinstance(e, StoreDocuments)]
+    for doc in store.documents:
+        assert [c.text for c in doc.chunks][-1] == footer
+        assert doc.vectors[-1] == (float(len(footer)),)
+        assert doc.vectors[0] == (7.0,)
 
 
 def test_an_embedding_failure_midway_stores_nothing():

@@ -300,7 +300,8 @@ def store_new_documents(
 
     The new documents' chunks are embedded together, ``EMBED_BATCH`` at a time (the
     provider splits a batch to its own request limit and sends the parts
-    concurrently), so many small documents cost few provider round trips. Each
+    concurrently), so many small documents cost few provider round trips; a chunk text
+    repeated in the group is embedded once. Each
     document is stored with all its chunks in one step once every chunk of the
     group is embedded: a failure midway stores nothing.
     """
@@ -310,15 +311,18 @@ def store_new_documents(
         if existing is None and all(doc.content_hash != n.content_hash for n in new):
             new.append(doc)
     texts = [chunk.text for doc in new for chunk in doc.chunks]
-    vectors: list[tuple[float, ...]] = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        batch = tuple(texts[start : start + EMBED_BATCH])
+    # A text repeated (a page's navigation, a footer) is embedded once.
+    distinct = list(dict.fromkeys(texts))
+    vector_of: dict[str, tuple[float, ...]] = {}
+    for start in range(0, len(distinct), EMBED_BATCH):
+        batch = tuple(distinct[start : start + EMBED_BATCH])
         embedded = yield Embed(batch, purpose="document")
         if len(embedded) != len(batch):
             raise ValueError(
                 f"the embedder returned {len(embedded)} vectors for {len(batch)} texts"
             )
-        vectors.extend(tuple(v) for v in embedded)
+        vector_of.update(zip(batch, (tuple(v) for v in embedded), strict=True))
+    vectors = [vector_of[text] for text in texts]
     to_store = []
     offset = 0
     for doc in new:

