@@ -3,6 +3,8 @@ shipped model: what it keeps of the vectors, where it is kept, and when it is no
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import onnx
 import pytest
@@ -50,6 +52,7 @@ def vectors(model, texts):
 
 def test_the_faster_graph_keeps_the_vectors_and_what_they_find(models):
     shipped, fast = models
+    assert fast.rewritten
     texts = SENTENCES + QUESTIONS
     cosine = (vectors(shipped, texts) * vectors(fast, texts)).sum(axis=1)
     assert cosine.min() > 0.98
@@ -95,3 +98,13 @@ def test_a_graph_it_does_not_know_is_refused_not_rewritten_wrongly(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
     with pytest.raises(minilm_graph.RewriteFailed, match="attention.self.query.bias"):
         minilm_graph.fast_model(source, None)
+
+
+def test_a_kept_graph_that_does_not_load_leaves_the_shipped_one_in_use(tmp_path, caplog):
+    digest = hashlib.sha256(minilm_files()[0].read_bytes()).hexdigest()[:16]
+    (tmp_path / f"minilm-{digest}-{minilm_graph.RECIPE}.onnx").write_bytes(b"not a model")
+    model = MiniLM(cache_dir=tmp_path)
+    assert not model.rewritten
+    assert "using the shipped graph" in caplog.text
+    [passage, question] = vectors(model, [SENTENCES[0], QUESTIONS[0]])
+    assert float(passage @ question) > 0.5

@@ -39,7 +39,7 @@ import numpy as np
 import trio
 
 from ragcore.knowledge.embedding_space import EmbeddingSpace
-from ragio.providers.minilm_graph import RewriteFailed, fast_model
+from ragio.providers.minilm_graph import fast_model
 
 log = logging.getLogger(__name__)
 
@@ -93,29 +93,34 @@ class MiniLM:
     """all-MiniLM-L6-v2 int8 on onnxruntime. ``encode`` is thread-safe (onnxruntime's run is).
 
     ``cache_dir`` keeps the rewritten graph (``minilm_graph``); when the rewrite is not
-    possible (``onnx`` missing, a graph it does not know) the shipped one is used."""
+    possible (``onnx`` missing, a graph it does not know, a kept file that does not load)
+    the shipped one is used."""
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model, tokenizer_file = minilm_files()
-        graph: bytes | str
-        try:
-            graph = fast_model(model, cache_dir)
-        except (ImportError, RewriteFailed) as error:
-            log.warning("local embedder: using the shipped graph, not the faster one: %s", error)
-            graph = str(model)
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
         tokenizer.no_padding()
+        self.tokenizer = tokenizer
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        self.tokenizer = tokenizer
-        self.session = ort.InferenceSession(
-            graph, sess_options=options, providers=["CPUExecutionProvider"]
-        )
+
+        def session(graph: bytes | str) -> Any:
+            return ort.InferenceSession(
+                graph, sess_options=options, providers=["CPUExecutionProvider"]
+            )
+
+        try:
+            self.session = session(fast_model(model, cache_dir))
+            self.rewritten = True
+        except Exception as error:  # an optimisation: never a reason not to embed
+            log.warning("local embedder: using the shipped graph, not the faster one: %s", error)
+            self.session = session(str(model))
+            self.rewritten = False
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
