@@ -347,6 +347,7 @@ async def run(args: argparse.Namespace) -> None:
     if len(questions) < WARM_UP + (5 if args.role else 4) * args.questions:
         raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
     embedder = LocalEmbedder()
+    await embedder.ready()
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
     server = EmbeddedPostgres(cache / "pg")
     admin_url = await trio.to_thread.run_sync(server.start)

@@ -366,6 +366,7 @@ async def run(args: argparse.Namespace) -> int:
             env["LLM_PROVIDER"] = "extractive"
         settings = load_settings(env)
         async with open_service(settings) as service:
+            await service.embedder.ready()  # one graph for every vector
             recorder = None
             if args.model:
                 recorder = Recorder()

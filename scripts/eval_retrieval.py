@@ -405,6 +405,7 @@ async def run(args: argparse.Namespace) -> None:
     try:
         for key in args.embedder:
             embedder = LocalEmbedder(key)
+            await embedder.ready()  # one graph for every vector
             model = embedder.space.model
             print(f"== {key} ({model}, {embedder.space.dimensions} dimensions)")
             folder = cache / model

@@ -94,7 +94,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
         return LocalEmbedder(  # type: ignore[return-value]  # it has nothing to close
             cache_dir=Path(settings.data_dir) / "models"
-        )  # it has nothing to close
+        )
     if name == "openai":
         _require_openai(settings, "EMBEDDING_PROVIDER")
         from ragio.providers.openai import OpenAIEmbedder

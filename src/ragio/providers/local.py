@@ -39,7 +39,7 @@ import numpy as np
 import trio
 
 from ragcore.knowledge.embedding_space import EmbeddingSpace
-from ragio.providers.minilm_graph import fast_model
+from ragio.providers.minilm_graph import fast_model, kept_model
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,10 @@ def minilm_files() -> tuple[Path, Path]:
 class MiniLM:
     """all-MiniLM-L6-v2 int8 on onnxruntime. ``encode`` is thread-safe (onnxruntime's run is).
 
-    ``cache_dir`` keeps the rewritten graph (``minilm_graph``); when the rewrite is not
-    possible (``onnx`` missing, a graph it does not know, a kept file that does not load)
-    the shipped one is used."""
+    ``cache_dir`` keeps the rewritten graph (``minilm_graph``). Until it is built, in a
+    background thread, the shipped graph answers (their vectors agree to a cosine of
+    0.99); when the rewrite is not possible (``onnx`` missing, a graph it does not know)
+    the shipped one stays. A kept file that does not load is built again."""
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         import onnxruntime as ort
@@ -114,14 +115,37 @@ class MiniLM:
                 graph, sess_options=options, providers=["CPUExecutionProvider"]
             )
 
+        self.rewritten = False
+        self._rewriting: threading.Thread | None = None
         try:
-            self.session = session(fast_model(model, cache_dir))
-            self.rewritten = True
+            kept = kept_model(model, cache_dir)
+            if kept is not None:
+                self.session = session(kept)
+                self.rewritten = True
         except Exception as error:  # an optimisation: never a reason not to embed
-            log.warning("local embedder: using the shipped graph, not the faster one: %s", error)
+            log.warning("local embedder: the kept faster graph does not load: %s", error)
+        if not self.rewritten:
+            # The shipped graph answers at once; the faster one replaces it when built.
             self.session = session(str(model))
-            self.rewritten = False
+
+            def rewrite() -> None:
+                try:
+                    faster = session(fast_model(model, cache_dir))
+                except Exception as error:  # an optimisation: never a reason not to embed
+                    log.warning("local embedder: keeping the shipped graph: %s", error)
+                    return
+                self.session, self.rewritten = faster, True
+
+            self._rewriting = threading.Thread(target=rewrite, name="minilm-rewrite", daemon=True)
+            self._rewriting.start()
         self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def wait_for_rewrite(self, timeout: float | None = None) -> bool:
+        """Whether the faster graph is in use, once its build (if any) is over: for
+        measurements, which must not mix the two graphs' vectors."""
+        if self._rewriting is not None:
+            self._rewriting.join(timeout)
+        return self.rewritten
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
@@ -204,6 +228,13 @@ class LocalEmbedder:
             if self._model is None:
                 self._model = await trio.to_thread.run_sync(load_model, self.key, self.cache_dir)
         return self._model
+
+    async def ready(self) -> None:
+        """Load the model and wait until its faster graph is in use (or known not to
+        be): measurements call it so that one graph makes all their vectors."""
+        model = await self.model()
+        if isinstance(model, MiniLM):
+            await trio.to_thread.run_sync(model.wait_for_rewrite)
 
     async def _in_thread(self, work: Callable[[], Any]) -> Any:
         return await trio.to_thread.run_sync(work, limiter=self._limiter)

@@ -25,7 +25,8 @@ shipped model's vectors (cosine above 0.9999) on sample texts, or the shipped
 model is used as it is.
 
 The result is kept under ``DATA_DIR/models`` (named by the source file's digest and
-``RECIPE``), so a process builds it once (about 5 s) and later ones load it.
+``RECIPE``), so it is built once (about 5 s, in the background: the shipped graph
+answers meanwhile, ``ragio.providers.local.MiniLM``) and later processes load it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +55,25 @@ class RewriteFailed(RuntimeError):
     """The shipped graph is not the one this rewrite knows."""
 
 
+def kept_path(source: Path, cache_dir: Path) -> Path:
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    return cache_dir / f"minilm-{digest}-{RECIPE}.onnx"
+
+
+def kept_model(source: Path, cache_dir: Path | None) -> bytes | None:
+    """The rewritten model's bytes when built and kept before, else None."""
+    if cache_dir is None:
+        return None
+    cached = kept_path(source, cache_dir)
+    return cached.read_bytes() if cached.is_file() else None
+
+
 def fast_model(source: Path, cache_dir: Path | None) -> bytes:
-    """The rewritten model's bytes: read from ``cache_dir`` when built before, else
-    built (and kept there when ``cache_dir`` is given and writable)."""
-    cached = None
-    if cache_dir is not None:
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-        cached = cache_dir / f"minilm-{digest}-{RECIPE}.onnx"
-        if cached.is_file():
-            return cached.read_bytes()
-    model = build(source)
+    """The rewritten model's bytes, built now (and kept in ``cache_dir`` when given and
+    writable, its work files there too: a process stopped while building leaves them
+    where the next build clears them)."""
+    cached = kept_path(source, cache_dir) if cache_dir is not None else None
+    model = build(source, _work_folder(cache_dir))
     if cached is not None:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -75,12 +87,27 @@ def fast_model(source: Path, cache_dir: Path | None) -> bytes:
     return model
 
 
-def build(source: Path) -> bytes:
+def _work_folder(cache_dir: Path | None) -> Path | None:
+    """Where a build writes its work files (about 200 MB): under ``cache_dir``, cleared
+    of what a stopped build left there an hour ago or more; None: the system's."""
+    if cache_dir is None:
+        return None
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for old in cache_dir.glob("building-*"):
+            if time.time() - old.stat().st_mtime > 3600:
+                shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        return None  # not writable: the system's temporary folder
+    return cache_dir
+
+
+def build(source: Path, work: Path | None = None) -> bytes:
     import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    with tempfile.TemporaryDirectory(prefix="ragchat-minilm-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="building-", dir=work) as tmp:
         folded = Path(tmp) / "folded.onnx"
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
