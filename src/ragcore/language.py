@@ -102,20 +102,21 @@ FUNCTION_WORDS: dict[str, frozenset[str]] = {
         om op te van voor wat we wie zijn""".split()
     ),
 }
-#: function words one language must show more of than any other to tell a text's language
+#: function words of one language, and of no other, that tell a text's language
 MIN_FUNCTION_WORDS = 2
 
 
 def function_word_language(text: str) -> str | None:
-    """The language of ``FUNCTION_WORDS`` whose function words ``text`` holds most of
-    (at least ``MIN_FUNCTION_WORDS``, more than any other); None when none stands out."""
-    found = [w.lower() for w in re.findall(r"\w+", text)]
-    counts = sorted(
-        ((sum(w in words for w in found), code) for code, words in FUNCTION_WORDS.items()),
-        reverse=True,
-    )
-    (best, code), (second, _) = counts[0], counts[1]
-    return code if best >= MIN_FUNCTION_WORDS and best > second else None
+    """The language of ``FUNCTION_WORDS`` of which ``text`` holds at least
+    ``MIN_FUNCTION_WORDS`` function words of three letters or more, when it holds none
+    of another's; None otherwise. Shorter words and a shared one are left to the
+    detector: "a", "do" and "para" are Portuguese too, "que" Spanish and French."""
+    found = re.findall(r"\w{3,}", text.lower())
+    counts = [(sum(w in words for w in found), code) for code, words in FUNCTION_WORDS.items()]
+    told = [(count, code) for count, code in counts if count]
+    if len(told) == 1 and told[0][0] >= MIN_FUNCTION_WORDS:
+        return told[0][1]
+    return None
 
 
 def asked_in(text: str, guesses: Sequence[LanguageGuess], policy: LanguagePolicy) -> str | None:

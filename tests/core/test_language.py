@@ -38,15 +38,19 @@ def test_very_short_messages_are_not_worth_detecting():
     ("text", "language"),
     [
         ("Who won the 2018 FIFA World Cup?", "en"),
-        ("Where is my order 4411?", "en"),
+        ("Where is my order 4411?", None),  # one English word of three letters or more
         ("Order 4411 status?", None),  # no function word tells nothing
         ("The FIFA World Cup 2018 winner?", None),  # nor does one
-        ("What is in the box?", "en"),  # "is" and "in" are Dutch too: English has more
-        ("Wie kann ich ein Paket auf seiner Version halten?", "de"),
+        ("What is in the box?", "en"),  # "is" and "in" are Dutch too, and short
+        ("Wie kann ich ein Paket auf seiner Version halten?", None),  # "wie" is Dutch too
+        ("Kann ich das Paket auf seiner Version halten?", "de"),
         ("Où est ma commande, et quand arrive-t-elle ?", "fr"),
-        ("¿Cuándo llega mi pedido y cuál es el precio?", "es"),
+        ("¿Dónde está mi pedido y para cuándo llega del almacén?", "es"),
         ("Is er een probleem met mijn bestelling?", "nl"),
-        ("Comment activer un module Apache ?", None),  # "un": French or Spanish
+        ("Comment activer un module Apache ?", None),
+        # Portuguese: "do", "a" and "para" must not make it English or Spanish
+        ("Qual é o preço do pacote para a empresa?", None),
+        ("Como posso saber qual é a versão do pacote que está instalada?", None),
         ("", None),
     ],
 )
@@ -69,6 +73,6 @@ def test_function_words_win_over_the_detectors_guess_for_a_short_question():
 def test_function_words_of_an_unsupported_language_are_not_answered_in():
     policy = LanguagePolicy(default="en", supported=("en", "fr"))
     guess = [LanguageGuess("fr", "French", 0.9)]
-    assert choose_language(guess, policy, "Wie kann ich ein Paket halten?") == "fr"
+    assert choose_language(guess, policy, "Kann ich das Paket halten?") == "fr"
     # the question is German all the same, for a rule measured in one language
-    assert asked_in("Wie kann ich ein Paket halten?", guess, policy) == "de"
+    assert asked_in("Kann ich das Paket halten?", guess, policy) == "de"
