@@ -136,7 +136,9 @@ class MiniLM:
                     return
                 self.session, self.rewritten = faster, True
 
-            self._rewriting = threading.Thread(target=rewrite, name="minilm-rewrite", daemon=True)
+            # Not a daemon (not even when started from one of trio's worker threads, which
+            # are): onnxruntime aborts the process if it exits in the middle of a run.
+            self._rewriting = threading.Thread(target=rewrite, name="minilm-rewrite", daemon=False)
             self._rewriting.start()
         self.inputs = {i.name for i in self.session.get_inputs()}
 
