@@ -35,6 +35,18 @@ F = TypeVar("F", bound=FakeServer)
 C = TypeVar("C")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def local_embedder_ready() -> None:
+    """The local MiniLM loaded in this process, its faster graph built (once per machine:
+    kept under the checkout's data/models), before any test runs: otherwise its build,
+    in the background of whichever test first embeds, runs beside later ones (and one
+    measures this process's idle CPU)."""
+    from ragio.providers.local import MINILM, load_model
+
+    root = Path(__file__).resolve().parents[2]
+    load_model(MINILM, root / "data" / "models").wait_for_rewrite()
+
+
 @pytest.fixture(scope="session")
 def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of the session's embedded PostgreSQL (its own ``ragchat`` database)."""
