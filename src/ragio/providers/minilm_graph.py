@@ -153,12 +153,16 @@ def rewrite(model: Any) -> None:
     producer = {out: node for node in nodes for out in node.output}
     weights = {t.name: t for t in graph.initializer}
 
-    def product(bias: str) -> Any:
-        """The MatMul whose result the initializer ``bias`` is added to."""
+    def addition(bias: str) -> Any:
+        """The Add node that adds the initializer ``bias``."""
         adds = [n for n in consumers.get(bias, []) if n.op_type == "Add"]
         if len(adds) != 1:
             raise RewriteFailed(f"no single Add of {bias}")
-        matmul = next((producer.get(i) for i in adds[0].input if i != bias), None)
+        return adds[0]
+
+    def product(bias: str) -> Any:
+        """The MatMul by a weight whose result the initializer ``bias`` is added to."""
+        matmul = next((producer.get(i) for i in addition(bias).input if i != bias), None)
         if matmul is None or matmul.op_type != "MatMul" or matmul.input[1] not in weights:
             raise RewriteFailed(f"no MatMul by a weight before {bias}")
         return matmul
@@ -191,8 +195,8 @@ def rewrite(model: Any) -> None:
                 name=f"attention_{layer}",
             )
         )
-        intermediate = consumers[f"{base}.intermediate.dense.bias"][0].output[0]
         product(f"{base}.intermediate.dense.bias")  # checks the shape of the layer
+        intermediate = addition(f"{base}.intermediate.dense.bias").output[0]
         activated = product(f"{base}.output.dense.bias").input[0]
         added.append(
             helper.make_node(
