@@ -60,7 +60,8 @@ SIMILARITY_FLOORS: dict[tuple[str, str], float] = {
 #: words differ (a paraphrase; ``ragcore.chat.support``). Measured with
 #: scripts/eval_answers.py on eval/answers (144 Debian pages): the best hit of every
 #: English fact, how-to and multi-document question reached 0.48; of the 11
-#: unanswerable questions, 10 stayed under 0.42 and one reached 0.50. Unmeasured
+#: unanswerable questions, 10 stayed under 0.43 and one reached 0.50 (the same with
+#: the local embedder's rewritten graph, ragio.providers.minilm_graph). Unmeasured
 #: embedders (the remote ones) have none: the words decide, and nothing is declined.
 TOPIC_FLOORS: dict[tuple[str, str], float] = {
     ("local", "all-MiniLM-L6-v2-onnx-int8"): 0.45,
