@@ -63,13 +63,9 @@ def choose_language(
     the best guess when confident enough, else the default language; the first two
     only when supported. The detector alone takes short English questions for other
     languages ("Who won the 2018 FIFA World Cup?": Vietnamese, 0.99)."""
-    told = function_word_language(text)
-    if told is not None and (not policy.supported or told in policy.supported):
-        return told
-    for guess in guesses[:1]:
-        allowed = not policy.supported or guess.code in policy.supported
-        if allowed and guess.confidence >= policy.threshold:
-            return guess.code
+    for known in (function_word_language(text), detected_language(guesses, policy)):
+        if known is not None and (not policy.supported or known in policy.supported):
+            return known
     return policy.default
 
 

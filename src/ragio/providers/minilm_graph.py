@@ -32,6 +32,7 @@ answers meanwhile, ``ragio.providers.local.MiniLM``) and later processes load it
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -57,8 +58,12 @@ class RewriteFailed(RuntimeError):
 
 
 def kept_path(source: Path, cache_dir: Path) -> Path:
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    return cache_dir / f"minilm-{digest}-{RECIPE}.onnx"
+    return cache_dir / f"minilm-{_digest(source)}-{RECIPE}.onnx"
+
+
+@functools.cache  # the shipped file does not change while the process runs
+def _digest(source: Path) -> str:
+    return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
 
 
 def kept_model(source: Path, cache_dir: Path | None) -> bytes | None:
