@@ -346,7 +346,7 @@ async def run(args: argparse.Namespace) -> None:
     questions = claims(Path(args.dataset))
     if len(questions) < WARM_UP + (5 if args.role else 4) * args.questions:
         raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(cache_dir=cache / "data" / "models")  # the service's DATA_DIR
     await embedder.ready()
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
     server = EmbeddedPostgres(cache / "pg")

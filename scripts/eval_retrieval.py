@@ -404,7 +404,7 @@ async def run(args: argparse.Namespace) -> None:
     rows: list[str] = []
     try:
         for key in args.embedder:
-            embedder = LocalEmbedder(key)
+            embedder = LocalEmbedder(key, cache / "models")  # the faster graph, built once
             await embedder.ready()  # one graph for every vector
             model = embedder.space.model
             print(f"== {key} ({model}, {embedder.space.dimensions} dimensions)")
