@@ -766,6 +766,12 @@ SETTINGS: tuple[Setting, ...] = (
         "calls answered at once; more are refused (503) so the ones in progress stay smooth",
         _integer(1, 1000),
     ),
+    Setting(
+        "CONVERSATION_RETENTION_DAYS",
+        "90",
+        "days a conversation and its turns are kept (GET /conversations); 0 keeps them",
+        _integer(0, 36500),
+    ),
     # usage ledger and budgets (0 or unset: unlimited; UTC days and months)
     Setting("USAGE_LEDGER", "false", "true records every LLM call in the usage ledger", _boolean),
     Setting("BUDGET_DAILY_TOKENS", "0", "global tokens per UTC day", _integer(minimum=0)),
@@ -888,6 +894,7 @@ class Settings:
     voice_stt_model: str
     voice_language: str
     voice_max_calls: int
+    conversation_retention_days: int
     usage_ledger: bool
     budget_daily_tokens: int
     budget_monthly_tokens: int

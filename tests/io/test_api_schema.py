@@ -129,11 +129,21 @@ async def exercise_every_route(c: Checker) -> None:
 
     # chat (the document above was deleted: another one to answer from)
     await c.send("POST", "/documents", json={"name": "hours.md", "text": FAQ + " Always."})
-    await c.send("POST", "/chat", json={"question": "When does the shop open?"})
+    asked = await c.send("POST", "/chat", json={"question": "When does the shop open?"})
+    conversation = asked.json()["conversation_id"]
+    await c.send("POST", "/chat", json={"question": "and close?", "conversation_id": conversation})
+    await c.send("POST", "/chat", json={"question": "Hours?", "conversation_id": 12345})
     await c.send("POST", "/chat", params={"question": "Hours?", "role": "nobody"})
     await c.send("POST", "/chat", json={"question": ""})
     await c.send("POST", "/chat/stream", json={"question": "When does the shop open?"})
     await c.send("POST", "/chat/stream", json={"question": "x" * 5000})
+
+    # conversations
+    await c.send("GET", "/conversations")
+    await c.send("GET", "/conversations", params={"channel": "chat", "limit": "1"})
+    await c.send("GET", "/conversations", params={"since": "soon"})
+    await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
+    await c.send("GET", "/conversations/{id}", "/conversations/12345")
 
     # employees, memory and context
     await c.send("GET", "/employees")

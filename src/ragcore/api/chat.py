@@ -13,8 +13,26 @@ from ragcore.api.schema import OneOf, Schemas, described
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
 from ragcore.employees.learning import ASKER_REFUSAL, MAX_ASKER_CHARS, check_asker
 from ragcore.employees.roles import IDENTIFIER_RULE
+from ragcore.errors import InvalidInput
 
 ASKER = "who is asking, kept as a hash; roles learn from questions many users ask"
+CONVERSATION = (
+    "continue this conversation (the conversation_id of an earlier answer): a follow-up "
+    "question is read with it; leave it out to begin one"
+)
+MAX_CONVERSATION_ID = 2**62
+
+
+def check_conversation_id(value: Any) -> int | None:
+    """A conversation's id: a positive integer (digits in a query string); None when not
+    given."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < MAX_CONVERSATION_ID:
+        raise InvalidInput("conversation_id", "must be the conversation_id of an earlier answer")
+    return value
 
 
 @listing(words="allowed")
@@ -29,6 +47,9 @@ class ChatQuestion:  # the question checked; role and user None (or null) when n
     user: Annotated[str | None, described(ASKER, maxLength=MAX_ASKER_CHARS)] = attrs.field(
         default=None, converter=check_asker, metadata=refusal(ASKER_REFUSAL)
     )
+    conversation_id: Annotated[
+        int | None, described(CONVERSATION, minimum=1, maximum=MAX_CONVERSATION_ID)
+    ] = attrs.field(default=None, converter=check_conversation_id)
 
 
 @attrs.frozen
@@ -38,6 +59,7 @@ class ChatQuery:
     question: Annotated[str, described("the question (or send it in the JSON body)")] = ""
     role: Annotated[str, described("answer as this AI employee")] = ""
     user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS)] = ""
+    conversation_id: Annotated[str, described(CONVERSATION)] = ""
 
 
 @attrs.frozen

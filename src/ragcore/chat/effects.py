@@ -26,8 +26,8 @@ class Generate(Effect[Reply]):
     max_output_tokens: int
     temperature: float
     #: what the text is for: ``"answer"`` (a grounded answer), or a task only a language
-    #: model can do (``"check"``, ``"summary"``); the offline extractive answerer writes
-    #: answers only, so the provider chain passes it over for the others
+    #: model can do (``"check"``, ``"summary"``, ``"rewrite"``); the offline extractive
+    #: answerer writes answers only, so the provider chain passes it over for the others
     task: str = "answer"
     #: False holds the text back from the user until it is whole (reasoning mode: the
     #: reasoning is never shown, and the final answer is checked before it is)

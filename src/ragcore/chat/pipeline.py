@@ -26,6 +26,15 @@ from ragcore.actions.records import ProposedAction
 from ragcore.api.schema import described
 from ragcore.chat.citations import Citation, resolve_citations
 from ragcore.chat.effects import Generate, Reply
+from ragcore.chat.followup import (
+    REWRITE_OUTPUT_TOKENS,
+    REWRITE_TEMPERATURE,
+    Exchange,
+    history_block,
+    read_rewrite,
+    rewrite_prompt,
+    standalone_by_rule,
+)
 from ragcore.chat.grounding import (
     CHECK_OUTPUT_TOKENS,
     CHECK_TEMPERATURE,
@@ -103,6 +112,9 @@ class ChatRequest:
     #: who the channel says is asking, for ``{caller}``: the caller's or the WhatsApp
     #: sender's phone number, a Telegram or Discord user id, /chat's ``user``
     user_identifier: str | None = None
+    #: the conversation so far, oldest first: a follow-up is searched as a standalone
+    #: question (``ragcore.chat.followup``) and the model sees the latest exchanges
+    history: tuple[Exchange, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.employee is not None and self.role is None:
@@ -124,6 +136,8 @@ class ChatPolicy:
     reviewed_safe: tuple[str, ...] = ()  # SENSITIVE_ROLES_REVIEWED_SAFE
     learning: LearningPolicy | None = LearningPolicy()  # None: roles learn nothing
     actions: ActionPolicy | None = None  # None: no action is ever proposed
+    #: a language model answers (not only the offline answerer): it rewrites follow-ups
+    rewrite_with_model: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatPolicy:
@@ -177,6 +191,18 @@ class ChatAnswer:
             "proposed (or the proposal was dropped)"
         ),
     ] = None
+    search_question: Annotated[
+        str | None,
+        described(
+            "the standalone question searched for a follow-up (the conversation's earlier "
+            "question joined in, or the model's rewrite); null when the question was searched "
+            "as asked"
+        ),
+    ] = None
+    conversation_id: Annotated[
+        int | None,
+        described("the conversation this turn was recorded in; pass it back to follow up"),
+    ] = None
 
 
 def check_question(question: Any) -> str:
@@ -216,6 +242,9 @@ def _grounded_answer(
         )
         if isinstance(live, AskFor):  # a value is missing: ask for it, nothing ran
             return ChatAnswer(live.question, (), request.role, None, None, language=live.language)
+    asked = question
+    question = yield from standalone_question(asked, request, policy, language)
+    searched = question if question != asked else None
     [vector] = yield Embed((question,), purpose="query")
     hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
     kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
@@ -227,7 +256,15 @@ def _grounded_answer(
         # nothing that supports one by its meaning or its words (ragcore.chat.support,
         # the offline answerer's rule): say so without spending a provider call. Live
         # data is always an answer.
-        return ChatAnswer(not_found(language), (), request.role, None, None, language=language)
+        return ChatAnswer(
+            not_found(language),
+            (),
+            request.role,
+            None,
+            None,
+            language=language,
+            search_question=searched,
+        )
     context_text = ""
     if request.employee is not None:
         # the same pipeline GET /employees/{role}/context runs, with the question's vector
@@ -237,7 +274,13 @@ def _grounded_answer(
     block = role_block(request, policy, context_text, offer)
     shown_live = live if isinstance(live, LiveData | LiveFailed) else None
     prompt = build_prompt(
-        question, sources, language, block, spoken=request.spoken, live=shown_live
+        question,
+        sources,
+        language,
+        block,
+        spoken=request.spoken,
+        live=shown_live,
+        history=history_block(request.history) if request.history else "",
     )
     sensitive = is_sensitive(request, policy)
     generate = Generate(
@@ -286,7 +329,36 @@ def _grounded_answer(
         grounded=grounded,
         check_usage=check_usage,
         action=proposed,
+        search_question=searched,
     )
+
+
+def standalone_question(
+    question: str, request: ChatRequest, policy: ChatPolicy, language: str
+) -> Generator[Any, Any, str]:
+    """The question to search: as asked without a conversation; with one, the model's
+    standalone rewrite when a model answers (metered like every call, rule 14), else, or
+    when the model fails or a cap stops it, ``standalone_by_rule``."""
+    history = request.history
+    if not history:
+        return question
+    if policy.rewrite_with_model:
+        rewrite = Generate(
+            rewrite_prompt(question, history, language),
+            max_output_tokens=REWRITE_OUTPUT_TOKENS,
+            temperature=REWRITE_TEMPERATURE,
+            task="rewrite",
+            stream=False,
+        )
+        try:
+            reply = yield from metered_generate(
+                rewrite, request.role, policy.caps, policy.usage_ledger
+            )
+        except Exception:  # noqa: BLE001 (no rewrite: the rule's is searched)
+            reply = None
+        if isinstance(reply, Reply):
+            return read_rewrite(reply.text, question)
+    return standalone_by_rule(question, history)
 
 
 def action_offer(

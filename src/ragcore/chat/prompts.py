@@ -49,14 +49,22 @@ def build_prompt(
     *,
     spoken: bool = False,
     live: LiveData | LiveFailed | None = None,
+    history: str = "",
 ) -> Prompt:
     """The prompt for ``question`` over ``sources``. The system message is the grounding
     instructions, intact, then the language line, then ``role_block`` when answering as a
     role (``ragcore.employees.layering.role_instructions``): layered on top, never instead.
     ``spoken``: the answer will be said on a call (``SPOKEN_INSTRUCTIONS``); ``live``:
-    the live data one of the sources holds (``ragcore.live.pipeline.live_hit``)."""
+    the live data one of the sources holds (``ragcore.live.pipeline.live_hit``);
+    ``history``: the conversation so far (``ragcore.chat.followup.history_block``), shown
+    after the sources and before the question."""
     blocks = [_source_block(source) for source in sources]
-    user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{REMINDER}"
+    conversation = f"\n\n{history}" if history else ""
+    user = (
+        "Sources:\n\n"
+        + "\n\n".join(blocks)
+        + f"{conversation}\n\nQuestion: {question}\n\n{REMINDER}"
+    )
     system = f"{GROUNDING_INSTRUCTIONS}\n- Write the answer in {language_name(language)}."
     if spoken:
         system = f"{system}\n{SPOKEN_INSTRUCTIONS}"

@@ -18,6 +18,7 @@ from ragio.employees.lookup import UnknownRole
 from ragio.http import (
     actions,
     chat,
+    conversations,
     documents,
     employees,
     health,
@@ -65,6 +66,7 @@ def create_app(svc: Service) -> QuartTrio:
     modules = (
         health,
         chat,
+        conversations,
         documents,
         employees,
         profile,

@@ -3,28 +3,108 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
+from typing import Any
 
+import attrs
 from quart import Blueprint, Response, current_app, request
 
-from ragcore.api.chat import ChatQuery, ChatQuestion, event_stream, sse
+from ragcore.api.chat import (
+    ChatQuery,
+    ChatQuestion,
+    check_conversation_id,
+    event_stream,
+    sse,
+)
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
+from ragcore.chat.followup import Exchange
+from ragcore.chat.history import citation_rows, continuation, turn_outcome
 from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
+from ragio import conversations
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.problems import problem_for
 from ragio.runner import run, stream
+from ragio.service import Service
 
 blueprint = Blueprint("chat", __name__)
 log = logging.getLogger(__name__)
 ASKED = {"body": ChatQuestion, "body_required": False, "query": ChatQuery}
 ANSWER_FAILURES = (404, 422, 502, 503)
-ASKED_FIELDS = ("question", "role", "user")
+ASKED_FIELDS = ("question", "role", "user", "conversation_id")
 
 
-async def chat_request() -> ChatRequest:
+def chat_policy(svc: Service) -> ChatPolicy:
+    """The settings' policy; a language model (not only the offline answerer) also
+    rewrites follow-up questions."""
+    policy = ChatPolicy.from_settings(svc.settings)
+    return attrs.evolve(policy, rewrite_with_model=svc.answerer.name != "extractive")
+
+
+@attrs.frozen
+class Turn:
+    """A question on its way to an answer, and where the answer is recorded: the
+    conversation ``conversation_id`` on ``channel`` (None: one begins with this turn)."""
+
+    request: ChatRequest
+    channel: str
+    conversation_id: int | None = None
+    participant: str | None = None
+    started: float = attrs.field(factory=time.perf_counter)
+
+
+async def record(svc: Service, turn: Turn, outcome: ChatAnswer | Exception) -> int | None:
+    """Record the turn (answered or failed) in its conversation; the conversation's id.
+    Recording never fails the answer: a failure is logged and None returned."""
+    req = turn.request
+    elapsed = {"answer_ms": round((time.perf_counter() - turn.started) * 1000)}
+    if isinstance(outcome, ChatAnswer):
+        answer = outcome
+        exchanges = [*req.history, Exchange(req.question, answer.answer, answer.search_question)]
+        turn_record = conversations.TurnRecord(
+            channel=turn.channel,
+            conversation_id=turn.conversation_id,
+            question=req.question,
+            answer=answer.answer,
+            outcome=turn_outcome(answer),
+            search_question=answer.search_question,
+            citations=citation_rows(answer),
+            role=answer.role,
+            provider=answer.provider,
+            model=answer.model,
+            language=answer.language,
+            timings=elapsed,
+            participant=turn.participant,
+            continuation=continuation(exchanges),
+        )
+    else:
+        turn_record = conversations.TurnRecord(
+            channel=turn.channel,
+            conversation_id=turn.conversation_id,
+            question=req.question,
+            answer="",
+            outcome="failed",
+            role=req.role,
+            timings=elapsed,
+            participant=turn.participant,
+            continuation=continuation(req.history),
+        )
+    try:
+        return await svc.database.run(
+            conversations.record_turn,
+            turn_record,
+            svc.clock.now(),
+            svc.settings.conversation_retention_days,
+        )
+    except Exception:
+        log.exception("could not record a turn of a conversation on %s", turn.channel)
+        return None
+
+
+async def chat_turn() -> Turn:
     """Query parameters ``question``, ``role`` and ``user``; a JSON body with the same
     fields also works.
 
@@ -32,31 +112,56 @@ async def chat_request() -> ChatRequest:
     404, never a silent fallback to answering without a role. ``user`` names the end user
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
     questions many users ask, not from one user asking many times."""
-    args = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
+    args: dict[str, Any] = {
+        k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS
+    }
+    if "conversation_id" in args:  # digits in a query string
+        args["conversation_id"] = check_conversation_id(args["conversation_id"])
     asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
     question, asker, role = asked.question, asked.user, asked.role or None
+    history: tuple[Exchange, ...] = ()
+    if asked.conversation_id is not None:  # an unknown one is 404
+        found = await service().database.run(conversations.load_history, asked.conversation_id)
+        history = tuple(found)
     # live-data actions see /chat as the channel "chat", and ``user`` as {caller}
     if role is None:
-        return ChatRequest(question=question, asker=asker, channel="chat", user_identifier=asker)
-    employee = await stored_role(service().database, role)  # an unknown one is 404
-    # origin "chat": the API's callers hold its key; a proposal still meets the gate
-    return ChatRequest(
-        question=question,
-        employee=employee,
-        asker=asker,
-        origin="chat",
-        channel="chat",
-        user_identifier=asker,
-    )
+        req = ChatRequest(
+            question=question,
+            asker=asker,
+            channel="chat",
+            user_identifier=asker,
+            history=history,
+        )
+    else:
+        employee = await stored_role(service().database, role)  # an unknown one is 404
+        # origin "chat": the API's callers hold its key; a proposal still meets the gate
+        req = ChatRequest(
+            question=question,
+            employee=employee,
+            asker=asker,
+            origin="chat",
+            channel="chat",
+            user_identifier=asker,
+            history=history,
+        )
+    return Turn(req, "chat", asked.conversation_id, asker)
 
 
 @blueprint.post("/chat")
 @operation(Reply(200, "The answer and its sources", ChatAnswer), *ANSWER_FAILURES, **ASKED)
 async def chat() -> ChatAnswer:
-    """Answer a question from the documents, with citations"""
-    req = await chat_request()
+    """Answer a question from the documents, with citations
+
+    Each answer is recorded as a turn of a conversation (GET /conversations); send its
+    conversation_id back with the next question to follow up ("and for shoes?")."""
+    turn = await chat_turn()
     svc = service()
-    return await run(answer_question(req, ChatPolicy.from_settings(svc.settings)), svc)
+    try:
+        answer = await run(answer_question(turn.request, chat_policy(svc)), svc)
+    except Exception as error:
+        await record(svc, turn, error)
+        raise
+    return attrs.evolve(answer, conversation_id=await record(svc, turn, answer))
 
 
 @blueprint.post("/chat/stream")
@@ -77,11 +182,15 @@ async def chat_stream() -> Response:
     data is the ChatAnswer /chat returns (citations, usage, language). A failure before
     the first event is an ordinary problem+json response; after it, an `error` event
     whose data is a problem."""
-    req = await chat_request()
+    turn = await chat_turn()
     svc = service()
-    pipeline = answer_question(req, ChatPolicy.from_settings(svc.settings))
+    pipeline = answer_question(turn.request, chat_policy(svc))
     # a failure before the first event raises here: the app's error handlers answer
-    answer = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
+    try:
+        answer = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
+    except Exception as error:
+        await record(svc, turn, error)
+        raise
 
     async def events() -> AsyncIterator[bytes]:
         streamed = False
@@ -92,10 +201,12 @@ async def chat_stream() -> Response:
                     yield sse("token", {"text": payload})
                 elif isinstance(payload, Exception):
                     log.error("chat stream failed", exc_info=payload)
+                    await record(svc, turn, payload)
                     yield sse("error", problem_for(payload).body())
                 else:
                     if not streamed and payload.answer:  # nothing generated: say it anyway
                         yield sse("token", {"text": payload.answer})
+                    payload = attrs.evolve(payload, conversation_id=await record(svc, turn, payload))
                     yield sse("done", converter.unstructure(payload))
         finally:
             answer.cancel()  # the client went away, or we are done

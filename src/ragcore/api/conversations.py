@@ -1,0 +1,116 @@
+"""GET /conversations and GET /conversations/{id}: what was asked and answered, on which
+channel, by which role, with the citations and how long it took."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+import attrs
+
+from ragcore.api.schema import described
+from ragcore.chat.citations import Citation
+from ragcore.errors import InvalidInput
+
+DEFAULT_CONVERSATIONS = 20
+MAX_CONVERSATIONS = 100
+MAX_CONVERSATION_ID = 2**62
+CHANNELS = ("chat", "openai", "telegram", "whatsapp", "discord", "voice")
+
+
+@attrs.frozen
+class ConversationTurn:
+    turn: int
+    question: str
+    search_question: Annotated[
+        str | None, described("the standalone question searched for a follow-up; null: as asked")
+    ]
+    answer: str
+    outcome: Literal["answered", "not_found", "limited", "failed"]
+    citations: list[Citation]
+    role: str | None
+    provider: Annotated[str | None, described("null when no provider was asked")]
+    model: str | None
+    language: str | None
+    timings: Annotated[dict[str, int], described("milliseconds: answer_ms, the whole turn")]
+    created_at: datetime
+
+
+@attrs.frozen
+class ConversationSummary:
+    id: Annotated[int, described("for ?before= (paging) and GET /conversations/{id}")]
+    channel: Annotated[str, described(f"where it took place: {', '.join(CHANNELS)}")]
+    role: Annotated[str | None, described("the role answering; null: no role")]
+    participant_hash: Annotated[
+        str | None,
+        described(
+            "SHA-256 of <channel>:<user>: the same user gives the same hash; null when the "
+            "client named nobody"
+        ),
+    ]
+    started_at: datetime
+    updated_at: Annotated[datetime, described("the latest turn")]
+    turn_count: int
+
+
+@attrs.frozen
+class Conversations:
+    conversations: list[ConversationSummary]
+    next_before: Annotated[int | None, described("?before= for the next page; null: the last")]
+
+
+@attrs.frozen
+class Conversation:
+    id: int
+    channel: str
+    role: str | None
+    participant_hash: str | None
+    started_at: datetime
+    updated_at: datetime
+    turn_count: int
+    turns: list[ConversationTurn]
+
+
+@attrs.frozen
+class ConversationsQuery:
+    limit: Annotated[int, described(minimum=1, maximum=MAX_CONVERSATIONS)] = DEFAULT_CONVERSATIONS
+    before: Annotated[
+        int,
+        described(
+            "the conversations after this one, latest active first (next_before of the last page)",
+            minimum=1,
+            maximum=MAX_CONVERSATION_ID,
+        ),
+    ] = 0
+    channel: Annotated[str, described(f"only this channel: {', '.join(CHANNELS)}")] = ""
+    role: Annotated[str, described("only those answered by this role")] = ""
+    since: Annotated[
+        str, described("only those active from this instant (ISO 8601; a date is its midnight UTC)")
+    ] = ""
+    until: Annotated[str, described("only those last active before this instant (ISO 8601)")] = ""
+
+    def filters(self) -> dict[str, Any]:
+        """The query's filters for the store, checked: InvalidInput naming a bad one."""
+        if self.channel and self.channel not in CHANNELS:
+            raise InvalidInput("channel", f"must be one of {', '.join(CHANNELS)}")
+        since, until = instant(self.since, "since"), instant(self.until, "until")
+        if since is not None and until is not None and since >= until:
+            raise InvalidInput("until", "must be later than since")
+        return {
+            "channel": self.channel or None,
+            "role": self.role or None,
+            "since": since,
+            "until": until,
+        }
+
+
+def instant(raw: str, name: str) -> datetime | None:
+    """An ISO 8601 date or date-time as an aware instant (UTC when it names no offset);
+    None when blank; InvalidInput naming ``name`` otherwise."""
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(name, "must be an ISO 8601 date or date-time") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -1,0 +1,220 @@
+"""Conversations and their turns (tables ``conversations`` and ``conversation_turns``),
+for follow-up questions and for ``GET /conversations``.
+
+A turn is recorded once it is answered (or failed): a conversation is begun with its
+first turn, so a request that never got that far leaves nothing. Conversations are kept
+``CONVERSATION_RETENTION_DAYS`` (0: until deleted); older ones, with their turns, are
+deleted when one begins. Who asked is kept only as a hash.
+
+Each function takes a psycopg connection first and the time (``now``) from its caller;
+run them with ``await svc.database.run(fn, *args)``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ragcore.api.problems import ProblemError
+from ragcore.chat.followup import Exchange
+from ragcore.employees.learning import asker_hash
+
+#: the earlier exchanges a follow-up is read with (the rewrite sees the latest of them)
+HISTORY_LOADED = 6
+
+
+@attrs.frozen
+class TurnRecord:
+    """One turn to record. ``conversation_id`` None begins a conversation on
+    ``channel``; ``continuation`` is the key the conversation is found again by after
+    this turn (``ragcore.chat.history.continuation``)."""
+
+    channel: str
+    conversation_id: int | None
+    question: str
+    answer: str
+    outcome: str
+    search_question: str | None = None
+    citations: list[dict[str, Any]] = attrs.field(factory=list)
+    role: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    language: str | None = None
+    timings: dict[str, int] = attrs.field(factory=dict)
+    participant: str | None = None
+    continuation: str | None = None
+
+
+def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchange]:
+    """The conversation's latest exchanges, oldest first; a 404 problem when there is no
+    such conversation (never begun, or deleted)."""
+    with conn.transaction():
+        found = conn.execute(
+            "SELECT 1 FROM conversations WHERE id = %s", (conversation_id,)
+        ).fetchone()
+        if found is None:
+            raise ProblemError(
+                404,
+                f"no conversation {conversation_id}: leave conversation_id out to begin one",
+                field="conversation_id",
+            )
+        rows = conn.execute(
+            """SELECT question, answer, search_question FROM conversation_turns
+                WHERE conversation_id = %s AND outcome <> 'failed'
+                ORDER BY turn DESC LIMIT %s""",
+            (conversation_id, HISTORY_LOADED),
+        ).fetchall()
+    return [Exchange(q, a, s) for q, a, s in reversed(rows)]
+
+
+def find_continued(conn: psycopg.Connection, channel: str, key: str | None) -> int | None:
+    """The conversation on ``channel`` whose exchanges hash to ``key``, if any."""
+    if key is None:
+        return None
+    row = conn.execute(
+        """SELECT id FROM conversations WHERE channel = %s AND continuation = %s
+            ORDER BY updated_at DESC, id DESC LIMIT 1""",
+        (channel, key),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def record_turn(
+    conn: psycopg.Connection, record: TurnRecord, now: datetime, retention_days: int
+) -> int:
+    """Record the turn, beginning its conversation when it has none (and deleting those
+    older than ``retention_days`` on the way); the conversation's id. A conversation
+    deleted meanwhile is begun again."""
+    who = record.participant
+    participant = asker_hash(f"{record.channel}:{who}") if who else None
+    with conn.transaction():
+        row = None
+        if record.conversation_id is not None:
+            row = conn.execute(
+                """UPDATE conversations
+                      SET turn_count = turn_count + 1, updated_at = %s,
+                          role = COALESCE(%s, role), continuation = %s
+                    WHERE id = %s
+                RETURNING id, turn_count""",
+                (now, record.role, record.continuation, record.conversation_id),
+            ).fetchone()
+        if row is None:
+            if retention_days > 0:
+                conn.execute(
+                    "DELETE FROM conversations WHERE updated_at < %s",
+                    (now - timedelta(days=retention_days),),
+                )
+            row = conn.execute(
+                """INSERT INTO conversations (channel, role, participant_hash, continuation,
+                                              started_at, updated_at, turn_count)
+                   VALUES (%s, %s, %s, %s, %s, %s, 1)
+                RETURNING id, turn_count""",
+                (record.channel, record.role, participant, record.continuation, now, now),
+            ).fetchone()
+        assert row is not None
+        conversation_id, turn = int(row[0]), int(row[1])
+        conn.execute(
+            """INSERT INTO conversation_turns
+                   (conversation_id, turn, question, search_question, answer, outcome,
+                    citations, role, provider, model, language, timings, created_at)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+            (
+                conversation_id,
+                turn,
+                record.question,
+                record.search_question,
+                record.answer,
+                record.outcome,
+                Jsonb(record.citations),
+                record.role,
+                record.provider,
+                record.model,
+                record.language,
+                Jsonb(record.timings),
+                now,
+            ),
+        )
+    return conversation_id
+
+
+_CONVERSATION_COLUMNS = (
+    "id",
+    "channel",
+    "role",
+    "participant_hash",
+    "started_at",
+    "updated_at",
+    "turn_count",
+)
+_TURN_COLUMNS = (
+    "turn",
+    "question",
+    "search_question",
+    "answer",
+    "outcome",
+    "citations",
+    "role",
+    "provider",
+    "model",
+    "language",
+    "timings",
+    "created_at",
+)
+
+
+def list_conversations(
+    conn: psycopg.Connection,
+    limit: int,
+    before: int | None = None,
+    channel: str | None = None,
+    role: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """At most ``limit`` conversations, the latest active first, without their turns;
+    with ``before`` (a conversation's id), those after it in that order. ``channel``,
+    ``role``: only those; ``since``, ``until``: active (updated) in that span."""
+    rows = conn.execute(
+        f"""SELECT {", ".join(_CONVERSATION_COLUMNS)} FROM conversations
+             WHERE (%(channel)s::text IS NULL OR channel = %(channel)s)
+               AND (%(role)s::text IS NULL OR role = %(role)s)
+               AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
+               AND (%(until)s::timestamptz IS NULL OR updated_at < %(until)s)
+               AND (%(before)s::bigint IS NULL
+                    OR (updated_at, id) < (SELECT updated_at, id FROM conversations
+                                            WHERE id = %(before)s::bigint))
+             ORDER BY updated_at DESC, id DESC
+             LIMIT %(limit)s""",
+        {
+            "channel": channel,
+            "role": role,
+            "since": since,
+            "until": until,
+            "before": before,
+            "limit": limit,
+        },
+    ).fetchall()
+    return [dict(zip(_CONVERSATION_COLUMNS, row, strict=True)) for row in rows]
+
+
+def get_conversation(conn: psycopg.Connection, conversation_id: int) -> dict[str, Any] | None:
+    """The conversation with all its turns in order; None when there is none."""
+    with conn.transaction():
+        row = conn.execute(
+            f"SELECT {', '.join(_CONVERSATION_COLUMNS)} FROM conversations WHERE id = %s",
+            (conversation_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        turns = conn.execute(
+            f"""SELECT {", ".join(_TURN_COLUMNS)} FROM conversation_turns
+                 WHERE conversation_id = %s ORDER BY turn""",
+            (conversation_id,),
+        ).fetchall()
+    conversation = dict(zip(_CONVERSATION_COLUMNS, row, strict=True))
+    conversation["turns"] = [dict(zip(_TURN_COLUMNS, t, strict=True)) for t in turns]
+    return conversation

@@ -1,0 +1,124 @@
+"""Conversations over real HTTP on the offline providers: a follow-up question read with
+the one before it, each turn recorded, and the owner reading them back."""
+
+from __future__ import annotations
+
+import httpx
+
+POLICIES = """# Returns
+
+Shirts can be returned within 30 days of delivery for a full refund.
+
+Shoes can be returned within 14 days of delivery, unworn and in their box.
+
+# Sizes
+
+Shoes come in European sizes 36 to 47; shirts from S to XXL.
+
+# Opening hours
+
+The shop opens at 9 am and closes at 6 pm, Monday to Saturday.
+"""
+
+
+async def add(api: httpx.AsyncClient, name: str, text: str) -> None:
+    response = await api.post("/documents", json={"name": name, "text": text})
+    assert response.status_code == 201, response.text
+
+
+async def test_a_follow_up_is_answered_with_the_question_before_it(api):
+    await add(api, "policies.md", POLICIES)
+    first = (await api.post("/chat", json={"question": "How long do I have to return shirts?"}))
+    assert first.status_code == 200, first.text
+    assert "30 days" in first.json()["answer"]
+    conversation = first.json()["conversation_id"]
+    assert isinstance(conversation, int)
+
+    follow_up = await api.post(
+        "/chat", json={"question": "and for shoes?", "conversation_id": conversation}
+    )
+    body = follow_up.json()
+    assert follow_up.status_code == 200, body
+    assert "14 days" in body["answer"], body
+    assert body["conversation_id"] == conversation
+    assert "return shirts" in body["search_question"] and "shoes" in body["search_question"]
+
+    recorded = (await api.get(f"/conversations/{conversation}")).json()
+    assert recorded["channel"] == "chat" and recorded["turn_count"] == 2
+    questions = [(t["turn"], t["question"], t["outcome"]) for t in recorded["turns"]]
+    assert questions == [
+        (1, "How long do I have to return shirts?", "answered"),
+        (2, "and for shoes?", "answered"),
+    ]
+    second = recorded["turns"][1]
+    assert second["citations"][0]["document_name"] == "policies.md"
+    assert "14 days" in second["answer"]
+    assert second["timings"]["answer_ms"] >= 0
+
+
+async def test_the_conversation_id_may_come_as_a_query_parameter(api):
+    await add(api, "policies.md", POLICIES)
+    first = await api.post("/chat", params={"question": "When does the shop open?"})
+    conversation = first.json()["conversation_id"]
+    again = await api.post(
+        "/chat", params={"question": "and close?", "conversation_id": str(conversation)}
+    )
+    assert again.json().get("conversation_id") == conversation, again.text
+    assert "6 pm" in again.json()["answer"]
+
+
+async def test_an_unknown_or_malformed_conversation_is_refused(api):
+    unknown = await api.post("/chat", json={"question": "hours?", "conversation_id": 999})
+    assert unknown.status_code == 404
+    assert unknown.headers["content-type"] == "application/problem+json"
+    assert "conversation_id" in unknown.json()["detail"]
+    for bad in ("abc", -3, 0, True, 1.5):
+        response = await api.post("/chat", json={"question": "hours?", "conversation_id": bad})
+        assert response.status_code == 422, (bad, response.text)
+        assert response.json()["field"] == "conversation_id"
+
+
+async def test_the_owner_lists_conversations_newest_first_filtered_and_paged(api):
+    await add(api, "policies.md", POLICIES)
+    ids = []
+    for question in ("When does the shop open?", "Can I return shoes?", "What is a warranty?"):
+        response = await api.post("/chat", json={"question": question, "user": "ann@example.com"})
+        ids.append(response.json()["conversation_id"])
+    await api.post("/chat", json={"question": "When do you close?", "role": "support"})
+
+    listed = (await api.get("/conversations")).json()
+    assert [c["id"] for c in listed["conversations"]][1:] == ids[::-1]
+    assert listed["next_before"] is None
+    assert all(c["channel"] == "chat" for c in listed["conversations"])
+    ann = listed["conversations"][1]
+    assert ann["participant_hash"] and "ann@example.com" not in str(listed)
+
+    support = (await api.get("/conversations", params={"role": "support"})).json()
+    assert [c["role"] for c in support["conversations"]] == ["support"]
+
+    page = (await api.get("/conversations", params={"limit": 2})).json()
+    assert len(page["conversations"]) == 2
+    rest = (
+        await api.get("/conversations", params={"limit": 2, "before": page["next_before"]})
+    ).json()
+    seen = [c["id"] for c in page["conversations"] + rest["conversations"]]
+    assert sorted(seen) == sorted([*ids, support["conversations"][0]["id"]])
+
+    future = (await api.get("/conversations", params={"since": "2999-01-01"})).json()
+    assert future["conversations"] == []
+    declined = (await api.get(f"/conversations/{ids[2]}")).json()
+    assert declined["turns"][0]["outcome"] == "not_found"
+
+
+async def test_bad_filters_are_refused_by_name(api):
+    for params, field in (
+        ({"channel": "fax"}, "channel"),
+        ({"since": "yesterday"}, "since"),
+        ({"since": "2026-02-01", "until": "2026-01-01"}, "until"),
+        ({"limit": "0"}, "limit"),
+    ):
+        response = await api.get("/conversations", params=params)
+        assert response.status_code == 422, (params, response.text)
+        assert response.json()["field"] == field
+    missing = await api.get("/conversations/12345")
+    assert missing.status_code == 404
