@@ -28,7 +28,7 @@ async def add(api: httpx.AsyncClient, name: str, text: str) -> None:
 
 async def test_a_follow_up_is_answered_with_the_question_before_it(api):
     await add(api, "policies.md", POLICIES)
-    first = (await api.post("/chat", json={"question": "How long do I have to return shirts?"}))
+    first = await api.post("/chat", json={"question": "How long do I have to return shirts?"})
     assert first.status_code == 200, first.text
     assert "30 days" in first.json()["answer"]
     conversation = first.json()["conversation_id"]

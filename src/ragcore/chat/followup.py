@@ -38,7 +38,7 @@ _POINTING = frozenset(
 )
 #: how a follow-up may begin: "and …", "what about …", "und …", "et …", "y …", "en …"
 _OPENERS = re.compile(
-    r"^\s*(and|but|or|what about|how about|what if|und|aber|oder|et|mais|ou|y|pero|maar)\b",
+    r"^[\s¿¡\"'«]*(and|but|or|what about|how about|what if|und|aber|oder|et|mais|ou|y|pero|maar)\b",
     re.IGNORECASE,
 )
 

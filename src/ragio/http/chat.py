@@ -112,9 +112,7 @@ async def chat_turn() -> Turn:
     404, never a silent fallback to answering without a role. ``user`` names the end user
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
     questions many users ask, not from one user asking many times."""
-    args: dict[str, Any] = {
-        k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS
-    }
+    args: dict[str, Any] = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
     if "conversation_id" in args:  # digits in a query string
         args["conversation_id"] = check_conversation_id(args["conversation_id"])
     asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
@@ -206,7 +204,8 @@ async def chat_stream() -> Response:
                 else:
                     if not streamed and payload.answer:  # nothing generated: say it anyway
                         yield sse("token", {"text": payload.answer})
-                    payload = attrs.evolve(payload, conversation_id=await record(svc, turn, payload))
+                    recorded_in = await record(svc, turn, payload)
+                    payload = attrs.evolve(payload, conversation_id=recorded_in)
                     yield sse("done", converter.unstructure(payload))
         finally:
             answer.cancel()  # the client went away, or we are done
