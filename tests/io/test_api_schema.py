@@ -138,6 +138,12 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", "/chat/stream", json={"question": "When does the shop open?"})
     await c.send("POST", "/chat/stream", json={"question": "x" * 5000})
 
+    # the OpenAI-compatible API (its errors are OpenAI-shaped: tests/io/test_openai_api.py)
+    await c.send("GET", "/v1/models")
+    await c.send("GET", "/v1/models/{model}", "/v1/models/ragchat-support")
+    question = {"role": "user", "content": "When does the shop open?"}
+    await c.send("POST", "/v1/chat/completions", json={"model": "ragchat", "messages": [question]})
+
     # conversations
     await c.send("GET", "/conversations")
     await c.send("GET", "/conversations", params={"channel": "chat", "limit": "1"})

@@ -12,6 +12,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ragcore.api.converter import converter
+from ragcore.api.openai_compat import OpenAIError
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NestedTooDeep
 from ragio.employees.lookup import UnknownRole
@@ -24,6 +25,7 @@ from ragio.http import (
     health,
     integrations,
     live_actions,
+    openai_compat,
     profile,
     spec,
     usage,
@@ -42,6 +44,30 @@ log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health",)
 MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/",)
+#: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it
+OPENAI_PREFIX = "/v1/"
+
+
+def error_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
+    """The error as the caller's kind of client reads it: OpenAI-shaped under /v1/,
+    problem+json everywhere else."""
+    if request.path.startswith(OPENAI_PREFIX):
+        field = problem.extra.get("field")
+        param = field if isinstance(field, str) else None
+        return openai_compat.error_response(
+            OpenAIError(problem.status, problem.detail, param=param), headers
+        )
+    return problem_response(problem, headers)
+
+
+def presented_key() -> bytes:
+    """The API key the request presents: ``X-API-Key``, or ``Authorization: Bearer``
+    as OpenAI clients send it."""
+    given = request.headers.get("X-API-Key")
+    if given is None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        given = token.strip() if scheme.lower() == "bearer" else ""
+    return given.encode("utf-8")
 
 
 class App(QuartTrio):
@@ -74,6 +100,7 @@ def create_app(svc: Service) -> QuartTrio:
         workflows,
         integrations,
         live_actions,
+        openai_compat,
         webhooks,
         voice,
         actions,
@@ -88,10 +115,18 @@ def create_app(svc: Service) -> QuartTrio:
     async def require_api_key() -> Response | None:
         if not api_key or request.path in OPEN_PATHS or request.path.startswith(OPEN_PREFIXES):
             return None
-        given = request.headers.get("X-API-Key", "").encode("utf-8")
+        given = presented_key()
         if hmac.compare_digest(given, api_key):
             return None
-        detail = "wrong X-API-Key" if given else "send the API key in the X-API-Key header"
+        detail = (
+            "wrong API key"
+            if given
+            else "send the API key in the X-API-Key header or as Authorization: Bearer <key>"
+        )
+        if request.path.startswith(OPENAI_PREFIX):
+            code = "invalid_api_key"
+            refused = OpenAIError(401, f"Incorrect API key provided: {detail}", code=code)
+            return openai_compat.error_response(refused, {"WWW-Authenticate": "Bearer"})
         return problem_response(Problem(401, detail), headers={"WWW-Authenticate": "X-API-Key"})
 
     app.before_request(check_request_text)  # after the key: strangers learn nothing more
@@ -105,7 +140,13 @@ def create_app(svc: Service) -> QuartTrio:
     async def on_known(error: Exception) -> Response:
         if isinstance(error, AnswerFailed | EmbeddingFailed):
             log.warning("%s %s: %s", request.method, request.path, error)  # names no key
-        return problem_response(problem_for(error))
+        return error_response(problem_for(error))
+
+    @app.errorhandler(OpenAIError)
+    async def on_openai(error: OpenAIError) -> Response:
+        if error.__cause__ is not None and error.status >= 500:
+            log.warning("%s %s: %s", request.method, request.path, error.__cause__)
+        return openai_compat.error_response(error)
 
     @app.errorhandler(HTTPException)
     async def on_http(error: HTTPException) -> Response:
@@ -118,12 +159,12 @@ def create_app(svc: Service) -> QuartTrio:
         }.get(status, error.description or "")
         allowed = getattr(error, "valid_methods", None)
         headers = {"Allow": ", ".join(allowed)} if allowed else None
-        return problem_response(Problem(status, detail), headers=headers)
+        return error_response(Problem(status, detail), headers=headers)
 
     @app.errorhandler(Exception)
     async def on_error(error: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.path)
-        return problem_response(problem_for(error))
+        return error_response(problem_for(error))
 
     # read timeout for bodies, a close after a refused body, and Hypercorn's closing work
     # kept from being cancelled: see ragio.http.connections

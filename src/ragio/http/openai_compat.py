@@ -1,0 +1,224 @@
+"""The OpenAI-compatible API: GET /v1/models and POST /v1/chat/completions (plain and
+``stream: true``), in OpenAI's wire format (``ragcore.api.openai_compat``).
+
+The answer is /chat's, with the same grounding, citations, budgets, sensitivity and
+language rules; the request's message history makes the conversation a follow-up is
+read with. Each turn is recorded as a conversation on the channel ``openai``: a client
+sending the same history back continues the conversation it began
+(``ragcore.chat.history.continuation``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+from quart import Blueprint, Response, current_app, request
+
+from ragcore.api.openai_compat import (
+    OpenAIError,
+    chunk,
+    completion,
+    extras,
+    model_list,
+    read_messages,
+    read_options,
+    role_of_model,
+    usage_chunk,
+)
+from ragcore.api.operations import Reply, operation
+from ragcore.chat.history import continuation
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
+from ragio import conversations
+from ragio.employees import store
+from ragio.employees.lookup import stored_role
+from ragio.http.chat import Turn, chat_policy, record
+from ragio.http.context import service
+from ragio.http.problems import problem_for
+from ragio.runner import run, stream
+
+blueprint = Blueprint("openai", __name__)
+log = logging.getLogger(__name__)
+CHANNEL = "openai"
+
+
+def openai_error(error: BaseException) -> OpenAIError:
+    """``error`` as OpenAI clients read it: its problem's status and detail."""
+    if isinstance(error, OpenAIError):
+        return error
+    problem = problem_for(error)
+    param = problem.extra.get("field")
+    return OpenAIError(
+        problem.status, problem.detail, param=param if isinstance(param, str) else None
+    )
+
+
+def error_response(error: OpenAIError, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        json.dumps(error.body()),
+        status=error.status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+async def _roles() -> list[tuple[str, int]]:
+    roles = await service().database.run(store.list_roles)
+    return [(r.role.identifier, int(r.created_at.timestamp())) for r in roles]
+
+
+@blueprint.get("/v1/models")
+@operation(Reply(200, "The models: ragchat, and ragchat-<role> for each role", dict))
+async def models() -> dict[str, Any]:
+    """The models, as OpenAI lists them: the service, and one per AI employee"""
+    return model_list(await _roles())
+
+
+@blueprint.get("/v1/models/<model>")
+@operation(Reply(200, "The model", dict), path={"model": {"type": "string"}})
+async def one_model(model: str) -> dict[str, Any]:
+    """One model, as OpenAI describes it"""
+    roles = await _roles()
+    role = role_of_model(model, [identifier for identifier, _ in roles])
+    listed = model_list(roles)["data"]
+    wanted = "ragchat" if role is None else f"ragchat-{role}"
+    return next(entry for entry in listed if entry["id"] == wanted)
+
+
+async def _turn(body: dict[str, Any]) -> tuple[Turn, str]:
+    """The question as a turn of its conversation, and the model name answered as."""
+    svc = service()
+    roles = await _roles()
+    role = role_of_model(body.get("model"), [identifier for identifier, _ in roles])
+    question, history = read_messages(body.get("messages"))
+    _, _, user = read_options(body)
+    known = await svc.database.run(conversations.find_continued, CHANNEL, continuation(history))
+    employee = await stored_role(svc.database, role) if role is not None else None
+    # the API's callers hold its key, as on /chat: a proposal still meets the gate
+    req = ChatRequest(
+        question=question,
+        employee=employee,
+        asker=user,
+        origin="chat" if employee is not None else None,
+        channel="chat",
+        user_identifier=user,
+        history=history,
+    )
+    model = "ragchat" if role is None else f"ragchat-{role}"
+    return Turn(req, CHANNEL, known, user), model
+
+
+async def _body() -> dict[str, Any]:
+    body = await request.get_json(force=True, silent=True)
+    if not isinstance(body, dict):
+        raise OpenAIError(400, "the body must be a JSON object with model and messages")
+    return body
+
+
+@blueprint.post("/v1/chat/completions")
+@operation(
+    Reply(
+        200,
+        "A chat.completion; with stream: true, chat.completion.chunk events then [DONE]",
+        dict,
+    )
+)
+async def chat_completions() -> Any:
+    """An answer from the documents, as an OpenAI chat completion
+
+    The last message is the question; the messages before it are the conversation a
+    follow-up is read with. The citations come as a field of their own, beside the
+    answer's [n] markers."""
+    try:
+        body = await _body()
+        streamed, include_usage, _ = read_options(body)
+        turn, model = await _turn(body)
+    except Exception as error:
+        raise openai_error(error) from error
+    svc = service()
+    completion_id = f"chatcmpl-{secrets.token_hex(12)}"
+    created = int(svc.clock.now().timestamp())
+    pipeline = answer_question(turn.request, chat_policy(svc))
+    if not streamed:
+        try:
+            answer = await run(pipeline, svc)
+        except Exception as error:
+            await record(svc, turn, error)
+            raise openai_error(error) from error
+        answer = _recorded(answer, await record(svc, turn, answer))
+        return completion(completion_id, created, model, answer)
+    try:
+        pieces = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
+    except Exception as error:
+        await record(svc, turn, error)
+        raise openai_error(error) from error
+
+    def event(data: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    usage_field = {"usage": None} if include_usage else {}
+
+    async def events() -> AsyncIterator[bytes]:
+        streamed_text = False
+        try:
+            yield event(
+                chunk(
+                    completion_id,
+                    created,
+                    model,
+                    {"role": "assistant", "content": ""},
+                    **usage_field,
+                )
+            )
+            async for _, payload in pieces:
+                if isinstance(payload, str):
+                    streamed_text = True
+                    yield event(
+                        chunk(completion_id, created, model, {"content": payload}, **usage_field)
+                    )
+                elif isinstance(payload, Exception):
+                    log.error("chat completion stream failed", exc_info=payload)
+                    await record(svc, turn, payload)
+                    yield event(openai_error(payload).body())
+                else:
+                    answer = _recorded(payload, await record(svc, turn, payload))
+                    if not streamed_text and answer.answer:  # nothing generated: say it now
+                        yield event(
+                            chunk(
+                                completion_id,
+                                created,
+                                model,
+                                {"content": answer.answer},
+                                **usage_field,
+                            )
+                        )
+                    yield event(
+                        chunk(
+                            completion_id,
+                            created,
+                            model,
+                            {},
+                            "stop",
+                            **usage_field,
+                            **extras(answer),
+                        )
+                    )
+                    if include_usage:
+                        yield event(usage_chunk(completion_id, created, model, answer))
+            yield b"data: [DONE]\n\n"
+        finally:
+            pieces.cancel()  # the client went away, or we are done
+
+    return Response(
+        events(),
+        content_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _recorded(answer: ChatAnswer, conversation_id: int | None) -> ChatAnswer:
+    return attrs.evolve(answer, conversation_id=conversation_id)
