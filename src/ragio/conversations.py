@@ -15,38 +15,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import attrs
 import psycopg
 from psycopg.types.json import Jsonb
 
 from ragcore.api.problems import ProblemError
 from ragcore.chat.followup import Exchange
+from ragcore.chat.history import TurnRecord
 from ragcore.employees.learning import asker_hash
 
 #: the earlier exchanges a follow-up is read with (the rewrite sees the latest of them)
 HISTORY_LOADED = 6
-
-
-@attrs.frozen
-class TurnRecord:
-    """One turn to record. ``conversation_id`` None begins a conversation on
-    ``channel``; ``continuation`` is the key the conversation is found again by after
-    this turn (``ragcore.chat.history.continuation``)."""
-
-    channel: str
-    conversation_id: int | None
-    question: str
-    answer: str
-    outcome: str
-    search_question: str | None = None
-    citations: list[dict[str, Any]] = attrs.field(factory=list)
-    role: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    language: str | None = None
-    timings: dict[str, int] = attrs.field(factory=dict)
-    participant: str | None = None
-    continuation: str | None = None
 
 
 def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchange]:
@@ -71,16 +49,34 @@ def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchang
     return [Exchange(q, a, s) for q, a, s in reversed(rows)]
 
 
-def find_continued(conn: psycopg.Connection, channel: str, key: str | None) -> int | None:
-    """The conversation on ``channel`` whose exchanges hash to ``key``, if any."""
+def find_continued(
+    conn: psycopg.Connection, channel: str, key: str | None, active_since: datetime | None = None
+) -> int | None:
+    """The latest conversation on ``channel`` whose continuation key is ``key``, if any
+    (with ``active_since``, only one active since then)."""
     if key is None:
         return None
     row = conn.execute(
-        """SELECT id FROM conversations WHERE channel = %s AND continuation = %s
+        """SELECT id FROM conversations
+            WHERE channel = %s AND continuation = %s
+              AND (%s::timestamptz IS NULL OR updated_at >= %s::timestamptz)
             ORDER BY updated_at DESC, id DESC LIMIT 1""",
-        (channel, key),
+        (channel, key, active_since, active_since),
     ).fetchone()
     return None if row is None else int(row[0])
+
+
+def ongoing(
+    conn: psycopg.Connection, channel: str, key: str, idle_minutes: int, now: datetime
+) -> tuple[int | None, list[Exchange]]:
+    """The conversation a new turn on ``channel`` at the place ``key`` belongs to (one
+    active in the last ``idle_minutes``; 0: however long ago), and its latest exchanges;
+    (None, []) when the turn begins a conversation."""
+    since = now - timedelta(minutes=idle_minutes) if idle_minutes > 0 else None
+    found = find_continued(conn, channel, key, since)
+    if found is None:
+        return None, []
+    return found, load_history(conn, found)
 
 
 def record_turn(
@@ -91,6 +87,11 @@ def record_turn(
     deleted meanwhile is begun again."""
     who = record.participant
     participant = asker_hash(f"{record.channel}:{who}") if who else None
+    timings = dict(record.timings)
+    if record.started is not None:
+        timings.setdefault(
+            "answer_ms", max(0, round((now - record.started).total_seconds() * 1000))
+        )
     with conn.transaction():
         row = None
         if record.conversation_id is not None:
@@ -134,7 +135,7 @@ def record_turn(
                 record.provider,
                 record.model,
                 record.language,
-                Jsonb(record.timings),
+                Jsonb(timings),
                 now,
             ),
         )

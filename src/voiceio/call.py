@@ -22,7 +22,9 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from ragcore.channels.routing import default_role
-from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
+from ragcore.chat.followup import Exchange
+from ragcore.chat.history import place_key, turn_record
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
 from ragcore.employees.roles import Role
 from ragcore.voice import media
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, frames
@@ -54,6 +56,8 @@ from ragcore.voice.call import (
     Transcript,
 )
 from ragcore.voice.greeting import greeting
+from ragio import conversations
+from ragio.chat.policy import chat_policy
 from ragio.employees.profile import get_profile
 from ragio.employees.store import list_roles
 from ragio.runner import run
@@ -302,6 +306,19 @@ class PhoneCall:
 
     async def _answer(self, turn: int, question: str) -> None:
         caller = self.call.caller if self.call else ""
+        # the call is a conversation: a follow-up is read with the turns before it
+        sid = self.call.call_sid if self.call is not None else ""
+        key = place_key("voice", sid) if sid else None
+        started = self.service.clock.now()
+        conversation: int | None = None
+        history: list[Exchange] = []
+        try:
+            if key is not None:
+                conversation, history = await self.service.database.run(
+                    conversations.ongoing, "voice", key, 0, started
+                )
+        except Exception:  # answered without it
+            log.warning("call %s: could not read its conversation", self._sid(), exc_info=True)
         request = ChatRequest(
             question,
             employee=self.role,
@@ -309,8 +326,23 @@ class PhoneCall:
             spoken=True,
             channel="voice",
             user_identifier=caller or None,  # {caller}: the caller's number
+            history=tuple(history),
         )
-        policy = ChatPolicy.from_settings(self.service.settings)
+        policy = chat_policy(self.service)
+
+        async def remember(answer: ChatAnswer | None) -> None:
+            record = turn_record(
+                "voice", conversation, request, answer, participant=caller, key=key, started=started
+            )
+            try:
+                await self.service.database.run(
+                    conversations.record_turn,
+                    record,
+                    self.service.clock.now(),
+                    self.service.settings.conversation_retention_days,
+                )
+            except Exception:  # the caller has their answer; the log says it
+                log.warning("call %s: could not record its turn", self._sid(), exc_info=True)
 
         async def piece(text: str) -> None:
             self.feed(AnswerPiece(turn, text, self.now()))
@@ -320,8 +352,10 @@ class PhoneCall:
         except Exception as error:  # every failure is said as an apology; the call goes on
             log.warning("call %s: answering failed: %s", self._sid(), error, exc_info=True)
             self.feed(AnswerFailed(turn, f"{type(error).__name__}: {error}", self.now()))
+            await remember(None)
             return
         self.feed(Answered(turn, answer, self.now()))
+        await remember(answer)
 
     async def _say(self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]) -> None:
         """Synthesize the turn's sentences in order, each streamed as it arrives."""

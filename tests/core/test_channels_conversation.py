@@ -11,8 +11,11 @@ from ragcore.channels.conversation import Handled, converse
 from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
 from ragcore.chat.effects import Generate
+from ragcore.chat.followup import Exchange
+from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, place_key
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.learning import RecordInteraction, asker_hash
+from ragcore.knowledge.effects import SearchChunks
 from ragcore.live.answers import LiveContext, LoadLive
 from tests.core.drive import drive
 from tests.core.test_autonomy import ID, NOW, OWNER, World, config, held
@@ -26,9 +29,10 @@ class SendFailed(Exception):
     """A platform that did not take a reply."""
 
 
-def world(actions=None, chat=None, refuse_sends=False):
+def world(actions=None, chat=None, refuse_sends=False, ongoing=None, records=None):
     actions = actions or World(config("semi", **OWNER), record=held())
     chat = chat or recorded()
+    ongoing = ongoing or Ongoing(None, (), NOW)
 
     def answer(effect):
         match effect:
@@ -42,6 +46,13 @@ def world(actions=None, chat=None, refuse_sends=False):
                 return None
             case LoadLive():  # no live-data action configured
                 return LiveContext((), {}, NOW)
+            case LoadConversation():
+                return ongoing
+            case RecordTurn(record=record):
+                if records is None:
+                    return 1
+                records.append(record)
+                return ongoing.conversation_id or 1
             case _ if type(effect).__module__ == action_effects.__name__:
                 return actions(effect)
         return chat(effect)
@@ -122,3 +133,39 @@ def test_a_reply_the_platform_refused_is_reported_the_delivery_marked_and_no_wor
     assert handled.answer is None
     assert [type(f) for f in handled.failures] == [SendFailed]
     assert effects[-1] == MarkAnswered(QUESTION)
+
+
+def test_a_follow_up_in_the_chat_is_read_with_its_conversation_and_recorded_in_it():
+    earlier = Ongoing(5, (Exchange("How long do I have to return shirts?", "30 days [1]."),), NOW)
+    records: list = []
+    follow_up = attrs.evolve(QUESTION, text="and for shoes?")
+    handled, effects = drive(
+        converse(follow_up, POLICY, NOW), world(ongoing=earlier, records=records)
+    )
+    [load] = [e for e in effects if isinstance(e, LoadConversation)]
+    assert load == LoadConversation("telegram", place_key("telegram", "42"))
+    search = next(e for e in effects if isinstance(e, SearchChunks))
+    assert search.text == "How long do I have to return shirts? and for shoes?"
+    [record] = records
+    assert (record.channel, record.conversation_id, record.question) == (
+        "telegram",
+        5,
+        "and for shoes?",
+    )
+    assert record.outcome == "answered" and record.continuation == load.key
+    assert record.started == NOW and record.participant == "7"
+    assert handled.failures == ()
+
+
+def test_a_conversation_that_cannot_be_loaded_or_recorded_does_not_stop_the_answer():
+    base = world()
+
+    def broken(effect):
+        if isinstance(effect, LoadConversation | RecordTurn):
+            raise RuntimeError("the database is down")
+        return base(effect)
+
+    handled, effects = drive(converse(QUESTION, POLICY, NOW), broken)
+    assert sent(effects) == [("Within 30 days [1].\n\nSources:\n[1] refunds.md › Returns",)]
+    assert [str(f) for f in handled.failures] == ["the database is down"] * 2
+    assert effects[-2] == MarkAnswered(QUESTION)

@@ -138,3 +138,10 @@ def test_a_turn_outcome_and_the_continuation_key():
     key = continuation([SHIRTS])
     assert key == continuation([Exchange(" How long do I have to return  shirts?", SHIRTS.answer)])
     assert key != continuation([Exchange(SHIRTS.question, "Within 14 days [1].")])
+
+
+def test_with_a_model_a_question_that_stands_alone_costs_no_rewrite():
+    policy = attrs.evolve(POLICY, rewrite_with_model=True)
+    request = ChatRequest("Which payment methods do you accept?", history=(SHIRTS,))
+    _, effects = drive(answer_question(request, policy), recorded())
+    assert [e.task for e in effects if isinstance(e, Generate)] == ["answer"]

@@ -494,3 +494,40 @@ def answered_ids(database_url: str) -> list[str]:
             "SELECT delivery_id FROM channel_updates WHERE answered_at IS NOT NULL ORDER BY 1"
         ).fetchall()
     return [delivery for (delivery,) in rows]
+
+
+async def test_a_follow_up_in_the_chat_is_rewritten_with_the_conversation_and_recorded(
+    api, openai, telegram
+):
+    await add_refunds(api)
+
+    def respond(body: dict[str, Any]) -> str:
+        if body["messages"][0]["content"].startswith("You rewrite the last question"):
+            return "How long do refunds take to reach me?"
+        return REPLY
+
+    openai.respond = respond
+    await post(api, update(6001))
+    await wait_for(lambda: len(telegram.sent) == 1)
+    await post(api, update(6002, text="and the money?", message_id=78))
+    await wait_for(lambda: len(telegram.sent) == 2)
+
+    chats = [r.body for r in openai.requests_to("/v1/chat/completions")]
+    rewrite = chats[1]  # the first question stood alone: answered at once
+    assert f"Customer: {QUESTION}" in rewrite["messages"][1]["content"]
+    assert rewrite["messages"][1]["content"].endswith("Last question: and the money?")
+    assert "Question: How long do refunds take to reach me?" in chats[2]["messages"][-1]["content"]
+
+    # the turn is recorded a moment after the reply is sent
+    with trio.fail_after(10):
+        while True:
+            listed = (await api.get("/conversations", params={"channel": "telegram"})).json()
+            if listed["conversations"] and listed["conversations"][0]["turn_count"] == 2:
+                break
+            await trio.sleep(0.05)
+    [conversation] = listed["conversations"]
+    assert conversation["turn_count"] == 2 and conversation["role"] == "support"
+    turns = (await api.get(f"/conversations/{conversation['id']}")).json()["turns"]
+    assert [t["question"] for t in turns] == [QUESTION, "and the money?"]
+    assert turns[1]["search_question"] == "How long do refunds take to reach me?"
+    assert "4242" not in json.dumps(conversation)  # the chat is kept only as a hash

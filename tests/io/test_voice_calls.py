@@ -161,6 +161,14 @@ async def test_a_caller_hears_the_greeting_then_the_answer_to_a_spoken_question(
     assert turn["citations"][0]["document_name"] == "returns.md"
     assert "+1555" not in str(recorded)  # the caller is kept only as a hash
     assert recorded["end_reason"] == "the caller hung up"
+    # the call is a conversation too, beside those of the other channels
+    listed = (await api.get("/conversations", params={"channel": "voice"})).json()
+    [conversation] = listed["conversations"]
+    kept = (await api.get(f"/conversations/{conversation['id']}")).json()
+    [said] = kept["turns"]
+    assert "return" in said["question"] and said["outcome"] == "answered"
+    assert said["citations"][0]["document_name"] == "returns.md"
+    assert said["timings"]["answer_ms"] > 0 and "+1555" not in str(kept)
 
 
 @pytest.mark.parametrize("sign", ["none", "forged"])

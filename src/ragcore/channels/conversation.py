@@ -26,6 +26,7 @@ from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, Sen
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
 from ragcore.channels.replies import render_reply, split_text
 from ragcore.channels.routing import ReplyWith, plan_reply
+from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, place_key, turn_record
 from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
 from ragcore.errors import InvalidInput
 
@@ -86,6 +87,13 @@ def _reply(
     if isinstance(plan, ReplyWith):
         yield SendReply(message, tuple(split_text(plan.text, limit)))
         return Handled(stranger=stranger)
+    # the chat's conversation so far: a follow-up is read with it (ragcore.chat.followup)
+    key = place_key(message.channel, message.conversation)
+    failures: tuple[Exception, ...] = ()
+    try:
+        ongoing: Ongoing | None = yield LoadConversation(message.channel, key)
+    except Exception as error:  # answered without it
+        ongoing, failures = None, (error,)
     request = ChatRequest(
         plan.question,
         employee=plan.role,
@@ -93,18 +101,45 @@ def _reply(
         origin=message.channel,
         channel=message.channel,
         user_identifier=message.sender,
+        history=ongoing.history if ongoing is not None else (),
     )
     try:
         answer: ChatAnswer = yield from answer_question(request, policy)
     except InvalidInput as error:  # the question is too long, say
         text = f"Sorry, I can't answer that: the question {error.message}."
         yield SendReply(message, tuple(split_text(text, limit)))
-        return Handled(stranger=stranger)
+        return Handled(stranger=stranger, failures=failures)
     except Exception as error:
         yield SendReply(message, (FAILED_REPLY,))
-        return Handled(stranger=stranger, failures=(error,))
+        failures += yield from _record(message, request, None, ongoing, key)
+        return Handled(stranger=stranger, failures=(*failures, error))
     yield SendReply(message, tuple(render_reply(answer.answer, answer.citations, limit)))
-    return Handled(answer, plan.role.identifier, stranger)
+    failures += yield from _record(message, request, answer, ongoing, key)
+    return Handled(answer, plan.role.identifier, stranger, failures)
+
+
+def _record(
+    message: InboundMessage,
+    request: ChatRequest,
+    answer: ChatAnswer | None,
+    ongoing: Ongoing | None,
+    key: str,
+) -> Generator[Any, Any, tuple[Exception, ...]]:
+    """Record the turn in the chat's conversation; what went wrong, if anything."""
+    record = turn_record(
+        message.channel,
+        ongoing.conversation_id if ongoing is not None else None,
+        request,
+        answer,
+        participant=message.sender or message.conversation,
+        key=key,
+        started=ongoing.started if ongoing is not None else None,
+    )
+    try:
+        yield RecordTurn(record)
+    except Exception as error:  # the customer has their answer; the log says it
+        return (error,)
+    return ()
 
 
 def _failed(handled: Handled, error: Exception) -> Handled:

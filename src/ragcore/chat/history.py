@@ -1,9 +1,11 @@
 """What is kept of a conversation's turn, and how a conversation is found again.
 
 A turn is recorded with its ``outcome``: ``answered``, ``not_found`` (the documents do
-not say), ``limited`` (a token budget) or ``failed``. A client that sends the whole
-history with every request (the OpenAI protocol) is found again by ``continuation``:
-the hash of the exchanges as the client will send them back next time.
+not say), ``limited`` (a token budget) or ``failed``. A conversation is found again by
+its ``continuation`` key: on a text channel, the chat it takes place in, while its last
+turn is less than ``IDLE_MINUTES`` old; on a call, the call; for a client that sends the
+whole history with every request (the OpenAI protocol), the hash of the exchanges as
+the client will send them back next time.
 """
 
 from __future__ import annotations
@@ -11,11 +13,69 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
 
 from ragcore.api.converter import converter
 from ragcore.chat.followup import Exchange
-from ragcore.chat.pipeline import ChatAnswer
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
+from ragcore.effects import Effect
 from ragcore.language import not_found
+
+#: a text channel's conversation goes on while its last turn is this recent
+IDLE_MINUTES = 30
+
+
+@attrs.frozen
+class TurnRecord:
+    """One turn to record. ``conversation_id`` None begins a conversation on ``channel``;
+    ``continuation`` is the key it is found again by after this turn; ``started``, when
+    the turn began (the time it took is measured to its recording)."""
+
+    channel: str
+    conversation_id: int | None
+    question: str
+    answer: str
+    outcome: str
+    search_question: str | None = None
+    citations: list[dict[str, Any]] = attrs.field(factory=list)
+    role: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    language: str | None = None
+    participant: str | None = None
+    continuation: str | None = None
+    started: datetime | None = None
+    timings: dict[str, int] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Ongoing:
+    """The conversation a turn belongs to (None: it begins one), its latest exchanges,
+    and when the turn began (the handler's clock)."""
+
+    conversation_id: int | None
+    history: tuple[Exchange, ...]
+    started: datetime
+
+
+@attrs.frozen
+class LoadConversation(Effect[Ongoing]):
+    """The conversation on ``channel`` whose key is ``key`` (kept only as a hash), when its
+    last turn is less than ``idle_minutes`` old (0: however old). Result: ``Ongoing``."""
+
+    channel: str
+    key: str
+    idle_minutes: int = IDLE_MINUTES
+
+
+@attrs.frozen
+class RecordTurn(Effect[int]):
+    """Record ``record`` (``ragio.conversations``). Result: the conversation's id."""
+
+    record: TurnRecord
 
 
 def turn_outcome(answer: ChatAnswer) -> str:
@@ -36,6 +96,53 @@ def continuation(exchanges: Sequence[Exchange]) -> str | None:
     return hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def citation_rows(answer: ChatAnswer) -> list[dict[str, object]]:
-    """The answer's citations as a turn keeps them: as the answer gave them."""
-    return [converter.unstructure(citation) for citation in answer.citations]
+def place_key(channel: str, place: str) -> str:
+    """The key of the conversation taking place in ``place`` on ``channel`` (a chat id,
+    a phone address, a call): a hash, so the place itself is not kept."""
+    return hashlib.sha256(f"{channel}:{place}".encode()).hexdigest()
+
+
+def turn_record(
+    channel: str,
+    conversation_id: int | None,
+    request: ChatRequest,
+    outcome: ChatAnswer | None,
+    *,
+    participant: str | None = None,
+    key: str | None = None,
+    started: datetime | None = None,
+) -> TurnRecord:
+    """The record of ``request``'s turn: answered with ``outcome``, or failed (None).
+    ``key``: the conversation's continuation key; None keeps the exchanges' hash."""
+    if outcome is None:
+        return TurnRecord(
+            channel=channel,
+            conversation_id=conversation_id,
+            question=request.question,
+            answer="",
+            outcome="failed",
+            role=request.role,
+            participant=participant,
+            continuation=key if key is not None else continuation(request.history),
+            started=started,
+        )
+    exchanges = [
+        *request.history,
+        Exchange(request.question, outcome.answer, outcome.search_question),
+    ]
+    return TurnRecord(
+        channel=channel,
+        conversation_id=conversation_id,
+        question=request.question,
+        answer=outcome.answer,
+        outcome=turn_outcome(outcome),
+        search_question=outcome.search_question,
+        citations=[converter.unstructure(citation) for citation in outcome.citations],
+        role=outcome.role,
+        provider=outcome.provider,
+        model=outcome.model,
+        language=outcome.language,
+        participant=participant,
+        continuation=key if key is not None else continuation(exchanges),
+        started=started,
+    )

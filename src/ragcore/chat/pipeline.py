@@ -31,6 +31,7 @@ from ragcore.chat.followup import (
     REWRITE_TEMPERATURE,
     Exchange,
     history_block,
+    is_follow_up,
     read_rewrite,
     rewrite_prompt,
     standalone_by_rule,
@@ -336,11 +337,13 @@ def _grounded_answer(
 def standalone_question(
     question: str, request: ChatRequest, policy: ChatPolicy, language: str
 ) -> Generator[Any, Any, str]:
-    """The question to search: as asked without a conversation; with one, the model's
-    standalone rewrite when a model answers (metered like every call, rule 14), else, or
-    when the model fails or a cap stops it, ``standalone_by_rule``."""
+    """The question to search: as asked, unless it is a follow-up that leans on the
+    conversation (``is_follow_up``: a cheap test, so that a question standing alone costs
+    no call); then the model's standalone rewrite when a model answers (metered like every
+    call, rule 14), else, or when the model fails or a cap stops it,
+    ``standalone_by_rule``."""
     history = request.history
-    if not history:
+    if not is_follow_up(question, history):
         return question
     if policy.rewrite_with_model:
         rewrite = Generate(

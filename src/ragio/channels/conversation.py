@@ -12,8 +12,8 @@ import logging
 
 from ragcore.channels.conversation import converse
 from ragcore.channels.messages import InboundMessage
-from ragcore.chat.pipeline import ChatPolicy
 from ragio.channels.outbound import SendFailed
+from ragio.chat.policy import chat_policy
 from ragio.runner import run
 from ragio.service import Service
 
@@ -26,7 +26,7 @@ async def answer_message(service: Service, message: InboundMessage) -> None:
     where = (message.channel, message.delivery_id)
     try:
         handled = await run(
-            converse(message, ChatPolicy.from_settings(service.settings), service.clock.now()),
+            converse(message, chat_policy(service), service.clock.now()),
             service,
         )
     except Exception:  # the pipeline reports its failures; this does not trust that

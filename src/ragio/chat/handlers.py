@@ -5,7 +5,9 @@ the language of a question (``ragcore.language``)."""
 from __future__ import annotations
 
 from ragcore.chat.effects import Generate, Reply
+from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn
 from ragcore.language import DetectLanguage, LanguageGuess
+from ragio import conversations
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback
 from ragio.service import HandlerTable, Service, StreamHandlerTable
 
@@ -27,5 +29,27 @@ async def detect_language(effect: DetectLanguage, service: Service) -> list[Lang
     return await service.language.detect(effect.text)
 
 
-HANDLERS: HandlerTable = {Generate: generate, DetectLanguage: detect_language}
+async def load_conversation(effect: LoadConversation, service: Service) -> Ongoing:
+    now = service.clock.now()
+    found, history = await service.database.run(
+        conversations.ongoing, effect.channel, effect.key, effect.idle_minutes, now
+    )
+    return Ongoing(found, tuple(history), now)
+
+
+async def record_turn(effect: RecordTurn, service: Service) -> int:
+    return await service.database.run(
+        conversations.record_turn,
+        effect.record,
+        service.clock.now(),
+        service.settings.conversation_retention_days,
+    )
+
+
+HANDLERS: HandlerTable = {
+    Generate: generate,
+    DetectLanguage: detect_language,
+    LoadConversation: load_conversation,
+    RecordTurn: record_turn,
+}
 STREAMING_HANDLERS: StreamHandlerTable = {Generate: stream}

@@ -20,9 +20,10 @@ from ragcore.api.chat import (
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.followup import Exchange
-from ragcore.chat.history import citation_rows, continuation, turn_outcome
-from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
+from ragcore.chat.history import turn_record
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
 from ragio import conversations
+from ragio.chat.policy import chat_policy
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -35,13 +36,6 @@ log = logging.getLogger(__name__)
 ASKED = {"body": ChatQuestion, "body_required": False, "query": ChatQuery}
 ANSWER_FAILURES = (404, 422, 502, 503)
 ASKED_FIELDS = ("question", "role", "user", "conversation_id")
-
-
-def chat_policy(svc: Service) -> ChatPolicy:
-    """The settings' policy; a language model (not only the offline answerer) also
-    rewrites follow-up questions."""
-    policy = ChatPolicy.from_settings(svc.settings)
-    return attrs.evolve(policy, rewrite_with_model=svc.answerer.name != "extractive")
 
 
 @attrs.frozen
@@ -59,43 +53,18 @@ class Turn:
 async def record(svc: Service, turn: Turn, outcome: ChatAnswer | Exception) -> int | None:
     """Record the turn (answered or failed) in its conversation; the conversation's id.
     Recording never fails the answer: a failure is logged and None returned."""
-    req = turn.request
-    elapsed = {"answer_ms": round((time.perf_counter() - turn.started) * 1000)}
-    if isinstance(outcome, ChatAnswer):
-        answer = outcome
-        exchanges = [*req.history, Exchange(req.question, answer.answer, answer.search_question)]
-        turn_record = conversations.TurnRecord(
-            channel=turn.channel,
-            conversation_id=turn.conversation_id,
-            question=req.question,
-            answer=answer.answer,
-            outcome=turn_outcome(answer),
-            search_question=answer.search_question,
-            citations=citation_rows(answer),
-            role=answer.role,
-            provider=answer.provider,
-            model=answer.model,
-            language=answer.language,
-            timings=elapsed,
-            participant=turn.participant,
-            continuation=continuation(exchanges),
-        )
-    else:
-        turn_record = conversations.TurnRecord(
-            channel=turn.channel,
-            conversation_id=turn.conversation_id,
-            question=req.question,
-            answer="",
-            outcome="failed",
-            role=req.role,
-            timings=elapsed,
-            participant=turn.participant,
-            continuation=continuation(req.history),
-        )
+    answer = outcome if isinstance(outcome, ChatAnswer) else None
+    elapsed = round((time.perf_counter() - turn.started) * 1000)
+    record_of_turn = attrs.evolve(
+        turn_record(
+            turn.channel, turn.conversation_id, turn.request, answer, participant=turn.participant
+        ),
+        timings={"answer_ms": elapsed},
+    )
     try:
         return await svc.database.run(
             conversations.record_turn,
-            turn_record,
+            record_of_turn,
             svc.clock.now(),
             svc.settings.conversation_retention_days,
         )

@@ -34,9 +34,10 @@ from ragcore.api.operations import Reply, operation
 from ragcore.chat.history import continuation
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
 from ragio import conversations
+from ragio.chat.policy import chat_policy
 from ragio.employees import store
 from ragio.employees.lookup import stored_role
-from ragio.http.chat import Turn, chat_policy, record
+from ragio.http.chat import Turn, record
 from ragio.http.context import service
 from ragio.http.problems import problem_for
 from ragio.runner import run, stream
