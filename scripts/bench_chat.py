@@ -12,7 +12,10 @@ replaced, by one that answers at once, so what is timed is everything but the
 provider's own latency. p50 and p95 over SciFact claims (other questions with
 ``--dataset``), each measurement with questions not asked before, after a
 warm-up; also the parts: embedding, the hybrid search statement, language
-detection, and the pipeline without HTTP. With ``--role``, also POST /chat as that
+detection, and the pipeline without HTTP; and POST /v1/chat/completions with a
+follow-up after one exchange (the history read, the conversation looked up, the
+follow-up joined to the question before it: the cost of follow-ups offline, next to
+POST /chat's). With ``--role``, also POST /chat as that
 role, each question from another ``user``: the role context is fetched and the answer
 recorded for learning (``ragcore.employees.learning``). With ``--live``, also "where is
 my order N?" with a live-data action on a PostgreSQL table of 100,000 orders (a second
@@ -247,6 +250,23 @@ async def bench(
                 results["POST /chat (all but the provider)"] = percentiles(
                     await timed(next(passes), http)
                 )
+
+                async def completions(question: str) -> None:
+                    # a follow-up after one exchange: the history read, the conversation
+                    # looked up, the follow-up joined to the question before it (offline)
+                    messages = [
+                        {"role": "user", "content": "What does the study say?"},
+                        {"role": "assistant", "content": "An earlier answer [1]."},
+                        {"role": "user", "content": f"And {question}"},
+                    ]
+                    body = {"model": "ragchat", "messages": messages}
+                    response = await client.post("/v1/chat/completions", json=body)
+                    response.raise_for_status()
+                    assert response.json()["ragchat"]["search_question"], response.text
+
+                results["POST /v1/chat/completions, a follow-up"] = percentiles(
+                    await timed(next(passes), completions)
+                )
                 if role is not None:
                     askers = iter(range(1_000_000))
 
@@ -344,7 +364,7 @@ async def run(args: argparse.Namespace) -> None:
     cache = Path(args.cache)
     corpus, _, _ = eval_retrieval.load_beir(Path(args.dataset), "test")
     questions = claims(Path(args.dataset))
-    if len(questions) < WARM_UP + (5 if args.role else 4) * args.questions:
+    if len(questions) < WARM_UP + (6 if args.role else 5) * args.questions:
         raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
     embedder = LocalEmbedder(cache_dir=cache / "data" / "models")  # the service's DATA_DIR
     await embedder.ready()
