@@ -28,7 +28,14 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".ragchat-installed"
 # the Debian packages the tests need, by a program each installs: the voice tests' speech
 # synthesis and audio conversion, and the MariaDB server the mysql data source is tested on
-TEST_PACKAGES = {"espeak-ng": "espeak-ng", "sox": "sox", "mariadbd": "mariadb-server"}
+TEST_PACKAGES = {
+    "espeak-ng": "espeak-ng",
+    "sox": "sox",
+    "mariadbd": "mariadb-server",
+    # the console's tests drive a real browser (no browser download: Debian's own)
+    "chromium": "chromium",
+    "chromedriver": "chromium-driver",
+}
 SBIN = os.pathsep.join(["/usr/local/sbin", "/usr/sbin", "/sbin"])  # mariadbd: not on a user's PATH
 
 
@@ -50,8 +57,9 @@ def setup() -> None:
 
 
 def test_packages() -> None:
-    """espeak-ng, sox and mariadb-server from Debian's packages, when missing and this can
-    install them; otherwise say what the tests need and go on."""
+    """espeak-ng, sox, mariadb-server, chromium and chromium-driver from Debian's
+    packages, when missing and this can install them; otherwise say what the tests need
+    and go on."""
     path = os.pathsep.join([os.environ.get("PATH", ""), SBIN])
     missing = [
         name for program, name in TEST_PACKAGES.items() if not shutil.which(program, path=path)
@@ -63,7 +71,7 @@ def test_packages() -> None:
     if not root or shutil.which("apt-get") is None:
         print(
             f"the tests need the packages {names}; install them (Debian, Ubuntu: "
-            f"apt-get install {names}) or the voice and mysql data source tests fail",
+            f"apt-get install {names}) or the voice, mysql data source and console tests fail",
             flush=True,
         )
         return

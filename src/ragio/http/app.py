@@ -19,6 +19,7 @@ from ragio.employees.lookup import UnknownRole
 from ragio.http import (
     actions,
     chat,
+    console,
     conversations,
     documents,
     employees,
@@ -41,9 +42,9 @@ from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = ("/health",)
+OPEN_PATHS = ("/health", "/")
 MULTIPART_HEADROOM = 64 * 1024
-OPEN_PREFIXES = ("/webhook/",)
+OPEN_PREFIXES = ("/webhook/", "/console/")
 #: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it
 OPENAI_PREFIX = "/v1/"
 
@@ -105,6 +106,7 @@ def create_app(svc: Service) -> QuartTrio:
         voice,
         actions,
         spec,
+        console,
     )
     for module in modules:
         app.register_blueprint(module.blueprint)

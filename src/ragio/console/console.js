@@ -1,0 +1,510 @@
+// The owner's console: one page of plain JavaScript over the service's own HTTP API.
+// No build step, no third-party code, nothing inline (the Content-Security-Policy
+// allows scripts and styles from this origin only). Text from the API is always set
+// as text (textContent), never parsed as HTML.
+"use strict";
+
+const KEY = "ragchat-api-key"; // sessionStorage: this tab only, never a URL
+const PAGES = {};
+const state = { conversationId: null };
+
+// ------------------------------------------------------------------ helpers
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "text") node.textContent = value;
+    else if (name in node && name !== "list" && !name.includes("-")) node[name] = value;
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+let fieldCount = 0;
+function field(label, input) {
+  const id = input.id || `field-${++fieldCount}`;
+  input.id = id;
+  return el("div", { className: "field" }, el("label", { htmlFor: id, text: label }), " ", input);
+}
+
+function say(message) {
+  const status = document.getElementById("status");
+  status.textContent = message;
+  clearTimeout(say.timer);
+  say.timer = setTimeout(() => { status.textContent = ""; }, 5000);
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const detail = body && (body.detail || (body.error && body.error.message));
+    super(detail || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+function headers(extra) {
+  const key = sessionStorage.getItem(KEY);
+  return Object.assign(key ? { "X-API-Key": key } : {}, extra || {});
+}
+
+async function api(method, path, body) {
+  const options = { method, headers: headers() };
+  if (body instanceof FormData) options.body = body;
+  else if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  const text = await response.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (_) { data = { detail: text }; }
+  if (response.status === 401) { signOut("The key was not accepted; sign in again."); }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return { status: response.status, data, location: response.headers.get("Location") };
+}
+
+function firstList(data) {
+  if (Array.isArray(data)) return data;
+  for (const value of Object.values(data || {})) if (Array.isArray(value)) return value;
+  return [];
+}
+
+function when(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return isNaN(date) ? iso : date.toLocaleString();
+}
+
+function table(caption, columns, rows) {
+  if (!rows.length) return el("p", { className: "muted", text: `${caption}: none yet.` });
+  return el("div", { className: "table-wrap" },
+    el("table", {},
+      el("caption", { className: "muted", text: caption }),
+      el("thead", {}, el("tr", {}, columns.map(([title]) => el("th", { scope: "col", text: title })))),
+      el("tbody", {}, rows.map((row) => el("tr", {}, columns.map(([, cell]) => {
+        const value = cell(row);
+        return el("td", {}, value instanceof Node ? value : String(value ?? ""));
+      }))))));
+}
+
+function failure(error) {
+  return el("p", { className: "error", role: "alert", text: error.message });
+}
+
+async function guarded(area, work) {
+  try { await work(); } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return;
+    area.replaceChildren(failure(error));
+  }
+}
+
+// ------------------------------------------------------------------ sign in
+
+function signOut(message) {
+  sessionStorage.removeItem(KEY);
+  show(message);
+}
+
+async function signedIn() {
+  const response = await fetch("/usage", { headers: headers() });
+  return response.status !== 401;
+}
+
+async function show(message) {
+  const ok = await signedIn();
+  document.getElementById("sign-in").hidden = ok;
+  document.getElementById("nav").hidden = !ok;
+  document.getElementById("sign-out").hidden = !ok || !sessionStorage.getItem(KEY);
+  document.getElementById("sign-in-error").textContent = ok ? "" : (message || "");
+  if (!ok) {
+    document.getElementById("page").replaceChildren();
+    document.getElementById("api-key").focus();
+    return;
+  }
+  route();
+}
+
+// ------------------------------------------------------------------ pages
+
+function route() {
+  const name = (location.hash || "#chat").slice(1);
+  const page = PAGES[name] ? name : "chat";
+  for (const link of document.querySelectorAll("nav a")) {
+    if (link.getAttribute("href") === `#${page}`) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const area = document.getElementById("page");
+  area.replaceChildren();
+  document.title = `${page[0].toUpperCase()}${page.slice(1)} · ragchat console`;
+  guarded(area, () => PAGES[page](area));
+}
+
+async function roleOptions(select, blank) {
+  const { data } = await api("GET", "/employees");
+  select.replaceChildren(el("option", { value: "", text: blank }),
+    ...firstList(data).map((r) => el("option", { value: r.identifier, text: r.display_name })));
+}
+
+PAGES.chat = async (area) => {
+  const question = el("textarea", { id: "question", name: "question", required: true });
+  const role = el("select", { id: "chat-role", name: "role" });
+  const answer = el("div", { id: "answer", "aria-live": "polite" });
+  const thread = el("p", { className: "muted", id: "thread" });
+  const showThread = () => {
+    thread.textContent = state.conversationId
+      ? `Following up in conversation ${state.conversationId}.` : "A new conversation.";
+  };
+  showThread();
+  const ask = async (event) => {
+    event.preventDefault();
+    answer.replaceChildren(el("p", { className: "muted", text: "Asking…" }));
+    const body = { question: question.value };
+    if (role.value) body.role = role.value;
+    if (state.conversationId) body.conversation_id = state.conversationId;
+    try {
+      const { data } = await api("POST", "/chat", body);
+      state.conversationId = data.conversation_id;
+      showThread();
+      const who = [data.role ? `role ${data.role}` : "no role",
+        data.provider ? `${data.provider} (${data.model})` : "no provider asked"].join(" · ");
+      answer.replaceChildren(
+        el("h3", { text: "Answer" }),
+        el("p", { className: "answer", text: data.answer }),
+        el("p", { className: "muted", id: "answered-by", text: `Answered by ${who}` }),
+        data.citations.length ? el("h3", { text: "Sources" }) : null,
+        el("ol", { className: "citations", id: "citations" }, data.citations.map((c) =>
+          el("li", { value: c.number },
+            el("strong", { text: c.document_name }),
+            c.heading_path && c.heading_path.length ? ` › ${c.heading_path.join(" › ")}` : "",
+            el("br"), el("span", { className: "muted", text: c.snippet })))));
+    } catch (error) { answer.replaceChildren(failure(error)); }
+  };
+  area.append(
+    el("h2", { text: "Chat" }),
+    el("form", { className: "stack card", id: "chat-form", onsubmit: ask },
+      field("Question", question), field("Answer as", role), thread,
+      el("div", {}, el("button", { type: "submit", text: "Ask" }), " ",
+        el("button", { type: "button", className: "secondary", text: "New conversation",
+          onclick: () => { state.conversationId = null; showThread(); question.focus(); } }))),
+    answer);
+  await roleOptions(role, "The service itself (no role)");
+};
+
+PAGES.documents = async (area) => {
+  const list = el("div", { id: "document-list" });
+  const search = el("input", { id: "document-search", type: "search", name: "q" });
+  const file = el("input", { id: "document-file", type: "file", name: "file", required: true,
+    accept: ".txt,.md,.html,.htm,.pdf,.docx,.csv" });
+  const progress = el("progress", { id: "upload-progress", max: 100, value: 0, hidden: true });
+  const outcome = el("p", { id: "upload-outcome", role: "status" });
+  const load = async () => {
+    const query = search.value.trim() ? `?q=${encodeURIComponent(search.value.trim())}` : "";
+    const { data } = await api("GET", `/documents${query}`);
+    list.replaceChildren(table("Documents", [
+      ["Name", (d) => d.name],
+      ["Chunks", (d) => d.chunk_count],
+      ["Size", (d) => `${Math.ceil((d.size_bytes || 0) / 1024)} KB`],
+      ["Added", (d) => when(d.created_at)],
+      ["", (d) => el("button", { type: "button", className: "danger", text: "Delete",
+        "aria-label": `Delete ${d.name}`, onclick: async () => {
+          if (!confirm(`Delete ${d.name}? Answers stop citing it.`)) return;
+          await guarded(list, async () => { await api("DELETE", `/documents/${d.id}`); say(`Deleted ${d.name}.`); await load(); });
+        } })],
+    ], firstList(data)));
+  };
+  const poll = async (url) => {
+    for (;;) {
+      const { data } = await api("GET", url);
+      if (data.progress && data.progress.total) {
+        progress.value = Math.round((100 * data.progress.done) / data.progress.total);
+      }
+      if (data.status === "done" || data.status === "failed") return data;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  };
+  const upload = (event) => {
+    event.preventDefault();
+    if (!file.files.length) return;
+    const form = new FormData();
+    form.append("file", file.files[0]);
+    const request = new XMLHttpRequest(); // fetch cannot report upload progress
+    request.open("POST", "/documents");
+    for (const [name, value] of Object.entries(headers())) request.setRequestHeader(name, value);
+    progress.hidden = false;
+    progress.value = 0;
+    outcome.textContent = "Uploading…";
+    request.upload.onprogress = (e) => {
+      if (e.lengthComputable) progress.value = Math.round((100 * e.loaded) / e.total);
+    };
+    request.onload = async () => {
+      let data = {};
+      try { data = JSON.parse(request.responseText); } catch (_) { /* not JSON */ }
+      if (request.status === 202 && request.getResponseHeader("Location")) {
+        outcome.textContent = "Uploaded; reading and indexing it…";
+        try { data = await poll(request.getResponseHeader("Location")); } catch (error) { data = { detail: error.message }; }
+        outcome.textContent = data.status === "done" ? `Added ${file.files[0].name}.` : `Failed: ${(data.problem && data.problem.detail) || data.detail || "see the log"}`;
+      } else if (request.status >= 200 && request.status < 300) {
+        const what = data.replaced ? "Replaced" : data.duplicate ? "Already there:" : "Added";
+        outcome.textContent = `${what} ${data.name || file.files[0].name}.`;
+      } else {
+        outcome.textContent = `Failed: ${data.detail || request.statusText}`;
+      }
+      progress.value = 100;
+      await guarded(list, load);
+    };
+    request.onerror = () => { outcome.textContent = "Failed: the upload did not reach the service."; };
+    request.send(form);
+  };
+  area.append(
+    el("h2", { text: "Documents" }),
+    el("form", { className: "stack card", id: "upload-form", onsubmit: upload },
+      field("File (txt, md, html, pdf, docx, csv)", file),
+      el("p", { className: "muted", text: "A file with the name of a stored document replaces it." }),
+      el("div", {}, el("button", { type: "submit", text: "Upload" })), progress, outcome),
+    el("form", { className: "row", role: "search", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
+      field("Find by name", search), el("button", { type: "submit", className: "secondary", text: "Find" })),
+    list);
+  await load();
+};
+
+PAGES.conversations = async (area) => {
+  const channel = el("select", { id: "conversation-channel" },
+    ["", "chat", "openai", "telegram", "whatsapp", "discord", "voice"].map((c) =>
+      el("option", { value: c, text: c || "All channels" })));
+  const list = el("div", { id: "conversation-list" });
+  const detail = el("div", { id: "conversation-detail" });
+  const open = async (id) => {
+    const { data } = await api("GET", `/conversations/${id}`);
+    detail.replaceChildren(el("h3", { text: `Conversation ${data.id} on ${data.channel}` }),
+      ...data.turns.map((t) => el("div", { className: "card" },
+        el("p", {}, el("strong", { text: "Asked: " }), t.question),
+        t.search_question ? el("p", { className: "muted", text: `Searched as: ${t.search_question}` }) : null,
+        el("p", { className: "answer", text: t.answer || "(no answer)" }),
+        el("p", { className: "muted", text: `${t.outcome} · ${t.provider || "no provider"} · ${t.timings.answer_ms ?? "?"} ms · ${when(t.created_at)}` }),
+        t.citations.length ? el("ul", {}, t.citations.map((c) => el("li", { text: `[${c.number}] ${c.document_name}` }))) : null)));
+    detail.focus();
+  };
+  const load = async () => {
+    const query = channel.value ? `?channel=${channel.value}` : "";
+    const { data } = await api("GET", `/conversations${query}`);
+    list.replaceChildren(table("Conversations, latest first", [
+      ["Channel", (c) => c.channel],
+      ["Role", (c) => c.role || "—"],
+      ["Turns", (c) => c.turn_count],
+      ["Last active", (c) => when(c.updated_at)],
+      ["", (c) => el("button", { type: "button", className: "secondary", text: "Read",
+        "aria-label": `Read conversation ${c.id}`, onclick: () => guarded(detail, () => open(c.id)) })],
+    ], data.conversations));
+  };
+  detail.tabIndex = -1;
+  area.append(el("h2", { text: "Conversations" }),
+    el("form", { className: "row", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
+      field("Channel", channel), el("button", { type: "submit", className: "secondary", text: "Show" })),
+    list, detail);
+  await load();
+};
+
+PAGES.approvals = async (area) => {
+  const settings = el("div", { id: "autonomy" });
+  const pending = el("div", { id: "pending" });
+  const log = el("div", { id: "action-log" });
+  const load = async () => {
+    const [{ data: autonomy }, { data: held }, { data: recent }] = await Promise.all([
+      api("GET", "/autonomy"), api("GET", "/autonomy/pending"), api("GET", "/autonomy/log?limit=20")]);
+    const mode = el("select", { id: "autonomy-mode" },
+      ["off", "semi", "full"].map((m) => el("option", { value: m, text: m, selected: autonomy.mode === m })));
+    settings.replaceChildren(el("form", { className: "row card", onsubmit: async (e) => {
+      e.preventDefault();
+      await guarded(settings, async () => { await api("POST", "/autonomy", { mode: mode.value }); say(`Autonomy is ${mode.value}.`); await load(); });
+    } }, field("Autonomy", mode), el("button", { type: "submit", text: "Save" }),
+      el("p", { className: "muted", text: `Owner for YES/NO: ${autonomy.approval_channel || "none"} ${autonomy.approval_target || ""}` })));
+    const decide = (action, verb) => async () => {
+      await guarded(pending, async () => {
+        const { data } = await api("POST", `/autonomy/pending/${action.id}/${verb}`);
+        say(`Action ${data.id}: ${data.status}.`);
+        await load();
+      });
+    };
+    pending.replaceChildren(el("h3", { text: "Waiting for you" }), table("Held actions", [
+      ["Action", (a) => a.summary],
+      ["Role", (a) => a.role || "—"],
+      ["Why held", (a) => a.reason],
+      ["Expires", (a) => when(a.expires_at)],
+      ["", (a) => el("span", {},
+        el("button", { type: "button", text: "Approve", "aria-label": `Approve action ${a.id}`, onclick: decide(a, "approve") }), " ",
+        el("button", { type: "button", className: "danger", text: "Reject", "aria-label": `Reject action ${a.id}`, onclick: decide(a, "reject") }))],
+    ], firstList(held)));
+    log.replaceChildren(el("h3", { text: "Recent" }), table("The action log", [
+      ["When", (r) => when(r.at || r.created_at)],
+      ["Action", (r) => r.action_id || r.id],
+      ["Event", (r) => r.event || r.status],
+      ["Detail", (r) => r.detail || r.reason || ""],
+    ], firstList(recent)));
+  };
+  area.append(el("h2", { text: "Autonomy and approvals" }), settings, pending, log);
+  await load();
+};
+
+PAGES.roles = async (area) => {
+  const role = el("select", { id: "role-select" });
+  const about = el("div", { id: "role-about" });
+  const profile = el("div", { id: "profile" });
+  const showRole = async () => {
+    if (!role.value) { about.replaceChildren(); return; }
+    const [{ data: r }, { data: memory }] = await Promise.all([
+      api("GET", `/employees/${role.value}`), api("GET", `/employees/${role.value}/memory`)]);
+    const text = el("textarea", { id: "memory-text", required: true, maxLength: 1000 });
+    about.replaceChildren(el("div", { className: "card" },
+      el("h3", { text: r.display_name }),
+      el("p", { text: r.personality }),
+      el("p", { className: "muted", text: `Autonomy ${r.effective_autonomy || r.autonomy} · channels ${r.channels.join(", ")}${r.sensitive ? " · sensitive" : ""}` })),
+    el("h3", { text: "Memory" }),
+    el("form", { className: "stack", onsubmit: async (e) => {
+      e.preventDefault();
+      await guarded(about, async () => { await api("POST", `/employees/${role.value}/memory`, { text: text.value }); say("Remembered."); await showRole(); });
+    } }, field("Add an instruction", text), el("div", {}, el("button", { type: "submit", text: "Add" }))),
+    table("What this role remembers", [
+      ["Text", (m) => m.text],
+      ["Source", (m) => m.source],
+      ["Importance", (m) => m.importance],
+      ["", (m) => el("button", { type: "button", className: "danger", text: "Forget", "aria-label": `Forget memory ${m.id}`,
+        onclick: async () => { await guarded(about, async () => { await api("DELETE", `/employees/${role.value}/memory/${m.id}`); await showRole(); }); } })],
+    ], firstList(memory)));
+  };
+  const showProfile = async () => {
+    const { data } = await api("GET", "/profile");
+    const inputs = {
+      description: el("textarea", { maxLength: 600, value: data.description || "" }),
+      products: el("textarea", { maxLength: 600, value: data.products || "" }),
+      tone: el("input", { maxLength: 200, value: data.tone || "" }),
+      language: el("input", { maxLength: 10, value: data.language || "" }),
+    };
+    profile.replaceChildren(el("h3", { text: "Business profile" }),
+      el("form", { className: "stack card", id: "profile-form", onsubmit: async (e) => {
+        e.preventDefault();
+        const body = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.value]));
+        await guarded(profile, async () => { await api("PATCH", "/profile", body); say("Profile saved."); await showProfile(); });
+      } }, Object.entries(inputs).map(([name, input]) => field(name[0].toUpperCase() + name.slice(1), input)),
+      el("div", {}, el("button", { type: "submit", text: "Save" }), " ",
+        el("button", { type: "button", className: "secondary", text: "Learn the summary now", onclick: async () => {
+          await guarded(profile, async () => { await api("POST", "/profile/learn"); say("Summary learned."); await showProfile(); });
+        } })),
+      el("p", { className: "muted", text: `Learned summary: ${data.learned_summary || "not yet"}` })));
+  };
+  role.addEventListener("change", () => guarded(about, showRole));
+  area.append(el("h2", { text: "Roles and profile" }), field("Role", role), about, profile);
+  await roleOptions(role, "Choose a role");
+  await showProfile();
+};
+
+PAGES.workflows = async (area) => {
+  const list = el("div", { id: "workflow-list" });
+  const name = el("input", { id: "workflow-name", required: true });
+  const url = el("input", { id: "workflow-url", type: "url", required: true, placeholder: "https://…" });
+  const channels = el("input", { id: "workflow-channels", value: "telegram", required: true });
+  const load = async () => {
+    const { data } = await api("GET", "/automation-workflows");
+    list.replaceChildren(table("Workflows", [
+      ["Name", (w) => w.name],
+      ["Calls", (w) => w.webhook_url],
+      ["Channels", (w) => w.channels.join(", ")],
+      ["Active", (w) => el("button", { type: "button", className: "secondary", text: w.is_active ? "Active: turn off" : "Off: turn on",
+        onclick: async () => { await guarded(list, async () => { await api("PATCH", `/automation-workflows/${w.id}`, { is_active: !w.is_active }); await load(); }); } })],
+      ["", (w) => el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete workflow ${w.name}`,
+        onclick: async () => { await guarded(list, async () => { await api("DELETE", `/automation-workflows/${w.id}`); await load(); }); } })],
+    ], firstList(data)));
+  };
+  area.append(el("h2", { text: "Automation workflows" }),
+    el("form", { className: "stack card", onsubmit: async (e) => {
+      e.preventDefault();
+      const body = { name: name.value, webhook_url: url.value, is_active: true,
+        channels: channels.value.split(",").map((c) => c.trim()).filter(Boolean) };
+      await guarded(list, async () => { await api("POST", "/automation-workflows", body); say("Workflow added."); await load(); });
+    } }, field("Name", name), field("Webhook URL", url), field("Channels (comma-separated)", channels),
+      el("div", {}, el("button", { type: "submit", text: "Add" }))),
+    list);
+  await load();
+};
+
+PAGES.usage = async (area) => {
+  const { data } = await api("GET", "/usage");
+  const days = data.by_day.slice().reverse();
+  const most = Math.max(1, ...days.map((d) => d.total_tokens));
+  const width = 480, height = 160, bar = days.length ? width / days.length : width;
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height + 20}`);
+  svg.setAttribute("class", "chart");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", `Tokens per day over the last ${days.length} days; the most on one day: ${most}`);
+  days.forEach((d, i) => {
+    const h = Math.max(1, (d.total_tokens / most) * height);
+    const rect = document.createElementNS(ns, "rect");
+    rect.setAttribute("x", i * bar + 1); rect.setAttribute("y", height - h);
+    rect.setAttribute("width", Math.max(1, bar - 2)); rect.setAttribute("height", h);
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${d.day}: ${d.total_tokens} tokens`;
+    rect.append(title);
+    svg.append(rect);
+  });
+  const cap = (spent) => (spent.cap ? ` of ${spent.cap}` : " (no cap)");
+  area.append(el("h2", { text: "Usage" }),
+    data.ledger ? null : el("p", { className: "muted", text: "The usage ledger is off (USAGE_LEDGER): nothing is recorded." }),
+    el("p", { text: `Today: ${data.today.tokens} tokens${cap(data.today)}. This month: ${data.this_month.tokens}${cap(data.this_month)}.` }),
+    el("figure", { className: "card" }, svg, el("figcaption", { className: "muted", text: "Tokens per day (UTC)" })),
+    table("This month by role", [["Role", (r) => r.role || "no role"], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_role),
+    table("This month by provider", [["Provider", (r) => r.provider], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_provider));
+};
+
+PAGES.integrations = async (area) => {
+  const [{ data: sources }, { data: actions }] = await Promise.all([
+    api("GET", "/integrations"), api("GET", "/live-actions")]);
+  const outcome = el("p", { role: "status", id: "integration-outcome" });
+  const run = (source, verb) => async () => {
+    try {
+      const { data } = await api("POST", `/integrations/${source.id}/${verb}`);
+      outcome.textContent = `${source.name}: ${data.ok === false ? "failed" : data.status || "ok"}${data.detail ? ` — ${data.detail}` : ""}`;
+    } catch (error) { outcome.textContent = `${source.name}: ${error.message}`; }
+  };
+  area.append(el("h2", { text: "Integrations" }), outcome,
+    table("Data sources", [
+      ["Name", (s) => s.name], ["Kind", (s) => s.source_type], ["Last sync", (s) => when(s.last_synced_at) || "never"],
+      ["", (s) => el("span", {},
+        el("button", { type: "button", className: "secondary", text: "Test", "aria-label": `Test ${s.name}`, onclick: run(s, "test") }), " ",
+        el("button", { type: "button", className: "secondary", text: "Sync", "aria-label": `Sync ${s.name}`, onclick: run(s, "sync") }))],
+    ], firstList(sources)),
+    table("Live-data actions", [["Name", (a) => a.name], ["Source", (a) => a.source_id], ["On", (a) => (a.enabled === false ? "off" : "on")]], firstList(actions)));
+};
+
+PAGES.calls = async (area) => {
+  const { data } = await api("GET", "/voice/calls");
+  area.append(el("h2", { text: "Phone calls" }),
+    ...(data.calls.length ? data.calls.map((c) => el("div", { className: "card" },
+      el("h3", { text: `${when(c.started_at)} · ${c.role || "no role"} · ${c.end_reason || "in progress"}` }),
+      el("ol", {}, c.turns.map((t) => el("li", {},
+        el("p", {}, el("strong", { text: "Caller: " }), t.question || "(nothing heard)"),
+        el("p", {}, el("strong", { text: "Answer: " }), t.answer || `(${t.outcome})`),
+        el("p", { className: "muted", text: `${t.outcome}${t.stages.voice_to_voice_ms ? ` · ${t.stages.voice_to_voice_ms} ms voice to voice` : ""}` })))))) : [el("p", { className: "muted", text: "No calls yet." })]));
+};
+
+// ------------------------------------------------------------------ start
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("sign-in-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const input = document.getElementById("api-key");
+    sessionStorage.setItem(KEY, input.value);
+    input.value = "";
+    await show("That key was not accepted.");
+  });
+  document.getElementById("sign-out").addEventListener("click", () => signOut(""));
+  window.addEventListener("hashchange", () => { show(); document.getElementById("main").focus(); });
+  show();
+});

@@ -1,0 +1,57 @@
+"""The owner's console: static files shipped in the package (``ragio/console``), served
+at ``/``, ``/console/console.js`` and ``/console/console.css`` without the API key (they
+hold no data: every call the page makes sends the key the owner entered), with a strict
+Content-Security-Policy."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from quart import Blueprint, Response
+
+from ragcore.api.operations import Reply, operation
+
+blueprint = Blueprint("console", __name__)
+FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+}
+#: scripts, styles and calls from this origin only; no inline code, no frames, no plugins
+POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-cache",
+}
+
+
+def _file(name: str) -> Response:
+    body = resources.files("ragio.console").joinpath(name).read_bytes()
+    return Response(body, content_type=FILES[name], headers=HEADERS)
+
+
+@blueprint.get("/")
+@operation(Reply(200, "The console's page", {"type": "string"}, "text/html"), open=True)
+async def console() -> Response:
+    """The owner's console, in the browser"""
+    return _file("index.html")
+
+
+@blueprint.get("/console/console.js")
+@operation(Reply(200, "The console's script", {"type": "string"}, "text/javascript"), open=True)
+async def console_script() -> Response:
+    """The console's script"""
+    return _file("console.js")
+
+
+@blueprint.get("/console/console.css")
+@operation(Reply(200, "The console's style", {"type": "string"}, "text/css"), open=True)
+async def console_style() -> Response:
+    """The console's style"""
+    return _file("console.css")

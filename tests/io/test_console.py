@@ -1,0 +1,196 @@
+"""The owner's console in a real browser: Debian's chromium, driven through its
+chromedriver by Selenium, against the real app. The owner's main path: sign in with the
+key, upload a document, ask a question and see its citation, approve a held action.
+
+Selenium is synchronous: the browser is driven from a worker thread while the app
+serves in this test's Trio loop. With RAGCHAT_SCREENSHOTS=<folder>, a screenshot of
+each page is saved there (docs/console/ holds the ones the docs show).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+KEY = "console-key-0123"
+NOTE = {"kind": "chatops", "text": "Refund order 1234 for Ann"}
+HOURS = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm, Monday to Saturday.\n"
+# Debian's chromium and chromium-driver (scripts/dev.py test installs them)
+BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture
+def settings_overrides(chatops, authority) -> dict[str, Any]:
+    return {
+        "service_api_key": KEY,
+        "chatops_webhook_url": f"{chatops.base_url}/hook",
+        "actions_ca_bundle": str(authority.bundle),
+        "actions_allow_private_targets": "true",
+    }
+
+
+def browser(width: int = 1280, height: int = 900) -> Any:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    assert BROWSER and DRIVER, "install chromium and chromium-driver (Debian packages)"
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = BROWSER
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=DriverService(executable_path=DRIVER), options=options)
+
+
+def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
+    """The owner's main path, in the browser; what the owner saw."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as shown
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen: dict[str, Any] = {}
+    driver = browser()
+    try:
+        wait = WebDriverWait(driver, 20)
+
+        def snap(name: str) -> None:
+            if shots is not None:
+                driver.save_screenshot(str(shots / f"{name}.png"))
+
+        def visible(selector: str) -> Any:
+            return wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+
+        def page(name: str, ready: str, shot: str | None = None) -> Any:
+            driver.get(f"{base_url}/#{name}")
+            try:
+                found = visible(ready)
+            except TimeoutException:
+                shown_text = driver.find_element(By.ID, "page").text
+                raise AssertionError(f"#{name} never showed {ready}: {shown_text!r}") from None
+            snap(shot or name)
+            return found
+
+        driver.get(base_url + "/")
+        key = visible("#api-key")
+        seen["unlabelled"] = driver.execute_script(
+            "return [...document.querySelectorAll('input, select, textarea')]"
+            ".filter(e => !e.labels || !e.labels.length).map(e => e.id)"
+        )
+        snap("sign-in")
+        key.send_keys("not-the-key", Keys.ENTER)
+        seen["refused"] = visible("#sign-in-error").text
+        visible("#api-key").send_keys(KEY, Keys.ENTER)  # the keyboard alone signs in
+        visible("#chat-form")
+        seen["url_after_sign_in"] = driver.current_url
+
+        upload = page("documents", "#upload-form")
+        driver.find_element(By.ID, "document-file").send_keys(str(document))
+        upload.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(lambda d: d.find_element(By.ID, "upload-outcome").text.startswith("Added"))
+        seen["uploaded"] = driver.find_element(By.ID, "upload-outcome").text
+        wait.until(lambda d: "hours.md" in d.find_element(By.ID, "document-list").text)
+        snap("documents")
+
+        page("chat", "#chat-form")
+        driver.find_element(By.ID, "question").send_keys("When does the shop open?")
+        driver.find_element(By.CSS_SELECTOR, "#chat-form button[type=submit]").click()
+        citation = visible("#citations li")
+        seen["citation"] = citation.text
+        seen["answer"] = driver.find_element(By.CSS_SELECTOR, "#answer .answer").text
+        seen["answered_by"] = driver.find_element(By.ID, "answered-by").text
+        snap("chat")
+
+        page("approvals", "#pending button")
+        approve = driver.find_element(By.CSS_SELECTOR, "#pending button")
+        seen["approve_label"] = approve.get_attribute("aria-label")
+        approve.click()
+        wait.until(lambda d: "executed" in d.find_element(By.ID, "status").text)
+        seen["approved"] = driver.find_element(By.ID, "status").text
+        snap("approvals-decided")
+
+        for name, ready in (
+            ("conversations", "#conversation-list table"),
+            ("roles", "#profile-form"),
+            ("workflows", "#workflow-list"),
+            ("usage", "svg.chart"),
+            ("integrations", "#page h2"),
+            ("calls", "#page h2"),
+        ):
+            page(name, ready)
+        seen["key_in_url_or_storage"] = driver.execute_script(
+            "return [location.href.includes(arguments[0]), localStorage.length]", KEY
+        )
+        driver.set_window_size(390, 844)  # a phone
+        page("chat", "#chat-form", shot="chat-phone")
+        seen["phone_overflow"] = driver.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth"
+        )
+        # the sign-in check's 401s (no key, then the wrong one) are the only failures
+        signing_in = (
+            f"{base_url}/usage - Failed to load resource: the server responded with a status of 401"
+        )
+        seen["console_errors"] = [
+            entry["message"]
+            for entry in driver.get_log("browser")
+            if entry["level"] == "SEVERE" and not entry["message"].startswith(signing_in)
+        ]
+    finally:
+        driver.quit()
+    return seen
+
+
+async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
+    api: httpx.AsyncClient, chatops: Any, tmp_path: Path
+):
+    keyed = {"X-API-Key": KEY}
+    response = await api.post("/autonomy", json={"mode": "semi"}, headers=keyed)
+    assert response.status_code == 200, response.text
+    held = await api.post("/actions", json=NOTE, headers=keyed)
+    assert held.status_code == 202, held.text
+    document = tmp_path / "hours.md"
+    document.write_text(HOURS)
+    shots = os.environ.get("RAGCHAT_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+    base_url = str(api.base_url).rstrip("/")
+    seen = await trio.to_thread.run_sync(walk, base_url, document, Path(shots) if shots else None)
+
+    assert seen["unlabelled"] == []
+    assert "not accepted" in seen["refused"]
+    assert KEY not in seen["url_after_sign_in"]
+    assert seen["uploaded"] == "Added hours.md."
+    assert "9 am" in seen["answer"] and "[1]" in seen["answer"]
+    assert "hours.md" in seen["citation"]
+    assert "extractive" in seen["answered_by"]
+    assert seen["approve_label"] == f"Approve action {held.json()['id']}"
+    assert "executed" in seen["approved"]
+    assert [r.body for r in chatops.requests] == [{"text": NOTE["text"]}]
+    assert seen["key_in_url_or_storage"] == [False, 0]  # sessionStorage only
+    assert seen["phone_overflow"] <= 0
+    assert seen["console_errors"] == []  # no script error, no CSP violation
+
+
+async def test_the_console_is_served_with_a_strict_policy_and_without_the_key(api):
+    for path, kind in (
+        ("/", "text/html"),
+        ("/console/console.js", "text/javascript"),
+        ("/console/console.css", "text/css"),
+    ):
+        response = await api.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["content-type"].startswith(kind)
+        policy = response.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert "unsafe-inline" not in policy
+        assert response.headers["x-content-type-options"] == "nosniff"
+    assert (await api.get("/documents")).status_code == 401  # the data still needs the key
