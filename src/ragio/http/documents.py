@@ -14,17 +14,20 @@ from ragcore.api.documents import (
     Document,
     DocumentAdded,
     Documents,
+    DocumentsQuery,
     DocumentUpload,
     DocumentWithText,
     NewDocument,
     check_json_media_type,
     check_size,
+    name_pattern,
+    next_page,
     said_of_the_file,
     upload_format,
     upload_names,
 )
 from ragcore.api.operations import Reply, operation
-from ragcore.api.queries import no_such, path_id
+from ragcore.api.queries import no_such, path_id, read_query
 from ragcore.knowledge.documents import StoredDocument, prepare_document, store_new_document
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -40,9 +43,9 @@ DOCUMENTS = ("document", "/documents")  # what a path id names, and where they a
 
 @blueprint.post("/documents")
 @operation(
-    Reply(201, "Stored (Location: /documents/{id})", DocumentAdded),
+    Reply(201, "Stored (Location: /documents/{id}); replaced: the older version", DocumentAdded),
     Reply(200, "Already stored (duplicate: true)", DocumentAdded),
-    *(413, 415, 422, 502, 503),
+    *(409, 413, 415, 422, 502, 503),
     body=NewDocument,
     other_bodies=(("multipart/form-data", DocumentUpload),),
 )
@@ -50,7 +53,8 @@ async def create_document() -> tuple[DocumentAdded, int, dict[str, str]]:
     """Add a document: JSON text, or an uploaded file
 
     The same content (after reading the file) is stored once: adding it again answers 200
-    with duplicate: true."""
+    with duplicate: true. A document of the same name and other content is replaced: its
+    chunks leave as the new ones are stored (replaced: the old one)."""
     svc = service()
     if request.mimetype == "multipart/form-data":
         stored = await _add_upload(svc)
@@ -59,7 +63,7 @@ async def create_document() -> tuple[DocumentAdded, int, dict[str, str]]:
         check_size("body", request.content_length or 0, svc.settings.max_upload_bytes)
         new = structure_body(await json_body(required=True), NewDocument)
         stored = await _add(svc, new.name, new.text)
-    added = DocumentAdded.of(stored, duplicate=not stored.created)
+    added = DocumentAdded.added(stored)
     if stored.created:
         return added, 201, {"Location": f"/documents/{stored.id}"}
     return added, 200, {}
@@ -92,11 +96,16 @@ async def _add(svc: Service, name: Any, text: Any, **source: Any) -> StoredDocum
 
 
 @blueprint.get("/documents")
-@operation(Reply(200, "The documents", Documents))
+@operation(Reply(200, "A page of the documents", Documents), 422, query=DocumentsQuery)
 async def list_documents() -> Documents:
-    """List the documents, oldest first"""
-    documents = await service().database.run(store.list_documents)
-    return Documents([Document.of(doc) for doc in documents])
+    """List the documents, oldest first, a page at a time; q= finds them by name"""
+    query = read_query(DocumentsQuery, request.args)
+    documents, total = await service().database.run(
+        store.list_documents, query.limit, query.offset, name_pattern(query.q)
+    )
+    return Documents(
+        [Document.of(doc) for doc in documents], total, next_page(query, len(documents), total)
+    )
 
 
 @blueprint.get("/documents/<id>")
