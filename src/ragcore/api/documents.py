@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import attrs
 
 from ragcore.api.converter import listing, refusal
-from ragcore.api.problems import ProblemError
+from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.schema import described
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
@@ -25,6 +25,7 @@ from ragcore.knowledge.documents import (
     supported_formats,
     upload_name,
 )
+from ragcore.knowledge.jobs import JobStatus
 
 
 @listing(words="allowed")
@@ -94,6 +95,29 @@ class DocumentAdded(Document):
         """The stored document as the response to adding it."""
         replaced = [Document.of(old) for old in doc.replaced]
         return cls.of(doc, duplicate=not doc.created, replaced=replaced)  # type: ignore[no-any-return]
+
+
+@attrs.frozen
+class DocumentJob:
+    """An upload ingested in the background (larger than INGEST_JOB_BYTES)."""
+
+    id: int
+    status: Annotated[
+        JobStatus,
+        described("queued (waiting for the job before it), running, then done or failed"),
+    ]
+    name: Annotated[str, described("the document's name")]
+    size_bytes: Annotated[int, described("the uploaded file's size")]
+    chunks_done: Annotated[int, described("chunks embedded so far")]
+    chunks_total: Annotated[int, described("chunks the document makes; 0 until it is read")]
+    document: Annotated[
+        DocumentAdded | None,
+        described("once done: what a small upload answers (duplicate, replaced as there)"),
+    ]
+    problem: Annotated[Problem | None, described("once failed: why, as a problem+json body")]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 @attrs.frozen
