@@ -79,6 +79,28 @@ class TestAFailedReplacement:
         assert "3 euros" in (await ask(api, "How much does tea cost?"))["answer"]
 
 
+async def test_an_embedding_failure_leaves_the_old_version_whole(api, service, database_url):
+    old = (await add(api, "prices.md", "# Prices\n\nTea costs 3 euros.")).json()
+    real = service.embedder
+
+    class DocumentsFail:
+        """The provider fails for documents; questions are still embedded."""
+
+        name, space = real.name, real.space
+
+        async def embed(self, texts, purpose):
+            if purpose == "document":
+                raise RuntimeError("embedding provider down")
+            return await real.embed(texts, purpose)
+
+    service.embedder = DocumentsFail()
+    assert_problem(await add(api, "prices.md", "# Prices\n\nTea costs 4 euros."), 500)
+    listed = (await api.get("/documents")).json()["documents"]
+    assert [d["id"] for d in listed] == [old["id"]]
+    assert count_rows(database_url) == (1, 1)
+    assert "3 euros" in (await ask(api, "How much does tea cost?"))["answer"]
+
+
 async def test_concurrent_new_versions_leave_one(api, database_url):
     results = []
 
