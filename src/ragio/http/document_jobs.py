@@ -112,6 +112,8 @@ class Jobs:
         return job
 
     async def _run(self, job: job_store.StoredJob, path: Path) -> None:
+        """Run the job to its end; the file is removed before the end is recorded, so a
+        client that sees the job ended finds nothing of it left under DATA_DIR."""
         svc = self.service
         try:
             async with self.limiter:
@@ -119,23 +121,26 @@ class Jobs:
                     return
                 stored = await self._ingest(job, path)
                 result = converter.unstructure(DocumentAdded.added(stored))
+                await _remove(path)
                 await svc.database.run(
                     job_store.finish_job, job.id, stored.id, result, svc.clock.now()
                 )
                 log.info("document job %d done: document %d, %s", job.id, stored.id, job.name)
         except trio.Cancelled:
             with trio.CancelScope(shield=True):
+                await _remove(path)
                 await self._fail(job, ProblemError(503, STOPPED))
             raise
         except Exception as error:  # noqa: BLE001 (the job fails with the problem)
             problem = problem_for(error)
             if problem.status >= 500:
                 log.warning("document job %d failed: %s", job.id, type(error).__name__)
+            await _remove(path)
             await self._fail(job, problem)
         finally:
             self.held.discard(job.id)
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(functools.partial(path.unlink, missing_ok=True))
+                await _remove(path)  # when the job was not run at all
 
     async def _fail(self, job: job_store.StoredJob, problem: ProblemError) -> None:
         try:
@@ -179,6 +184,14 @@ class Jobs:
 
         plain: dict[Any, Any] = {**svc.handlers.plain, Embed: counted}
         return attrs.evolve(svc, handlers=Handlers(plain, svc.handlers.streaming))
+
+
+async def _remove(path: Path) -> None:
+    """Remove a job's file; a failure is logged (the next start removes what is left)."""
+    try:
+        await trio.to_thread.run_sync(functools.partial(path.unlink, missing_ok=True))
+    except OSError as error:
+        log.warning("could not remove %s: %s", path, error.strerror)
 
 
 def _write(path: Path, data: bytes) -> None:
