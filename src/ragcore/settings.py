@@ -444,9 +444,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "MAX_DOCUMENT_CHUNKS",
         "1000",
-        "most chunks one document added through the API may make (about 1 MB of text; 413 "
-        "above it); `ragchat ingest` has no such limit",
+        "most chunks one document added in a request may make (about 1 MB of text; 413 "
+        "above it); uploads ingested as a job (INGEST_JOB_BYTES) and `ragchat ingest` have "
+        "no such limit",
         _integer(minimum=1),
+    ),
+    Setting(
+        "INGEST_JOB_BYTES",
+        "1048576",
+        "an uploaded file larger than this (1 MB) is ingested as a background job: 202 "
+        "with a job to poll at /documents/jobs/{id}; 0: every upload",
+        _integer(minimum=0),
     ),
     Setting(
         "MAX_DOCUMENT_READ_SECONDS",
@@ -836,6 +844,7 @@ class Settings:
     max_context_chars: int
     max_upload_bytes: int
     max_document_chunks: int
+    ingest_job_bytes: int
     max_document_read_seconds: float
     http_read_timeout_seconds: float
     default_language: str

@@ -46,6 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="add documents (txt, md, html, pdf, docx, csv; folders walked) to the knowledge base",
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    documents = commands.add_parser("documents", help="list or delete the stored documents")
+    documents_actions = documents.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listed = documents_actions.add_parser(
+        "list", help="list the documents, oldest first: id, name, chunks, type, size, added"
+    )
+    listed.add_argument("--query", "-q", default="", help="only names containing this (any case)")
+    listed.add_argument(
+        "--limit", type=int, default=None, help="show at most this many (default: all)"
+    )
+    delete = documents_actions.add_parser(
+        "delete", help="delete a document and its chunks, by id or by name"
+    )
+    delete.add_argument("document", metavar="ID_OR_NAME")
     ask = commands.add_parser("ask", help="answer a question and print its sources")
     ask.add_argument("question")
     ask.add_argument("--role", help="answer as this AI employee")
@@ -216,10 +229,13 @@ async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
                 progress.update(files)
 
             report = await ingest_paths(svc, args.paths, advance, on_total=total)
+    replaced = f"; replaced {len(report.replaced)} older version(s)" if report.replaced else ""
     print(
         f"added {len(report.added)} file(s), {report.chunks} chunks; "
-        f"skipped {len(report.duplicates)} duplicate(s); failed {len(report.failed)}"
+        f"skipped {len(report.duplicates)} duplicate(s); failed {len(report.failed)}{replaced}"
     )
+    for path, old in report.replaced:
+        print(f"  replaced: {old} by {path}")
     for path, existing in report.duplicates:
         print(f"  duplicate: {path} (same content as {existing})")
     for path, reason in report.failed:
@@ -400,7 +416,46 @@ async def sync_command(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+async def documents_command(settings: Settings, args: argparse.Namespace) -> int:
+    """``documents list [--query Q] [--limit N]`` and ``documents delete ID_OR_NAME``."""
+    from ragcore.api.documents import name_pattern
+    from ragio.db.migrations import apply_migrations
+    from ragio.knowledge import store
+    from ragio.startup import open_database
+
+    if args.action == "list" and args.limit is not None and args.limit < 1:
+        print("ragchat: --limit must be a whole number of at least 1", file=sys.stderr)
+        return 2
+    async with startup_errors(), open_database(settings) as database:
+        await database.run(apply_migrations)
+        if args.action == "list":
+            found, total = await database.run(
+                store.list_documents, args.limit, 0, name_pattern(args.query)
+            )
+            for doc in found:
+                added = doc.created_at.strftime("%Y-%m-%d %H:%M") if doc.created_at else ""
+                print(
+                    f"{doc.id}\t{doc.name}\t{doc.chunk_count} chunks\t{doc.content_type}\t"
+                    f"{doc.size_bytes} bytes\t{added}"
+                )
+            matching = f" named like {args.query!r}" if args.query else ""
+            print(f"{len(found)} of {total} document(s){matching}", file=sys.stderr)
+            return 0
+        deleted = await database.run(store.delete_named_or_id, args.document)
+    if not deleted:
+        print(
+            f"ragchat: no document with the id or name {args.document!r}; "
+            "`ragchat documents list` shows them",
+            file=sys.stderr,
+        )
+        return 2
+    for doc in deleted:
+        print(f"deleted document {doc.id}, {doc.name} ({doc.chunk_count} chunks)")
+    return 0
+
+
 COMMANDS = {
+    "documents": documents_command,
     "rekey": rekey_command,
     "sync": sync_command,
     "telegram": telegram_command,

@@ -4,6 +4,7 @@ from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     EMBED_BATCH,
     FindDocuments,
+    FindNamed,
     StoredDocument,
     StoreDocuments,
     add_document,
@@ -19,6 +20,8 @@ def recorded(effect):
     match effect:
         case FindDocuments(content_hashes=digests):
             return [None] * len(digests)
+        case FindNamed(names=names):
+            return [[] for _ in names]
         case Embed(texts=texts):
             return [[float(len(text))] for text in texts]
         case StoreDocuments(documents=docs):
@@ -33,9 +36,11 @@ def stored_one(effects):
 
 def test_a_new_document_is_chunked_embedded_and_stored():
     outcome, effects = drive(add_document(" faq.md ", "# FAQ\n\nWe open at 9."), recorded)
-    find, embed, stores = effects
+    find, named, embed, stores = effects
     [store] = stores.documents
     assert find.content_hashes == (content_hash("# FAQ\n\nWe open at 9."),)
+    assert named.names == ("faq.md",)
+    assert store.replaces == ()
     assert embed.texts == ("We open at 9.",) and embed.purpose == "document"
     assert store.name == "faq.md"
     assert store.vectors == ((13.0,),)
@@ -81,7 +86,8 @@ def test_an_embedding_failure_midway_stores_nothing():
     text = "\n\n".join(f"# Part {i}\n\nThe answer to part {i}." for i in range(EMBED_BATCH + 1))
     pipeline = add_document("long.md", text)
     assert isinstance(next(pipeline), FindDocuments)
-    assert isinstance(pipeline.send([None]), Embed)
+    assert isinstance(pipeline.send([None]), FindNamed)
+    assert isinstance(pipeline.send([[]]), Embed)
     with pytest.raises(RuntimeError, match="provider down"):
         pipeline.throw(RuntimeError("provider down"))
 
@@ -90,7 +96,8 @@ def test_an_embedding_failure_in_a_later_batch_stores_nothing():
     text = "\n\n".join(f"# Part {i}\n\nThe answer to part {i}." for i in range(EMBED_BATCH + 1))
     pipeline = add_document("long.md", text)
     assert isinstance(next(pipeline), FindDocuments)
-    assert isinstance(pipeline.send([None]), Embed)
+    assert isinstance(pipeline.send([None]), FindNamed)
+    assert isinstance(pipeline.send([[]]), Embed)
     assert isinstance(pipeline.send([[0.0]] * EMBED_BATCH), Embed)
     with pytest.raises(RuntimeError, match="provider down"):
         pipeline.throw(RuntimeError("provider down"))
@@ -139,6 +146,8 @@ def test_a_group_embeds_all_new_chunks_together_and_skips_duplicates():
         match effect:
             case FindDocuments(content_hashes=digests):
                 return [stored_before if d == docs[3].content_hash else None for d in digests]
+            case FindNamed(names=names):
+                return [[] for _ in names]
             case Embed(texts=texts):
                 return [[float(len(t))] for t in texts]
             case StoreDocuments(documents=new):
@@ -155,3 +164,57 @@ def test_a_group_embeds_all_new_chunks_together_and_skips_duplicates():
         (100, False),
         (9, False),
     ]
+
+
+def test_a_new_version_replaces_every_document_holding_its_name():
+    old = StoredDocument(3, "refunds.md", 2, created=False)
+    older = StoredDocument(1, "refunds.md", 1, created=False)  # from before names were kept one
+
+    def answer(effect):
+        match effect:
+            case FindNamed(names=names):
+                assert names == ("refunds.md",)
+                return [[older, old]]
+            case _:
+                return recorded(effect)
+
+    outcome, effects = drive(add_document("refunds.md", "Refunds take 30 days."), answer)
+    assert stored_one(effects).replaces == (1, 3)
+    assert outcome.created and outcome.replaced == (older, old)
+
+
+def test_the_same_content_again_replaces_nothing_and_stores_nothing():
+    same = StoredDocument(3, "refunds.md", 1, created=False)
+    outcome, effects = drive(add_document("refunds.md", "Refunds take 30 days."), lambda e: [same])
+    assert [type(e) for e in effects] == [FindDocuments]
+    assert outcome is same and outcome.replaced == ()
+
+
+def test_the_rule_a_stored_content_is_a_no_op_a_new_one_replaces_the_name():
+    from ragcore.knowledge.documents import replacing
+
+    holder = StoredDocument(4, "a.md", 1, created=False)
+    elsewhere = StoredDocument(5, "b.md", 1, created=False)
+    assert replacing(elsewhere, [holder]) is None  # the content is b.md's: nothing changes
+    assert replacing(None, [holder]) == (holder,)
+    assert replacing(None, []) == ()
+
+
+def test_a_group_with_two_documents_of_one_name_is_refused_before_any_effect():
+    docs = [prepare_document("a.md", "One."), prepare_document("a.md", "Two.")]
+    with pytest.raises(ValueError, match="two documents named 'a.md'"):
+        next(store_new_documents(docs))
+
+
+def test_a_content_stored_meanwhile_replaces_nothing():
+    def answer(effect):
+        match effect:
+            case FindNamed():
+                return [[StoredDocument(3, "a.md", 1, created=False)]]
+            case StoreDocuments(documents=docs):
+                return [StoredDocument(9, "b.md", 1, created=False) for _ in docs]
+            case _:
+                return recorded(effect)
+
+    outcome, _ = drive(add_document("a.md", "Stored by another upload."), answer)
+    assert (outcome.id, outcome.created, outcome.replaced) == (9, False, ())

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import trio
 from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
@@ -32,6 +33,7 @@ def settings_overrides():
         "actions_allow_private_targets": True,
         "workflow_allow_private_targets": True,
         "addon_encryption_key": "Hvcd1a2y0cS3oRNrTqjJ0aZtqS0hLqLkLz4gQ3qD2zU=",
+        "ingest_job_bytes": 1000,  # a larger upload is a background job
     }
 
 
@@ -125,6 +127,21 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", "/documents", content=b"name=x", headers={"content-type": "text/csv"})
     doc = f"/documents/{added.json()['id']}"
     await c.send("GET", "/documents")
+    await c.send("GET", "/documents", params={"q": "faq", "limit": 1})
+    await c.send("GET", "/documents", params={"limit": 0})
+    replaced = await c.send("POST", "/documents", json={"name": "faq.md", "text": FAQ + " New."})
+    doc = f"/documents/{replaced.json()['id']}"
+    large = {"file": ("large.md", (FAQ + "\n\n").encode() * 20, "text/markdown")}
+    job = (await c.send("POST", "/documents", files=large)).headers["location"]
+    with trio.fail_after(60):
+        while (await c.send("GET", "/documents/jobs/{id}", job)).json()["status"] != "done":
+            await trio.sleep(0.05)
+    broken = {"file": ("broken.pdf", b"%PDF-1.4\n1 0 obj" + b" " * 2000, "application/pdf")}
+    job = (await c.send("POST", "/documents", files=broken)).headers["location"]
+    with trio.fail_after(60):
+        while (await c.send("GET", "/documents/jobs/{id}", job)).json()["status"] != "failed":
+            await trio.sleep(0.05)
+    await c.send("GET", "/documents/jobs/{id}", "/documents/jobs/999")
     await c.send("GET", "/documents/{id}", doc)
     await c.send("GET", "/documents/{id}", "/documents/abc")
     await c.send("DELETE", "/documents/{id}", doc)

@@ -230,3 +230,78 @@ def test_a_public_voice_bind_without_signatures_refuses_to_start_and_says_why(tm
     assert result.returncode == 2
     assert "VOICE_BIND=0.0.0.0" in result.stderr and "TELCO_AUTH_TOKEN" in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_ingest_replaces_a_document_of_the_same_name_and_refuses_two_in_one_run(
+    tmp_path, database_url
+):
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "returns.md").write_text("# Returns\n\nItems can be returned within 14 days.")
+    assert run_cli("ingest", str(first), cwd=tmp_path, database_url=database_url).returncode == 0
+
+    second = tmp_path / "second"
+    (second / "a").mkdir(parents=True)
+    (second / "b").mkdir()
+    (second / "a" / "returns.md").write_text("# Returns\n\nItems can be returned within 30 days.")
+    (second / "b" / "returns.md").write_text("# Returns\n\nA third text of the same name.")
+    result = run_cli("ingest", str(second), cwd=tmp_path, database_url=database_url)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "added 1 file(s), 1 chunks; skipped 0 duplicate(s); failed 1; replaced 1" in result.stdout
+    )
+    assert f"replaced: document 1, returns.md by {second / 'a' / 'returns.md'}" in result.stdout
+    assert f"failed: {second / 'b' / 'returns.md'}: name: has the same name as" in result.stdout
+    with psycopg.connect(database_url) as conn:
+        texts = [r[0] for r in conn.execute("SELECT text FROM documents")]
+    assert texts == ["# Returns\n\nItems can be returned within 30 days."]
+
+
+def test_documents_list_and_delete_by_id_or_name(tmp_path, database_url):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "Refund policy.md").write_text("Refunds are paid within 5 days.")
+    (docs / "hours.txt").write_text("The shop opens at 9 am.")
+    (docs / "refund-form.txt").write_text("Fill in the form to ask for a refund.")
+    assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+
+    listed = run_cli("documents", "list", cwd=tmp_path, database_url=database_url)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert [line.split("\t")[:3] for line in lines] == [
+        ["1", "Refund policy.md", "1 chunks"],
+        ["2", "hours.txt", "1 chunks"],
+        ["3", "refund-form.txt", "1 chunks"],
+    ]
+    assert "3 of 3 document(s)" in listed.stderr
+
+    found = run_cli(
+        "documents",
+        "list",
+        "--query",
+        "REFUND",
+        "--limit",
+        "1",
+        cwd=tmp_path,
+        database_url=database_url,
+    )
+    assert [line.split("\t")[1] for line in found.stdout.splitlines()] == ["Refund policy.md"]
+    assert "1 of 2 document(s) named like 'REFUND'" in found.stderr
+
+    by_name = run_cli(
+        "documents", "delete", "Refund policy.md", cwd=tmp_path, database_url=database_url
+    )
+    assert by_name.returncode == 0, by_name.stderr
+    assert by_name.stdout.strip() == "deleted document 1, Refund policy.md (1 chunks)"
+    by_id = run_cli("documents", "delete", "2", cwd=tmp_path, database_url=database_url)
+    assert by_id.stdout.strip() == "deleted document 2, hours.txt (1 chunks)"
+
+    missing = run_cli("documents", "delete", "menu.pdf", cwd=tmp_path, database_url=database_url)
+    assert missing.returncode == 2
+    assert "no document with the id or name 'menu.pdf'" in missing.stderr
+    assert "ragchat documents list" in missing.stderr
+    left = run_cli("documents", "list", cwd=tmp_path, database_url=database_url)
+    assert [line.split("\t")[1] for line in left.stdout.splitlines()] == ["refund-form.txt"]
+
+    bad = run_cli("documents", "list", "--limit", "0", cwd=tmp_path, database_url=database_url)
+    assert bad.returncode == 2 and "--limit" in bad.stderr

@@ -89,7 +89,9 @@ async def test_a_long_word_file_is_still_read_and_fast(api):
 
 @pytest.fixture
 def settings_overrides(request):
-    return getattr(request, "param", {})
+    # every upload read in its request, however large: these are the request's bounds
+    # (a job is held to the reading bounds too: tests/io/test_document_jobs.py)
+    return {"ingest_job_bytes": 26214400, **getattr(request, "param", {})}
 
 
 @pytest.mark.parametrize("settings_overrides", [{"max_document_chunks": 5}], indirect=True)

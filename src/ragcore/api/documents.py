@@ -6,11 +6,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import attrs
 
 from ragcore.api.converter import listing, refusal
-from ragcore.api.problems import ProblemError
+from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.schema import described
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
@@ -24,6 +25,7 @@ from ragcore.knowledge.documents import (
     supported_formats,
     upload_name,
 )
+from ragcore.knowledge.jobs import JobStatus
 
 
 @listing(words="allowed")
@@ -80,6 +82,42 @@ class DocumentAdded(Document):
             "document, nothing was added"
         ),
     ] = False
+    replaced: Annotated[
+        list[Document],
+        described(
+            "the documents that held this name until now (the older version), deleted with "
+            "their chunks as this one was stored; empty when none did"
+        ),
+    ] = attrs.Factory(list)
+
+    @classmethod
+    def added(cls, doc: StoredDocument) -> DocumentAdded:
+        """The stored document as the response to adding it."""
+        replaced = [Document.of(old) for old in doc.replaced]
+        return cls.of(doc, duplicate=not doc.created, replaced=replaced)  # type: ignore[no-any-return]
+
+
+@attrs.frozen
+class DocumentJob:
+    """An upload ingested in the background (larger than INGEST_JOB_BYTES)."""
+
+    id: int
+    status: Annotated[
+        JobStatus,
+        described("queued (waiting for the job before it), running, then done or failed"),
+    ]
+    name: Annotated[str, described("the document's name")]
+    size_bytes: Annotated[int, described("the uploaded file's size")]
+    chunks_done: Annotated[int, described("chunks embedded so far")]
+    chunks_total: Annotated[int, described("chunks the document makes; 0 until it is read")]
+    document: Annotated[
+        DocumentAdded | None,
+        described("once done: what a small upload answers (duplicate, replaced as there)"),
+    ]
+    problem: Annotated[Problem | None, described("once failed: why, as a problem+json body")]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 @attrs.frozen
@@ -87,9 +125,54 @@ class DocumentWithText(Document):
     text: Annotated[str, described("the text as read from the file, headings as #")] = ""
 
 
+MAX_DOCUMENTS_PAGE = 200
+MAX_OFFSET = 2**31 - 1
+
+
+@attrs.frozen
+class DocumentsQuery:
+    limit: Annotated[
+        int, described("documents per page", minimum=1, maximum=MAX_DOCUMENTS_PAGE)
+    ] = 50
+    offset: Annotated[
+        int,
+        described("documents to skip (next has the next page's)", minimum=0, maximum=MAX_OFFSET),
+    ] = 0
+    q: Annotated[
+        str,
+        described(
+            "only documents whose name contains this, in any case (% and _ are plain characters)",
+            maxLength=MAX_NAME_CHARS,
+        ),
+    ] = ""
+
+
 @attrs.frozen
 class Documents:
     documents: list[Document]
+    total: Annotated[int, described("how many documents match, on all pages")] = 0
+    next: Annotated[str | None, described("the path of the next page; null on the last")] = None
+
+
+def name_pattern(q: str) -> str | None:
+    """The ILIKE pattern of the names that contain ``q`` (its %, _ and backslash taken as
+    themselves); None for a blank ``q``: every name."""
+    if not q:
+        return None
+    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def next_page(query: DocumentsQuery, shown: int, total: int) -> str | None:
+    """The path of the page after the one showing ``shown`` documents from ``query.offset``
+    of ``total``; None when it was the last."""
+    after = query.offset + shown
+    if shown == 0 or after >= total:
+        return None
+    params = {"limit": str(query.limit), "offset": str(after)}
+    if query.q:
+        params["q"] = query.q
+    return "/documents?" + urlencode(params)
 
 
 def check_size(what: str, size: int, limit: int) -> None:

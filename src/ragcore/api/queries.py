@@ -19,8 +19,9 @@ MAX_STORED_ID = 2**63 - 1  # ids are PostgreSQL bigints
 
 def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
     """``args`` as ``shape``: a parameter not given keeps its default, a whole-number one
-    must lie within its field's ``minimum`` and ``maximum`` (InvalidInput naming it
-    otherwise). Parameters the shape does not have are left to the route."""
+    must lie within its field's ``minimum`` and ``maximum``, a text one be at most its
+    ``maxLength`` characters (InvalidInput naming it otherwise). Parameters the shape
+    does not have are left to the route."""
     hints = typing.get_type_hints(shape, include_extras=True)
     given: dict[str, Any] = {}
     for field in attrs.fields(shape):  # type: ignore[arg-type]
@@ -31,6 +32,8 @@ def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
         if kind is int:
             given[field.name] = _whole(raw, field.name, limits["minimum"], limits["maximum"])
         else:
+            if "maxLength" in limits and len(raw) > limits["maxLength"]:
+                raise InvalidInput(field.name, f"is longer than {limits['maxLength']} characters")
             given[field.name] = raw
     return shape(**given)
 

@@ -1,4 +1,5 @@
-"""Adding a document: know its format, check it, skip exact duplicates, chunk, embed, store whole.
+"""Adding a document: know its format, check it, skip exact duplicates, chunk, embed, store
+whole, replacing the document that held its name before (a name holds one current version).
 
 The rules here are pure. Reading the bytes of a PDF or a Word file into text
 happens in ``ragio.knowledge.formats``; what comes back is text with its
@@ -45,6 +46,8 @@ class StoredDocument:
     content_type: str = "text/plain"
     size_bytes: int = 0
     created_at: datetime | None = None
+    #: the documents that held its name until it was stored, gone with their chunks
+    replaced: tuple[StoredDocument, ...] = ()
 
 
 # --- formats -------------------------------------------------------------------------------
@@ -64,6 +67,15 @@ class FindDocuments(Effect[list[StoredDocument | None]]):
 
 
 @attrs.frozen
+class FindNamed(Effect[list[list[StoredDocument]]]):
+    """Look documents up by name (exactly, as stored). Result: for each name, the documents
+    that hold it, oldest first (none, or one; more only when stored before names were
+    kept to one document)."""
+
+    names: tuple[str, ...]
+
+
+@attrs.frozen
 class StoreDocument:
     """A document to store with its chunks and their vectors (see StoreDocuments).
 
@@ -77,15 +89,21 @@ class StoreDocument:
     vectors: tuple[tuple[float, ...], ...]
     content_type: str = "text/plain"
     size_bytes: int = 0
+    #: the ids of the documents holding ``name`` that it replaces (``replacing``'s choice)
+    replaces: tuple[int, ...] = ()
 
 
 @attrs.frozen
 class StoreDocuments(Effect[list[StoredDocument]]):
     """Store documents, each with all its chunks, in one transaction: all or nothing.
+    The documents each replaces leave, chunks and all, in the same transaction: there is
+    never a moment with both versions, nor one with neither.
 
     Result: a ``StoredDocument`` for each, in order (the one already stored when the same
-    content was stored meanwhile). A group in one step is what makes bulk ingestion fast
-    (scripts/bench_ingest.py).
+    content was stored meanwhile). When the documents holding a name are no longer the
+    ones ``replaces`` names (another upload of that name was stored meanwhile), nothing
+    is stored and the runner reports the name as changed meanwhile. A group in one step
+    is what makes bulk ingestion fast (scripts/bench_ingest.py).
     """
 
     documents: tuple[StoreDocument, ...]
@@ -293,10 +311,35 @@ def _too_many_chunks(field: str, made: str, limit: int) -> TooLarge:
     )
 
 
+def replacing(
+    same_content: StoredDocument | None, same_name: Sequence[StoredDocument]
+) -> tuple[StoredDocument, ...] | None:
+    """What a new document replaces, given the document already holding its content
+    (``same_content``) and those holding its name (``same_name``): None when nothing is
+    to be stored, since the content is stored already (under this name or another: the
+    re-upload is a no-op, and the response names that document); else the documents that
+    leave as it is stored: every one holding its name, since a name holds one current
+    version (the newest upload)."""
+    if same_content is not None:
+        return None
+    return tuple(same_name)
+
+
+def check_distinct_names(docs: Sequence[NewDocument]) -> None:
+    """A group stored together may not hold two documents of one name: one would replace
+    the other before anyone saw it (``ragchat ingest`` reports such a file instead)."""
+    seen: set[str] = set()
+    for doc in docs:
+        if doc.name in seen:
+            raise ValueError(f"two documents named {doc.name!r} in one group")
+        seen.add(doc.name)
+
+
 def store_new_documents(
     docs: Sequence[NewDocument],
-) -> Generator[FindDocuments | Embed | StoreDocuments, Any, list[StoredDocument]]:
-    """Store each of ``docs`` unless the same content is stored already (then: that one).
+) -> Generator[FindDocuments | FindNamed | Embed | StoreDocuments, Any, list[StoredDocument]]:
+    """Store each of ``docs`` unless the same content is stored already (then: that one),
+    replacing the documents holding its name (``replacing``).
 
     The new documents' chunks are embedded together, ``EMBED_BATCH`` at a time (the
     provider splits a batch to its own request limit and sends the parts
@@ -305,11 +348,17 @@ def store_new_documents(
     document is stored with all its chunks in one step once every chunk of the
     group is embedded: a failure midway stores nothing.
     """
+    check_distinct_names(docs)
     found: list[StoredDocument | None] = yield FindDocuments(tuple(d.content_hash for d in docs))
     new: list[NewDocument] = []
     for doc, existing in zip(docs, found, strict=True):
         if existing is None and all(doc.content_hash != n.content_hash for n in new):
             new.append(doc)
+    replaces: dict[int, tuple[StoredDocument, ...]] = {}  # by id() of a new document
+    if new:
+        named: list[list[StoredDocument]] = yield FindNamed(tuple(doc.name for doc in new))
+        for doc, holders in zip(new, named, strict=True):
+            replaces[id(doc)] = replacing(None, holders) or ()
     texts = [chunk.text for doc in new for chunk in doc.chunks]
     # A text repeated (a page's navigation, a footer) is embedded once.
     distinct = list(dict.fromkeys(texts))
@@ -337,12 +386,16 @@ def store_new_documents(
                 vectors=doc_vectors,
                 content_type=doc.content_type,
                 size_bytes=doc.size_bytes,
+                replaces=tuple(old.id for old in replaces[id(doc)]),
             )
         )
     stored: dict[str, StoredDocument] = {}
     if to_store:
         saved = yield StoreDocuments(tuple(to_store))
-        stored = {doc.content_hash: result for doc, result in zip(new, saved, strict=True)}
+        for doc, result in zip(new, saved, strict=True):
+            if result.created:  # not when the same content was stored meanwhile
+                result = attrs.evolve(result, replaced=replaces[id(doc)])
+            stored[doc.content_hash] = result
     results: list[StoredDocument] = []
     firsts = {id(doc) for doc in new}
     for doc, existing in zip(docs, found, strict=True):
@@ -355,7 +408,7 @@ def store_new_documents(
 
 def store_new_document(
     doc: NewDocument,
-) -> Generator[FindDocuments | Embed | StoreDocuments, Any, StoredDocument]:
+) -> Generator[FindDocuments | FindNamed | Embed | StoreDocuments, Any, StoredDocument]:
     """``store_new_documents`` for one document."""
     [stored] = yield from store_new_documents([doc])
     return stored
@@ -363,6 +416,6 @@ def store_new_document(
 
 def add_document(
     name: Any, text: Any, **options: Any
-) -> Generator[FindDocuments | Embed | StoreDocuments, Any, StoredDocument]:
+) -> Generator[FindDocuments | FindNamed | Embed | StoreDocuments, Any, StoredDocument]:
     """``prepare_document`` then ``store_new_document``, in one pipeline (small texts)."""
     return (yield from store_new_document(prepare_document(name, text, **options)))

@@ -1,5 +1,6 @@
-"""/documents: add documents to the knowledge base (as JSON text or an uploaded file),
-list them, read one, delete one (its chunks go with it)."""
+"""/documents: add documents to the knowledge base (as JSON text or an uploaded file; a
+large file as a background job, /documents/jobs/{id}), list them, read one, delete one
+(its chunks go with it)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,35 @@ import functools
 from typing import Any
 
 import trio
-from quart import Blueprint, request
+from quart import Blueprint, current_app, request
 
-from ragcore.api.converter import refuse_unknown, structure_body
+from ragcore.api.converter import converter, refuse_unknown, structure_body
 from ragcore.api.documents import (
     Document,
     DocumentAdded,
+    DocumentJob,
     Documents,
+    DocumentsQuery,
     DocumentUpload,
     DocumentWithText,
     NewDocument,
     check_json_media_type,
     check_size,
+    name_pattern,
+    next_page,
     said_of_the_file,
     upload_format,
     upload_names,
 )
 from ragcore.api.operations import Reply, operation
-from ragcore.api.queries import no_such, path_id
+from ragcore.api.problems import Problem, ProblemError
+from ragcore.api.queries import no_such, path_id, read_query, stored_id
 from ragcore.knowledge.documents import StoredDocument, prepare_document, store_new_document
+from ragcore.knowledge.jobs import abandoned, ingested_as_job
 from ragio.http.context import service
+from ragio.http.document_jobs import EXTENSION, Jobs
 from ragio.http.inputs import json_body
-from ragio.knowledge import store
+from ragio.knowledge import job_store, store
 from ragio.knowledge.formats import read_upload
 from ragio.runner import run
 from ragio.service import Service
@@ -38,35 +46,62 @@ DOCUMENT_ID = {"type": "integer", "minimum": 1}
 DOCUMENTS = ("document", "/documents")  # what a path id names, and where they are listed
 
 
+@blueprint.before_app_serving
+async def start_jobs() -> None:
+    """The app's document jobs, in its nursery; those a stopped process left are failed."""
+    jobs = Jobs(service(), current_app.nursery)  # type: ignore[attr-defined]
+    current_app.extensions[EXTENSION] = jobs
+    await jobs.start()
+
+
+@blueprint.after_app_serving
+async def stop_jobs() -> None:
+    jobs: Jobs | None = current_app.extensions.get(EXTENSION)
+    if jobs is not None:
+        jobs.stop()
+
+
 @blueprint.post("/documents")
 @operation(
-    Reply(201, "Stored (Location: /documents/{id})", DocumentAdded),
+    Reply(201, "Stored (Location: /documents/{id}); replaced: the older version", DocumentAdded),
     Reply(200, "Already stored (duplicate: true)", DocumentAdded),
-    *(413, 415, 422, 502, 503),
+    Reply(
+        202,
+        "A file larger than INGEST_JOB_BYTES: ingested as a background job "
+        "(Location: /documents/jobs/{id})",
+        DocumentJob,
+    ),
+    *(409, 413, 415, 422, 502, 503),
     body=NewDocument,
     other_bodies=(("multipart/form-data", DocumentUpload),),
 )
-async def create_document() -> tuple[DocumentAdded, int, dict[str, str]]:
+async def create_document() -> tuple[DocumentAdded | DocumentJob, int, dict[str, str]]:
     """Add a document: JSON text, or an uploaded file
 
     The same content (after reading the file) is stored once: adding it again answers 200
-    with duplicate: true."""
+    with duplicate: true. A document of the same name and other content is replaced: its
+    chunks leave as the new ones are stored (replaced: the old one). A file larger than
+    INGEST_JOB_BYTES is ingested in the background: 202 with the job to poll."""
     svc = service()
     if request.mimetype == "multipart/form-data":
-        stored = await _add_upload(svc)
+        uploaded = await _add_upload(svc)
+        if isinstance(uploaded, job_store.StoredJob):
+            return shown_job(uploaded), 202, {"Location": f"/documents/jobs/{uploaded.id}"}
+        stored = uploaded
     else:
         check_json_media_type(request.mimetype)
         check_size("body", request.content_length or 0, svc.settings.max_upload_bytes)
         new = structure_body(await json_body(required=True), NewDocument)
         stored = await _add(svc, new.name, new.text)
-    added = DocumentAdded.of(stored, duplicate=not stored.created)
+    added = DocumentAdded.added(stored)
     if stored.created:
         return added, 201, {"Location": f"/documents/{stored.id}"}
     return added, 200, {}
 
 
-async def _add_upload(svc: Service) -> StoredDocument:
-    """A multipart upload: field ``file`` (the document) and, optionally, ``name``."""
+async def _add_upload(svc: Service) -> StoredDocument | job_store.StoredJob:
+    """A multipart upload: field ``file`` (the document) and, optionally, ``name``; the
+    job it became when the file is larger than INGEST_JOB_BYTES."""
     files, form = await request.files, await request.form
     refuse_unknown(set(files) | set(form), DocumentUpload)
     uploads = files.getlist("file")
@@ -76,6 +111,9 @@ async def _add_upload(svc: Service) -> StoredDocument:
     data = await trio.to_thread.run_sync(upload.read)
     fmt = upload_format(name, filename, upload.mimetype, data, svc.settings.max_upload_bytes)
     charset = upload.mimetype_params.get("charset")
+    if ingested_as_job(len(data), svc.settings.ingest_job_bytes):
+        jobs: Jobs = current_app.extensions[EXTENSION]
+        return await jobs.submit(name, fmt, charset, data)
     text = await read_upload(data, fmt, charset, seconds=svc.settings.max_document_read_seconds)
     with said_of_the_file():
         return await _add(
@@ -92,11 +130,53 @@ async def _add(svc: Service, name: Any, text: Any, **source: Any) -> StoredDocum
 
 
 @blueprint.get("/documents")
-@operation(Reply(200, "The documents", Documents))
+@operation(Reply(200, "A page of the documents", Documents), 422, query=DocumentsQuery)
 async def list_documents() -> Documents:
-    """List the documents, oldest first"""
-    documents = await service().database.run(store.list_documents)
-    return Documents([Document.of(doc) for doc in documents])
+    """List the documents, oldest first, a page at a time; q= finds them by name"""
+    query = read_query(DocumentsQuery, request.args)
+    documents, total = await service().database.run(
+        store.list_documents, query.limit, query.offset, name_pattern(query.q)
+    )
+    return Documents(
+        [Document.of(doc) for doc in documents], total, next_page(query, len(documents), total)
+    )
+
+
+@blueprint.get("/documents/jobs/<id>")
+@operation(Reply(200, "The job", DocumentJob), 404, path={"id": DOCUMENT_ID})
+async def get_job(id: str) -> DocumentJob:  # noqa: A002 (the path's name)
+    """A background upload's job: status, progress, then the document or the problem"""
+    svc = service()
+    job_id = stored_id(id)
+    job = None if job_id is None else await svc.database.run(job_store.get_job, job_id)
+    if job is None:
+        raise ProblemError(
+            404,
+            f"no document job {id[:40]!r}; a job is made by uploading a file larger than "
+            "INGEST_JOB_BYTES (its Location header names it)",
+        )
+    if abandoned(job.status, job.heartbeat_at, svc.clock.now()):
+        await svc.database.run(job_store.fail_abandoned, svc.clock.now(), False, job.id)
+        job = await svc.database.run(job_store.get_job, job.id) or job
+    return shown_job(job)
+
+
+def shown_job(job: job_store.StoredJob) -> DocumentJob:
+    document = None if job.result is None else converter.structure(job.result, DocumentAdded)
+    problem = None if job.problem is None else converter.structure(job.problem, Problem)
+    return DocumentJob(
+        job.id,
+        job.status,  # type: ignore[arg-type]
+        job.name,
+        job.size_bytes,
+        job.chunks_done,
+        job.chunks_total,
+        document,
+        problem,
+        job.created_at,
+        job.started_at,
+        job.finished_at,
+    )
 
 
 @blueprint.get("/documents/<id>")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ragcore.knowledge.documents import FindDocuments, StoredDocument, StoreDocuments
+from ragcore.knowledge.documents import (
+    FindDocuments,
+    FindNamed,
+    StoredDocument,
+    StoreDocuments,
+)
 from ragcore.knowledge.effects import Embed, SearchChunks, Vector
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragio.knowledge import search, store
@@ -22,6 +27,10 @@ async def find_documents(effect: FindDocuments, service: Service) -> list[Stored
     return await service.database.run(store.find_documents, effect.content_hashes)
 
 
+async def find_named(effect: FindNamed, service: Service) -> list[list[StoredDocument]]:
+    return await service.database.run(store.find_named, effect.names)
+
+
 async def store_documents(effect: StoreDocuments, service: Service) -> list[StoredDocument]:
     return await service.database.run(store.store_documents, effect.documents)
 
@@ -30,5 +39,6 @@ HANDLERS: HandlerTable = {
     Embed: embed_texts,
     SearchChunks: search_chunks,
     FindDocuments: find_documents,
+    FindNamed: find_named,
     StoreDocuments: store_documents,
 }

@@ -4,7 +4,9 @@ Files are read and chunked one by one in worker threads, then stored in groups:
 the chunks of a whole group go to the embedder together (see
 ragcore.knowledge.documents.store_new_documents), so a folder of small files
 costs a few provider round trips rather than one per file. Each document is
-still stored whole or not at all.
+still stored whole or not at all, and replaces the document holding its name (its
+file's name) before; two files of one name in one run are one too many: the later
+is reported, not stored.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class IngestReport:
     added: list[tuple[Path, int]] = attrs.Factory(list)  # (file, chunks)
     duplicates: list[tuple[Path, str]] = attrs.Factory(list)  # (file, the document it repeats)
     failed: list[tuple[Path, str]] = attrs.Factory(list)  # (file, why)
+    # (file, the older version it replaced: "document 3, returns.md")
+    replaced: list[tuple[Path, str]] = attrs.Factory(list)
     stopped: str | None = None  # why the run stopped early, if it did
 
     @property
@@ -77,6 +81,8 @@ async def ingest_paths(
         for (path, _), result in zip(group, stored, strict=True):
             if result.created:
                 report.added.append((path, result.chunk_count))
+                for old in result.replaced:
+                    report.replaced.append((path, f"document {old.id}, {old.name}"))
             else:
                 report.duplicates.append((path, f"document {result.id}, {result.name}"))
         on_progress(len(group), sum(len(doc.chunks) for doc in docs))
@@ -84,13 +90,17 @@ async def ingest_paths(
     try:
         async with trio.open_nursery() as nursery:
             group: list[tuple[Path, NewDocument]] = []
+            named: dict[str, Path] = {}  # the file that holds each name in this run
             for path in files:
                 try:
                     doc = await _read_and_chunk(path, service.settings)
+                    if doc.name in named:
+                        raise InvalidInput("name", same_name_in_run(named[doc.name]))
                 except (InvalidInput, ValueError, OSError) as error:
                     report.failed.append((path, str(error)))
                     on_progress(1, 0)
                     continue
+                named[doc.name] = path
                 group.append((path, doc))
                 chunks = sum(len(d.chunks) for _, d in group)
                 if len(group) >= GROUP_FILES or chunks >= GROUP_CHUNKS:
@@ -103,6 +113,13 @@ async def ingest_paths(
     except* _Stop:
         pass  # report.stopped says why; what was stored before stays stored
     return report
+
+
+def same_name_in_run(first: Path) -> str:
+    return (
+        f"has the same name as {first}, added in this run; a name holds one document "
+        "(a new file of that name replaces it): rename one of them"
+    )
 
 
 class _Stop(Exception):

@@ -7,6 +7,7 @@ from typing import Any
 
 import psycopg
 
+from ragcore.api.problems import ProblemError
 from ragcore.knowledge.documents import StoredDocument, StoreDocument
 
 # The columns a StoredDocument is read from, for a documents row ``d``.
@@ -49,12 +50,55 @@ def find_documents(
     return [found.get(digest) for digest in content_hashes]
 
 
+def find_named(conn: psycopg.Connection, names: Sequence[str]) -> list[list[StoredDocument]]:
+    """For each name, the documents holding it, oldest first."""
+    rows = conn.execute(
+        f"SELECT {_DOCUMENT}, d.name FROM documents d WHERE d.name = ANY(%s) ORDER BY d.id",
+        (list(names),),
+    ).fetchall()
+    found: dict[str, list[StoredDocument]] = {}
+    for row in rows:
+        found.setdefault(row[-1], []).append(_stored(row[:-1]))
+    return [found.get(name, []) for name in names]
+
+
+# The class of the transaction-level advisory locks taken on a document name while a new
+# version of it is stored (the second key is the name's hash): uploads of one name wait in turn.
+NAME_LOCK_CLASS = 1_019
+
+
+def changed_meanwhile(name: str) -> ProblemError:
+    return ProblemError(
+        409,
+        f"another upload of a document named {name[:80]!r} was stored while this one was "
+        "being embedded; nothing was stored: send it again to replace that one",
+        field="name",
+    )
+
+
+def _lock_names(conn: psycopg.Connection, docs: Sequence[StoreDocument]) -> None:
+    """Take each name's lock, in one order (two groups never wait on each other), and check
+    that the documents holding it are still those the new version replaces."""
+    for name in sorted({doc.name for doc in docs}):
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (NAME_LOCK_CLASS, name))
+    for doc in docs:
+        holders = conn.execute(
+            "SELECT id FROM documents WHERE name = %s AND content_hash <> %s",
+            (doc.name, doc.content_hash),
+        ).fetchall()
+        if {row[0] for row in holders} != set(doc.replaces):
+            raise changed_meanwhile(doc.name)
+
+
 def store_documents(
     conn: psycopg.Connection, docs: Sequence[StoreDocument]
 ) -> list[StoredDocument]:
-    """Insert the documents and all their chunks in one transaction (all or nothing).
+    """Insert the documents and all their chunks in one transaction (all or nothing); the
+    documents each replaces (``replaces``) are deleted in it, chunks and all.
 
-    A document whose content was stored meanwhile comes back as the one stored. The
+    A document whose content was stored meanwhile comes back as the one stored (and
+    replaces nothing). When the documents holding a name are no longer those the new
+    version replaces, nothing is stored: a 409 problem says to send it again. The
     chunks of all the documents go in with one COPY: one statement, so the
     statement-level triggers that keep the full-text statistics run once, not per chunk.
     """
@@ -63,6 +107,7 @@ def store_documents(
             raise ValueError(f"{len(doc.chunks)} chunks but {len(doc.vectors)} vectors")
     results: list[StoredDocument] = []
     with conn.transaction():
+        _lock_names(conn, docs)
         new: list[tuple[int, StoreDocument]] = []
         for doc in docs:
             row = conn.execute(
@@ -77,6 +122,8 @@ def store_documents(
                 results.append(existing)
                 continue
             new.append((row[0], doc))
+            if doc.replaces:  # the old version leaves with its chunks (the key cascades)
+                conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (list(doc.replaces),))
             results.append(
                 StoredDocument(
                     id=row[0],
@@ -114,10 +161,18 @@ def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocume
     return stored
 
 
-def list_documents(conn: psycopg.Connection) -> list[StoredDocument]:
-    """Every document, oldest first."""
-    rows = conn.execute(f"SELECT {_DOCUMENT} FROM documents d ORDER BY d.id").fetchall()
-    return [_stored(row) for row in rows]
+def list_documents(
+    conn: psycopg.Connection, limit: int | None = None, offset: int = 0, pattern: str | None = None
+) -> tuple[list[StoredDocument], int]:
+    """A page of the documents, oldest first, and how many there are in all; only those
+    whose name matches the ILIKE ``pattern`` (backslash escapes) when given."""
+    where, params = ("WHERE d.name ILIKE %s", [pattern]) if pattern is not None else ("", [])
+    total = conn.execute(f"SELECT count(*) FROM documents d {where}", params).fetchone()
+    rows = conn.execute(
+        f"SELECT {_DOCUMENT} FROM documents d {where} ORDER BY d.id LIMIT %s OFFSET %s",
+        [*params, limit, offset],
+    ).fetchall()
+    return [_stored(row) for row in rows], total[0] if total else 0
 
 
 def get_document(conn: psycopg.Connection, document_id: int) -> tuple[StoredDocument, str] | None:
@@ -135,3 +190,20 @@ def delete_document(conn: psycopg.Connection, document_id: int) -> bool:
     """
     row = conn.execute("DELETE FROM documents WHERE id = %s RETURNING id", (document_id,))
     return row.fetchone() is not None
+
+
+def delete_named_or_id(conn: psycopg.Connection, given: str) -> list[StoredDocument]:
+    """Delete the document ``given`` names: its id when a document has it, else its name
+    (every document holding that name). The documents deleted, none when nothing matched."""
+    with conn.transaction():
+        found: list[StoredDocument] = []
+        if given.isascii() and given.isdigit() and len(given) <= 18:
+            row = conn.execute(
+                f"SELECT {_DOCUMENT} FROM documents d WHERE d.id = %s", (int(given),)
+            ).fetchone()
+            found = [_stored(row)] if row else []
+        if not found:
+            [found] = find_named(conn, [given.strip()])
+        if found:
+            conn.execute("DELETE FROM documents WHERE id = ANY(%s)", ([d.id for d in found],))
+    return found

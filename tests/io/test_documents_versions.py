@@ -1,0 +1,181 @@
+"""A document replaced by name, and the documents listed a page at a time, found by name."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+import trio
+
+from tests.io.test_documents import ask, upload
+from tests.io.test_http_errors import assert_problem, count_rows
+
+
+async def add(api, name: str, text: str):
+    return await api.post("/documents", json={"name": name, "text": text})
+
+
+async def test_a_new_version_of_a_document_replaces_the_old_one(api, database_url):
+    old = (await add(api, "refunds.md", "# Refunds\n\nRefunds are paid within 14 days.")).json()
+    assert old["replaced"] == []
+    response = await upload(
+        api, "refunds.md", b"# Refunds\n\nRefunds are paid within 30 days.", "text/markdown"
+    )
+    assert response.status_code == 201, response.text
+    new = response.json()
+    assert new["id"] != old["id"] and new["duplicate"] is False
+    assert [(d["id"], d["name"], d["chunk_count"]) for d in new["replaced"]] == [
+        (old["id"], "refunds.md", 1)
+    ]
+    assert response.headers["location"] == f"/documents/{new['id']}"
+
+    listed = (await api.get("/documents")).json()
+    assert [(d["id"], d["name"]) for d in listed["documents"]] == [(new["id"], "refunds.md")]
+    assert count_rows(database_url) == (1, new["chunk_count"])
+    assert_problem(await api.get(f"/documents/{old['id']}"), 404)
+
+    answer = await ask(api, "How fast are refunds paid?")
+    assert "30 days" in answer["answer"] and "14 days" not in answer["answer"]
+    assert {c["document_id"] for c in answer["citations"]} == {new["id"]}
+
+
+async def test_the_same_file_again_changes_nothing(api, database_url):
+    first = (await add(api, "hours.txt", "We open at 9 am.")).json()
+    again = await add(api, "hours.txt", "We open at 9 am.\n")
+    assert again.status_code == 200
+    assert again.json() == {**first, "duplicate": True}
+    assert count_rows(database_url) == (1, 1)
+
+
+async def test_another_name_is_another_document(api, database_url):
+    await add(api, "hours.txt", "We open at 9 am.")
+    other = (await add(api, "Hours.txt", "We open at 10 am.")).json()
+    assert other["replaced"] == []  # names are compared exactly
+    assert count_rows(database_url)[0] == 2
+
+
+async def test_every_older_copy_of_a_name_is_replaced(api, service, database_url):
+    """Documents stored before a name held one version: all of them go."""
+    a = (await add(api, "faq.md", "Version one of the answers.")).json()
+    b = (await add(api, "faq-2.md", "Version two of the answers.")).json()
+    with psycopg.connect(database_url) as conn:  # as a re-upload left them before
+        conn.execute("UPDATE documents SET name = 'faq.md' WHERE id = %s", (b["id"],))
+    new = (await add(api, "faq.md", "Version three of the answers.")).json()
+    assert sorted(d["id"] for d in new["replaced"]) == [a["id"], b["id"]]
+    assert count_rows(database_url)[0] == 1
+
+
+class TestAFailedReplacement:
+    @pytest.fixture
+    def settings_overrides(self):
+        return {"max_document_chunks": 3}
+
+    async def test_leaves_the_old_version_whole(self, api, database_url):
+        old = (await add(api, "prices.md", "# Prices\n\nTea costs 3 euros.")).json()
+        too_long = "\n\n".join(f"# Part {i}\n\nFacts about part {i}." for i in range(10))
+        assert_problem(await add(api, "prices.md", too_long), 413, "MAX_DOCUMENT_CHUNKS")
+        listed = (await api.get("/documents")).json()["documents"]
+        assert [d["id"] for d in listed] == [old["id"]]
+        assert count_rows(database_url) == (1, 1)
+        assert "3 euros" in (await ask(api, "How much does tea cost?"))["answer"]
+
+
+async def test_an_embedding_failure_leaves_the_old_version_whole(api, service, database_url):
+    old = (await add(api, "prices.md", "# Prices\n\nTea costs 3 euros.")).json()
+    real = service.embedder
+
+    class DocumentsFail:
+        """The provider fails for documents; questions are still embedded."""
+
+        name, space = real.name, real.space
+
+        async def embed(self, texts, purpose):
+            if purpose == "document":
+                raise RuntimeError("embedding provider down")
+            return await real.embed(texts, purpose)
+
+    service.embedder = DocumentsFail()
+    assert_problem(await add(api, "prices.md", "# Prices\n\nTea costs 4 euros."), 500)
+    listed = (await api.get("/documents")).json()["documents"]
+    assert [d["id"] for d in listed] == [old["id"]]
+    assert count_rows(database_url) == (1, 1)
+    assert "3 euros" in (await ask(api, "How much does tea cost?"))["answer"]
+
+
+async def test_concurrent_new_versions_leave_one(api, database_url):
+    results = []
+
+    async def send(i):
+        results.append(await add(api, "policy.md", f"Policy version {i} says {i} days."))
+
+    async with trio.open_nursery() as nursery:
+        for i in range(4):
+            nursery.start_soon(send, i)
+    statuses = sorted(r.status_code for r in results)
+    assert set(statuses) <= {201, 409} and 201 in statuses
+    for refused in (r for r in results if r.status_code == 409):
+        assert_problem(refused, 409, "send it again")
+    listed = (await api.get("/documents")).json()["documents"]
+    assert len(listed) == 1
+    assert count_rows(database_url) == (1, 1)
+
+
+# ------------------------------------------------------------------ listing
+
+
+async def test_documents_are_listed_a_page_at_a_time(api):
+    ids = [
+        (await add(api, f"note-{i}.txt", f"Note number {i} of the shop.")).json()["id"]
+        for i in range(5)
+    ]
+    first = (await api.get("/documents", params={"limit": 2})).json()
+    assert [d["id"] for d in first["documents"]] == ids[:2]
+    assert first["total"] == 5
+    assert first["next"] == "/documents?limit=2&offset=2"
+    second = (await api.get(first["next"])).json()
+    assert [d["id"] for d in second["documents"]] == ids[2:4]
+    last = (await api.get(second["next"])).json()
+    assert [d["id"] for d in last["documents"]] == ids[4:]
+    assert last["next"] is None and last["total"] == 5
+    everything = (await api.get("/documents")).json()
+    assert len(everything["documents"]) == 5 and everything["next"] is None
+
+
+async def test_documents_are_found_by_a_part_of_their_name_in_any_case(api):
+    await add(api, "Refund policy.md", "Refunds take 30 days.")
+    await add(api, "shipping.md", "Parcels ship in 2 days.")
+    await add(api, "100%_sure.txt", "Some certain facts.")
+    await add(api, "100 percent.txt", "Other facts entirely.")
+
+    def names(response):
+        assert response.status_code == 200, response.text
+        return [d["name"] for d in response.json()["documents"]]
+
+    assert names(await api.get("/documents", params={"q": "REFUND"})) == ["Refund policy.md"]
+    assert names(await api.get("/documents", params={"q": "%_"})) == ["100%_sure.txt"]
+    assert names(await api.get("/documents", params={"q": "0_"})) == []  # _ is no wildcard
+    assert names(await api.get("/documents", params={"q": "no such"})) == []
+    found = (await api.get("/documents", params={"q": ".md", "limit": 1})).json()
+    assert found["total"] == 2
+    assert found["next"] == "/documents?limit=1&offset=1&q=.md"
+    assert [d["name"] for d in (await api.get(found["next"])).json()["documents"]] == [
+        "shipping.md"
+    ]
+    quote = await api.get("/documents", params={"q": "'; DROP TABLE documents; --"})
+    assert names(quote) == []
+    assert len(names(await api.get("/documents"))) == 4
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": "0"}, "limit"),
+        ({"limit": "201"}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"offset": "-1"}, "offset"),
+        ({"offset": "1.5"}, "offset"),
+        ({"q": "x" * 256}, "q"),
+    ],
+)
+async def test_a_bad_paging_or_search_parameter_is_422_naming_it(api, params, field):
+    problem = assert_problem(await api.get("/documents", params=params), 422)
+    assert problem["field"] == field
