@@ -462,6 +462,13 @@ SETTINGS: tuple[Setting, ...] = (
         "the connection closes",
         _number(0.1, 3600),
     ),
+    # operations
+    Setting(
+        "METRICS_PUBLIC",
+        "false",
+        "true lets GET /metrics answer without X-API-Key (a scraper that cannot send it)",
+        _boolean,
+    ),
     # language
     Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
     Setting(
@@ -832,6 +839,7 @@ class Settings:
     max_document_chunks: int
     max_document_read_seconds: float
     http_read_timeout_seconds: float
+    metrics_public: bool
     default_language: str
     language_detection_confidence_threshold: float
     language_detection_supported_languages: tuple[str, ...]

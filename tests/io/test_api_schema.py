@@ -111,6 +111,7 @@ async def exercise_every_route(c: Checker) -> None:
     """Each route's successes and a problem or two."""
     await c.send("GET", "/openapi.json")
     await c.send("GET", "/health")
+    await c.send("GET", "/metrics")
     await c.send("GET", "/usage")
 
     # documents

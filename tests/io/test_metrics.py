@@ -1,0 +1,235 @@
+"""GET /metrics through the real app, as Prometheus scrapes it: parsed with the Prometheus
+client's own parser. Counters are the process's (they start at zero with it, and this
+test process serves many apps), so each test compares a scrape after with one before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ragio.service import Service
+from tests.io.conftest import on_openai, serve_service
+from tests.io.fakes.openai_server import FakeOpenAI, count_tokens
+
+KEY = "metrics-test-key-5d41402abc4b2a76"
+REFUNDS = """# Returns and refunds
+
+Customers can return any item within 30 days of delivery for a full refund.
+Refunds are paid to the original payment method within 5 business days.
+"""
+QUESTION = "How long do I have to return an item?"
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+async def scrape(api: httpx.AsyncClient, **headers: str) -> Samples:
+    response = await api.get("/metrics", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The sample's value; 0 for a series not there yet (a counter not yet counted)."""
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def series(samples: Samples, name: str) -> list[dict[str, str]]:
+    return [dict(labels) for (found, labels) in samples if found == name]
+
+
+async def test_a_request_shows_in_its_counter_and_its_routes_latency_histogram(api):
+    before = await scrape(api)
+    for _ in range(3):
+        assert (await api.get("/documents/9f1c0d7e-0000-4000-8000-000000000000")).status_code == 404
+    assert (await api.get("/health")).status_code == 200
+    after = await scrape(api)
+
+    requests = "ragchat_http_requests_total"
+    route = {"method": "GET", "route": "/documents/<id>"}
+    assert (
+        value(after, requests, **route, status="404")
+        - value(before, requests, **route, status="404")
+        == 3
+    )
+    health = {"method": "GET", "route": "/health", "status": "200"}
+    assert value(after, requests, **health) - value(before, requests, **health) == 1
+    # the previous scrape is counted too, once its answer was out
+    scraped = {"method": "GET", "route": "/metrics", "status": "200"}
+    assert value(after, requests, **scraped) - value(before, requests, **scraped) == 1
+
+    latency = "ragchat_http_request_duration_seconds"
+    count = value(after, f"{latency}_count", **route) - value(before, f"{latency}_count", **route)
+    assert count == 3
+    slowest = value(after, f"{latency}_bucket", **route, le="+Inf") - value(
+        before, f"{latency}_bucket", **route, le="+Inf"
+    )
+    assert slowest == 3
+    assert value(after, f"{latency}_sum", **route) > value(before, f"{latency}_sum", **route)
+    # every label is a template: no series names the id asked for
+    routes = {labels["route"] for labels in series(after, requests)}
+    assert not any("9f1c0d7e" in r for r in routes)
+
+
+async def test_paths_no_route_matches_share_one_label_and_methods_one_each(api):
+    before = await scrape(api)
+    for path in ("/nothing-here", "/wp-login.php", "/documents/1/2/3", "/.env"):
+        assert (await api.get(path)).status_code == 404
+    assert (await api.request("BREW", "/health")).status_code in (400, 405, 501)
+    after = await scrape(api)
+
+    requests = "ragchat_http_requests_total"
+    unmatched = {"method": "GET", "route": "unmatched", "status": "404"}
+    assert value(after, requests, **unmatched) - value(before, requests, **unmatched) == 4
+    routes = {labels["route"] for labels in series(after, requests)}
+    assert all(r == "unmatched" or r.startswith("/") for r in routes)
+    assert not routes & {"/nothing-here", "/wp-login.php", "/.env"}
+    methods = {labels["method"] for labels in series(after, requests)}
+    assert "BREW" not in methods and "OTHER" in methods
+
+
+async def test_the_gauges_that_exist_are_there(api):
+    samples = await scrape(api)
+    assert value(samples, "ragchat_http_requests_in_flight") >= 1  # this scrape itself
+    assert value(samples, "ragchat_voice_calls_in_progress") == 0
+    assert value(samples, "ragchat_database_waiting") == 0
+    assert ("ragchat_actions_pending_approval", frozenset()) in samples
+    assert value(samples, "ragchat_actions_pending_approval") == 0
+    assert value(samples, "process_resident_memory_bytes") > 0
+
+
+# ---------------------------------------------------------------- providers and tokens
+
+
+@pytest.fixture
+async def gpt(serve_fake) -> FakeOpenAI:
+    return await serve_fake(FakeOpenAI("sk-metrics-secret", reply="Within 30 days [1]."))
+
+
+async def ask(api: httpx.AsyncClient, **body: Any) -> httpx.Response:
+    added = await api.post("/documents", json={"name": "refunds.md", "text": REFUNDS})
+    assert added.status_code in (200, 201), added.text
+    return await api.post("/chat", json={"question": QUESTION, **body})
+
+
+class TestProviders:
+    """The service answering with OpenAI (a fake speaking its wire format), falling back to
+    the offline answerer."""
+
+    @pytest.fixture
+    def settings_overrides(self, gpt: FakeOpenAI) -> dict[str, Any]:
+        return on_openai(
+            gpt,
+            embedding_provider="local",  # the knowledge base stays offline: only answers fail
+            llm_fallback_providers="extractive",
+            provider_timeout_seconds=5,
+        )
+
+    async def test_a_failing_provider_shows_its_failure_and_the_fallback_its_call(self, api, gpt):
+        gpt.fail_next(503, retry_after="0.01", times=3)  # outlasts the SDK's two retries
+        before = await scrape(api)
+        response = await ask(api)
+        after = await scrape(api)
+
+        assert response.status_code == 200, response.text
+        assert response.json()["provider"] == "extractive"
+        calls, failures = "ragchat_provider_calls_total", "ragchat_provider_failures_total"
+        openai = {"provider": "openai", "task": "answer"}
+        assert value(after, calls, **openai) - value(before, calls, **openai) == 1
+        failed = {**openai, "failure": "unavailable"}
+        assert value(after, failures, **failed) - value(before, failures, **failed) == 1
+        extractive = {"provider": "extractive", "task": "answer"}
+        assert value(after, calls, **extractive) - value(before, calls, **extractive) == 1
+        offline = {**extractive, "failure": "unavailable"}
+        assert value(after, failures, **offline) == value(before, failures, **offline)
+        embedding = {"provider": "local", "task": "embedding"}
+        assert value(after, calls, **embedding) - value(before, calls, **embedding) >= 2
+        chat = {"method": "POST", "route": "/chat", "status": "200"}
+        assert (
+            value(after, "ragchat_http_requests_total", **chat)
+            - value(before, "ragchat_http_requests_total", **chat)
+            == 1
+        )
+
+    async def test_tokens_are_counted_by_provider_role_and_kind_as_reported(self, api, gpt):
+        before = await scrape(api)
+        response = await ask(api, role="support")
+        after = await scrape(api)
+
+        assert response.status_code == 200, response.text
+        assert response.json()["provider"] == "openai"
+        [chat] = gpt.requests_to("/v1/chat/completions")
+        sent = sum(count_tokens(str(m.get("content") or "")) for m in chat.body["messages"])
+        tokens = "ragchat_tokens_total"
+        support = {"provider": "openai", "role": "support"}
+        prompt = value(after, tokens, **support, kind="prompt") - value(
+            before, tokens, **support, kind="prompt"
+        )
+        completion = value(after, tokens, **support, kind="completion") - value(
+            before, tokens, **support, kind="completion"
+        )
+        assert prompt == sent
+        assert completion == count_tokens("Within 30 days [1].")
+
+    async def test_a_streamed_answer_is_counted_once_it_has_ended(self, api, gpt):
+        await api.post("/documents", json={"name": "refunds.md", "text": REFUNDS})
+        before = await scrape(api)
+        async with api.stream("POST", "/chat/stream", json={"question": QUESTION}) as response:
+            assert response.status_code == 200
+            text = "".join([piece async for piece in response.aiter_text()])
+        after = await scrape(api)
+
+        assert "30 days" in text
+        route = {"method": "POST", "route": "/chat/stream"}
+        assert (
+            value(after, "ragchat_http_requests_total", **route, status="200")
+            - value(before, "ragchat_http_requests_total", **route, status="200")
+            == 1
+        )
+        calls = {"provider": "openai", "task": "answer"}
+        assert (
+            value(after, "ragchat_provider_calls_total", **calls)
+            - value(before, "ragchat_provider_calls_total", **calls)
+            == 1
+        )
+        completion = {"provider": "openai", "role": "none", "kind": "completion"}
+        assert value(after, "ragchat_tokens_total", **completion) > value(
+            before, "ragchat_tokens_total", **completion
+        )
+
+
+# ---------------------------------------------------------------- behind the API key
+
+
+async def serve_keyed(service: Service, nursery, **settings: Any) -> httpx.AsyncClient:
+    service.settings = attrs.evolve(service.settings, service_api_key=KEY, **settings)
+    base_url, _ = await serve_service(service, nursery)
+    return httpx.AsyncClient(base_url=base_url, timeout=30)
+
+
+async def test_metrics_need_the_api_key_like_every_route(service, nursery):
+    async with await serve_keyed(service, nursery) as client:
+        refused = await client.get("/metrics")
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert (await client.get("/metrics", headers={"X-API-Key": "wrong"})).status_code == 401
+        samples = await scrape(client, **{"X-API-Key": KEY})
+    refusals = {"method": "GET", "route": "/metrics", "status": "401"}
+    assert value(samples, "ragchat_http_requests_total", **refusals) >= 2
+    assert KEY not in str(samples)
+
+
+async def test_metrics_public_opens_metrics_only(service, nursery):
+    async with await serve_keyed(service, nursery, metrics_public=True) as client:
+        samples = await scrape(client)
+        assert value(samples, "ragchat_http_requests_in_flight") >= 1
+        assert (await client.get("/documents")).status_code == 401
+        assert (await client.get("/usage")).status_code == 401
