@@ -25,6 +25,7 @@ from ragcore.workflows.payload import MIN_KEY_BYTES, signing_key
 
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
+LOG_FORMATS = ("text", "json")
 _IDENTIFIER = re.compile(r"^[a-z0-9_-]{1,64}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 _TRUE = {"1", "true", "yes", "on"}
@@ -464,6 +465,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # operations
     Setting(
+        "LOG_FORMAT",
+        "text",
+        "text: one `time LEVEL logger: message` line per record; json: one JSON object a line",
+        _choice(LOG_FORMATS),
+    ),
+    Setting(
         "METRICS_PUBLIC",
         "false",
         "true lets GET /metrics answer without X-API-Key (a scraper that cannot send it)",
@@ -839,6 +846,7 @@ class Settings:
     max_document_chunks: int
     max_document_read_seconds: float
     http_read_timeout_seconds: float
+    log_format: str
     metrics_public: bool
     default_language: str
     language_detection_confidence_threshold: float
