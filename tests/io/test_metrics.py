@@ -109,6 +109,19 @@ async def test_the_gauges_that_exist_are_there(api):
 # ---------------------------------------------------------------- providers and tokens
 
 
+@pytest.mark.parametrize("settings_overrides", [{"webhook_targets": "crm=https://crm.example/in"}])
+async def test_actions_held_for_the_owner_show_until_decided(api):
+    assert (await api.post("/autonomy", json={"mode": "semi"})).status_code == 200
+    webhook = {"kind": "webhook", "target": "crm", "data": {"order": 7}}
+    held = [(await api.post("/actions", json=webhook)).json() for _ in range(2)]
+    assert [action["status"] for action in held] == ["pending", "pending"]
+    assert value(await scrape(api), "ragchat_actions_pending_approval") == 2
+
+    rejected = await api.post(f"/autonomy/pending/{held[0]['id']}/reject")
+    assert rejected.status_code == 200, rejected.text
+    assert value(await scrape(api), "ragchat_actions_pending_approval") == 1
+
+
 @pytest.fixture
 async def gpt(serve_fake) -> FakeOpenAI:
     return await serve_fake(FakeOpenAI("sk-metrics-secret", reply="Within 30 days [1]."))
