@@ -97,6 +97,16 @@ VOICE_CALLS_REFUSED = Counter(
     ("reason",),
     registry=REGISTRY,
 )
+CHANNEL_ANSWERS = Gauge(
+    "ragchat_channel_answers_in_progress",
+    "Text-channel messages (Telegram, WhatsApp, Discord) being answered now, at most 8",
+    registry=REGISTRY,
+)
+CHANNEL_ANSWERS_WAITING = Gauge(
+    "ragchat_channel_answers_waiting",
+    "Text-channel messages acknowledged and waiting for one of the 8 answering places",
+    registry=REGISTRY,
+)
 DATABASE_CONNECTIONS = Gauge(
     "ragchat_database_connections_in_use",
     "Database connections held by work now (at most the pool's size, 8)",

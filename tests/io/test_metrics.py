@@ -9,11 +9,15 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from ragio.service import Service
+from tests.io.channels import QUESTION as CHANNEL_QUESTION
+from tests.io.channels import add_refunds, wait_for
 from tests.io.conftest import on_openai, serve_service
 from tests.io.fakes.openai_server import FakeOpenAI, count_tokens
+from tests.io.fakes.telegram_server import FakeTelegram
 
 KEY = "metrics-test-key-5d41402abc4b2a76"
 REFUNDS = """# Returns and refunds
@@ -217,6 +221,60 @@ class TestProviders:
         assert value(after, "ragchat_tokens_total", **completion) > value(
             before, "ragchat_tokens_total", **completion
         )
+
+
+class TestChannelQueue:
+    """Telegram messages answered in the background, 8 at once: a slow provider makes the
+    ninth wait, and the queue shows it."""
+
+    TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
+    SECRET = "webhook-secret_0123"
+
+    @pytest.fixture
+    async def telegram(self, serve_fake) -> FakeTelegram:
+        return await serve_fake(FakeTelegram(self.TOKEN))
+
+    @pytest.fixture
+    def settings_overrides(self, gpt: FakeOpenAI, telegram: FakeTelegram) -> dict[str, Any]:
+        return on_openai(
+            gpt,
+            embedding_provider="local",
+            telegram_bot_token=self.TOKEN,
+            telegram_webhook_secret=self.SECRET,
+            telegram_api_base_url=telegram.base_url,
+        )
+
+    async def test_messages_being_answered_and_waiting_show_until_answered(
+        self, api, gpt, telegram
+    ):
+        await add_refunds(api)
+        gpt.chat_delay = 60  # every answer waits for the provider until released
+        for update_id in range(9001, 9010):
+            update = {
+                "update_id": update_id,
+                "message": {
+                    "message_id": update_id,
+                    "date": 1_700_000_000,
+                    "chat": {"id": 4242, "type": "private"},
+                    "from": {"id": 4242, "is_bot": False, "first_name": "Ada"},
+                    "text": CHANNEL_QUESTION,
+                },
+            }
+            headers = {"X-Telegram-Bot-Api-Secret-Token": self.SECRET}
+            response = await api.post("/webhook/telegram", json=update, headers=headers)
+            assert response.status_code == 200
+        await wait_for(lambda: len(gpt.requests_to("/v1/chat/completions")) == 8)
+        busy = await scrape(api)
+        assert value(busy, "ragchat_channel_answers_in_progress") == 8
+        assert value(busy, "ragchat_channel_answers_waiting") == 1
+
+        gpt.close()  # the provider answers every call now
+        await wait_for(lambda: len(telegram.sent) == 9)
+        await wait_for(lambda: not gpt.in_flight)
+        with trio.fail_after(10):
+            while value(idle := await scrape(api), "ragchat_channel_answers_in_progress"):
+                await trio.sleep(0.05)
+        assert value(idle, "ragchat_channel_answers_waiting") == 0
 
 
 # ---------------------------------------------------------------- behind the API key

@@ -16,13 +16,14 @@ from typing import Any
 
 import psycopg
 import trio
-from quart import Blueprint, Response
+from quart import Blueprint, Response, current_app
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import MapAdapter
 
 from ragcore.api.operations import Reply, operation
 from ragio import metrics
 from ragio.http.context import service
+from ragio.http.webhooks import INTAKE
 from ragio.service import Service
 
 Message = MutableMapping[str, Any]
@@ -48,8 +49,9 @@ async def get_metrics() -> Response:
     """This process's metrics, for Prometheus
 
     Requests by method, route template and status, with a latency histogram per route;
-    provider calls, failures and tokens; requests in flight, database connections in use
-    and waited for, voice calls in progress and actions pending approval; the process's
+    provider calls, failures and tokens; requests in flight, channel messages being
+    answered and waiting, database connections in use and waited for, voice calls in
+    progress and actions pending approval; the process's
     CPU and memory. Counters start at zero when the process starts. Behind the API key
     unless METRICS_PUBLIC=true.
     """
@@ -57,6 +59,10 @@ async def get_metrics() -> Response:
     stats = svc.database.limiter.statistics()
     metrics.DATABASE_CONNECTIONS.set(stats.borrowed_tokens)
     metrics.DATABASE_WAITING.set(stats.tasks_waiting)
+    intake = current_app.extensions.get(INTAKE)  # made by the first channel message
+    answering = intake.limiter.statistics() if intake is not None else None
+    metrics.CHANNEL_ANSWERS.set(answering.borrowed_tokens if answering else 0)
+    metrics.CHANNEL_ANSWERS_WAITING.set(answering.tasks_waiting if answering else 0)
     metrics.PENDING_APPROVALS.value = await _pending_approvals(svc)
     return Response(metrics.exposition(), content_type=metrics.CONTENT_TYPE)
 
