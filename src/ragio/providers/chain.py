@@ -2,7 +2,8 @@
 
 The rules (the order, which failures move on, when to stop) are ragcore.chat.fallback's
 (``next_attempt``); here the provider it names is called, each attempt under the
-timeout, and failures classified.
+timeout, and failures classified. Every call, failure and reply's tokens is counted
+for GET /metrics (``ragio.metrics``).
 """
 
 from __future__ import annotations
