@@ -80,6 +80,9 @@ def formatter(log_format: str) -> logging.Formatter:
 
 
 def use_format(log_format: str) -> None:
-    """Write every record of the root logger's handlers in ``log_format`` from now on."""
+    """Write every record of the root logger's handlers in ``log_format`` from now on; in
+    json, Python's warnings (a library's deprecation notice) become records too, so that
+    they do not break the one-object-a-line stream."""
     for handler in logging.getLogger().handlers:
         handler.setFormatter(formatter(log_format))
+    logging.captureWarnings(log_format == "json")

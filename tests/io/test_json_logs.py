@@ -140,6 +140,32 @@ def test_an_exception_is_logged_with_its_traceback_in_the_same_line():
     assert record["request_id"] == 7
 
 
+def test_a_python_warning_becomes_a_json_line_too():
+    import warnings
+
+    from ragio.logs import use_format
+
+    stream = StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    kept = [(h, h.formatter) for h in root.handlers]  # pytest's own handlers among them
+    try:
+        use_format("json")  # every handler of the root logger, this one included
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("this call is deprecated", DeprecationWarning, stacklevel=1)
+    finally:
+        logging.captureWarnings(False)
+        for kept_handler, kept_formatter in kept:
+            kept_handler.setFormatter(kept_formatter)
+        root.removeHandler(handler)
+    [line] = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert (record["level"], record["logger"]) == ("WARNING", "py.warnings")
+    assert "DeprecationWarning: this call is deprecated" in record["message"]
+
+
 @pytest.mark.parametrize("value", ["xml", "JSONL"])
 def test_an_unknown_log_format_stops_the_start_naming_the_choices(tmp_path, value):
     from tests.io.processes import run_cli
