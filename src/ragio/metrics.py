@@ -142,6 +142,11 @@ PENDING_APPROVALS = Scraped(
     "Outbound actions waiting for the owner's approval (read from the database at each "
     "scrape; absent when the database did not answer in time)",
 )
+SYNCS_RUNNING = Scraped(
+    "ragchat_integration_syncs_running",
+    "Data sources marked syncing, by any process (read from the database at each scrape; "
+    "absent when the database did not answer in time)",
+)
 
 
 def exposition() -> bytes:

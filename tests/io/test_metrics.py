@@ -17,9 +17,11 @@ from tests.io.channels import QUESTION as CHANNEL_QUESTION
 from tests.io.channels import add_refunds, wait_for
 from tests.io.conftest import on_openai, serve_service
 from tests.io.fakes.openai_server import FakeOpenAI, count_tokens
+from tests.io.fakes.rest_server import FakeRestApi
 from tests.io.fakes.telegram_server import FakeTelegram
 
 KEY = "metrics-test-key-5d41402abc4b2a76"
+FERNET_KEY = "Hvcd1a2y0cS3oRNrTqjJ0aZtqS0hLqLkLz4gQ3qD2zU="
 REFUNDS = """# Returns and refunds
 
 Customers can return any item within 30 days of delivery for a full refund.
@@ -107,6 +109,7 @@ async def test_the_gauges_that_exist_are_there(api):
     assert value(samples, "ragchat_database_waiting") == 0
     assert ("ragchat_actions_pending_approval", frozenset()) in samples
     assert value(samples, "ragchat_actions_pending_approval") == 0
+    assert ("ragchat_integration_syncs_running", frozenset()) in samples
     assert value(samples, "process_resident_memory_bytes") > 0
 
 
@@ -275,6 +278,33 @@ class TestChannelQueue:
             while value(idle := await scrape(api), "ragchat_channel_answers_in_progress"):
                 await trio.sleep(0.05)
         assert value(idle, "ragchat_channel_answers_waiting") == 0
+
+
+@pytest.mark.parametrize(
+    "settings_overrides",
+    [{"addon_encryption_key": FERNET_KEY, "integrations_allow_http_loopback": True}],
+)
+async def test_a_data_source_syncing_shows_until_its_sync_ends(api, serve_fake):
+    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1200, page_size=500))
+    fake.delay = 0.5  # a page every half second: three pages
+    body = {
+        "name": "Slow API",
+        "source_type": "rest_api",
+        "base_url": fake.base_url,
+        "records_path": "/v1/customers",
+        "auth_header": "Authorization: Bearer t-1",
+    }
+    created = await api.post("/integrations", json=body)
+    assert created.status_code == 201, created.text
+    url = f"/integrations/{created.json()['id']}"
+    assert value(await scrape(api), "ragchat_integration_syncs_running") == 0
+
+    assert (await api.post(f"{url}/sync")).status_code == 202
+    assert value(await scrape(api), "ragchat_integration_syncs_running") == 1
+    with trio.fail_after(30):
+        while (await api.get(url)).json()["sync"]["status"] == "syncing":
+            await trio.sleep(0.05)
+    assert value(await scrape(api), "ragchat_integration_syncs_running") == 0
 
 
 # ---------------------------------------------------------------- behind the API key

@@ -51,7 +51,7 @@ async def get_metrics() -> Response:
     Requests by method, route template and status, with a latency histogram per route;
     provider calls, failures and tokens; requests in flight, channel messages being
     answered and waiting, database connections in use and waited for, voice calls in
-    progress and actions pending approval; the process's
+    progress, actions pending approval and data-source syncs running; the process's
     CPU and memory. Counters start at zero when the process starts. Behind the API key
     unless METRICS_PUBLIC=true.
     """
@@ -63,26 +63,31 @@ async def get_metrics() -> Response:
     answering = intake.limiter.statistics() if intake is not None else None
     metrics.CHANNEL_ANSWERS.set(answering.borrowed_tokens if answering else 0)
     metrics.CHANNEL_ANSWERS_WAITING.set(answering.tasks_waiting if answering else 0)
-    metrics.PENDING_APPROVALS.value = await _pending_approvals(svc)
+    counts = await _database_counts(svc)
+    metrics.PENDING_APPROVALS.value, metrics.SYNCS_RUNNING.value = counts or (None, None)
     return Response(metrics.exposition(), content_type=metrics.CONTENT_TYPE)
 
 
-async def _pending_approvals(svc: Service) -> int | None:
-    """The count, or None when the database did not give it in time (it is left out then)."""
+async def _database_counts(svc: Service) -> tuple[int, int] | None:
+    """Actions pending approval and syncs running, or None when the database did not give
+    them in time (they are left out of the scrape then)."""
     now = svc.clock.now()
     with trio.move_on_after(DATABASE_WAIT_SECONDS):
         try:
-            return await svc.database.run(_count_pending, now)
+            return await svc.database.run(_count, now)
         except (psycopg.Error, OSError):
             return None
     return None
 
 
-def _count_pending(conn: psycopg.Connection, now: datetime) -> int:
+def _count(conn: psycopg.Connection, now: datetime) -> tuple[int, int]:
     row = conn.execute(
-        "SELECT count(*) FROM actions WHERE status = 'pending' AND expires_at > %s", (now,)
+        """SELECT (SELECT count(*) FROM actions
+                    WHERE status = 'pending' AND expires_at > %s),
+                  (SELECT count(*) FROM integrations WHERE sync_status = 'syncing')""",
+        (now,),
     ).fetchone()
-    return int(row[0]) if row else 0
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 class RequestMetrics:
