@@ -35,6 +35,8 @@ def metered_generate(
     only that much is left (an answer); without, it gets all it asked for or is not made (a
     judge's verdict). Without the ledger the call is made unmetered. A failed call raises,
     its hold released."""
+    if request.role != role:
+        request = attrs.evolve(request, role=role)
     if not ledger:
         unmetered: Reply = yield request
         return unmetered

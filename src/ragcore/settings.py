@@ -25,6 +25,7 @@ from ragcore.workflows.payload import MIN_KEY_BYTES, signing_key
 
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
+LOG_FORMATS = ("text", "json")
 _IDENTIFIER = re.compile(r"^[a-z0-9_-]{1,64}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 _TRUE = {"1", "true", "yes", "on"}
@@ -470,6 +471,19 @@ SETTINGS: tuple[Setting, ...] = (
         "the connection closes",
         _number(0.1, 3600),
     ),
+    # operations
+    Setting(
+        "LOG_FORMAT",
+        "text",
+        "text: one `time LEVEL logger: message` line per record; json: one JSON object a line",
+        _choice(LOG_FORMATS),
+    ),
+    Setting(
+        "METRICS_PUBLIC",
+        "false",
+        "true lets GET /metrics answer without X-API-Key (a scraper that cannot send it)",
+        _boolean,
+    ),
     # language
     Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
     Setting(
@@ -847,6 +861,8 @@ class Settings:
     ingest_job_bytes: int
     max_document_read_seconds: float
     http_read_timeout_seconds: float
+    log_format: str
+    metrics_public: bool
     default_language: str
     language_detection_confidence_threshold: float
     language_detection_supported_languages: tuple[str, ...]

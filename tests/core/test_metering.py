@@ -53,6 +53,15 @@ def test_a_call_that_may_write_less_is_sent_with_the_output_the_caps_leave():
     assert gen.send(reply) == SettleTokens(4, "p", "m", TokenUsage(6, 3))
 
 
+@pytest.mark.parametrize("ledger", [True, False])
+def test_the_call_names_the_role_it_is_made_for(ledger):
+    """For the metrics (tokens by role); the providers never see it."""
+    reply = Reply("an answer", "p", "m", usage=TokenUsage(6, 3))
+    _, effects = drive(metered_generate(REQUEST, "sales", Caps(), ledger), answering(reply))
+    [call] = [effect for effect in effects if isinstance(effect, Generate)]
+    assert call.role == "sales" and call.prompt is REQUEST.prompt
+
+
 def test_a_failed_call_releases_its_hold_and_raises():
     with pytest.raises(RuntimeError):
         drive(metered_generate(REQUEST, None, Caps(), True), answering(RuntimeError("down")))

@@ -116,6 +116,7 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/")
     await c.send("GET", "/console/console.js")
     await c.send("GET", "/console/console.css")
+    await c.send("GET", "/metrics")
     await c.send("GET", "/usage")
 
     # documents

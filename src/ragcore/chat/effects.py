@@ -32,3 +32,6 @@ class Generate(Effect[Reply]):
     #: False holds the text back from the user until it is whole (reasoning mode: the
     #: reasoning is never shown, and the final answer is checked before it is)
     stream: bool = True
+    #: the role the call is made for (None: the service itself), set by ``metered_generate``:
+    #: the providers never see it; the metrics count tokens by it
+    role: str | None = None

@@ -26,6 +26,7 @@ from ragio.http import (
     health,
     integrations,
     live_actions,
+    metrics,
     openai_compat,
     profile,
     spec,
@@ -112,10 +113,11 @@ def create_app(svc: Service) -> QuartTrio:
         app.register_blueprint(module.blueprint)
 
     api_key = svc.settings.service_api_key.encode("utf-8")
+    open_paths = (*OPEN_PATHS, metrics.PATH) if svc.settings.metrics_public else OPEN_PATHS
 
     @app.before_request
     async def require_api_key() -> Response | None:
-        if not api_key or request.path in OPEN_PATHS or request.path.startswith(OPEN_PREFIXES):
+        if not api_key or request.path in open_paths or request.path.startswith(OPEN_PREFIXES):
             return None
         given = presented_key()
         if hmac.compare_digest(given, api_key):
@@ -173,4 +175,5 @@ def create_app(svc: Service) -> QuartTrio:
     app.asgi_app = ConnectionGuard(  # type: ignore[method-assign]
         app.asgi_app, svc.settings.http_read_timeout_seconds
     )
+    metrics.install(app)  # GET /metrics, and every request counted around all of the above
     return app

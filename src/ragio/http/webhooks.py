@@ -23,7 +23,7 @@ from ragio.http.problems import Problem
 
 blueprint = Blueprint("webhooks", __name__)
 log = logging.getLogger(__name__)
-_INTAKE = "ragchat.channel_intake"
+INTAKE = "ragchat.channel_intake"
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
 XML = ({"type": "string"}, "text/xml")
 SIGNED_FORM = {
@@ -171,10 +171,10 @@ async def _take(parsed: InboundMessage | Ignored) -> None:
 
 def _intake() -> Intake:
     """The app's intake: answers run in the app's nursery, which outlives each request."""
-    if _INTAKE not in current_app.extensions:
+    if INTAKE not in current_app.extensions:
         nursery = current_app.nursery  # type: ignore[attr-defined]
-        current_app.extensions[_INTAKE] = Intake(service(), nursery)
-    intake: Intake = current_app.extensions[_INTAKE]
+        current_app.extensions[INTAKE] = Intake(service(), nursery)
+    intake: Intake = current_app.extensions[INTAKE]
     return intake
 
 

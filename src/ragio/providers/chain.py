@@ -2,12 +2,14 @@
 
 The rules (the order, which failures move on, when to stop) are ragcore.chat.fallback's
 (``next_attempt``); here the provider it names is called, each attempt under the
-timeout, and failures classified.
+timeout, and failures classified. Every call, failure and reply's tokens is counted
+for GET /metrics (``ragio.metrics``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -16,7 +18,8 @@ import trio
 
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_attempt
-from ragcore.usage import TokenUsage
+from ragcore.usage import TokenUsage, measured_usage
+from ragio import metrics
 from ragio.providers.failures import (
     AllProvidersFailed,
     AnswerBroken,
@@ -37,16 +40,19 @@ StreamItem = str | TokenUsage
 async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[float]]:
     """The embedder's vectors, one per text; EmbeddingFailed when the provider fails, its
     reply included (no vectors, vectors that are not lists of numbers, too few of them)."""
+    started = _called(embedder.name, EMBEDDING)
     try:
         vectors = await embedder.embed(texts, purpose)
         if len(vectors) != len(texts):
             raise BadReply(f"{len(vectors)} vectors for {len(texts)} texts")
     except Exception as error:
         attempt = attempt_of(embedder.name, error)
+        _ended(embedder.name, EMBEDDING, started, attempt)
         if attempt is None:
             raise
         log.warning("embedding provider %s", attempt.describe())
         raise EmbeddingFailed(attempt) from error
+    _ended(embedder.name, EMBEDDING, started)
     return vectors
 
 
@@ -59,15 +65,18 @@ async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeou
     failure: Exception | None = None  # the last one: the cause of a rejected request
     while isinstance(step := next_attempt(len(answerers), attempts), TryProvider):
         answerer = answerers[step.index]
+        started = _called(answerer.name, request.task)
         try:
             with trio.fail_after(timeout):
                 reply: Reply = await answerer.generate(request)
             if not reply.text.strip():
                 raise BadReply("no text", status=None)  # a provider that did not say so itself
         except Exception as error:
-            attempts.append(_failed(answerer.name, error))
+            attempts.append(_failed(answerer.name, error, request.task, started))
             failure = error
         else:
+            _ended(answerer.name, request.task, started)
+            _count_tokens(request, reply)
             return reply
     raise _given_up(step) from (failure if step.rejected else None)
 
@@ -82,7 +91,9 @@ async def stream_with_fallback(
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
-    return Reply("".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage)
+    reply = Reply("".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage)
+    _count_tokens(request, reply)
+    return reply
 
 
 @attrs.define
@@ -93,7 +104,8 @@ class OpenedStream:
     ``aclose()`` when stopping early (``async with`` does it). ``usage`` is the token
     counts the provider reported, set once they arrive (after the last delta); None
     while they have not, or when the provider reports none. A provider failing after the
-    first delta raises AnswerBroken (a bug of ours raises as itself).
+    first delta raises AnswerBroken (a bug of ours raises as itself). ``task`` and
+    ``started`` (``time.perf_counter``) are the call's, for the metrics.
     """
 
     provider: str
@@ -101,6 +113,8 @@ class OpenedStream:
     _first: str
     _rest: AsyncGenerator[StreamItem, None]
     usage: TokenUsage | None = None
+    task: str = "answer"
+    started: float = attrs.field(factory=time.perf_counter)
 
     async def __aiter__(self) -> AsyncIterator[str]:
         yield self._first
@@ -112,10 +126,12 @@ class OpenedStream:
                     yield item
         except Exception as error:
             attempt = attempt_of(self.provider, error)
+            _ended(self.provider, self.task, self.started, attempt)
             if attempt is None:
                 raise
             log.warning("answering provider %s after its first words", attempt.describe())
             raise AnswerBroken(attempt) from error
+        _ended(self.provider, self.task, self.started)
 
     async def aclose(self) -> None:
         await self._rest.aclose()
@@ -137,16 +153,19 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
     failure: Exception | None = None  # the last one: the cause of a rejected request
     while isinstance(step := next_attempt(len(answerers), attempts), TryProvider):
         answerer = answerers[step.index]
+        started = _called(answerer.name, request.task)
         deltas = _deltas(answerer, request)
         try:
             with trio.fail_after(timeout):
                 first, usage = await _first_delta(deltas)
         except Exception as error:
             await deltas.aclose()
-            attempts.append(_failed(answerer.name, error))
+            attempts.append(_failed(answerer.name, error, request.task, started))
             failure = error
             continue
-        return OpenedStream(answerer.name, answerer.model, first, deltas, usage)
+        return OpenedStream(
+            answerer.name, answerer.model, first, deltas, usage, request.task, started
+        )
     raise _given_up(step) from (failure if step.rejected else None)
 
 
@@ -183,10 +202,11 @@ def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[StreamItem, None
     return whole()
 
 
-def _failed(provider: str, error: Exception) -> Attempt:
+def _failed(provider: str, error: Exception, task: str, started: float) -> Attempt:
     """The failed attempt ``error`` makes, or the error itself raised when it is no provider
     failure (a bug of ours)."""
     attempt = attempt_of(provider, error)
+    _ended(provider, task, started, attempt)
     if attempt is None:
         raise error
     if moves_on(attempt.failure):
@@ -198,3 +218,30 @@ def _failed(provider: str, error: Exception) -> Attempt:
 def _given_up(step: GiveUp) -> AnswerFailed:
     """ProviderRejected when the last provider refused the request, else AllProvidersFailed."""
     return ProviderRejected(step.attempts) if step.rejected else AllProvidersFailed(step.attempts)
+
+
+# ---------------------------------------------------------------- metrics (ragio.metrics)
+
+EMBEDDING = "embedding"  # the task label of an embedding call
+
+
+def _called(provider: str, task: str) -> float:
+    """Count a call as it starts; its start time, for ``_ended``."""
+    metrics.PROVIDER_CALLS.labels(provider, task).inc()
+    return time.perf_counter()
+
+
+def _ended(provider: str, task: str, started: float, failed: Attempt | None = None) -> None:
+    """A call's time, and its failure when it failed as a provider fails (``failed``)."""
+    metrics.PROVIDER_LATENCY.labels(provider, task).observe(time.perf_counter() - started)
+    if failed is not None:
+        metrics.PROVIDER_FAILURES.labels(provider, task, failed.failure.value).inc()
+
+
+def _count_tokens(request: Generate, reply: Reply) -> None:
+    """The reply's tokens, as reported, else estimated as the usage ledger estimates them."""
+    prompt = request.prompt
+    usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)
+    role = request.role or metrics.NO_ROLE
+    metrics.TOKENS.labels(reply.provider, role, "prompt").inc(usage.prompt_tokens)
+    metrics.TOKENS.labels(reply.provider, role, "completion").inc(usage.completion_tokens)

@@ -1,0 +1,154 @@
+"""What this process has done, counted for ``GET /metrics`` (the Prometheus text format).
+
+One registry per process, as Prometheus scrapes a process: every counter starts at zero
+when the process starts. The HTTP side (requests, latency, requests in flight) is
+counted by ``ragio.http.metrics``; provider calls, their failures and tokens by
+``ragio.providers.chain``; calls in progress by the voice server. Labels take values from
+small, fixed sets only (a route's template, never its path; a provider's name; a task),
+so the number of series stays bounded whatever the clients send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+disable_created_metrics()  # no ``_created`` series beside every counter: the start is one
+REGISTRY = CollectorRegistry()
+#: the classic text format every Prometheus reads (the client's default, 1.0.0, needs 3.x)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# the process's CPU, memory, open files and start time; the Python runtime's collections
+for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)
+
+#: seconds; an answer from a remote model may take up to PROVIDER_TIMEOUT_SECONDS (60) per
+#: provider, so the buckets reach past a minute
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+HTTP_REQUESTS = Counter(
+    "ragchat_http_requests",
+    "HTTP requests answered, by method, route template and status",
+    ("method", "route", "status"),
+    registry=REGISTRY,
+)
+HTTP_LATENCY = Histogram(
+    "ragchat_http_request_duration_seconds",
+    "Time from a request's arrival to the end of its answer (a stream's last byte), by "
+    "method and route template",
+    ("method", "route"),
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+HTTP_IN_FLIGHT = Gauge(
+    "ragchat_http_requests_in_flight",
+    "HTTP requests being answered now",
+    registry=REGISTRY,
+)
+PROVIDER_CALLS = Counter(
+    "ragchat_provider_calls",
+    "Calls to a model provider (each provider of a fallback chain tried counts once), by "
+    "provider and task (answer, check, summary, embedding)",
+    ("provider", "task"),
+    registry=REGISTRY,
+)
+PROVIDER_FAILURES = Counter(
+    "ragchat_provider_failures",
+    "Provider calls that failed, by provider, task and how (rate_limited, unavailable, "
+    "timeout, bad_key, rejected, bad_reply)",
+    ("provider", "task", "failure"),
+    registry=REGISTRY,
+)
+PROVIDER_LATENCY = Histogram(
+    "ragchat_provider_call_duration_seconds",
+    "Time a provider call took, failed or not (a stream: until its last words), by provider "
+    "and task",
+    ("provider", "task"),
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+TOKENS = Counter(
+    "ragchat_tokens",
+    "Tokens of the model calls answered, by provider, role (none without one) and kind "
+    "(prompt, completion); as the provider reported them, else estimated at 4 characters "
+    "a token",
+    ("provider", "role", "kind"),
+    registry=REGISTRY,
+)
+VOICE_CALLS = Gauge(
+    "ragchat_voice_calls_in_progress",
+    "Phone calls being answered by this process's voice server now",
+    registry=REGISTRY,
+)
+VOICE_CALLS_REFUSED = Counter(
+    "ragchat_voice_calls_refused",
+    "Media streams refused, by reason (unverified, busy: VOICE_MAX_CALLS reached)",
+    ("reason",),
+    registry=REGISTRY,
+)
+CHANNEL_ANSWERS = Gauge(
+    "ragchat_channel_answers_in_progress",
+    "Text-channel messages (Telegram, WhatsApp, Discord) being answered now, at most 8",
+    registry=REGISTRY,
+)
+CHANNEL_ANSWERS_WAITING = Gauge(
+    "ragchat_channel_answers_waiting",
+    "Text-channel messages acknowledged and waiting for one of the 8 answering places",
+    registry=REGISTRY,
+)
+DATABASE_CONNECTIONS = Gauge(
+    "ragchat_database_connections_in_use",
+    "Database connections held by work now (at most the pool's size, 8)",
+    registry=REGISTRY,
+)
+DATABASE_WAITING = Gauge(
+    "ragchat_database_waiting",
+    "Tasks waiting for a database connection now: every pooled connection is busy",
+    registry=REGISTRY,
+)
+NO_ROLE = "none"
+
+
+class Scraped:
+    """A gauge whose value is read at each scrape by the route (from the database: it
+    cannot be read here, synchronously); absent from the scrape when it could not be read."""
+
+    def __init__(self, name: str, documentation: str) -> None:
+        self.name, self.documentation = name, documentation
+        self.value: float | None = None
+        REGISTRY.register(self)
+
+    def collect(self) -> Iterator[Metric]:
+        if self.value is not None:
+            yield GaugeMetricFamily(self.name, self.documentation, value=self.value)
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+PENDING_APPROVALS = Scraped(
+    "ragchat_actions_pending_approval",
+    "Outbound actions waiting for the owner's approval (read from the database at each "
+    "scrape; absent when the database did not answer in time)",
+)
+SYNCS_RUNNING = Scraped(
+    "ragchat_integration_syncs_running",
+    "Data sources marked syncing, by any process (read from the database at each scrape; "
+    "absent when the database did not answer in time)",
+)
+
+
+def exposition() -> bytes:
+    """Every metric of this process in the Prometheus text format."""
+    return generate_latest(REGISTRY)
