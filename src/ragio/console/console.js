@@ -222,12 +222,19 @@ PAGES.documents = async (area) => {
   const poll = async (url) => {
     for (;;) {
       const { data } = await api("GET", url);
-      if (data.progress && data.progress.total) {
-        progress.value = Math.round((100 * data.progress.done) / data.progress.total);
+      if (data.chunks_total) {
+        progress.value = Math.round((100 * data.chunks_done) / data.chunks_total);
+        outcome.textContent = `Reading and indexing it: ${data.chunks_done} of ${data.chunks_total} passages…`;
       }
       if (data.status === "done" || data.status === "failed") return data;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
+  };
+  const added = (data) => {
+    const name = data.name || file.files[0].name;
+    if (data.duplicate) return `Already there: ${name} (the same text).`;
+    if (data.replaced && data.replaced.length) return `Replaced ${name} with the new version.`;
+    return `Added ${name}.`;
   };
   const upload = (event) => {
     event.preventDefault();
@@ -249,10 +256,9 @@ PAGES.documents = async (area) => {
       if (request.status === 202 && request.getResponseHeader("Location")) {
         outcome.textContent = "Uploaded; reading and indexing it…";
         try { data = await poll(request.getResponseHeader("Location")); } catch (error) { data = { detail: error.message }; }
-        outcome.textContent = data.status === "done" ? `Added ${file.files[0].name}.` : `Failed: ${(data.problem && data.problem.detail) || data.detail || "see the log"}`;
+        outcome.textContent = data.status === "done" ? added(data.document || {}) : `Failed: ${(data.problem && data.problem.detail) || data.detail || "see the log"}`;
       } else if (request.status >= 200 && request.status < 300) {
-        const what = data.replaced ? "Replaced" : data.duplicate ? "Already there:" : "Added";
-        outcome.textContent = `${what} ${data.name || file.files[0].name}.`;
+        outcome.textContent = added(data);
       } else {
         outcome.textContent = `Failed: ${data.detail || request.statusText}`;
       }
