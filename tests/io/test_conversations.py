@@ -3,6 +3,8 @@ the one before it, each turn recorded, and the owner reading them back."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import httpx
 
 POLICIES = """# Returns
@@ -122,3 +124,20 @@ async def test_bad_filters_are_refused_by_name(api):
         assert response.json()["field"] == field
     missing = await api.get("/conversations/12345")
     assert missing.status_code == 404
+
+
+async def test_conversations_older_than_the_retention_are_deleted_when_one_begins(api, fake_clock):
+    await add(api, "policies.md", POLICIES)
+    old = (await api.post("/chat", json={"question": "When does the shop open?"})).json()
+    fake_clock.advance(timedelta(days=89))
+    kept = (await api.post("/chat", json={"question": "When does the shop close?"})).json()
+    fake_clock.advance(timedelta(days=2))  # the first is now 91 days old, the second 2
+    new = (await api.post("/chat", json={"question": "Can I return shoes?"})).json()
+    listed = (await api.get("/conversations")).json()["conversations"]
+    assert [c["id"] for c in listed] == [new["conversation_id"], kept["conversation_id"]]
+    gone = await api.get(f"/conversations/{old['conversation_id']}")
+    assert gone.status_code == 404
+    follow_up = await api.post(
+        "/chat", json={"question": "and shirts?", "conversation_id": old["conversation_id"]}
+    )
+    assert follow_up.status_code == 404  # a deleted conversation cannot be continued
