@@ -41,6 +41,26 @@ ERROR_TYPES = {
 }
 
 
+#: the schema of an error's body, for /openapi.json
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+ERROR_BODY = ("application/json", ERROR_SCHEMA)
+
+
 class OpenAIError(Exception):
     """An error as OpenAI clients read it: the status and ``{"error": {...}}``."""
 

@@ -45,6 +45,9 @@ class Operation:
     path: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # parameter schemas
     headers: dict[str, str] = attrs.field(factory=dict)  # header name: meaning
     open: bool = False  # needs no API key (verified otherwise, or public)
+    #: (media type, schema) of every error the route answers, when it is no problem+json
+    #: (the OpenAI-compatible API's errors are OpenAI-shaped)
+    error_body: tuple[str, Any] | None = None
 
 
 def operation(
@@ -143,7 +146,14 @@ def _operation(path: str, route: Callable[..., Any], op: Operation, schemas: Sch
             answer["content"] = {reply.media_type: {"schema": schema}}
         responses[str(reply.status)] = answer
     for status in sorted(errors):
-        responses[str(status)] = {"$ref": "#/components/responses/Problem"}
+        if op.error_body is not None:
+            media, shape = op.error_body
+            responses[str(status)] = {
+                "description": "An error",
+                "content": {media: {"schema": _body_schema(shape, schemas)}},
+            }
+        else:
+            responses[str(status)] = {"$ref": "#/components/responses/Problem"}
     described["responses"] = responses
     return described
 

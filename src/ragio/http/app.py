@@ -122,11 +122,12 @@ def create_app(svc: Service) -> QuartTrio:
         given = presented_key()
         if hmac.compare_digest(given, api_key):
             return None
-        detail = (
-            "wrong API key"
-            if given
-            else "send the API key in the X-API-Key header or as Authorization: Bearer <key>"
-        )
+        if not given:
+            detail = "send the API key in the X-API-Key header or as Authorization: Bearer <key>"
+        elif "X-API-Key" in request.headers:
+            detail = "wrong X-API-Key"
+        else:
+            detail = "wrong API key in Authorization: Bearer"
         if request.path.startswith(OPENAI_PREFIX):
             code = "invalid_api_key"
             refused = OpenAIError(401, f"Incorrect API key provided: {detail}", code=code)

@@ -20,6 +20,7 @@ import attrs
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.openai_compat import (
+    ERROR_BODY,
     OpenAIError,
     chunk,
     completion,
@@ -73,14 +74,19 @@ async def _roles() -> list[tuple[str, int]]:
 
 
 @blueprint.get("/v1/models")
-@operation(Reply(200, "The models: ragchat, and ragchat-<role> for each role", dict))
+@operation(
+    Reply(200, "The models: ragchat, and ragchat-<role> for each role", dict),
+    error_body=ERROR_BODY,
+)
 async def models() -> dict[str, Any]:
     """The models, as OpenAI lists them: the service, and one per AI employee"""
     return model_list(await _roles())
 
 
 @blueprint.get("/v1/models/<model>")
-@operation(Reply(200, "The model", dict), path={"model": {"type": "string"}})
+@operation(
+    Reply(200, "The model", dict), 404, path={"model": {"type": "string"}}, error_body=ERROR_BODY
+)
 async def one_model(model: str) -> dict[str, Any]:
     """One model, as OpenAI describes it"""
     roles = await _roles()
@@ -126,7 +132,14 @@ async def _body() -> dict[str, Any]:
         200,
         "A chat.completion; with stream: true, chat.completion.chunk events then [DONE]",
         dict,
-    )
+    ),
+    400,
+    404,
+    413,
+    422,
+    502,
+    503,
+    error_body=ERROR_BODY,
 )
 async def chat_completions() -> Any:
     """An answer from the documents, as an OpenAI chat completion
