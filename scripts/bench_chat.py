@@ -5,23 +5,22 @@
     .venv/bin/python scripts/bench_chat.py --pg shared_buffers=1GB --prewarm
     .venv/bin/python scripts/bench_chat.py --chunks 10000 --questions 150 --role support
 
-The real service answers POST /chat over HTTP (Hypercorn on 127.0.0.1, httpx):
-language detection, the question's embedding with the local embedder, hybrid
-search in PostgreSQL, trimming, the prompt, citations. Only the provider is
-replaced, by one that answers at once, so what is timed is everything but the
-provider's own latency. p50 and p95 over SciFact claims (other questions with
-``--dataset``), each measurement with questions not asked before, after a
-warm-up; also the parts: embedding, the hybrid search statement, language
-detection, and the pipeline without HTTP; and POST /v1/chat/completions with a
-follow-up after one exchange (the history read, the conversation looked up, the
-follow-up joined to the question before it: the cost of follow-ups offline, next to
-POST /chat's). With ``--role``, also POST /chat as that
-role, each question from another ``user``: the role context is fetched and the answer
-recorded for learning (``ragcore.employees.learning``). With ``--live``, also "where is
-my order N?" with a live-data action on a PostgreSQL table of 100,000 orders (a second
-database of the same server): without the action, with it uncached (a new order
-each time: the query runs on a new connection), and cached (asked again within 5
-minutes); the differences are the latency a live action adds.
+The real service answers POST /chat over HTTP (Hypercorn on 127.0.0.1, httpx): language
+detection, the question's embedding with the local embedder, hybrid search in
+PostgreSQL, trimming, the prompt, citations. Only the provider is replaced, by one that
+answers at once, so what is timed is everything but the provider's own latency. p50 and
+p95 over SciFact claims (other questions with ``--dataset``), each measurement with
+questions not asked before, after a warm-up; also the parts: embedding, the hybrid
+search statement, language detection, and the pipeline without HTTP; and POST
+/v1/chat/completions, with one question and with a follow-up after one exchange (the
+history read, the follow-up joined to the question before it): the difference is the
+cost of follow-ups offline. With ``--role``, also POST /chat as that role, each question
+from another ``user``: the role context is fetched and the answer recorded for learning
+(``ragcore.employees.learning``). With ``--live``, also "where is my order N?" with a
+live-data action on a PostgreSQL table of 100,000 orders (a second database of the same
+server): without the action, with it uncached (a new order each time: the query runs on
+a new connection), and cached (asked again within 5 minutes); the differences are the
+latency a live action adds.
 
 The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
 sentences drawn from SciFact abstracts (realistic words and term statistics),
@@ -251,21 +250,28 @@ async def bench(
                     await timed(next(passes), http)
                 )
 
-                async def completions(question: str) -> None:
-                    # a follow-up after one exchange: the history read, the conversation
-                    # looked up, the follow-up joined to the question before it (offline)
-                    messages = [
-                        {"role": "user", "content": "What does the study say?"},
-                        {"role": "assistant", "content": "An earlier answer [1]."},
-                        {"role": "user", "content": f"And {question}"},
-                    ]
+                async def completion(question: str, follow_up: bool = False) -> None:
+                    messages = [{"role": "user", "content": question}]
+                    if follow_up:  # after one exchange: read with it, the question joined in
+                        messages = [
+                            {"role": "user", "content": "What does the study say?"},
+                            {"role": "assistant", "content": "An earlier answer [1]."},
+                            {"role": "user", "content": f"And {question}"},
+                        ]
                     body = {"model": "ragchat", "messages": messages}
                     response = await client.post("/v1/chat/completions", json=body)
                     response.raise_for_status()
-                    assert response.json()["ragchat"]["search_question"], response.text
+                    searched = response.json()["ragchat"]["search_question"]
+                    assert bool(searched) == follow_up, response.text
 
+                async def follow_up(question: str) -> None:
+                    await completion(question, follow_up=True)
+
+                results["POST /v1/chat/completions, one question"] = percentiles(
+                    await timed(next(passes), completion)
+                )
                 results["POST /v1/chat/completions, a follow-up"] = percentiles(
-                    await timed(next(passes), completions)
+                    await timed(next(passes), follow_up)
                 )
                 if role is not None:
                     askers = iter(range(1_000_000))
@@ -364,7 +370,7 @@ async def run(args: argparse.Namespace) -> None:
     cache = Path(args.cache)
     corpus, _, _ = eval_retrieval.load_beir(Path(args.dataset), "test")
     questions = claims(Path(args.dataset))
-    if len(questions) < WARM_UP + (6 if args.role else 5) * args.questions:
+    if len(questions) < WARM_UP + (7 if args.role else 6) * args.questions:
         raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
     embedder = LocalEmbedder(cache_dir=cache / "data" / "models")  # the service's DATA_DIR
     await embedder.ready()
@@ -452,7 +458,7 @@ def main() -> None:
         help="load the tables and indexes into shared_buffers first (pg_prewarm)",
     )
     parser.add_argument(
-        "--questions", type=int, default=200, help="questions timed per measurement and size"
+        "--questions", type=int, default=175, help="questions timed per measurement and size"
     )
     parser.add_argument(
         "--role", help="also time POST /chat as this role, with learning (e.g. support)"
