@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from ragcore.api.converter import converter
 from ragcore.chat.followup import Exchange
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer
@@ -261,57 +263,47 @@ def extras(answer: ChatAnswer) -> dict[str, Any]:
     }
 
 
-def completion(completion_id: str, created: int, model: str, answer: ChatAnswer) -> dict[str, Any]:
-    """The ``chat.completion`` object for ``answer``."""
-    return {
-        "id": completion_id,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer.answer, "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": usage_of(answer),
-        "system_fingerprint": None,
-        **extras(answer),
-    }
+@attrs.frozen
+class Completion:
+    """One answer's completion as OpenAI writes it: whole, or as chunks of a stream,
+    all under the same ``id``, ``created`` (Unix time) and ``model``."""
 
+    id: str
+    created: int
+    model: str
 
-def chunk(
-    completion_id: str,
-    created: int,
-    model: str,
-    delta: Mapping[str, Any],
-    finish_reason: str | None = None,
-    **more: Any,
-) -> dict[str, Any]:
-    """One ``chat.completion.chunk`` of a streamed answer."""
-    return {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "system_fingerprint": None,
-        "choices": [
-            {"index": 0, "delta": dict(delta), "logprobs": None, "finish_reason": finish_reason}
-        ],
-        **more,
-    }
+    def _head(self, kind: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": kind,
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": None,
+        }
 
+    def whole(self, answer: ChatAnswer) -> dict[str, Any]:
+        """The ``chat.completion`` object for ``answer``."""
+        message = {"role": "assistant", "content": answer.answer, "refusal": None}
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+        return {
+            **self._head("chat.completion"),
+            "choices": [choice],
+            "usage": usage_of(answer),
+            **extras(answer),
+        }
 
-def usage_chunk(completion_id: str, created: int, model: str, answer: ChatAnswer) -> dict[str, Any]:
-    """The last chunk when ``stream_options.include_usage``: no choices, the usage."""
-    return {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "system_fingerprint": None,
-        "choices": [],
-        "usage": usage_of(answer),
-    }
+    def chunk(
+        self, delta: Mapping[str, Any], finish_reason: str | None = None, **more: Any
+    ) -> dict[str, Any]:
+        """One ``chat.completion.chunk`` of a streamed answer."""
+        choice = {
+            "index": 0,
+            "delta": dict(delta),
+            "logprobs": None,
+            "finish_reason": finish_reason,
+        }
+        return {**self._head("chat.completion.chunk"), "choices": [choice], **more}
+
+    def usage_chunk(self, answer: ChatAnswer) -> dict[str, Any]:
+        """The last chunk when ``stream_options.include_usage``: no choices, the usage."""
+        return {**self._head("chat.completion.chunk"), "choices": [], "usage": usage_of(answer)}

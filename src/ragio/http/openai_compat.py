@@ -21,15 +21,13 @@ from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.openai_compat import (
     ERROR_BODY,
+    Completion,
     OpenAIError,
-    chunk,
-    completion,
     extras,
     model_list,
     read_messages,
     read_options,
     role_of_model,
-    usage_chunk,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.history import continuation
@@ -96,13 +94,12 @@ async def one_model(model: str) -> dict[str, Any]:
     return next(entry for entry in listed if entry["id"] == wanted)
 
 
-async def _turn(body: dict[str, Any]) -> tuple[Turn, str]:
+async def _turn(body: dict[str, Any], user: str | None) -> tuple[Turn, str]:
     """The question as a turn of its conversation, and the model name answered as."""
     svc = service()
     roles = await _roles()
     role = role_of_model(body.get("model"), [identifier for identifier, _ in roles])
     question, history = read_messages(body.get("messages"))
-    _, _, user = read_options(body)
     known = await svc.database.run(conversations.find_continued, CHANNEL, continuation(history))
     employee = await stored_role(svc.database, role) if role is not None else None
     # the API's callers hold its key, as on /chat: a proposal still meets the gate
@@ -149,13 +146,12 @@ async def chat_completions() -> Any:
     answer's [n] markers."""
     try:
         body = await _body()
-        streamed, include_usage, _ = read_options(body)
-        turn, model = await _turn(body)
+        streamed, include_usage, user = read_options(body)
+        turn, model = await _turn(body, user)
     except Exception as error:
         raise openai_error(error) from error
     svc = service()
-    completion_id = f"chatcmpl-{secrets.token_hex(12)}"
-    created = int(svc.clock.now().timestamp())
+    made = Completion(f"chatcmpl-{secrets.token_hex(12)}", int(svc.clock.now().timestamp()), model)
     pipeline = answer_question(turn.request, chat_policy(svc))
     if not streamed:
         try:
@@ -164,7 +160,7 @@ async def chat_completions() -> Any:
             await record(svc, turn, error)
             raise openai_error(error) from error
         answer = _recorded(answer, await record(svc, turn, answer))
-        return completion(completion_id, created, model, answer)
+        return made.whole(answer)
     try:
         pieces = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
     except Exception as error:
@@ -179,21 +175,11 @@ async def chat_completions() -> Any:
     async def events() -> AsyncIterator[bytes]:
         streamed_text = False
         try:
-            yield event(
-                chunk(
-                    completion_id,
-                    created,
-                    model,
-                    {"role": "assistant", "content": ""},
-                    **usage_field,
-                )
-            )
+            yield event(made.chunk({"role": "assistant", "content": ""}, **usage_field))
             async for _, payload in pieces:
                 if isinstance(payload, str):
                     streamed_text = True
-                    yield event(
-                        chunk(completion_id, created, model, {"content": payload}, **usage_field)
-                    )
+                    yield event(made.chunk({"content": payload}, **usage_field))
                 elif isinstance(payload, Exception):
                     log.error("chat completion stream failed", exc_info=payload)
                     await record(svc, turn, payload)
@@ -201,28 +187,10 @@ async def chat_completions() -> Any:
                 else:
                     answer = _recorded(payload, await record(svc, turn, payload))
                     if not streamed_text and answer.answer:  # nothing generated: say it now
-                        yield event(
-                            chunk(
-                                completion_id,
-                                created,
-                                model,
-                                {"content": answer.answer},
-                                **usage_field,
-                            )
-                        )
-                    yield event(
-                        chunk(
-                            completion_id,
-                            created,
-                            model,
-                            {},
-                            "stop",
-                            **usage_field,
-                            **extras(answer),
-                        )
-                    )
+                        yield event(made.chunk({"content": answer.answer}, **usage_field))
+                    yield event(made.chunk({}, "stop", **usage_field, **extras(answer)))
                     if include_usage:
-                        yield event(usage_chunk(completion_id, created, model, answer))
+                        yield event(made.usage_chunk(answer))
             yield b"data: [DONE]\n\n"
         finally:
             pieces.cancel()  # the client went away, or we are done
