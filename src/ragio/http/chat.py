@@ -74,13 +74,15 @@ async def record(svc: Service, turn: Turn, outcome: ChatAnswer | Exception) -> i
 
 
 async def chat_turn() -> Turn:
-    """Query parameters ``question``, ``role`` and ``user``; a JSON body with the same
-    fields also works.
+    """Query parameters ``question``, ``role``, ``user`` and ``conversation_id``; a JSON
+    body with the same fields also works.
 
     ``role`` is looked up among the stored roles (built-in and runtime): an unknown one is
     404, never a silent fallback to answering without a role. ``user`` names the end user
     asking (an id of the caller's choosing, kept only as a hash): roles learn from the
-    questions many users ask, not from one user asking many times."""
+    questions many users ask, not from one user asking many times. ``conversation_id``
+    continues a conversation (an unknown one is 404): its exchanges are the history a
+    follow-up is read with."""
     args: dict[str, Any] = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
     if "conversation_id" in args:  # digits in a query string
         args["conversation_id"] = check_conversation_id(args["conversation_id"])
