@@ -87,11 +87,9 @@ def record_turn(
     deleted meanwhile is begun again."""
     who = record.participant
     participant = asker_hash(f"{record.channel}:{who}") if who else None
-    timings = dict(record.timings)
+    timings = {}
     if record.started is not None:
-        timings.setdefault(
-            "answer_ms", max(0, round((now - record.started).total_seconds() * 1000))
-        )
+        timings["answer_ms"] = max(0, round((now - record.started).total_seconds() * 1000))
     with conn.transaction():
         row = None
         if record.conversation_id is not None:

@@ -22,8 +22,7 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from ragcore.channels.routing import default_role
-from ragcore.chat.followup import Exchange
-from ragcore.chat.history import place_key, turn_record
+from ragcore.chat import history
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
 from ragcore.employees.roles import Role
 from ragcore.voice import media
@@ -56,7 +55,7 @@ from ragcore.voice.call import (
     Transcript,
 )
 from ragcore.voice.greeting import greeting
-from ragio import conversations
+from ragio.chat.handlers import load_conversation, record_turn
 from ragio.chat.policy import chat_policy
 from ragio.employees.profile import get_profile
 from ragio.employees.store import list_roles
@@ -308,14 +307,12 @@ class PhoneCall:
         caller = self.call.caller if self.call else ""
         # the call is a conversation: a follow-up is read with the turns before it
         sid = self.call.call_sid if self.call is not None else ""
-        key = place_key("voice", sid) if sid else None
-        started = self.service.clock.now()
-        conversation: int | None = None
-        history: list[Exchange] = []
+        key = history.place_key("voice", sid) if sid else None
+        ongoing = history.Ongoing(None, (), self.service.clock.now())
         try:
             if key is not None:
-                conversation, history = await self.service.database.run(
-                    conversations.ongoing, "voice", key, 0, started
+                ongoing = await load_conversation(
+                    history.LoadConversation("voice", key, 0), self.service
                 )
         except Exception:  # answered without it
             log.warning("call %s: could not read its conversation", self._sid(), exc_info=True)
@@ -326,21 +323,22 @@ class PhoneCall:
             spoken=True,
             channel="voice",
             user_identifier=caller or None,  # {caller}: the caller's number
-            history=tuple(history),
+            history=ongoing.history,
         )
         policy = chat_policy(self.service)
 
         async def remember(answer: ChatAnswer | None) -> None:
-            record = turn_record(
-                "voice", conversation, request, answer, participant=caller, key=key, started=started
+            record = history.turn_record(
+                "voice",
+                ongoing.conversation_id,
+                request,
+                answer,
+                participant=caller,
+                key=key,
+                started=ongoing.started,
             )
             try:
-                await self.service.database.run(
-                    conversations.record_turn,
-                    record,
-                    self.service.clock.now(),
-                    self.service.settings.conversation_retention_days,
-                )
+                await record_turn(history.RecordTurn(record), self.service)
             except Exception:  # the caller has their answer; the log says it
                 log.warning("call %s: could not record its turn", self._sid(), exc_info=True)
 

@@ -32,7 +32,7 @@ IDLE_MINUTES = 30
 class TurnRecord:
     """One turn to record. ``conversation_id`` None begins a conversation on ``channel``;
     ``continuation`` is the key it is found again by after this turn; ``started``, when
-    the turn began (the time it took is measured to its recording)."""
+    the turn began (the time it took, ``answer_ms``, is measured to its recording)."""
 
     channel: str
     conversation_id: int | None
@@ -48,7 +48,6 @@ class TurnRecord:
     participant: str | None = None
     continuation: str | None = None
     started: datetime | None = None
-    timings: dict[str, int] = attrs.field(factory=dict)
 
 
 @attrs.frozen

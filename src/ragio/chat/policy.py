@@ -9,6 +9,11 @@ from ragcore.chat.pipeline import ChatPolicy
 from ragio.service import Service
 
 
+def answers_with_model(service: Service) -> bool:
+    """Whether a language model answers, not only the offline extractive answerer."""
+    return bool(service.answerer.name != "extractive")
+
+
 def chat_policy(service: Service) -> ChatPolicy:
     policy = ChatPolicy.from_settings(service.settings)
-    return attrs.evolve(policy, rewrite_with_model=service.answerer.name != "extractive")
+    return attrs.evolve(policy, rewrite_with_model=answers_with_model(service))

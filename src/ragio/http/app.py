@@ -54,11 +54,7 @@ def error_response(problem: Problem, headers: dict[str, str] | None = None) -> R
     """The error as the caller's kind of client reads it: OpenAI-shaped under /v1/,
     problem+json everywhere else."""
     if request.path.startswith(OPENAI_PREFIX):
-        field = problem.extra.get("field")
-        param = field if isinstance(field, str) else None
-        return openai_compat.error_response(
-            OpenAIError(problem.status, problem.detail, param=param), headers
-        )
+        return openai_compat.error_response(openai_compat.openai_error(problem), headers)
     return problem_response(problem, headers)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -20,9 +20,10 @@ from ragcore.api.chat import (
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.followup import Exchange
-from ragcore.chat.history import turn_record
+from ragcore.chat.history import RecordTurn, turn_record
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
 from ragio import conversations
+from ragio.chat.handlers import record_turn
 from ragio.chat.policy import chat_policy
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
@@ -41,36 +42,38 @@ ASKED_FIELDS = ("question", "role", "user", "conversation_id")
 @attrs.frozen
 class Turn:
     """A question on its way to an answer, and where the answer is recorded: the
-    conversation ``conversation_id`` on ``channel`` (None: one begins with this turn)."""
+    conversation ``conversation_id`` on ``channel`` (None: one begins with this turn);
+    ``started``, when the turn began (the service's clock)."""
 
     request: ChatRequest
     channel: str
+    started: datetime
     conversation_id: int | None = None
     participant: str | None = None
-    started: float = attrs.field(factory=time.perf_counter)
 
 
 async def record(svc: Service, turn: Turn, outcome: ChatAnswer | Exception) -> int | None:
     """Record the turn (answered or failed) in its conversation; the conversation's id.
     Recording never fails the answer: a failure is logged and None returned."""
     answer = outcome if isinstance(outcome, ChatAnswer) else None
-    elapsed = round((time.perf_counter() - turn.started) * 1000)
-    record_of_turn = attrs.evolve(
-        turn_record(
-            turn.channel, turn.conversation_id, turn.request, answer, participant=turn.participant
-        ),
-        timings={"answer_ms": elapsed},
+    kept = turn_record(
+        turn.channel,
+        turn.conversation_id,
+        turn.request,
+        answer,
+        participant=turn.participant,
+        started=turn.started,
     )
     try:
-        return await svc.database.run(
-            conversations.record_turn,
-            record_of_turn,
-            svc.clock.now(),
-            svc.settings.conversation_retention_days,
-        )
+        return await record_turn(RecordTurn(kept), svc)
     except Exception:
         log.exception("could not record a turn of a conversation on %s", turn.channel)
         return None
+
+
+async def answered(svc: Service, turn: Turn, answer: ChatAnswer) -> ChatAnswer:
+    """``answer``, recorded, with the id of the conversation it was recorded in."""
+    return attrs.evolve(answer, conversation_id=await record(svc, turn, answer))
 
 
 async def chat_turn() -> Turn:
@@ -113,7 +116,7 @@ async def chat_turn() -> Turn:
             user_identifier=asker,
             history=history,
         )
-    return Turn(req, "chat", asked.conversation_id, asker)
+    return Turn(req, "chat", service().clock.now(), asked.conversation_id, asker)
 
 
 @blueprint.post("/chat")
@@ -130,7 +133,7 @@ async def chat() -> ChatAnswer:
     except Exception as error:
         await record(svc, turn, error)
         raise
-    return attrs.evolve(answer, conversation_id=await record(svc, turn, answer))
+    return await answered(svc, turn, answer)
 
 
 @blueprint.post("/chat/stream")
@@ -175,8 +178,7 @@ async def chat_stream() -> Response:
                 else:
                     if not streamed and payload.answer:  # nothing generated: say it anyway
                         yield sse("token", {"text": payload.answer})
-                    recorded_in = await record(svc, turn, payload)
-                    payload = attrs.evolve(payload, conversation_id=recorded_in)
+                    payload = await answered(svc, turn, payload)
                     yield sse("done", converter.unstructure(payload))
         finally:
             answer.cancel()  # the client went away, or we are done

@@ -16,7 +16,6 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
-import attrs
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.openai_compat import (
@@ -24,6 +23,7 @@ from ragcore.api.openai_compat import (
     Completion,
     OpenAIError,
     extras,
+    model_id,
     model_list,
     read_messages,
     read_options,
@@ -31,12 +31,12 @@ from ragcore.api.openai_compat import (
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.history import continuation
-from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
+from ragcore.chat.pipeline import ChatRequest, answer_question
 from ragio import conversations
 from ragio.chat.policy import chat_policy
 from ragio.employees import store
-from ragio.employees.lookup import stored_role
-from ragio.http.chat import Turn, record
+from ragio.employees.store import StoredRole
+from ragio.http.chat import Turn, answered, record
 from ragio.http.context import service
 from ragio.http.problems import problem_for
 from ragio.runner import run, stream
@@ -66,9 +66,14 @@ def error_response(error: OpenAIError, headers: dict[str, str] | None = None) ->
     )
 
 
-async def _roles() -> list[tuple[str, int]]:
+async def _roles() -> dict[str, StoredRole]:
+    """The stored roles (seeded on the first call, as GET /employees does), by identifier."""
     roles = await service().database.run(store.list_roles)
-    return [(r.role.identifier, int(r.created_at.timestamp())) for r in roles]
+    return {stored.role.identifier: stored for stored in roles}
+
+
+def _listed(roles: dict[str, StoredRole]) -> dict[str, Any]:
+    return model_list([(name, int(r.created_at.timestamp())) for name, r in roles.items()])
 
 
 @blueprint.get("/v1/models")
@@ -78,7 +83,7 @@ async def _roles() -> list[tuple[str, int]]:
 )
 async def models() -> dict[str, Any]:
     """The models, as OpenAI lists them: the service, and one per AI employee"""
-    return model_list(await _roles())
+    return _listed(await _roles())
 
 
 @blueprint.get("/v1/models/<model>")
@@ -88,20 +93,18 @@ async def models() -> dict[str, Any]:
 async def one_model(model: str) -> dict[str, Any]:
     """One model, as OpenAI describes it"""
     roles = await _roles()
-    role = role_of_model(model, [identifier for identifier, _ in roles])
-    listed = model_list(roles)["data"]
-    wanted = "ragchat" if role is None else f"ragchat-{role}"
-    return next(entry for entry in listed if entry["id"] == wanted)
+    wanted = model_id(role_of_model(model, list(roles)))
+    return next(entry for entry in _listed(roles)["data"] if entry["id"] == wanted)
 
 
 async def _turn(body: dict[str, Any], user: str | None) -> tuple[Turn, str]:
     """The question as a turn of its conversation, and the model name answered as."""
     svc = service()
     roles = await _roles()
-    role = role_of_model(body.get("model"), [identifier for identifier, _ in roles])
+    role = role_of_model(body.get("model"), list(roles))
     question, history = read_messages(body.get("messages"))
     known = await svc.database.run(conversations.find_continued, CHANNEL, continuation(history))
-    employee = await stored_role(svc.database, role) if role is not None else None
+    employee = roles[role].role if role is not None else None
     # the API's callers hold its key, as on /chat: a proposal still meets the gate
     req = ChatRequest(
         question=question,
@@ -112,8 +115,7 @@ async def _turn(body: dict[str, Any], user: str | None) -> tuple[Turn, str]:
         user_identifier=user,
         history=history,
     )
-    model = "ragchat" if role is None else f"ragchat-{role}"
-    return Turn(req, CHANNEL, known, user), model
+    return Turn(req, CHANNEL, svc.clock.now(), known, user), model_id(role)
 
 
 async def _body() -> dict[str, Any]:
@@ -159,8 +161,7 @@ async def chat_completions() -> Any:
         except Exception as error:
             await record(svc, turn, error)
             raise openai_error(error) from error
-        answer = _recorded(answer, await record(svc, turn, answer))
-        return made.whole(answer)
+        return made.whole(await answered(svc, turn, answer))
     try:
         pieces = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
     except Exception as error:
@@ -185,7 +186,7 @@ async def chat_completions() -> Any:
                     await record(svc, turn, payload)
                     yield event(openai_error(payload).body())
                 else:
-                    answer = _recorded(payload, await record(svc, turn, payload))
+                    answer = await answered(svc, turn, payload)
                     if not streamed_text and answer.answer:  # nothing generated: say it now
                         yield event(made.chunk({"content": answer.answer}, **usage_field))
                     yield event(made.chunk({}, "stop", **usage_field, **extras(answer)))
@@ -200,7 +201,3 @@ async def chat_completions() -> Any:
         content_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
-
-
-def _recorded(answer: ChatAnswer, conversation_id: int | None) -> ChatAnswer:
-    return attrs.evolve(answer, conversation_id=conversation_id)

@@ -9,6 +9,7 @@ from ragcore.api.employees import ProfileLearned, ProfilePatch
 from ragcore.api.operations import Reply, operation
 from ragcore.employees.profile import Profile, check_profile_patch, learn_summary
 from ragcore.usage import Caps
+from ragio.chat.policy import answers_with_model
 from ragio.employees import profile
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -42,7 +43,7 @@ async def learn_profile() -> ProfileLearned:
     svc = service()
     current = await svc.database.run(profile.get_profile)
     activity = await svc.database.run(profile.activity)
-    use_llm = svc.answerer.name != "extractive"
+    use_llm = answers_with_model(svc)
     caps = Caps.from_settings(svc.settings)
     pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
     summary, learned_by = await run(pipeline, svc)
