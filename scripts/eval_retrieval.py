@@ -27,6 +27,17 @@ time per question (p50 / p95, on the first ``--rerank-timed`` questions: the que
 and the N passages' features, then the scores). The passages' features are cached under
 ``--cache`` as the vectors are, so the nDCG figures of a second run come quickly.
 
+``--graph`` also builds the knowledge graph (``ragio.graph``, PostgreSQL store) over the
+stored corpus, prints what that cost (seconds, entities, mentions, relations), and
+measures hybrid search with the graph's list fused in, for each ``--graph-weight`` and
+``--graph-hops``; then the same on the multi-hop set (``--multihop``, default
+eval/multihop: two-page questions over the Debian pages of eval/answers, ingested through
+the service's own reader and chunker), where it prints, per configuration, how often the
+answer page and both pages are among the first 10 chunks' pages, and nDCG@10 over pages.
+
+    .venv/bin/python scripts/eval_retrieval.py ../shared/datasets/scifact \
+        --embedder minilm --mode hybrid --graph
+
 The database lives under ``--cache`` too and is rebuilt on every run (its
 schema follows the code); only the vectors are reused.
 """
@@ -53,11 +64,15 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from ragcore.knowledge.chunking import Chunk  # noqa: E402
 from ragcore.knowledge.documents import StoreDocument  # noqa: E402
-from ragcore.knowledge.retrieval import rrf_score  # noqa: E402
+from ragcore.knowledge.entities import question_keys  # noqa: E402
+from ragcore.knowledge.graph import ReachGraph, rank_graph_chunks  # noqa: E402
+from ragcore.knowledge.retrieval import candidate_depth, rrf_score  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
 from ragio.db.embedding_space import prepare_space  # noqa: E402
 from ragio.db.migrations import apply_migrations  # noqa: E402
 from ragio.db.pool import Database  # noqa: E402
+from ragio.graph.postgres import PostgresGraphStore  # noqa: E402
+from ragio.graph.service import Graph  # noqa: E402
 from ragio.knowledge import search  # noqa: E402
 from ragio.knowledge.store import store_document  # noqa: E402
 from ragio.providers import minilm_graph  # noqa: E402
@@ -392,6 +407,164 @@ async def similarity_report(
     )
 
 
+# ------------------------------------------------------------------ the knowledge graph
+
+
+async def build_graph(database: Database) -> tuple[Graph, float, str]:
+    """The graph over every stored document, as the service builds it; its seconds and counts."""
+    graph = Graph(PostgresGraphStore(database.pool), database, timeout_seconds=3600)
+    started = time.perf_counter()
+    done = await graph.level()
+    seconds = time.perf_counter() - started
+    counts = await graph.counts()
+    summary = (
+        f"{done.recorded} documents, {counts.entities} entities, {counts.mentions} mentions, "
+        f"{counts.relations} relations"
+    )
+    return graph, seconds, summary
+
+
+async def graph_search(
+    database: Database,
+    graph: Graph,
+    text: str,
+    vector: Sequence[float],
+    limit: int,
+    space: object,
+    weight: float,
+    hops: int,
+) -> list:
+    """The service's search with the graph's list fused in (``ragcore.chat.pipeline``)."""
+    ranked: list[int] = []
+    keys = question_keys(text) if weight > 0 else ()
+    if keys:
+        reached = await graph.reach(ReachGraph(tuple(keys), hops))
+        ranked = rank_graph_chunks(reached, candidate_depth(limit))
+    return await database.run(
+        lambda conn: search.rank_chunks(
+            conn, list(vector), text, limit, space, graph_chunk_ids=ranked, graph_weight=weight
+        )
+    )
+
+
+def graph_variants(args: argparse.Namespace) -> list[tuple[float, int]]:
+    """(weight, hops) to measure: without the graph first."""
+    return [(0.0, 0)] + [(w, h) for h in args.graph_hops for w in args.graph_weight if w > 0]
+
+
+async def evaluate_graph(
+    database: Database,
+    graph: Graph,
+    embedder: LocalEmbedder,
+    queries: dict[str, str],
+    query_vectors: np.ndarray,
+    qrels: dict,
+    weight: float,
+    hops: int,
+) -> dict[str, float]:
+    ndcg = recall = 0.0
+    seconds: list[float] = []
+    for (qid, text), vector in zip(queries.items(), query_vectors, strict=True):
+        started = time.perf_counter()
+        hits = await graph_search(
+            database, graph, text, vector.tolist(), K, embedder.space, weight, hops
+        )
+        seconds.append(time.perf_counter() - started)
+        ranked = [hit.document_name for hit in hits]
+        ndcg += ndcg_at_k(ranked, qrels[qid])
+        recall += recall_at_k(ranked, qrels[qid])
+    n = len(queries)
+    return {
+        "ndcg": ndcg / n,
+        "recall": recall / n,
+        "ms_p50": 1000 * float(np.percentile(seconds, 50)),
+        "ms_p95": 1000 * float(np.percentile(seconds, 95)),
+    }
+
+
+def graph_label(weight: float, hops: int) -> str:
+    return "without the graph" if weight == 0 else f"graph weight {weight:g}, {hops} hop(s)"
+
+
+async def run_multihop(args: argparse.Namespace, admin_url: str) -> list[str]:
+    """The multi-hop set (``--multihop``) with and without the graph; the table's rows."""
+    import eval_answers
+    from ragcore.knowledge.documents import prepare_document, store_new_documents
+    from ragcore.settings import load_settings
+    from ragio.knowledge.formats import read_document
+    from ragio.runner import run as run_pipeline
+    from ragio.startup import open_service
+
+    folder = Path(args.multihop)
+    lines = (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(line) for line in lines if line.strip()]
+    files = eval_answers.corpus_files()
+    name = f"eval_multihop_{uuid.uuid4().hex[:6]}"
+    url = await fresh_database(admin_url, name)
+    settings = load_settings(
+        {
+            "DATABASE_URL": url,
+            "DATA_DIR": str(Path(args.cache) / "multihop-data"),
+            "EMBEDDING_PROVIDER": "local",
+            "LLM_PROVIDER": "extractive",
+        }
+    )
+    rows = []
+    try:
+        async with open_service(settings) as svc:
+            started = time.perf_counter()
+            docs = []
+            for doc_name, path in files.items():
+                text, fmt, size = await read_document(
+                    path, settings.max_upload_bytes, settings.max_document_read_seconds
+                )
+                docs.append(
+                    prepare_document(doc_name, text, content_type=fmt.content_type, size_bytes=size)
+                )
+            for start in range(0, len(docs), 16):
+                await run_pipeline(store_new_documents(docs[start : start + 16]), svc)
+            ingest_seconds = time.perf_counter() - started
+            chunks = await svc.database.run(
+                lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            )
+            graph, graph_seconds, summary = await build_graph(svc.database)
+            print(
+                f"\nmulti-hop set: {len(questions)} questions over {len(files)} pages, "
+                f"{chunks} chunks; ingesting them took {ingest_seconds:.1f} s (reading, "
+                f"chunking, embedding, storing), the graph {graph_seconds:.1f} s more "
+                f"({summary})"
+            )
+            vectors = [(await svc.embedder.embed([q["question"]], "query"))[0] for q in questions]
+            for weight, hops in graph_variants(args):
+                answer = both = ndcg = 0.0
+                for q, vector in zip(questions, vectors, strict=True):
+                    hits = await graph_search(
+                        svc.database,
+                        graph,
+                        q["question"],
+                        vector,
+                        K,
+                        svc.embedder.space,
+                        weight,
+                        hops,
+                    )
+                    pages = list(dict.fromkeys(hit.document_name for hit in hits))
+                    relevant = {page: 1 for page in q["expected_pages"]}
+                    answer += q["answer_page"] in pages
+                    both += all(page in pages for page in q["expected_pages"])
+                    ndcg += ndcg_at_k(pages, relevant)
+                n = len(questions)
+                row = (
+                    f"| multi-hop | {graph_label(weight, hops)} | {answer / n:.1%} "
+                    f"| {both / n:.1%} | {ndcg / n:.3f} |"
+                )
+                print(row, flush=True)
+                rows.append(row)
+    finally:
+        await trio.to_thread.run_sync(_drop, admin_url, name)
+    return rows
+
+
 async def run(args: argparse.Namespace) -> None:
     corpus, queries, qrels = load_beir(Path(args.dataset), args.split)
     print(
@@ -457,6 +630,31 @@ async def run(args: argparse.Namespace) -> None:
                     )
                     print(row, flush=True)
                     rows.append(row)
+                if args.graph:
+                    graph, graph_seconds, summary = await build_graph(database)
+                    print(
+                        f"  the knowledge graph took {graph_seconds:.1f} s more than storing "
+                        f"the corpus ({seconds:.0f} s): {summary}"
+                    )
+                    for weight, hops in graph_variants(args):
+                        result = await evaluate_graph(
+                            database,
+                            graph,
+                            embedder,
+                            queries,
+                            query_vectors,
+                            qrels,
+                            weight,
+                            hops,
+                        )
+                        row = (
+                            f"| {key} | hybrid, {graph_label(weight, hops)} "
+                            f"| bm25 {search.TEXT_SEARCH_CONFIG} | {result['ndcg']:.3f} "
+                            f"| {result['recall']:.3f} | {result['ms_p50']:.1f} "
+                            f"| {result['ms_p95']:.1f} |"
+                        )
+                        print(row, flush=True)
+                        rows.append(row)
                 if args.rerank:
                     reranker = await trio.to_thread.run_sync(load_reranker, args.reranker)
                     features = await trio.to_thread.run_sync(
@@ -495,6 +693,7 @@ async def run(args: argparse.Namespace) -> None:
             finally:
                 await database.close()
                 await trio.to_thread.run_sync(_drop, admin_url, name)
+        multihop = await run_multihop(args, admin_url) if args.graph and args.multihop else []
     finally:
         await trio.to_thread.run_sync(server.stop)
     print(
@@ -502,6 +701,12 @@ async def run(args: argparse.Namespace) -> None:
         "|---|---|---|---|---|---|---|"
     )
     print("\n".join(rows))
+    if multihop:
+        print(
+            "\n| set | search | answer page in top 10 | both pages in top 10 | nDCG@10 (pages) |"
+            "\n|---|---|---|---|---|"
+        )
+        print("\n".join(multihop))
 
 
 def variants(args: argparse.Namespace) -> list[tuple[str, str, int, str]]:
@@ -578,6 +783,19 @@ def main() -> None:
         type=int,
         default=50,
         help="questions whose reranking is timed with every feature computed (default %(default)s)",
+    )
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="also build the knowledge graph and measure search with its list, on the "
+        "dataset and on the multi-hop set",
+    )
+    parser.add_argument("--graph-weight", nargs="+", type=float, default=[0.5, 1.0, 2.0])
+    parser.add_argument("--graph-hops", nargs="+", type=int, choices=(1, 2), default=[1, 2])
+    parser.add_argument(
+        "--multihop",
+        default=str(ROOT / "eval" / "multihop"),
+        help="the multi-hop set for --graph (default %(default)s; blank: skip it)",
     )
     trio.run(run, parser.parse_args())
 

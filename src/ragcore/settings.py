@@ -26,6 +26,9 @@ from ragcore.workflows.payload import MIN_KEY_BYTES, signing_key
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
 LOG_FORMATS = ("text", "json")
+GRAPH_ENABLED_CHOICES = ("auto", "true", "false")
+#: the schemes of the Neo4j driver's URIs (+s: TLS checked, +ssc: self-signed accepted)
+GRAPH_URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _IDENTIFIER = re.compile(r"^[a-z0-9_-]{1,64}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 _TRUE = {"1", "true", "yes", "on"}
@@ -115,6 +118,18 @@ def _boolean(raw: str) -> bool:
 
 def _items(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _graph_uri(raw: str) -> str:
+    value = raw.strip()
+    scheme, separator, rest = value.partition("://")
+    if not separator or scheme.lower() not in GRAPH_URI_SCHEMES or not rest.strip("/"):
+        raise _Bad(
+            f"must be a Neo4j URI like bolt://host:7687 (schemes: {', '.join(GRAPH_URI_SCHEMES)})"
+        )
+    if "@" in rest.split("/", 1)[0]:
+        raise _Bad("must not hold credentials: set GRAPH_USER and GRAPH_PASSWORD")
+    return value
 
 
 def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
@@ -500,11 +515,44 @@ SETTINGS: tuple[Setting, ...] = (
         empty=(),
     ),
     # knowledge graph
-    Setting("GRAPH_URI", "", "optional knowledge graph connection URI"),
+    Setting(
+        "GRAPH_ENABLED",
+        "auto",
+        "the knowledge graph (entities and relations from the documents, a third ranked list "
+        "in retrieval): auto: on when GRAPH_URI is set; true: on (in the service's PostgreSQL "
+        "unless GRAPH_URI names a Neo4j); false: off",
+        _choice(GRAPH_ENABLED_CHOICES),
+    ),
+    Setting(
+        "GRAPH_URI",
+        "",
+        "optional Neo4j for the knowledge graph: bolt://, bolt+s://, neo4j:// or neo4j+s:// "
+        "host:port; blank: the graph's tables in the service's database",
+        _graph_uri,
+    ),
     Setting("GRAPH_USER", "", "knowledge graph user"),
     Setting("GRAPH_PASSWORD", "", "knowledge graph password", secret=True),
     Setting(
         "DOMAIN_TERMS", "", "comma-separated terms that boost entity extraction", _items, empty=()
+    ),
+    Setting(
+        "GRAPH_WEIGHT",
+        "1.0",
+        "weight of the graph's ranked list in the reciprocal rank fusion (the dense and "
+        "full-text lists weigh 1); 0 leaves it out",
+        _number(0.0, 10.0),
+    ),
+    Setting(
+        "GRAPH_HOPS",
+        "1",
+        "how far from the question's entities the graph reaches: 1 or 2 relations",
+        _integer(minimum=1, maximum=2),
+    ),
+    Setting(
+        "GRAPH_TIMEOUT_SECONDS",
+        "5",
+        "longest wait for the graph store; past it the answer goes on without the graph",
+        _number(0.1, 120),
     ),
     # employees
     Setting(
@@ -866,10 +914,14 @@ class Settings:
     default_language: str
     language_detection_confidence_threshold: float
     language_detection_supported_languages: tuple[str, ...]
+    graph_enabled: str
     graph_uri: str
     graph_user: str
     graph_password: str
     domain_terms: tuple[str, ...]
+    graph_weight: float
+    graph_hops: int
+    graph_timeout_seconds: float
     sensitive_roles_extra: tuple[str, ...]
     sensitive_roles_reviewed_safe: tuple[str, ...]
     addon_encryption_key: str
@@ -1015,6 +1067,15 @@ def embedding_provider(settings: Settings) -> str:
         if getattr(settings, key):
             return name
     return "local"
+
+
+def graph_store_kind(settings: Settings) -> str | None:
+    """Where the knowledge graph lives: "neo4j", "postgres", or None when it is off."""
+    if settings.graph_enabled == "false":
+        return None
+    if settings.graph_uri:
+        return "neo4j"
+    return "postgres" if settings.graph_enabled == "true" else None
 
 
 def is_loopback(address: str) -> bool:

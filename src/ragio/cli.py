@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
         "delete", help="delete a document and its chunks, by id or by name"
     )
     delete.add_argument("document", metavar="ID_OR_NAME")
+    graph = commands.add_parser("graph", help="the knowledge graph (GRAPH_ENABLED, GRAPH_URI)")
+    graph_actions = graph.add_subparsers(dest="action", metavar="ACTION", required=True)
+    graph_actions.add_parser(
+        "rebuild",
+        help="extract the entities of every document again (after DOMAIN_TERMS or the "
+        "store changed) and print the counts",
+    )
+    graph_actions.add_parser("status", help="the graph's state and counts")
     ask = commands.add_parser("ask", help="answer a question and print its sources")
     ask.add_argument("question")
     ask.add_argument("--role", help="answer as this AI employee")
@@ -443,6 +451,12 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
             print(f"{len(found)} of {total} document(s){matching}", file=sys.stderr)
             return 0
         deleted = await database.run(store.delete_named_or_id, args.document)
+        if deleted:
+            from ragio.graph.service import build_graph
+
+            graph = build_graph(settings, database)  # what they gave the graph goes too
+            await graph.learn([], [doc.id for doc in deleted])
+            await graph.close()
     if not deleted:
         print(
             f"ragchat: no document with the id or name {args.document!r}; "
@@ -455,8 +469,39 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
     return 0
 
 
+async def graph_command(settings: Settings, args: argparse.Namespace) -> int:
+    """``graph rebuild`` and ``graph status``."""
+    from ragio.graph.store import GraphUnavailable
+    from ragio.startup import open_service
+
+    async with startup_errors(), open_service(settings) as svc:
+        graph = svc.graph
+        if not graph.on:
+            print(
+                "ragchat: the knowledge graph is off: set GRAPH_ENABLED=true (or GRAPH_URI "
+                "for Neo4j)",
+                file=sys.stderr,
+            )
+            return 2
+        try:
+            if args.action == "rebuild":
+                done = await graph.rebuild()
+                print(f"recorded {done.recorded} document(s)")
+            counts = await graph.counts()
+        except GraphUnavailable as error:
+            print(f"ragchat: the knowledge graph is unavailable: {error}", file=sys.stderr)
+            return 1
+        state = graph.status()
+        print(
+            f"graph ({state.store}): {counts.entities} entities, {counts.mentions} mentions, "
+            f"{counts.relations} relations"
+        )
+    return 0
+
+
 COMMANDS = {
     "documents": documents_command,
+    "graph": graph_command,
     "rekey": rekey_command,
     "sync": sync_command,
     "telegram": telegram_command,

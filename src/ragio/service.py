@@ -19,6 +19,7 @@ from ragcore.live.cache import Held
 from ragcore.settings import Settings
 from ragio.clock import Clock, SystemClock
 from ragio.db.pool import Database
+from ragio.graph.service import Graph
 from ragio.language import LanguageDetection
 from ragio.providers import AnswererChain, Embedder
 from ragio.providers.chain import OnDelta
@@ -67,6 +68,8 @@ class Service:
     clock: Clock = attrs.field(factory=SystemClock)  # every wall-clock read (ragio.clock)
     # live-data actions (ragcore.live): the 5-minute results cache and the enabled actions
     live: Held = attrs.field(factory=Held)
+    # the knowledge graph (ragio.graph.service): off unless GRAPH_ENABLED / GRAPH_URI
+    graph: Graph = attrs.field(factory=Graph.off)
 
     @property
     def mode(self) -> str:

@@ -17,6 +17,7 @@ from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
 from ragio.employees.store import follow_built_in_defaults
+from ragio.graph.service import build_graph
 from ragio.language import LanguageDetection
 from ragio.providers import aclose_all, build_answerers, build_embedder
 from ragio.registry import HANDLERS
@@ -66,15 +67,21 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                     "ACTIONS_ALLOW_PRIVATE_TARGETS=true: webhook and chat-ops actions may "
                     "reach loopback and private addresses. For local testing only: turn it off."
                 )
-            yield Service(
-                settings,
-                database,
-                embedder,
-                answerer,
-                LanguageDetection(settings.language_detection_supported_languages),
-                HANDLERS,
-                outbound,
-            )
+            graph = build_graph(settings, database)
+            try:
+                yield Service(
+                    settings,
+                    database,
+                    embedder,
+                    answerer,
+                    LanguageDetection(settings.language_detection_supported_languages),
+                    HANDLERS,
+                    outbound,
+                    graph=graph,
+                )
+            finally:
+                with trio.CancelScope(shield=True):
+                    await graph.close()
     finally:
         with trio.CancelScope(shield=True):
             await outbound.aclose()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.schema import described
 from ragcore.usage import Caps, Totals
 
 
@@ -36,12 +37,23 @@ class Providers:
 
 
 @attrs.frozen
+class Graph:
+    status: Annotated[
+        Literal["off", "ok", "degraded"],
+        described("off: not turned on (GRAPH_ENABLED); degraded: answers go on without it"),
+    ]
+    store: Annotated[str | None, described("postgres or neo4j; null when off")] = None
+    reason: Annotated[str | None, described("why it is degraded")] = None
+
+
+@attrs.frozen
 class Health:
     status: Literal["ok", "degraded"]
     version: str
     database: Database
     mode: str
     providers: Providers
+    graph: Graph = Graph("off")
 
 
 @attrs.frozen

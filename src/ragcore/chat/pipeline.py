@@ -55,6 +55,7 @@ from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
 from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.knowledge.graph_rules import GraphPolicy, graph_ranked
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import (
     DetectLanguage,
@@ -139,6 +140,7 @@ class ChatPolicy:
     actions: ActionPolicy | None = None  # None: no action is ever proposed
     #: a language model answers (not only the offline answerer): it rewrites follow-ups
     rewrite_with_model: bool = False
+    graph: GraphPolicy | None = None  # None: the knowledge graph is off
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatPolicy:
@@ -152,6 +154,7 @@ class ChatPolicy:
             sensitive_extra=tuple(settings.sensitive_roles_extra),
             reviewed_safe=tuple(settings.sensitive_roles_reviewed_safe),
             actions=ActionPolicy.from_settings(settings),
+            graph=GraphPolicy.from_settings(settings),
         )
 
     def sensitivity(self, role: Role) -> Sensitivity:
@@ -247,7 +250,16 @@ def _grounded_answer(
     question = yield from standalone_question(asked, request, policy, language)
     searched = question if question != asked else None
     [vector] = yield Embed((question,), purpose="query")
-    hits: list[Hit] = yield SearchChunks(tuple(vector), question, policy.search_limit)
+    graph: tuple[int, ...] = ()
+    if policy.graph is not None:
+        graph = yield from graph_ranked(question, policy.graph, policy.search_limit)
+    hits: list[Hit] = yield SearchChunks(
+        tuple(vector),
+        question,
+        policy.search_limit,
+        graph_chunk_ids=graph,
+        graph_weight=policy.graph.weight if policy.graph is not None else 0.0,
+    )
     kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
     live_source = live_hit(live)
     # the live data first: it is what the customer asked about

@@ -28,6 +28,8 @@ class SearchChunks(Effect[list[RetrievedHit]]):
     """The chunks that best match a question: hybrid search by ``vector`` (the question's
     embedding) and ``text`` (the question, for full-text search), fused by reciprocal rank
     fusion (see ``ragcore.knowledge.retrieval``). Only chunks of ``document_ids`` when given.
+    ``graph_chunk_ids``: the knowledge graph's ranked list (``rank_graph_chunks``), fused
+    as a third list with ``graph_weight``.
 
     Result: at most ``limit`` ``RetrievedHit``s (``Hit``s that carry the evidence that
     found them), best first.
@@ -37,3 +39,5 @@ class SearchChunks(Effect[list[RetrievedHit]]):
     text: str
     limit: int
     document_ids: tuple[int, ...] | None = None
+    graph_chunk_ids: tuple[int, ...] = ()
+    graph_weight: float = 0.0

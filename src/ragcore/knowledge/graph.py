@@ -16,6 +16,7 @@ fusion (``ragcore.knowledge.retrieval``).
 from __future__ import annotations
 
 import hashlib
+
 import attrs
 
 from ragcore.effects import Effect
@@ -200,4 +201,3 @@ class ReachGraph(Effect[Neighbourhood]):
     hops: int
     max_neighbours: int = MAX_NEIGHBOURS
     max_mentions: int = MAX_MENTIONS
-

@@ -9,9 +9,14 @@ each list a chunk appears in, so a chunk both rankings like comes first, and
 an exact keyword (a product code, a name) that the dense side misses still
 makes the list.
 
+With the knowledge graph on, a third list joins the fusion: the chunks that name the
+question's entities or their neighbours (``ragcore.knowledge.graph``), weighted by
+GRAPH_WEIGHT.
+
 Relevance, for "nothing relevant was retrieved": a hit is relevant when it
 shares an indexed term with the question (English stop words are not
-indexed, so this is a content word or its stem), or when its cosine
+indexed, so this is a content word or its stem), when the graph linked it to
+the question's entities, or when its cosine
 similarity reaches the floor measured for the embedder. Embedders without a
 measured floor (the remote ones) are trusted: their dense hits count.
 """
@@ -82,15 +87,17 @@ MODES = ("hybrid", "dense", "fulltext")
 class RetrievedHit(Hit):
     """A hit with the evidence that found it.
 
-    ``vector_rank`` / ``lexical_rank``: its place (from 1) in the dense and full-text
-    lists, None when it was not in that list; ``similarity``: cosine similarity to the
-    question's vector; ``similarity_floor``: the embedder's floor, None when unmeasured.
+    ``vector_rank`` / ``lexical_rank`` / ``graph_rank``: its place (from 1) in the dense,
+    full-text and knowledge-graph lists, None when it was not in that list;
+    ``similarity``: cosine similarity to the question's vector; ``similarity_floor``: the
+    embedder's floor, None when unmeasured.
     ``score`` is the fused RRF score.
     """
 
     vector_rank: int | None = None
     lexical_rank: int | None = None
     similarity: float | None = None
+    graph_rank: int | None = None
     similarity_floor: float | None = None
     topic_floor: float | None = None  # TOPIC_FLOORS' value for the embedder
     topic_floor_languages: tuple[str, ...] = ()  # TOPIC_FLOOR_LANGUAGES' (empty: any)
@@ -129,7 +136,7 @@ def is_relevant(hit: Hit) -> bool:
     """
     if not isinstance(hit, RetrievedHit):
         return True
-    if hit.lexical_rank is not None:
+    if hit.lexical_rank is not None or hit.graph_rank is not None:
         return True
     if hit.vector_rank is None or hit.similarity is None:
         return False

@@ -194,6 +194,8 @@ async def get_document(id: str) -> DocumentWithText:
 @operation(Reply(204, "Deleted"), 404, path={"id": DOCUMENT_ID})
 async def delete_document(id: str) -> tuple[str, int]:
     """Delete a document and its chunks; answers cite it no more"""
-    if not await service().database.run(store.delete_document, path_id(id, *DOCUMENTS)):
+    document_id = path_id(id, *DOCUMENTS)
+    if not await service().database.run(store.delete_document, document_id):
         raise no_such(id, *DOCUMENTS)
+    await service().graph.learn([], [document_id])  # what it gave the graph goes too
     return "", 204

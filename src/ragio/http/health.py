@@ -8,7 +8,7 @@ from quart import Blueprint
 
 from ragcore import __version__
 from ragcore.api.operations import Reply, operation
-from ragcore.api.service import Database, Embedder, Health, Provider, Providers
+from ragcore.api.service import Database, Embedder, Graph, Health, Provider, Providers
 from ragio.http.context import service
 
 blueprint = Blueprint("health", __name__)
@@ -17,7 +17,7 @@ blueprint = Blueprint("health", __name__)
 @blueprint.get("/health")
 @operation(Reply(200, "The service's state", Health), open=True)
 async def health() -> Health:
-    """Health, version, database, mode and active providers"""
+    """Health, version, database, mode, active providers and the knowledge graph"""
     svc = service()
     reachable = await svc.database.reachable()
     space = svc.embedder.space
@@ -27,5 +27,14 @@ async def health() -> Health:
         embedding=Embedder(svc.embedder.name, space.model, space.dimensions),
     )
     database = Database(reachable, svc.database.embedded)
-    status: Literal["ok", "degraded"] = "ok" if reachable else "degraded"
-    return Health(status, __version__, database, svc.mode, providers)
+    graph = svc.graph.status()
+    healthy = reachable and graph.status != "degraded"
+    status: Literal["ok", "degraded"] = "ok" if healthy else "degraded"
+    return Health(
+        status,
+        __version__,
+        database,
+        svc.mode,
+        providers,
+        Graph(graph.status, graph.store, graph.reason),
+    )

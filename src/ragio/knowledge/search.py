@@ -1,6 +1,7 @@
 """Searching the chunks: hybrid retrieval in one SQL statement. Values are bound as parameters.
 
-Two ranked lists, fused by reciprocal rank fusion (``ragcore.knowledge.retrieval``):
+Two ranked lists, and the knowledge graph's when it gives one, fused by reciprocal rank
+fusion (``ragcore.knowledge.retrieval``):
 
 - dense: cosine distance to the question's vector, through the HNSW index (on the
   column up to 2,000 dimensions, on its ``halfvec`` cast above). With a document
@@ -110,27 +111,57 @@ dense AS MATERIALIZED (
 _NO_DENSE = """
 dense AS (SELECT NULL::bigint AS id, NULL::float8 AS distance WHERE false),"""
 
-_FUSE = """
+_RANKED = """
 lexical_ranked AS (
     SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM lexical
 ),
 dense_ranked AS (
     -- relaxed_order lets the iterative scan return rows slightly out of order: re-rank
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank FROM dense
-),
+),"""
+
+_FUSE_TWO = """
 fused AS (
     SELECT coalesce(d.id, l.id) AS id, d.rank AS vector_rank, l.rank AS lexical_rank,
-           d.distance,
+           NULL::bigint AS graph_rank, d.distance,
            coalesce(1.0 / (%(rrf_k)s + d.rank), 0)
              + coalesce(1.0 / (%(rrf_k)s + l.rank), 0) AS score
     FROM dense_ranked d FULL JOIN lexical_ranked l ON l.id = d.id
     ORDER BY score DESC, vector_rank NULLS LAST, id
     LIMIT %(limit)s
-)
+)"""
+
+# The knowledge graph's list comes ranked (ragcore.knowledge.graph.rank_graph_chunks);
+# it weighs graph_weight where the other two weigh 1.
+_FUSE_THREE = """
+graph_ranked AS (
+    SELECT g.id, g.rank
+    FROM unnest(%(graph)s::bigint[]) WITH ORDINALITY AS g(id, rank)
+    {graph_filter}
+),
+fused AS (
+    SELECT id, min(vector_rank) AS vector_rank, min(lexical_rank) AS lexical_rank,
+           min(graph_rank) AS graph_rank, min(distance) AS distance, sum(score) AS score
+    FROM (
+        SELECT id, rank AS vector_rank, NULL::bigint AS lexical_rank,
+               NULL::bigint AS graph_rank, distance, 1.0 / (%(rrf_k)s + rank) AS score
+        FROM dense_ranked
+        UNION ALL
+        SELECT id, NULL, rank, NULL, NULL, 1.0 / (%(rrf_k)s + rank) FROM lexical_ranked
+        UNION ALL
+        SELECT id, NULL, NULL, rank, NULL, %(graph_weight)s / (%(rrf_k)s + rank)
+        FROM graph_ranked
+    ) lists
+    GROUP BY id
+    ORDER BY score DESC, vector_rank NULLS LAST, id
+    LIMIT %(limit)s
+)"""
+
+_SELECT = """
 SELECT c.id, c.document_id, doc.name, c.text, f.score, c.heading_path,
        f.vector_rank, f.lexical_rank,
        -- the vector is read only for the few hits the dense list did not find
-       1 - coalesce(f.distance, {distance}) AS similarity
+       1 - coalesce(f.distance, {distance}) AS similarity, f.graph_rank
 FROM fused f
 JOIN chunks c ON c.id = f.id
 JOIN documents doc ON doc.id = c.document_id
@@ -145,7 +176,9 @@ def _distance(dimensions: int) -> str:
     return f"c.embedding::halfvec({dims}) <=> %(v)s::halfvec({dims})"
 
 
-def _statement(mode: str, lexical: str, dimensions: int, filtered: bool) -> str:
+def _statement(
+    mode: str, lexical: str, dimensions: int, filtered: bool, graph: bool = False
+) -> str:
     if mode not in MODES:
         raise ValueError(f"unknown search mode {mode!r}; choose {', '.join(MODES)}")
     if lexical not in ("bm25", "ts_rank"):
@@ -163,7 +196,17 @@ def _statement(mode: str, lexical: str, dimensions: int, filtered: bool) -> str:
         parts.append(_NO_DENSE)
     else:
         parts.append(_DENSE.format(distance=distance, filter=filter_sql))
-    parts.append(_FUSE.format(distance=distance))
+    parts.append(_RANKED)
+    if graph:
+        graph_filter = (
+            "JOIN chunks c ON c.id = g.id WHERE c.document_id = ANY (%(documents)s::bigint[])"
+            if filtered
+            else ""
+        )
+        parts.append(_FUSE_THREE.format(graph_filter=graph_filter))
+    else:
+        parts.append(_FUSE_TWO)
+    parts.append(_SELECT.format(distance=distance))
     return "\n".join(parts)
 
 
@@ -176,6 +219,8 @@ def _run(
     document_ids: Sequence[int] | None,
     text_config: str,
     lexical_budget: int,
+    graph_chunk_ids: Sequence[int] = (),
+    graph_weight: float = 0.0,
 ) -> list[tuple]:
     depth = candidate_depth(limit)
     params = {
@@ -189,6 +234,8 @@ def _run(
         "rrf_k": RRF_K,
         "limit": int(limit),
         "documents": list(document_ids) if document_ids is not None else None,
+        "graph": list(graph_chunk_ids),
+        "graph_weight": float(graph_weight),
     }
     with conn.transaction():
         # As deep as the list asked for (HNSW returns at most ef_search rows); and with a
@@ -214,17 +261,33 @@ def rank_chunks(
     lexical: str = "bm25",
     text_config: str = TEXT_SEARCH_CONFIG,
     lexical_budget: int = LEXICAL_BUDGET,
+    graph_chunk_ids: Sequence[int] = (),
+    graph_weight: float = 0.0,
 ) -> list[RetrievedHit]:
     """The ``limit`` best chunks for the question (``vector``, ``text``), best first,
     each with the evidence that found it; only chunks of ``document_ids`` when given.
+    ``graph_chunk_ids``: the knowledge graph's ranked list, fused with ``graph_weight``
+    (left out when empty or weightless).
 
     ``mode`` (hybrid, dense, fulltext), ``lexical`` (bm25, ts_rank), ``text_config``
     and ``lexical_budget`` are for measurements; the service uses the defaults.
     """
-    statement = _statement(mode, lexical, space.dimensions, document_ids is not None)
+    graph = bool(graph_chunk_ids) and graph_weight > 0
+    statement = _statement(mode, lexical, space.dimensions, document_ids is not None, graph)
     if limit <= 0 or (document_ids is not None and not document_ids):
         return []
-    rows = _run(conn, statement, vector, text, limit, document_ids, text_config, lexical_budget)
+    rows = _run(
+        conn,
+        statement,
+        vector,
+        text,
+        limit,
+        document_ids,
+        text_config,
+        lexical_budget,
+        graph_chunk_ids if graph else (),
+        graph_weight,
+    )
     floor, on_topic = similarity_floor(space), topic_floor(space)
     on_topic_languages = topic_floor_languages(space)
     return [
@@ -238,6 +301,7 @@ def rank_chunks(
             vector_rank=r[6],
             lexical_rank=r[7],
             similarity=float(r[8]),
+            graph_rank=r[9],
             similarity_floor=floor,
             topic_floor=on_topic,
             topic_floor_languages=on_topic_languages,
@@ -269,5 +333,12 @@ def search(
 ) -> list[RetrievedHit]:
     """Execute a ``SearchChunks`` effect: hybrid search with the active embedder's ``space``."""
     return rank_chunks(
-        conn, request.vector, request.text, request.limit, space, request.document_ids
+        conn,
+        request.vector,
+        request.text,
+        request.limit,
+        space,
+        request.document_ids,
+        graph_chunk_ids=request.graph_chunk_ids,
+        graph_weight=request.graph_weight,
     )

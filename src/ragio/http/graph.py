@@ -1,0 +1,109 @@
+"""GET /graph/entities and GET /graph/entities/{id}: the knowledge graph as extracted; and,
+when the app starts, the graph brought level with the documents in the background (what
+was stored while it was off or down)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+from quart import Blueprint, current_app, request
+
+from ragcore.api.graph import (
+    EXCERPT_CHARS,
+    MENTIONS_SHOWN,
+    EntitiesQuery,
+    EntityMention,
+    EntityNeighbour,
+    GraphEntities,
+    GraphEntity,
+    GraphEntityDetail,
+    graph_off,
+    graph_unavailable,
+    next_entities_page,
+)
+from ragcore.api.operations import Reply, operation
+from ragcore.api.queries import no_such, read_query
+from ragio.graph.service import Graph
+from ragio.graph.store import GraphUnavailable
+from ragio.http.context import service
+
+blueprint = Blueprint("graph", __name__)
+PATH = "/graph/entities"
+ENTITY_ID = {"path": {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}}
+
+
+@blueprint.before_app_serving
+async def level_graph() -> None:
+    graph = service().graph
+    if graph.on:
+        current_app.nursery.start_soon(graph.level)  # type: ignore[attr-defined]
+
+
+def _graph() -> Graph:
+    graph = service().graph
+    if not graph.on:
+        raise graph_off()
+    return graph
+
+
+@blueprint.get(PATH)
+@operation(
+    Reply(200, "The entities, most mentioned first", GraphEntities),
+    409,
+    422,
+    503,
+    query=EntitiesQuery,
+)
+async def list_entities() -> GraphEntities:
+    """The entities the knowledge graph extracted from the documents
+
+    Find them by name with ?q=; page with ?limit= and ?offset=. 409 when the graph is
+    off, 503 when its store cannot be reached."""
+    query = read_query(EntitiesQuery, request.args)
+    graph = _graph()
+    try:
+        found, total = await graph.find_entities(query.q, query.limit, query.offset)
+    except GraphUnavailable as error:
+        raise graph_unavailable(str(error)) from None
+    return GraphEntities(
+        [GraphEntity.of(e) for e in found], total, next_entities_page(query, len(found), total)
+    )
+
+
+@blueprint.get(f"{PATH}/<id>")
+@operation(
+    Reply(200, "The entity, the chunks that mention it and its neighbours", GraphEntityDetail),
+    404,
+    409,
+    503,
+    **ENTITY_ID,
+)
+async def get_entity(id: str) -> GraphEntityDetail:
+    """One entity: the chunks that mention it and the entities related to it"""
+    graph = _graph()
+    try:
+        found = await graph.entity(id, MENTIONS_SHOWN)
+    except GraphUnavailable as error:
+        raise graph_unavailable(str(error)) from None
+    if found is None:
+        raise no_such(id, "entity", PATH)
+    excerpts = await service().database.run(_excerpts, [m.chunk_id for m in found.mentions])
+    mentions = [
+        EntityMention(m.chunk_id, m.document_id, *excerpts[m.chunk_id])
+        for m in found.mentions
+        if m.chunk_id in excerpts  # a chunk deleted since the store last levelled
+    ]
+    neighbours = [
+        EntityNeighbour(GraphEntity.of(n.entity), n.weight, list(n.kinds)) for n in found.neighbours
+    ]
+    return GraphEntityDetail(GraphEntity.of(found.entity), mentions, neighbours)
+
+
+def _excerpts(conn: psycopg.Connection, chunk_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    rows = conn.execute(
+        """SELECT c.id, d.name, left(c.text, %s) FROM chunks c
+           JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s)""",
+        (EXCERPT_CHARS, list(chunk_ids)),
+    ).fetchall()
+    return {row[0]: (row[1], row[2]) for row in rows}

@@ -1,0 +1,69 @@
+"""The knowledge graph's list in answers: a question reaches the document one relation
+away from what it names, which hybrid search alone leaves out. Answered by a model (the
+fake OpenAI server) so the sources it is sent can be read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.io.conftest import on_openai
+from tests.io.fakes.openai_server import FakeOpenAI
+from tests.io.test_graph import GRAPH_ON, OWNERS, SUPPLIERS, add
+
+DISTRACTORS = [
+    f"# Note {n}\n\nThe company that {verb} the {thing} owns a depot in {town}.\n"
+    for n, (verb, thing, town) in enumerate(
+        [
+            ("makes", "vans", "Bristol"),
+            ("makes", "crates", "Hull"),
+            ("repairs", "widgets", "York"),
+            ("owns", "fleet", "Derby"),
+            ("makes", "labels", "Bath"),
+            ("paints", "signs", "Luton"),
+            ("makes", "boxes", "Crewe"),
+            ("owns", "trucks", "Wigan"),
+            ("makes", "pallets", "Ely"),
+            ("sells", "widgets", "Ripon"),
+            ("makes", "tools", "Poole"),
+            ("owns", "stores", "Sale"),
+        ]
+    )
+]
+
+
+async def sources_sent(api: httpx.AsyncClient, fake: Any, question: str) -> str:
+    fake.requests.clear()
+    response = await api.post("/chat", json={"question": question})
+    assert response.status_code == 200, response.text
+    [request] = fake.requests_to("/v1/chat/completions")
+    return str(request.body)
+
+
+@pytest.fixture
+def settings_overrides(request: pytest.FixtureRequest, openai_fake: Any) -> dict[str, Any]:
+    return on_openai(openai_fake, **getattr(request, "param", {}))
+
+
+@pytest.fixture
+async def openai_fake(serve_fake: Any) -> Any:
+    return await serve_fake(FakeOpenAI())
+
+
+@pytest.mark.parametrize(
+    ("settings_overrides", "found"),
+    [(GRAPH_ON, True), ({}, False)],
+    indirect=["settings_overrides"],
+)
+async def test_a_question_reaches_the_document_one_relation_away(api, openai_fake, found):
+    """Who owns the maker of the Widget X: owners.md shares no word with the question; the
+    graph reaches it through Foo Ltd, named beside the Widget X in suppliers.md."""
+    await add(api, "suppliers.md", SUPPLIERS)
+    await add(api, "owners.md", OWNERS)
+    for n, text in enumerate(DISTRACTORS):
+        await add(api, f"note{n}.md", text)
+    sent = await sources_sent(api, openai_fake, "Who owns the company that makes the Widget X?")
+    assert "suppliers.md" in sent
+    assert ("owners.md" in sent) is found
