@@ -549,6 +549,14 @@ SETTINGS: tuple[Setting, ...] = (
         _integer(minimum=1, maximum=2),
     ),
     Setting(
+        "GRAPH_MODEL_EXTRACTION",
+        "false",
+        "true: when a language model answers, it also reads every chunk stored for entities "
+        "and typed relations (one call a chunk, metered and held to the budgets); the offline "
+        "rules always run",
+        _boolean,
+    ),
+    Setting(
         "GRAPH_TIMEOUT_SECONDS",
         "5",
         "longest wait for the graph store; past it the answer goes on without the graph",
@@ -921,6 +929,7 @@ class Settings:
     domain_terms: tuple[str, ...]
     graph_weight: float
     graph_hops: int
+    graph_model_extraction: bool
     graph_timeout_seconds: float
     sensitive_roles_extra: tuple[str, ...]
     sensitive_roles_reviewed_safe: tuple[str, ...]

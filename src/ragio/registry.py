@@ -20,7 +20,6 @@ from ragio.actions import handlers as actions
 from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
-from ragio.graph import handlers as graph
 from ragio.knowledge import handlers as knowledge
 from ragio.live import answering as live_answering
 from ragio.live import handlers as live
@@ -83,7 +82,6 @@ HANDLERS: Handlers = merge_handlers(
         channels.HANDLERS,
         chat.HANDLERS,
         employees.HANDLERS,
-        graph.HANDLERS,
         knowledge.HANDLERS,
         live.HANDLERS,
         live_answering.HANDLERS,

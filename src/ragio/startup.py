@@ -11,7 +11,9 @@ from pathlib import Path
 
 import trio
 
+from ragcore.knowledge.graph_rules import ModelExtraction
 from ragcore.settings import Settings
+from ragcore.usage import Caps
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
@@ -21,6 +23,7 @@ from ragio.graph.service import build_graph
 from ragio.language import LanguageDetection
 from ragio.providers import aclose_all, build_answerers, build_embedder
 from ragio.registry import HANDLERS
+from ragio.runner import run
 from ragio.service import Service, outbound_client
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,7 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                 )
             graph = build_graph(settings, database)
             try:
-                yield Service(
+                service = Service(
                     settings,
                     database,
                     embedder,
@@ -79,6 +82,12 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                     outbound,
                     graph=graph,
                 )
+                if settings.graph_model_extraction and answerer.name != "extractive":
+                    graph.extract_with_model(
+                        lambda pipeline: run(pipeline, service),
+                        ModelExtraction(Caps.from_settings(settings), settings.usage_ledger),
+                    )
+                yield service
             finally:
                 with trio.CancelScope(shield=True):
                     await graph.close()

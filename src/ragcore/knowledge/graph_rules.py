@@ -10,10 +10,30 @@ from typing import Any
 
 import attrs
 
-from ragcore.knowledge.entities import chunk_graph, document_aliases, question_keys
-from ragcore.knowledge.graph import DocumentGraph, Neighbourhood, ReachGraph, rank_graph_chunks
+from ragcore.chat.effects import Generate, Reply
+from ragcore.chat.prompts import Prompt
+from ragcore.knowledge.entities import (
+    chunk_graph,
+    document_aliases,
+    graph_prompt,
+    question_keys,
+    read_graph_reply,
+)
+from ragcore.knowledge.graph import (
+    ChunkGraph,
+    DocumentGraph,
+    Neighbourhood,
+    ReachGraph,
+    rank_graph_chunks,
+)
 from ragcore.knowledge.retrieval import candidate_depth
+from ragcore.metering import metered_generate
 from ragcore.settings import Settings, graph_store_kind
+from ragcore.usage import Caps
+
+#: what a model's extraction of one chunk may write (about 40 entities and relations)
+GRAPH_OUTPUT_TOKENS = 800
+GRAPH_SYSTEM = "You extract knowledge graphs from business documents. Reply with JSON only."
 
 
 @attrs.frozen
@@ -55,3 +75,53 @@ def document_graph(
         document_id,
         tuple(chunk_graph(chunk_id, text, domain_terms, aliases) for chunk_id, text in chunks),
     )
+
+
+@attrs.frozen
+class ModelExtraction:
+    """GRAPH_MODEL_EXTRACTION with a language model answering: how its calls are metered
+    and capped (the budgets of the service itself, role None)."""
+
+    caps: Caps = Caps()
+    ledger: bool = False
+
+
+def with_model(
+    graph: DocumentGraph, texts: Sequence[str], policy: ModelExtraction
+) -> Generator[Any, Any, DocumentGraph]:
+    """``graph`` (the offline rules' reading) with what a language model adds for each
+    chunk: entities the rules missed and typed relations (``acquired``, ``part_of``), only
+    as far as the chunk's text bears them out (``read_graph_reply``). One call a chunk,
+    metered and held to the budgets; a chunk whose call fails or is capped keeps the
+    rules' reading, and once a cap stops one, the rest are not asked."""
+    chunks: list[ChunkGraph] = []
+    capped = False
+    for chunk, text in zip(graph.chunks, texts, strict=True):
+        if capped:
+            chunks.append(chunk)
+            continue
+        request = Generate(
+            Prompt(GRAPH_SYSTEM, graph_prompt(text), "", ()),
+            max_output_tokens=GRAPH_OUTPUT_TOKENS,
+            temperature=0.0,
+            task="graph",
+            stream=False,
+        )
+        try:
+            reply = yield from metered_generate(request, None, policy.caps, policy.ledger)
+        except Exception:  # noqa: BLE001 (the rules' reading stands)
+            reply = None
+        if not isinstance(reply, Reply):
+            capped = reply is not None
+            chunks.append(chunk)
+            continue
+        entities, relations = read_graph_reply(reply.text, text)
+        known = {entity.key for entity in chunk.entities}
+        chunks.append(
+            ChunkGraph(
+                chunk.chunk_id,
+                chunk.entities + tuple(e for e in entities if e.key not in known),
+                chunk.relations + tuple(r for r in relations if r not in chunk.relations),
+            )
+        )
+    return DocumentGraph(graph.document_id, tuple(chunks))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar
 
@@ -36,7 +36,7 @@ from ragcore.knowledge.graph import (
     Neighbourhood,
     ReachGraph,
 )
-from ragcore.knowledge.graph_rules import document_graph
+from ragcore.knowledge.graph_rules import ModelExtraction, document_graph, with_model
 from ragcore.settings import Settings, graph_store_kind
 from ragio.db.pool import Database
 from ragio.graph.postgres import PostgresGraphStore
@@ -44,6 +44,8 @@ from ragio.graph.store import GraphStore, GraphUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: runs a pipeline on the service (``ragio.runner.run``), for the model's extraction
+PipelineRunner = Callable[[Generator[Any, Any, DocumentGraph]], Awaitable[DocumentGraph]]
 
 #: after a failure, how long the store is left alone before it is tried again
 RETRY_SECONDS = 30.0
@@ -95,6 +97,11 @@ class Graph:
         self._prepared = False
         self._level_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(CONCURRENT_CALLS)
+        self._model: tuple[PipelineRunner, ModelExtraction] | None = None
+
+    def extract_with_model(self, runner: PipelineRunner, policy: ModelExtraction) -> None:
+        """GRAPH_MODEL_EXTRACTION: a language model also reads the chunks recorded."""
+        self._model = (runner, policy)
 
     @classmethod
     def off(cls) -> Graph:
@@ -227,6 +234,14 @@ class Graph:
         graphs = await trio.to_thread.run_sync(
             partial(_extract, document_ids, chunks, self.domain_terms)
         )
+        if self._model is not None:
+            runner, policy = self._model
+            graphs = [
+                await runner(
+                    with_model(graph, [t for _, t in chunks.get(graph.document_id, [])], policy)
+                )
+                for graph in graphs
+            ]
         await self._call(self.store.record, graphs)
         await self.database.run(listed, document_ids, self.store.kind)
 

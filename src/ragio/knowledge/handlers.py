@@ -1,4 +1,5 @@
-"""Handlers of the knowledge effects (``ragcore.knowledge.effects``)."""
+"""Handlers of the knowledge effects (``ragcore.knowledge.effects``, and the graph's
+``ReachGraph``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ragcore.knowledge.documents import (
     StoreDocuments,
 )
 from ragcore.knowledge.effects import Embed, SearchChunks, Vector
+from ragcore.knowledge.graph import Neighbourhood, ReachGraph
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragio.knowledge import search, store
 from ragio.providers.chain import embed
@@ -42,7 +44,12 @@ async def store_documents(effect: StoreDocuments, service: Service) -> list[Stor
     return stored
 
 
+async def reach_graph(effect: ReachGraph, service: Service) -> Neighbourhood:
+    return await service.graph.reach(effect)
+
+
 HANDLERS: HandlerTable = {
+    ReachGraph: reach_graph,
     Embed: embed_texts,
     SearchChunks: search_chunks,
     FindDocuments: find_documents,
