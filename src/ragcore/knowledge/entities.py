@@ -74,7 +74,10 @@ _STOP = frozenset().union(
     unless unlike until up upon us usually very via was we well were what whatever when
     whenever where whereas wherever whether which while who whoever whole whom whose why
     will with within without would yes yesterday yet you your yours yourself yourselves
-    additionally also finally furthermore hence likewise similarly consequently
+    additionally also finally furthermore hence likewise similarly consequently later
+    earlier recently previously currently initially eventually nowadays tonight overall
+    despite following according given across behind beyond inside outside except
+    including concerning
     alternatively afterwards note important tip warning caution example examples
     ok okay sure true false various certain
     what which who whom whose why how when where
@@ -138,9 +141,9 @@ def resolve_key(name: str) -> str:
     written in fragments ("wi fi", "e mail"); an English plural on the last word
     ("invoices", "policies", "boxes", "SLAs"); a possessive ("Debian's").
 
-    Plurals are folded only where they are plurals: in lowercase words and in names of
-    several words ("Service Level Agreements"), never in an acronym ("GDPR", "AWS"), a
-    mixed-case name ("macOS") or a single capitalised name ("Jenkins"), and never in
+    Plurals are folded only where they surely are plurals: in lowercase words and in an
+    acronym's lowercase "s", never in a capitalised name ("Jenkins", "Linus Torvalds",
+    "United States"), an acronym ("GDPR", "AWS") or a mixed-case name ("macOS"), nor in
     "status" or "analysis". A question typed in lowercase may hold either form: its
     candidates have both (``question_keys``).
     """
@@ -160,22 +163,18 @@ def _key(name: str, fold: bool | None) -> str:
     last = words[-1]
     head, _, part = last.rpartition("-") if "-" in last else ("", "", last)
     if fold is None:
-        fold = _foldable(part, len(words) > 1 or bool(head))
+        fold = _foldable(part)
     part = _singular(part) if fold else part
     words[-1] = f"{head}-{part}" if head else part
     folded = [re.sub(r"(?<=[^\W_])[-_]+(?=[^\W_])", "", w).casefold() for w in words]
     return " ".join(_join_fragments(folded))
 
 
-def _foldable(word: str, in_phrase: bool) -> bool:
+def _foldable(word: str) -> bool:
     """Whether ``word``, as written, may be a plural to fold (see ``resolve_key``)."""
     if not word.isalpha():
         return False
-    if word.islower():
-        return True
-    if word[:-1].isupper() and word.endswith("s") and len(word) >= 3:
-        return True  # an acronym's plural: "SLAs", "APIs"
-    return in_phrase and word[0].isupper() and word[1:].islower()
+    return word.islower() or (word[:-1].isupper() and word.endswith("s") and len(word) >= 3)
 
 
 #: words ending in s that are not plurals, and -ie words (movie/movies, not movy)
@@ -681,7 +680,8 @@ def _name_runs(text: str, words: Sequence[_Word], reading: _Reading) -> Iterator
 
     def finish() -> Iterator[list[_Word]]:
         if run:
-            yield from _accepted(run, reading)
+            versioned = _version_after(text, run[-1], words[-1].end) is not None
+            yield from _accepted(run, reading, versioned)
 
     for word in words:
         capital = word.shape in ("title", "caps", "mixed") and word.text.lower() not in _STOP
@@ -721,7 +721,9 @@ def _joined(text: str, a: _Word, b: _Word) -> bool:
     return _NAME_GAP.fullmatch(text, a.end, b.start) is not None
 
 
-def _accepted(run: Sequence[_Word], reading: _Reading) -> Iterator[list[_Word]]:
+def _accepted(run: Sequence[_Word], reading: _Reading, versioned: bool) -> Iterator[list[_Word]]:
+    """The run without an ordinary first word, when it is still a name (see
+    ``_name_runs``); ``versioned``: a version follows it ("Debian 12" opening a sentence)."""
     words = list(run)
     if words[0].initial and words[0].shape == "title" and _ordinary(words[0], reading):
         words = words[1:]
@@ -736,7 +738,7 @@ def _accepted(run: Sequence[_Word], reading: _Reading) -> Iterator[list[_Word]]:
         word = capitals[0]
         if word.shape != "title" or word.text.lower() in _COUNTERS:
             return  # an acronym or a mixed-case name alone: its own rule; "Step" (2)
-        if word.initial and resolve_key(word.text) not in reading.mid_capitals:
+        if word.initial and resolve_key(word.text) not in reading.mid_capitals and not versioned:
             return
     yield words
 
