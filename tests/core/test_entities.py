@@ -118,6 +118,40 @@ def test_a_sentence_opening_with_an_ordinary_capitalised_word_names_nothing(text
     assert extract(text) == ()
 
 
+HANDBOOK = """# Installing Debian
+
+Debian 12 "Bookworm" was released in June 2023 by the Debian Project. The release team,
+led by Paul Gevers, coordinated the freeze. Security updates are published by the
+Debian Security Team at https://security.debian.org.
+
+Each line of /etc/apt/sources.list names a repository: deb http://deb.debian.org/debian
+bookworm main. The package manager reads them; the package manager also checks
+signatures with GnuPG keys. Apple Inc. and Acme GmbH mirror it.
+"""
+
+
+def test_a_handbook_page_with_wrapped_lines_headings_and_addresses():
+    entities = found(HANDBOOK)
+    assert entities == {
+        "debian": "name",  # the heading's, after "Installing"
+        "debian 12": "code",
+        "bookworm": "name",
+        "debian project": "name",
+        "paul gevers": "name",
+        "debian security team": "name",  # its line wraps before "Debian"
+        "https://security.debian.org": "code",
+        "/etc/apt/sources.list": "code",
+        "http://deb.debian.org/debian": "code",
+        "package manager": "term",
+        "gnupg": "name",
+        "apple inc": "name",  # "Inc." ends no sentence
+        "acme gmbh": "name",  # and "GmbH" is no entity of its own
+    }
+    graph = chunk_graph(1, HANDBOOK)
+    assert Relation("debian security team", "https://security.debian.org") in graph.relations
+    assert Relation("debian project", "paul gevers") not in graph.relations
+
+
 def test_a_sentence_initial_word_is_a_name_when_the_text_capitalises_it_mid_sentence():
     assert "debian" not in found("Debian is a free operating system.")
     assert found("Debian is free. Many servers run Debian.")["debian"] == "name"
@@ -257,6 +291,13 @@ def test_a_repeated_term_is_the_longest_repeated_phrase_not_its_parts():
 def test_domain_terms_are_found_in_any_case_and_number(text, terms, expected):
     entities = found(text, terms)
     assert {k for k, kind in entities.items() if kind == "domain"} == expected
+
+
+def test_a_domain_term_in_capitals_that_is_a_function_word_keeps_its_capitals():
+    text = "Ask IT to reset it. The IT team works with us in the US."
+    assert [(e.key, e.name) for e in extract(text, ["IT", "US"])] == [("it", "IT"), ("us", "US")]
+    assert "it" in question_keys("how do i reach IT?", ["IT"])
+    assert "it" not in question_keys("how do i reset it?", ["IT"])
 
 
 def test_a_domain_term_wins_the_span_over_other_rules():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 
 import attrs
 
@@ -110,7 +111,8 @@ _TERM_INNER = frozenset("of and for de du des von und für".split())
 #: all-caps words that are not acronyms: units, time zones, shouting, notes
 _NOT_ACRONYMS = frozenset(
     """am pm kb mb gb tb pb kib mib gib tib hz khz mhz ghz kw kwh mw db utc gmt cet cest
-    est pst edt pdt ok id faq fyi asap tbd eta nb ps usd eur gbp chf todo fixme""".split()
+    est pst edt pdt ok id faq fyi asap tbd eta nb ps usd eur gbp chf todo fixme
+    inc ltd llc plc gmbh ag kg sa sas sarl bv nv co corp""".split()
 )
 #: words that number their things ("Chapter 5", "Step 2"): with a number, not a version
 _COUNTERS = frozenset(
@@ -150,6 +152,7 @@ def resolve_key(name: str) -> str:
     return _key(name, fold=None)
 
 
+@lru_cache(maxsize=8192)  # a text repeats its words: a chunk's n-grams are keyed once
 def _key(name: str, fold: bool | None) -> str:
     """``resolve_key``; ``fold``: fold the last word's plural (True), not (False), or as
     its case says (None)."""
@@ -311,8 +314,12 @@ def _initials_match(words: Sequence[str], letters: str) -> bool:
 # --- sentences and words ------------------------------------------------------------------
 
 _BOUNDARY = re.compile(
-    r"[.!?…]+[\"'”’)\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*•#>|]|\d+[.)]\s|[A-Z]))"
+    r"(?P<stop>[.!?…]+)[\"'”’)\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*•#>|]|\d+[.)]\s))"
+    r"|(?P<line>\n)(?=[ \t]*[A-Z])"
 )
+#: a line this short, followed by one that begins with a capital, is a heading or an item
+#: of its own; a longer one is prose wrapped mid-sentence
+SHORT_LINE = 50
 _ABBREVIATIONS = frozenset(
     """e.g i.e etc vs cf mr mrs ms dr prof st inc ltd co corp no nr approx fig z.b bzw
     ca usw d.h jr sr""".split()
@@ -322,16 +329,20 @@ _ABBREVIATIONS = frozenset(
 def _sentences(text: str) -> list[tuple[int, int]]:
     """The sentences of ``text`` as (start, end): split after . ! ? (not after an
     abbreviation or an initial), at blank lines, and before a line that begins a new
-    item (a bullet, a heading, a capital)."""
+    item (a bullet, a heading, an item's capital after a short line)."""
     spans = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        if match.group()[0] in ".!?…" and match.group()[0] == ".":
-            before = re.search(r"[\w.]+$", text[: match.start()])
+        if match.group("stop") == ".":
+            before = re.search(r"[\w.]+$", text[max(start, match.start() - 12) : match.start()])
             word = before.group().lower() if before else ""
             if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
                 continue
-        spans.append((start, match.start() + 1 if match.group()[0] in ".!?…" else match.start()))
+        if match.group("line"):
+            line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()].strip()
+            if len(line) >= SHORT_LINE and not line.endswith((":", ";")):
+                continue
+        spans.append((start, match.end("stop") if match.group("stop") else match.start()))
         start = match.end()
     spans.append((start, len(text)))
     return [(s, e) for s, e in spans if text[s:e].strip()]
@@ -374,9 +385,13 @@ def _shape(word: str) -> str:
 
 
 def _words(text: str, start: int, end: int) -> list[_Word]:
+    """The words of the sentence ``text[start:end]``."""
     words: list[_Word] = []
+    links = [m.span() for p in (_EMAIL, _URL, _PATH) for m in p.finditer(text, start, end)]
     for match in _WORD.finditer(text, start, end):
         raw, at = match.group(), match.start()
+        if any(a <= at < b for a, b in links):
+            continue  # the words of an address are not the text's words
         if "." in raw and not _dotted_identifier(raw):
             pieces = [(m.start() + at, m.group()) for m in re.finditer(r"[^.]+", raw)]
         else:
@@ -390,12 +405,7 @@ def _words(text: str, start: int, end: int) -> list[_Word]:
                 )
                 piece_start, piece = piece_start + cut, piece[cut:]
             bare = _POSSESSIVE.sub("", piece)
-            gap = text[words[-1].end if words else start : piece_start]
-            initial = (
-                not words
-                or ":" in gap
-                or bool(re.search(r"^[\s\"'“«(\[*#>•|-]*$", text[start:piece_start]))
-            )
+            initial = not words or ":" in text[words[-1].end : piece_start]
             words.append(
                 _Word(
                     piece_start, piece_start + len(bare), bare, _shape(bare), initial, bare != piece
@@ -444,7 +454,9 @@ class _Sentence:
 class _Reading:
     """What the whole text says about its capitalised words, for each sentence's rules."""
 
-    mid_capitals: frozenset[str]  # keys of words capitalised somewhere mid-sentence
+    #: keys of the capitalised runs mid-sentence ("Debian", not "Security" of "Debian
+    #: Security Team"): a sentence's first word is a name when one of these
+    mid_capitals: frozenset[str]
     lowercase: frozenset[str]  # written in lowercase somewhere
     terms: frozenset[str]  # keys of the repeated lowercase terms
 
@@ -473,15 +485,26 @@ def _mentions(text: str, domain_terms: Sequence[str]) -> list[tuple[int, _Mentio
 
 
 def _read(sentences: Sequence[_Sentence]) -> _Reading:
+    """What the whole text says about its words (``_Reading``)."""
     capitals: set[str] = set()
     lowercase: set[str] = set()
     counts: dict[str, int] = {}
     for sentence in sentences:
-        for word in sentence.words:
-            if word.shape == "lower":
+        run: list[_Word] = []
+        for word in [*sentence.words, None]:
+            if word is not None and word.shape == "lower":
                 lowercase.add(word.text.casefold())
-            elif word.shape in ("title", "mixed") and not word.initial:
-                capitals.add(resolve_key(word.text))
+            if (
+                word is not None
+                and word.shape in ("title", "mixed", "caps")
+                and word.text.casefold() not in _STOP
+                and not word.initial
+            ):
+                run.append(word)
+                continue
+            if run:
+                capitals.add(resolve_key(" ".join(w.text for w in run)))
+                run = []
         for run in _lower_runs(sentence.words):
             for key, _, _ in _term_candidates(run):
                 counts[key] = counts.get(key, 0) + 1
@@ -766,13 +789,14 @@ def _version_after(text: str, last: _Word, end: int) -> tuple[int, str] | None:
         return None
     number = match.group(1)
     digits = number.lstrip("v")
-    if "." not in digits and (len(digits) > 4 or 1900 <= int(digits) <= 2100):
+    if "." not in digits and (len(digits) > 5 or 1900 <= int(digits) <= 2100):
         return None
     return match.end(), number
 
 
 def _domain_patterns(terms: Sequence[str]) -> list[tuple[str, re.Pattern[str]]]:
-    """A pattern for each configured term: any case, word boundaries, its words apart or
+    """A pattern for each configured term: any case (but a term in capitals that is also a
+    function word, "IT", keeps its capitals), word boundaries, its words apart or
     hyphenated, the last one singular or plural. Longer terms first: they win a span."""
     patterns = []
     for term in sorted({t.strip() for t in terms if t.strip()}, key=lambda t: (-len(t), t)):
@@ -789,7 +813,11 @@ def _domain_patterns(terms: Sequence[str]) -> list[tuple[str, re.Pattern[str]]]:
         body = r"[\s_-]*".join(
             [*(re.escape(w) for w in words[:-1]), "(?:" + "|".join(endings) + ")"]
         )
-        pattern = re.compile(rf"(?<![\w.-]){body}(?:['’]s)?(?![\w-])", re.IGNORECASE)
+        flags = re.IGNORECASE
+        if term.isupper() and term.lower() in _STOP:
+            # "IT" or "US" configured: the department, the country, not every "it" or "us"
+            body, flags = re.escape(term), 0
+        pattern = re.compile(rf"(?<![\w.-]){body}(?:['’]s)?(?![\w-])", flags)
         patterns.append((resolve_key(term), pattern))
     return patterns
 
@@ -860,6 +888,8 @@ def question_keys(
                 found.setdefault(aliases[key], None)
 
     for entity in extract(question, domain_terms):
+        if entity.kind == "domain":  # "IT" configured: the one place a stop word is a key
+            found.setdefault(entity.key, None)
         add(entity.key)
     words = [_POSSESSIVE.sub("", w) for w in _WORD.findall(question)]
     for size in range(1, MAX_NGRAM + 1):
