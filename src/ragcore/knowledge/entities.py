@@ -813,7 +813,7 @@ def _domain_patterns(terms: Sequence[str]) -> list[tuple[str, re.Pattern[str]]]:
         body = r"[\s_-]*".join(
             [*(re.escape(w) for w in words[:-1]), "(?:" + "|".join(endings) + ")"]
         )
-        flags = re.IGNORECASE
+        flags: re.RegexFlag | int = re.IGNORECASE
         if term.isupper() and term.lower() in _STOP:
             # "IT" or "US" configured: the department, the country, not every "it" or "us"
             body, flags = re.escape(term), 0
