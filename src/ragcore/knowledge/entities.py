@@ -86,7 +86,9 @@ _STOP = frozenset().union(
     copy create delete disable download edit enable ensure enter find follow get give go
     install keep log make move need open press read reboot remove replace restart run save
     select send set sign start stop take try turn type update upgrade use using used visit
-    wait want write
+    wait want write explain describe show
+    pourquoi quoi combien warum wann wieso weshalb qué cómo dónde cuándo cuál quién
+    waarom wanneer welke
     january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday
     januar februar märz mai juni juli oktober dezember montag dienstag mittwoch donnerstag
@@ -905,10 +907,11 @@ def question_keys(
 
 
 def _resolved(
-    text: str, domain_terms: Sequence[str], aliases: Mapping[str, str] | None
+    text: str, domain_terms: Sequence[str], known: Mapping[str, str] | None
 ) -> list[tuple[int, _Mention]]:
-    """The text's mentions with acronyms keyed by their long forms."""
-    folding = {**(aliases or {}), **_aliases_of(text)}
+    """The text's mentions with acronyms keyed by their long forms: the text's own
+    definitions first, then those ``known`` (the document's)."""
+    folding = {**(known or {}), **aliases(text)}
     resolved = []
     for sentence, mention in _mentions(text, domain_terms):
         key = folding.get(mention.key, mention.key)
@@ -916,10 +919,6 @@ def _resolved(
             (sentence, attrs.evolve(mention, key=key) if key != mention.key else mention)
         )
     return resolved
-
-
-def _aliases_of(text: str) -> dict[str, str]:
-    return aliases(text)
 
 
 def _entities(mentions: Sequence[tuple[int, _Mention]]) -> tuple[Entity, ...]:
@@ -989,10 +988,9 @@ def read_graph_reply(reply: str, text: str) -> tuple[tuple[Entity, ...], tuple[R
             entities[key] = Entity(key, name, _snake(item.get("type")) or "name")
     relations: dict[tuple[str, str, str], Relation] = {}
     for item in _items(data.get("relations")):
-        source = names.get(" ".join(str(item.get("source") or "").split()).casefold())
-        target = names.get(" ".join(str(item.get("target") or "").split()).casefold())
+        source = names.get(" ".join(str(item.get("source") or "").split()).casefold(), "")
+        target = names.get(" ".join(str(item.get("target") or "").split()).casefold(), "")
         if source in entities and target in entities and source != target:
-            assert source is not None and target is not None
             kind = _snake(item.get("type")) or "related_to"
             relations.setdefault((source, target, kind), Relation(source, target, kind))
     return tuple(entities.values()), tuple(relations.values())[:MAX_MODEL_RELATIONS]
