@@ -76,6 +76,16 @@ SENTENCES = [
         {"support@acme.com": "code", "https://www.debian.org/doc": "code"},
         {"faq", "write", "see"},
     ),
+    (
+        "Q3 revenue rose 12% at Siemens AG, CEO Roland Busch said on Thursday in Munich.",
+        {"siemens ag": "name", "roland busch": "name", "munich": "name"},
+        {"q3", "12", "thursday", "ceo roland busch", "ag"},
+    ),
+    (  # a table's cells begin as sentences do
+        "| Plan | Price | Support |\n|------|-------|---------|\n| Basic | 10 EUR | Email |",
+        {},
+        {"plan", "price", "support", "basic", "eur", "email"},
+    ),
     (  # the sentence's first word is a name: it opens a sentence of two capitalised words
         "Linus Torvalds wrote Linux in 1991. Linux now runs on x86 and amd64 machines.",
         {"linus torvalds": "name", "linux": "name", "x86": "code", "amd64": "code"},

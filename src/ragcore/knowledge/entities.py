@@ -122,6 +122,12 @@ _COUNTERS = frozenset(
     appendix annex level phase stage room floor version release day week month year
     grade class no number option rule point kapitel seite abschnitt schritt""".split()
 )
+#: what people are, not who: "CEO Roland Busch" is Roland Busch
+_ROLES = frozenset(
+    """ceo cfo cto coo cio ciso cmo vp svp evp md dr prof mr mrs ms president chairman
+    chairwoman chair minister chancellor director manager senator governor mayor judge
+    professor king queen pope""".split()
+)
 _ROMAN = re.compile(r"^[IVX]{2,5}$")
 
 #: a word as written: letters and digits, with dots, hyphens, underscores and apostrophes
@@ -322,6 +328,7 @@ _BOUNDARY = re.compile(
 #: a line this short, followed by one that begins with a capital, is a heading or an item
 #: of its own; a longer one is prose wrapped mid-sentence
 SHORT_LINE = 50
+_OPENS = re.compile(r"[:|]")
 _ABBREVIATIONS = frozenset(
     """e.g i.e etc vs cf mr mrs ms dr prof st inc ltd co corp no nr approx fig z.b bzw
     ca usw d.h jr sr""".split()
@@ -407,7 +414,8 @@ def _words(text: str, start: int, end: int) -> list[_Word]:
                 )
                 piece_start, piece = piece_start + cut, piece[cut:]
             bare = _POSSESSIVE.sub("", piece)
-            initial = not words or ":" in text[words[-1].end : piece_start]
+            # a colon opens a sentence within it, and a table's pipe a cell
+            initial = not words or bool(_OPENS.search(text, words[-1].end, piece_start))
             words.append(
                 _Word(
                     piece_start, piece_start + len(bare), bare, _shape(bare), initial, bare != piece
@@ -709,7 +717,9 @@ def _name_runs(text: str, words: Sequence[_Word], reading: _Reading) -> Iterator
             yield from _accepted(run, reading, versioned)
 
     for word in words:
-        capital = word.shape in ("title", "caps", "mixed") and word.text.lower() not in _STOP
+        lower = word.text.lower()
+        capital = word.shape in ("title", "caps", "mixed") and lower not in _STOP
+        capital = capital and lower not in _ROLES
         if capital and run and not connectors and not _joined(text, run[-1], word):
             yield from finish()
             run = []
