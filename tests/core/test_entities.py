@@ -442,3 +442,38 @@ def test_the_prompt_asks_for_the_json_and_holds_the_passage():
     prompt = graph_prompt(PASSAGE)
     assert '"entities"' in prompt and '"relations"' in prompt
     assert PASSAGE in prompt
+
+
+def test_nothing_named_gives_nothing():
+    assert extract("") == ()
+    assert extract("the cat sat on the mat, and 5 of 2024 were red.") == ()
+    assert chunk_graph(4, "") == chunk_graph(4, "   \n\n ")
+    assert question_keys("what is it?") == ()
+
+
+def test_a_possessive_ends_a_name_and_is_not_part_of_its_key():
+    text = "Call Acme's Support Team. Debian's installer runs; Jenkins' logs stay."
+    entities = found(text)
+    assert {"acme", "support team"} <= set(entities)
+    assert "acme support team" not in entities
+    assert resolve_key("Jenkins'") == "jenkins"
+
+
+def test_a_model_reply_is_capped():
+    names = [f"Node{i:02d}" for i in range(50)]
+    passage = " ".join(names)
+    reply = (
+        '{"entities": ['
+        + ", ".join(f'{{"name": "{n}", "type": "thing"}}' for n in names)
+        + '], "relations": ['
+        + ", ".join(
+            f'{{"source": "{a}", "target": "{b}", "type": "next"}}'
+            for a in names
+            for b in names
+            if a < b
+        )
+        + "]}"
+    )
+    entities, relations = read_graph_reply(reply, passage)
+    assert len(entities) == 32
+    assert len(relations) == 64
