@@ -15,8 +15,9 @@ query log, and the fake server of the tests (``tests/io/fakes/bolt_server.py``) 
 query by that name. Every value is bound as a parameter, never formatted into Cypher.
 
 Timeouts bound everything: connecting, acquiring a connection from the (small) pool,
-writing, the server's transaction timeout, retries of transient failures, and reading an
-answer (see ``_bound_reads``). Every driver error becomes ``GraphUnavailable`` with a
+writing, the server's transaction timeout, reading an answer (``_bound_reads``), and the
+retries of a failed transaction (``_run``): a call gives up after about
+``timeout_seconds``. Every driver error becomes ``GraphUnavailable`` with a
 short reason that names the server, never the password.
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -46,6 +48,9 @@ from ragio.graph.store import GraphUnavailable
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 #: connections the pool keeps: the graph's calls are few, each one transaction
 POOL_SIZE = 4
+#: attempts at a transaction that fails retryably (see ``_run``), and the pause before each
+ATTEMPTS = 3
+RETRY_DELAY = 0.05
 #: how many nodes ``clear`` deletes a transaction, so a large graph never needs one huge one
 CLEAR_BATCH = 10_000
 
@@ -213,16 +218,14 @@ class Neo4jGraphStore:
             connection_timeout=timeout_seconds,
             connection_acquisition_timeout=timeout_seconds,
             connection_write_timeout=timeout_seconds,
-            # transient failures are retried, but only this long after the first attempt
-            max_transaction_retry_time=timeout_seconds,
             user_agent="ragchat",
         )
 
     # --- GraphStore ---
 
     def prepare(self) -> None:
-        def create(statement: str) -> Callable[[neo4j.ManagedTransaction], None]:
-            def work(tx: neo4j.ManagedTransaction) -> None:
+        def create(statement: str) -> Callable[[neo4j.Transaction], None]:
+            def work(tx: neo4j.Transaction) -> None:
                 tx.run(statement).consume()
 
             return work
@@ -240,7 +243,7 @@ class Neo4jGraphStore:
         entities, chunks, mentions, relations = _rows(latest.values())
         document_ids = list(latest)
 
-        def work(tx: neo4j.ManagedTransaction) -> None:
+        def work(tx: neo4j.Transaction) -> None:
             keys = _forget(tx, document_ids)
             for query, rows in (
                 (RECORD_ENTITIES, entities),
@@ -261,7 +264,7 @@ class Neo4jGraphStore:
         if not ids:
             return
 
-        def work(tx: neo4j.ManagedTransaction) -> None:
+        def work(tx: neo4j.Transaction) -> None:
             keys = _forget(tx, ids)
             if keys:
                 tx.run(FORGET_ORPHANS, keys=keys).consume()
@@ -269,7 +272,7 @@ class Neo4jGraphStore:
         self._write(work)
 
     def clear(self) -> None:
-        def work(tx: neo4j.ManagedTransaction) -> int:
+        def work(tx: neo4j.Transaction) -> int:
             record = tx.run(CLEAR, batch=CLEAR_BATCH).single(strict=True)
             return int(record["deleted"])
 
@@ -283,7 +286,7 @@ class Neo4jGraphStore:
         (top ``max_neighbours``) and the reached entities' mentions; the hops, links and
         ties are decided here, so both stores decide them by the same code path's rule."""
 
-        def work(tx: neo4j.ManagedTransaction) -> Neighbourhood:
+        def work(tx: neo4j.Transaction) -> Neighbourhood:
             reached: dict[str, tuple[int, int]] = {}  # key -> (hop, link)
             details = _reach_entities(tx, sorted(set(keys)), max_mentions)
             for key in details:
@@ -329,7 +332,7 @@ class Neo4jGraphStore:
     def find_entities(self, query: str, limit: int, offset: int) -> tuple[list[EntitySummary], int]:
         needle = query.strip().lower()
 
-        def work(tx: neo4j.ManagedTransaction) -> tuple[list[EntitySummary], int]:
+        def work(tx: neo4j.Transaction) -> tuple[list[EntitySummary], int]:
             total = int(tx.run(COUNT_ENTITIES, needle=needle).single(strict=True)["total"])
             if limit <= 0 or offset >= total:
                 return [], total
@@ -339,7 +342,7 @@ class Neo4jGraphStore:
         return self._read(work)
 
     def entity(self, entity_id: str, mention_limit: int) -> EntityDetail | None:
-        def work(tx: neo4j.ManagedTransaction) -> EntityDetail | None:
+        def work(tx: neo4j.Transaction) -> EntityDetail | None:
             found = tx.run(ENTITY, id=entity_id).single()
             if found is None:
                 return None
@@ -363,7 +366,7 @@ class Neo4jGraphStore:
         return self._read(work)
 
     def counts(self) -> GraphCounts:
-        def work(tx: neo4j.ManagedTransaction) -> GraphCounts:
+        def work(tx: neo4j.Transaction) -> GraphCounts:
             record = tx.run(COUNTS).single(strict=True)
             return GraphCounts(
                 entities=int(record["entities"]),
@@ -382,30 +385,47 @@ class Neo4jGraphStore:
 
     # --- running ---
 
-    def _write(self, work: Callable[[neo4j.ManagedTransaction], _T]) -> _T:
+    def _write(self, work: Callable[[neo4j.Transaction], _T]) -> _T:
         return self._run(work, write=True)
 
-    def _read(self, work: Callable[[neo4j.ManagedTransaction], _T]) -> _T:
+    def _read(self, work: Callable[[neo4j.Transaction], _T]) -> _T:
         return self._run(work, write=False)
 
-    def _run(self, work: Callable[[neo4j.ManagedTransaction], _T], *, write: bool) -> _T:
-        timeout = self._timeout
+    def _run(self, work: Callable[[neo4j.Transaction], _T], *, write: bool) -> _T:
+        """Run ``work`` in one transaction, all of it within the timeout.
 
-        @neo4j.unit_of_work(timeout=timeout)  # the server ends a transaction running longer
-        def bounded(tx: neo4j.ManagedTransaction) -> _T:
-            _bound_reads(tx, timeout)
-            return work(tx)
-
-        with self._errors(), self._driver.session() as session:
-            if write:
-                return session.execute_write(bounded)
-            return session.execute_read(bounded)
+        Retried here, not by the driver's ``execute_*``: its retries wait a second and
+        more between attempts, and start counting only after the first attempt, so a
+        hanging server would hold the caller for several timeouts. Here a retryable failure
+        (a pooled connection the server has closed, a leader switch) is tried again only
+        while the time left allows, each attempt's reads bounded by what is left."""
+        deadline = time.monotonic() + self._timeout
+        mode = neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS
+        with self._errors():
+            for attempt in range(1, ATTEMPTS + 1):
+                left = deadline - time.monotonic()
+                try:
+                    with (
+                        self._driver.session(default_access_mode=mode) as session,
+                        # the server ends a transaction that runs longer
+                        session.begin_transaction(timeout=self._timeout) as tx,
+                    ):
+                        _bound_reads(tx, max(left, 0.001))
+                        result = work(tx)
+                        tx.commit()
+                        return result
+                except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as error:
+                    left = deadline - time.monotonic()
+                    if attempt == ATTEMPTS or not error.is_retryable() or left <= RETRY_DELAY:
+                        raise
+                time.sleep(RETRY_DELAY)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _errors(self) -> _Translate:
         return _Translate(self.address)
 
 
-def _bound_reads(tx: neo4j.ManagedTransaction, seconds: float) -> None:
+def _bound_reads(tx: neo4j.Transaction, seconds: float) -> None:
     """Bound how long the driver waits for the server's answer.
 
     The driver has no read timeout of its own: it applies only the one a server may hint
@@ -420,7 +440,7 @@ def _bound_reads(tx: neo4j.ManagedTransaction, seconds: float) -> None:
         set_read_timeout(seconds)
 
 
-def _forget(tx: neo4j.ManagedTransaction, document_ids: list[int]) -> list[str]:
+def _forget(tx: neo4j.Transaction, document_ids: list[int]) -> list[str]:
     """Delete the documents' relations, chunks and mentions; the keys of the entities those
     chunks mentioned (orphans among them are deleted by the caller, after any writes)."""
     tx.run(FORGET_RELATIONS, document_ids=document_ids).consume()
@@ -429,7 +449,7 @@ def _forget(tx: neo4j.ManagedTransaction, document_ids: list[int]) -> list[str]:
 
 
 def _reach_entities(
-    tx: neo4j.ManagedTransaction, keys: list[str], max_mentions: int
+    tx: neo4j.Transaction, keys: list[str], max_mentions: int
 ) -> dict[str, tuple[int, tuple[int, ...]]]:
     """key -> (mentions, chunk ids ascending or () above ``max_mentions``), for the keys
     that are stored."""
