@@ -282,9 +282,11 @@ class Neo4jGraphStore:
     def reach(
         self, keys: Sequence[str], hops: int, max_neighbours: int, max_mentions: int
     ) -> Neighbourhood:
-        """The rule in ``ragcore.knowledge.graph``: Cypher fetches each hop's neighbours
-        (top ``max_neighbours``) and the reached entities' mentions; the hops, links and
-        ties are decided here, so both stores decide them by the same code path's rule."""
+        """The rule in ``ragcore.knowledge.graph``, in one read transaction: Cypher fetches
+        each hop's neighbours (strongest ``max_neighbours``, ties by key) and the reached
+        entities' mentions; which entity is reached at which hop with which link is decided
+        here, in Python, where the rule is plain to read. A neighbour already reached
+        still takes one of the ``max_neighbours`` places."""
 
         def work(tx: neo4j.Transaction) -> Neighbourhood:
             reached: dict[str, tuple[int, int]] = {}  # key -> (hop, link)
@@ -330,7 +332,7 @@ class Neo4jGraphStore:
         return self._read(work)
 
     def find_entities(self, query: str, limit: int, offset: int) -> tuple[list[EntitySummary], int]:
-        needle = query.strip().lower()
+        needle = query.lower()  # literally: spaces and all; bound, never formatted
 
         def work(tx: neo4j.Transaction) -> tuple[list[EntitySummary], int]:
             total = int(tx.run(COUNT_ENTITIES, needle=needle).single(strict=True)["total"])
