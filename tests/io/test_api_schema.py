@@ -34,6 +34,7 @@ def settings_overrides():
         "workflow_allow_private_targets": True,
         "addon_encryption_key": "Hvcd1a2y0cS3oRNrTqjJ0aZtqS0hLqLkLz4gQ3qD2zU=",
         "ingest_job_bytes": 1000,  # a larger upload is a background job
+        "graph_enabled": "true",  # the knowledge graph, in PostgreSQL
     }
 
 
@@ -171,6 +172,15 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/conversations", params={"since": "soon"})
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
     await c.send("GET", "/conversations/{id}", "/conversations/12345")
+
+    # the knowledge graph
+    names = "# Suppliers\n\nThe Widget X is made by Foo Ltd in Leeds."
+    await c.send("POST", "/documents", json={"name": "suppliers.md", "text": names})
+    entities = await c.send("GET", "/graph/entities", params={"q": "foo"})
+    [shop, *_] = entities.json()["entities"]
+    await c.send("GET", "/graph/entities", params={"limit": "0"})
+    await c.send("GET", "/graph/entities/{id}", f"/graph/entities/{shop['id']}")
+    await c.send("GET", "/graph/entities/{id}", "/graph/entities/0000000000000000")
 
     # employees, memory and context
     await c.send("GET", "/employees")
