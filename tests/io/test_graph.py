@@ -104,9 +104,12 @@ async def test_the_store_reaches_one_and_two_hops_by_the_contract(service):
     # at most one neighbour each, strongest first, ties by key: acme corp before foo ltd
     narrow = graph.reach(["widget x"], 1, 1, 200)
     assert [e.key for e in narrow.entities] == ["widget x", "acme corp"]
-    # an entity in more chunks than max_mentions is reached, its chunks not listed
-    common = graph.reach(["widget x"], 0, 20, 1)
-    assert common.entities[0].mentions == 2 and common.entities[0].chunk_ids == ()
+    # an entity in more chunks than max_mentions is reached, its chunks not listed, its
+    # relations not followed (a hub's neighbours are everything)
+    common = graph.reach(["widget x"], 1, 20, 1)
+    assert [(e.key, e.mentions, e.chunk_ids) for e in common.entities] == [("widget x", 2, ())]
+    beyond = graph.reach(["acme corp"], 2, 20, 1)
+    assert [(e.key, e.hop) for e in beyond.entities] == [("acme corp", 0), ("widget x", 1)]
 
     counts = graph.counts()
     assert (counts.entities, counts.mentions, counts.relations) == (4, 7, 3)

@@ -119,10 +119,15 @@ def test_reach_takes_the_strongest_neighbours_ties_by_key_and_cuts_common_entiti
     store.record([DocumentGraph(3, (chunk(4, WIDGET, FOO),))])
     strongest = store.reach(["widget x"], hops=1, max_neighbours=1, max_mentions=200)
     assert [(e.key, e.link) for e in strongest.entities] == [("widget x", 0), ("foo ltd", 2)]
-    # more mentions than max_mentions: counted, not listed
+    # more mentions than max_mentions: counted, not listed, and not followed (a hub)
     cut = store.reach(["widget x"], hops=1, max_neighbours=20, max_mentions=1)
-    assert cut.entities[0] == ReachedEntity("widget x", 0, mentions=3, chunk_ids=())
-    assert cut.entities[1] == ReachedEntity("acme corp", 1, mentions=1, link=1, chunk_ids=(1,))
+    assert cut.entities == (ReachedEntity("widget x", 0, mentions=3, chunk_ids=()),)
+    # a neighbour within the bound is followed; one beyond it is reached, not followed
+    beyond = store.reach(["acme corp"], hops=2, max_neighbours=20, max_mentions=2)
+    assert [(e.key, e.hop, e.chunk_ids) for e in beyond.entities] == [
+        ("acme corp", 0, (1,)),
+        ("widget x", 1, ()),
+    ]
 
 
 def test_forget_removes_a_documents_contribution_and_orphaned_entities(store):

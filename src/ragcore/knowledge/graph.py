@@ -29,7 +29,8 @@ HOP_DECAY = 0.5
 #: how many neighbours each reached entity contributes, strongest relations first
 MAX_NEIGHBOURS = 20
 #: An entity mentioned by more chunks than this says little about any of them (like a
-#: stop word): it is reached and followed, but its chunks are not listed.
+#: stop word): it is reached, but its chunks are not listed nor its relations followed
+#: (a hub's neighbours are everything).
 MAX_MENTIONS = 200
 
 
@@ -159,9 +160,10 @@ class GraphCounts:
 #
 # reach(keys, hops, max_neighbours, max_mentions):
 # - the seeds are the stored entities whose key is one of ``keys``: hop 0, link 0;
-# - from every entity reached at hop h < hops, its neighbours (relations of any kind, either
-#   direction; a neighbour's weight is the number of distinct chunks recording a relation
-#   between the two) are taken strongest first, ties by key, at most ``max_neighbours``;
+# - from every entity reached at hop h < hops and mentioned by at most ``max_mentions``
+#   chunks, its neighbours (relations of any kind, either direction; a neighbour's weight is
+#   the number of distinct chunks recording a relation between the two) are taken strongest
+#   first, ties by key, at most ``max_neighbours`` (one already reached takes a place too);
 #   one not reached yet is reached at hop h + 1 with link = the largest weight among the
 #   relations that reached it at that hop;
 # - every reached entity comes with its number of distinct mentioning chunks, and their

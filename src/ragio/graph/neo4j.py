@@ -293,7 +293,8 @@ class Neo4jGraphStore:
             details = _reach_entities(tx, sorted(set(keys)), max_mentions)
             for key in details:
                 reached[key] = (0, 0)
-            frontier = sorted(details)
+            # an entity named by more than max_mentions chunks is not followed
+            frontier = sorted(k for k in details if details[k][0] <= max_mentions)
             for hop in range(1, max(hops, 0) + 1):
                 if not frontier or max_neighbours <= 0:
                     break
@@ -307,12 +308,13 @@ class Neo4jGraphStore:
                     for key, weight in neighbours:
                         if key not in reached:
                             links[key] = max(links.get(key, 0), weight)
-                frontier = sorted(links)
-                if not frontier:
+                arrived = sorted(links)
+                if not arrived:
                     break
-                details.update(_reach_entities(tx, frontier, max_mentions))
-                for key in frontier:
+                details.update(_reach_entities(tx, arrived, max_mentions))
+                for key in arrived:
                     reached[key] = (hop, links[key])
+                frontier = [k for k in arrived if k in details and details[k][0] <= max_mentions]
             found = [
                 ReachedEntity(
                     key=key,

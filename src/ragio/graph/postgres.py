@@ -227,8 +227,8 @@ def _prune(conn: psycopg.Connection) -> None:
     )
 
 
-# Each neighbour of the frontier with the weight of their relation: the distinct chunks
-# stating one, of any kind, in either direction.
+# Each neighbour of the frontier with the weight of their relation (the distinct chunks
+# stating one, of any kind, in either direction) and how many chunks mention it.
 _NEIGHBOURS = """
 WITH pairs AS (
     SELECT source_id AS a, target_id AS b, chunk_id FROM graph_relations
@@ -236,39 +236,47 @@ WITH pairs AS (
     UNION ALL
     SELECT target_id, source_id, chunk_id FROM graph_relations
     WHERE target_id = ANY(%(frontier)s)
+),
+weighed AS (
+    SELECT a, b, count(DISTINCT chunk_id) AS weight FROM pairs GROUP BY a, b
 )
-SELECT p.a, p.b, e.key, count(DISTINCT p.chunk_id) AS weight
-FROM pairs p JOIN graph_entities e ON e.id = p.b
-GROUP BY p.a, p.b, e.key"""
+SELECT w.a, w.b, e.key, w.weight,
+       (SELECT count(*) FROM graph_mentions m WHERE m.entity_id = w.b) AS mentions
+FROM weighed w JOIN graph_entities e ON e.id = w.b"""
 
 
 def _reach(
     conn: psycopg.Connection, keys: list[str], hops: int, max_neighbours: int, max_mentions: int
 ) -> Neighbourhood:
     seeds = conn.execute(
-        "SELECT id, key FROM graph_entities WHERE key = ANY(%s)", (keys,)
+        """SELECT e.id, e.key,
+                  (SELECT count(*) FROM graph_mentions m WHERE m.entity_id = e.id)
+           FROM graph_entities e WHERE e.key = ANY(%s)""",
+        (keys,),
     ).fetchall()
-    reached: dict[int, tuple[str, int, int]] = {eid: (key, 0, 0) for eid, key in seeds}
-    frontier = [eid for eid, _ in seeds]
+    reached: dict[int, tuple[str, int, int]] = {eid: (key, 0, 0) for eid, key, _ in seeds}
+    # an entity named by more than max_mentions chunks is not followed (a hub's neighbours
+    # are everything)
+    frontier = [eid for eid, _, mentions in seeds if mentions <= max_mentions]
     for hop in range(1, max(hops, 0) + 1):
         if not frontier:
             break
         rows = conn.execute(_NEIGHBOURS, {"frontier": frontier}).fetchall()
-        by_entity: dict[int, list[tuple[int, str, int]]] = {}
-        for a, b, key, weight in rows:
-            by_entity.setdefault(a, []).append((b, key, weight))
-        arrived: dict[int, tuple[str, int]] = {}
+        by_entity: dict[int, list[tuple[int, str, int, int]]] = {}
+        for a, b, key, weight, mentions in rows:
+            by_entity.setdefault(a, []).append((b, key, weight, mentions))
+        arrived: dict[int, tuple[str, int, int]] = {}
         for neighbours in by_entity.values():
             neighbours.sort(key=lambda n: (-n[2], n[1]))
-            for b, key, weight in neighbours[:max_neighbours]:
+            for b, key, weight, mentions in neighbours[:max_neighbours]:
                 if b in reached:
                     continue
                 best = arrived.get(b)
                 if best is None or weight > best[1]:
-                    arrived[b] = (key, weight)
-        for b, (key, weight) in arrived.items():
+                    arrived[b] = (key, weight, mentions)
+        for b, (key, weight, _) in arrived.items():
             reached[b] = (key, hop, weight)
-        frontier = list(arrived)
+        frontier = [b for b, (_, _, mentions) in arrived.items() if mentions <= max_mentions]
     if not reached:
         return Neighbourhood()
     counted = conn.execute(
