@@ -537,9 +537,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "GRAPH_WEIGHT",
-        "1.0",
+        "0.5",
         "weight of the graph's ranked list in the reciprocal rank fusion (the dense and "
-        "full-text lists weigh 1); 0 leaves it out",
+        "full-text lists weigh 1; 0.5 measured best, docs/graph.md); 0 leaves it out",
         _number(0.0, 10.0),
     ),
     Setting(

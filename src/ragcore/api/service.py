@@ -43,7 +43,7 @@ class Graph:
         described("off: not turned on (GRAPH_ENABLED); degraded: answers go on without it"),
     ]
     store: Annotated[str | None, described("postgres or neo4j; null when off")] = None
-    reason: Annotated[str | None, described("why it is degraded")] = None
+    reason: Annotated[str | None, described("why it is degraded, or how to turn it on")] = None
 
 
 @attrs.frozen

@@ -43,9 +43,9 @@ from ragcore.knowledge.graph import (
     Neighbourhood,
     ReachedEntity,
 )
+from ragcore.settings import GRAPH_URI_SCHEMES
 from ragio.graph.store import GraphUnavailable
 
-SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 #: connections the pool keeps: the graph's calls are few, each one transaction
 POOL_SIZE = 4
 #: attempts at a transaction that fails retryably (see ``_run``), and the pause before each
@@ -200,9 +200,10 @@ class Neo4jGraphStore:
 
     def __init__(self, uri: str, user: str, password: str, *, timeout_seconds: float) -> None:
         parts = urlsplit(uri)
-        if parts.scheme not in SCHEMES or not parts.hostname:
+        if parts.scheme not in GRAPH_URI_SCHEMES or not parts.hostname:
+            schemes = ", ".join(s + "://" for s in GRAPH_URI_SCHEMES)
             raise ValueError(
-                f"GRAPH_URI must be a Neo4j address ({', '.join(s + '://' for s in SCHEMES)}"
+                f"GRAPH_URI must be a Neo4j address ({schemes}"
                 f"host:port); got scheme {parts.scheme + '://' if parts.scheme else 'none'}"
             )
         if timeout_seconds <= 0:

@@ -227,8 +227,9 @@ def _prune(conn: psycopg.Connection) -> None:
     )
 
 
-# Each neighbour of the frontier with the weight of their relation (the distinct chunks
-# stating one, of any kind, in either direction) and how many chunks mention it.
+# The strongest ``max_neighbours`` neighbours of each frontier entity, ties by key, with the
+# weight of their relation (the distinct chunks stating one, of any kind, in either
+# direction) and how many chunks mention each (counted for those kept only).
 _NEIGHBOURS = """
 WITH pairs AS (
     SELECT source_id AS a, target_id AS b, chunk_id FROM graph_relations
@@ -239,10 +240,15 @@ WITH pairs AS (
 ),
 weighed AS (
     SELECT a, b, count(DISTINCT chunk_id) AS weight FROM pairs GROUP BY a, b
+),
+ranked AS (
+    SELECT w.a, w.b, e.key, w.weight,
+           row_number() OVER (PARTITION BY w.a ORDER BY w.weight DESC, e.key) AS place
+    FROM weighed w JOIN graph_entities e ON e.id = w.b
 )
-SELECT w.a, w.b, e.key, w.weight,
-       (SELECT count(*) FROM graph_mentions m WHERE m.entity_id = w.b) AS mentions
-FROM weighed w JOIN graph_entities e ON e.id = w.b"""
+SELECT r.a, r.b, r.key, r.weight,
+       (SELECT count(*) FROM graph_mentions m WHERE m.entity_id = r.b) AS mentions
+FROM ranked r WHERE r.place <= %(max_neighbours)s"""
 
 
 def _reach(
@@ -261,7 +267,9 @@ def _reach(
     for hop in range(1, max(hops, 0) + 1):
         if not frontier:
             break
-        rows = conn.execute(_NEIGHBOURS, {"frontier": frontier}).fetchall()
+        rows = conn.execute(
+            _NEIGHBOURS, {"frontier": frontier, "max_neighbours": max_neighbours}
+        ).fetchall()
         by_entity: dict[int, list[tuple[int, str, int, int]]] = {}
         for a, b, key, weight, mentions in rows:
             by_entity.setdefault(a, []).append((b, key, weight, mentions))

@@ -51,6 +51,7 @@ PipelineRunner = Callable[[Generator[Any, Any, DocumentGraph]], Awaitable[Docume
 RETRY_SECONDS = 30.0
 #: documents recorded in one store transaction while levelling
 LEVEL_BATCH = 64
+OFF_REASON = "not turned on: GRAPH_ENABLED=true (or GRAPH_URI for Neo4j) turns it on"
 #: at most this many store calls at once (each holds a worker thread)
 CONCURRENT_CALLS = 4
 
@@ -113,7 +114,7 @@ class Graph:
 
     def status(self) -> GraphStatus:
         if self.store is None:
-            return GraphStatus("off")
+            return GraphStatus("off", reason=OFF_REASON)
         if self._failure is not None:
             return GraphStatus("degraded", self.store.kind, self._failure)
         return GraphStatus("ok", self.store.kind)
