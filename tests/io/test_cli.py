@@ -305,3 +305,32 @@ def test_documents_list_and_delete_by_id_or_name(tmp_path, database_url):
 
     bad = run_cli("documents", "list", "--limit", "0", cwd=tmp_path, database_url=database_url)
     assert bad.returncode == 2 and "--limit" in bad.stderr
+
+
+def test_graph_rebuild_and_status(tmp_path, database_url):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "suppliers.md").write_text("The Widget X is made by Foo Ltd in Leeds.")
+    (docs / "owners.md").write_text("Foo Ltd was acquired by Bar Inc in 2021.")
+    off = run_cli("graph", "status", cwd=tmp_path, database_url=database_url)
+    assert off.returncode == 2 and "GRAPH_ENABLED=true" in off.stderr
+
+    on = {"database_url": database_url, "graph_enabled": "true"}
+    assert run_cli("ingest", str(docs), cwd=tmp_path, **on).returncode == 0
+    status = run_cli("graph", "status", cwd=tmp_path, **on)
+    assert status.returncode == 0, status.stderr
+    # Widget X, Foo Ltd, Leeds, Bar Inc; Foo Ltd in both documents
+    assert status.stdout.strip() == "graph (postgres): 4 entities, 5 mentions, 4 relations"
+
+    # DOMAIN_TERMS changed: the rebuild reads every document again
+    rebuilt = run_cli("graph", "rebuild", cwd=tmp_path, domain_terms="acquired", **on)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.stdout.splitlines() == [
+        "recorded 2 document(s)",
+        "graph (postgres): 5 entities, 6 mentions, 6 relations",
+    ]
+
+    gone = run_cli("documents", "delete", "owners.md", cwd=tmp_path, **on)
+    assert gone.returncode == 0
+    after = run_cli("graph", "status", cwd=tmp_path, **on)
+    assert after.stdout.strip() == "graph (postgres): 3 entities, 3 mentions, 3 relations"
