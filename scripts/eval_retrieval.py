@@ -238,29 +238,38 @@ async def evaluate(
     query_vectors: np.ndarray,
     qrels: dict,
     mode: str,
+    graph: tuple[Graph, float, int] | None = None,
     **options: object,
 ) -> dict[str, float]:
+    """nDCG@10, recall@10 and the search's time over ``queries``; with ``graph`` (the graph,
+    its weight, its hops), the hybrid search with the graph's list fused in."""
     ndcg = recall = 0.0
     seconds: list[float] = []
     for (qid, text), vector in zip(queries.items(), query_vectors, strict=True):
         started = time.perf_counter()
-        hits = await database.run(
-            search.rank_chunks,
-            vector.tolist(),
-            text,
-            K,
-            embedder.space,
-            None,
-            mode,
-            *(
-                options.get(name, default)
-                for name, default in (
-                    ("lexical", "bm25"),
-                    ("text_config", search.TEXT_SEARCH_CONFIG),
-                    ("lexical_budget", search.LEXICAL_BUDGET),
-                )
-            ),
-        )
+        if graph is not None:
+            store, weight, hops = graph
+            hits = await graph_search(
+                database, store, text, vector.tolist(), K, embedder.space, weight, hops
+            )
+        else:
+            hits = await database.run(
+                search.rank_chunks,
+                vector.tolist(),
+                text,
+                K,
+                embedder.space,
+                None,
+                mode,
+                *(
+                    options.get(name, default)
+                    for name, default in (
+                        ("lexical", "bm25"),
+                        ("text_config", search.TEXT_SEARCH_CONFIG),
+                        ("lexical_budget", search.LEXICAL_BUDGET),
+                    )
+                ),
+            )
         seconds.append(time.perf_counter() - started)
         ranked = [hit.document_name for hit in hits]
         ndcg += ndcg_at_k(ranked, qrels[qid])
@@ -453,36 +462,6 @@ def graph_variants(args: argparse.Namespace) -> list[tuple[float, int]]:
     return [(0.0, 0)] + [(w, h) for h in args.graph_hops for w in args.graph_weight if w > 0]
 
 
-async def evaluate_graph(
-    database: Database,
-    graph: Graph,
-    embedder: LocalEmbedder,
-    queries: dict[str, str],
-    query_vectors: np.ndarray,
-    qrels: dict,
-    weight: float,
-    hops: int,
-) -> dict[str, float]:
-    ndcg = recall = 0.0
-    seconds: list[float] = []
-    for (qid, text), vector in zip(queries.items(), query_vectors, strict=True):
-        started = time.perf_counter()
-        hits = await graph_search(
-            database, graph, text, vector.tolist(), K, embedder.space, weight, hops
-        )
-        seconds.append(time.perf_counter() - started)
-        ranked = [hit.document_name for hit in hits]
-        ndcg += ndcg_at_k(ranked, qrels[qid])
-        recall += recall_at_k(ranked, qrels[qid])
-    n = len(queries)
-    return {
-        "ndcg": ndcg / n,
-        "recall": recall / n,
-        "ms_p50": 1000 * float(np.percentile(seconds, 50)),
-        "ms_p95": 1000 * float(np.percentile(seconds, 95)),
-    }
-
-
 MULTIHOP_HEAD = (
     "\n| set | search | answer page in top 10 | both pages in top 10 "
     "| both among the 8 sources | nDCG@10 (pages) |"
@@ -657,15 +636,14 @@ async def run(args: argparse.Namespace) -> None:
                         f"the corpus ({seconds:.0f} s): {summary}"
                     )
                     for weight, hops in graph_variants(args):
-                        result = await evaluate_graph(
+                        result = await evaluate(
                             database,
-                            graph,
                             embedder,
                             queries,
                             query_vectors,
                             qrels,
-                            weight,
-                            hops,
+                            "hybrid",
+                            graph=(graph, weight, hops),
                         )
                         row = (
                             f"| {key} | hybrid, {graph_label(weight, hops)} "

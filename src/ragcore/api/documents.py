@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 from urllib.parse import urlencode
 
 import attrs
@@ -163,8 +163,19 @@ def name_pattern(q: str) -> str | None:
     return f"%{escaped}%"
 
 
-def next_page(query: DocumentsQuery, shown: int, total: int) -> str | None:
-    """The path of the page after the one showing ``shown`` documents from ``query.offset``
+class PagedQuery(Protocol):
+    """A listing's query paged by ``limit`` and ``offset``, searched by ``q``."""
+
+    @property
+    def limit(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def q(self) -> str: ...
+
+
+def next_page(query: PagedQuery, shown: int, total: int, path: str = "/documents") -> str | None:
+    """The path of the page after the one showing ``shown`` items from ``query.offset``
     of ``total``; None when it was the last."""
     after = query.offset + shown
     if shown == 0 or after >= total:
@@ -172,7 +183,7 @@ def next_page(query: DocumentsQuery, shown: int, total: int) -> str | None:
     params = {"limit": str(query.limit), "offset": str(after)}
     if query.q:
         params["q"] = query.q
-    return "/documents?" + urlencode(params)
+    return f"{path}?" + urlencode(params)
 
 
 def check_size(what: str, size: int, limit: int) -> None:

@@ -4,7 +4,6 @@ the documents, so the owner can see it (``ragcore.knowledge.graph``)."""
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 import attrs
 
@@ -80,16 +79,6 @@ class GraphEntityDetail:
         list[EntityMention], described(f"the first {MENTIONS_SHOWN} chunks that mention it")
     ]
     neighbours: Annotated[list[EntityNeighbour], described("strongest relation first")]
-
-
-def next_entities_page(query: EntitiesQuery, shown: int, total: int) -> str | None:
-    after = query.offset + shown
-    if shown == 0 or after >= total:
-        return None
-    params = {"limit": str(query.limit), "offset": str(after)}
-    if query.q:
-        params["q"] = query.q
-    return "/graph/entities?" + urlencode(params)
 
 
 def graph_off() -> ProblemError:

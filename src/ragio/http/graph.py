@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import psycopg
 from quart import Blueprint, current_app, request
 
+from ragcore.api.documents import next_page
 from ragcore.api.graph import (
     EXCERPT_CHARS,
     MENTIONS_SHOWN,
@@ -20,7 +21,6 @@ from ragcore.api.graph import (
     GraphEntityDetail,
     graph_off,
     graph_unavailable,
-    next_entities_page,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import no_such, read_query
@@ -67,7 +67,7 @@ async def list_entities() -> GraphEntities:
     except GraphUnavailable as error:
         raise graph_unavailable(str(error)) from None
     return GraphEntities(
-        [GraphEntity.of(e) for e in found], total, next_entities_page(query, len(found), total)
+        [GraphEntity.of(e) for e in found], total, next_page(query, len(found), total, PATH)
     )
 
 
