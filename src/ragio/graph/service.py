@@ -13,7 +13,8 @@ document is forgotten as it is deleted. Which documents the graph holds is kept 
 ``graph_documents`` (migration 020), whatever the store: ``level`` compares it with the
 documents, records what the graph lacks and forgets what is gone. It runs when the
 service starts, so what was stored or deleted while the graph was off or down is caught
-up, and by ``ragchat graph rebuild`` after clearing the store.
+up, whenever the store answers again after documents could not reach it
+(``keep_level``), and by ``ragchat graph rebuild`` after clearing the store.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ PipelineRunner = Callable[[Generator[Any, Any, DocumentGraph]], Awaitable[Docume
 
 #: after a failure, how long the store is left alone before it is tried again
 RETRY_SECONDS = 30.0
+#: how often ``keep_level`` looks whether the store may be tried again
+LEVEL_POLL_SECONDS = 0.5
 #: documents recorded in one store transaction while levelling
 LEVEL_BATCH = 64
 OFF_REASON = "not turned on: GRAPH_ENABLED=true (or GRAPH_URI for Neo4j) turns it on"
@@ -99,6 +102,7 @@ class Graph:
         self._level_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(CONCURRENT_CALLS)
         self._model: tuple[PipelineRunner, ModelExtraction] | None = None
+        self._behind = trio.Event()  # set when a document could not be learned or forgotten
 
     def extract_with_model(self, runner: PipelineRunner, policy: ModelExtraction) -> None:
         """GRAPH_MODEL_EXTRACTION: a language model also reads the chunks recorded."""
@@ -206,7 +210,25 @@ class Graph:
             for start in range(0, len(stored), LEVEL_BATCH):
                 await self._record(stored[start : start + LEVEL_BATCH])
         except GraphUnavailable:
+            self._behind.set()  # keep_level catches up once the store answers again
+
+    async def keep_level(self) -> None:
+        """Run beside the app: level the graph at start, and again whenever a document
+        could not be learned or forgotten, once the store may be tried again (every
+        ``retry_seconds`` until it answers). So a store that was down catches up by
+        itself."""
+        if self.store is None:
             return
+        while True:
+            self._behind = trio.Event()
+            await self.level()
+            if self._failure is None and not self._behind.is_set():
+                await self._behind.wait()
+            while self._failure is not None and (
+                time.monotonic() - self._failed_at < self.retry_seconds
+            ):
+                await trio.sleep(LEVEL_POLL_SECONDS)
+            await trio.sleep(LEVEL_POLL_SECONDS)
 
     async def level(self) -> Levelled:
         """Record the documents the graph does not hold and forget those deleted: what

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
+import trio
 from quart import Blueprint, current_app, request
 
 from ragcore.api.documents import next_page
@@ -33,11 +34,30 @@ PATH = "/graph/entities"
 ENTITY_ID = {"path": {"id": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}}
 
 
+LEVELLING = "ragchat.graph.levelling"
+
+
 @blueprint.before_app_serving
-async def level_graph() -> None:
+async def keep_graph_level() -> None:
+    """The graph kept level with the documents beside the app (``Graph.keep_level``)."""
     graph = service().graph
-    if graph.on:
-        current_app.nursery.start_soon(graph.level)  # type: ignore[attr-defined]
+    if not graph.on:
+        return
+    scope = trio.CancelScope()
+    current_app.extensions[LEVELLING] = scope
+
+    async def levelling() -> None:
+        with scope:
+            await graph.keep_level()
+
+    current_app.nursery.start_soon(levelling)  # type: ignore[attr-defined]
+
+
+@blueprint.after_app_serving
+async def stop_levelling() -> None:
+    scope: trio.CancelScope | None = current_app.extensions.get(LEVELLING)
+    if scope is not None:  # it would hold the app's nursery open
+        scope.cancel()
 
 
 def _graph() -> Graph:
