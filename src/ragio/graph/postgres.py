@@ -92,6 +92,7 @@ class PostgresGraphStore:
 
             def write() -> None:
                 with conn.transaction():
+                    _lock(conn)
                     replaced = _forget_chunks_of(conn, document_ids)
                     conn.execute(
                         """INSERT INTO graph_entities (key, public_id, name, kind)
@@ -144,6 +145,7 @@ class PostgresGraphStore:
 
             def work() -> None:
                 with conn.transaction():
+                    _lock(conn)
                     _forget_chunks_of(conn, document_ids)
                     _prune(conn)
 
@@ -203,6 +205,15 @@ class PostgresGraphStore:
 
     def close(self) -> None:
         """The pool is the service's: it closes it."""
+
+
+#: the transaction-level advisory lock graph writes take, in every process: a prune must
+#: not delete an entity another write is adding a mention of
+WRITE_LOCK = (1_020, 0)
+
+
+def _lock(conn: psycopg.Connection) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", WRITE_LOCK)
 
 
 def _forget_chunks_of(conn: psycopg.Connection, document_ids: Sequence[int]) -> int:
