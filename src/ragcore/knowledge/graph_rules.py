@@ -92,12 +92,13 @@ def with_model(
     """``graph`` (the offline rules' reading) with what a language model adds for each
     chunk: entities the rules missed and typed relations (``acquired``, ``part_of``), only
     as far as the chunk's text bears them out (``read_graph_reply``). One call a chunk,
-    metered and held to the budgets; a chunk whose call fails or is capped keeps the
-    rules' reading, and once a cap stops one, the rest are not asked."""
+    metered and held to the budgets. Once a call fails (the providers down) or a cap
+    stops one, the rest of the document is not asked: those chunks keep the rules'
+    reading."""
     chunks: list[ChunkGraph] = []
-    capped = False
+    stopped = False
     for chunk, text in zip(graph.chunks, texts, strict=True):
-        if capped:
+        if stopped:
             chunks.append(chunk)
             continue
         request = Generate(
@@ -112,7 +113,7 @@ def with_model(
         except Exception:  # noqa: BLE001 (the rules' reading stands)
             reply = None
         if not isinstance(reply, Reply):
-            capped = reply is not None
+            stopped = True
             chunks.append(chunk)
             continue
         entities, relations = read_graph_reply(reply.text, text)
