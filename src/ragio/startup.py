@@ -14,6 +14,7 @@ import trio
 from ragcore.knowledge.graph_rules import ModelExtraction
 from ragcore.settings import Settings
 from ragcore.usage import Caps
+from ragio.chat.policy import answers_with_model
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
@@ -82,7 +83,7 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                     outbound,
                     graph=graph,
                 )
-                if settings.graph_model_extraction and answerer.name != "extractive":
+                if settings.graph_model_extraction and answers_with_model(service):
                     graph.extract_with_model(
                         lambda pipeline: run(pipeline, service),
                         ModelExtraction(Caps.from_settings(settings), settings.usage_ledger),

@@ -35,6 +35,8 @@ MAX_NEIGHBOURS = 20
 #: stop word): it is reached, but its chunks are not listed nor its relations followed
 #: (a hub's neighbours are everything).
 MAX_MENTIONS = 200
+#: the strongest neighbours an entity's detail shows (GET /graph/entities/{id})
+NEIGHBOURS_SHOWN = 50
 
 
 def entity_id(key: str) -> str:

@@ -16,6 +16,7 @@ import psycopg
 import psycopg_pool
 
 from ragcore.knowledge.graph import (
+    NEIGHBOURS_SHOWN,
     DocumentGraph,
     EntityDetail,
     EntitySummary,
@@ -34,10 +35,6 @@ _SUMMARY = """e.public_id, e.key, e.name, e.kind,
     (SELECT count(*) FROM graph_mentions m WHERE m.entity_id = e.id),
     (SELECT count(DISTINCT c.document_id) FROM graph_mentions m
        JOIN chunks c ON c.id = m.chunk_id WHERE m.entity_id = e.id)"""
-
-
-#: the strongest neighbours ``entity`` shows
-NEIGHBOURS_SHOWN = 50
 
 
 def _summary(row: Sequence[Any]) -> EntitySummary:

@@ -4,9 +4,6 @@ was stored while it was off or down)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import psycopg
 import trio
 from quart import Blueprint, current_app, request
 
@@ -25,9 +22,11 @@ from ragcore.api.graph import (
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import no_such, read_query
+from ragcore.knowledge.graph import NEIGHBOURS_SHOWN
 from ragio.graph.service import Graph
 from ragio.graph.store import GraphUnavailable
 from ragio.http.context import service
+from ragio.knowledge import store
 
 blueprint = Blueprint("graph", __name__)
 PATH = "/graph/entities"
@@ -108,22 +107,16 @@ async def get_entity(id: str) -> GraphEntityDetail:
         raise graph_unavailable(str(error)) from None
     if found is None:
         raise no_such(id, "entity", PATH)
-    excerpts = await service().database.run(_excerpts, [m.chunk_id for m in found.mentions])
+    excerpts = await service().database.run(
+        store.chunk_excerpts, [m.chunk_id for m in found.mentions], EXCERPT_CHARS
+    )
     mentions = [
         EntityMention(m.chunk_id, m.document_id, *excerpts[m.chunk_id])
         for m in found.mentions
         if m.chunk_id in excerpts  # a chunk deleted since the store last levelled
     ]
     neighbours = [
-        EntityNeighbour(GraphEntity.of(n.entity), n.weight, list(n.kinds)) for n in found.neighbours
+        EntityNeighbour(GraphEntity.of(n.entity), n.weight, list(n.kinds))
+        for n in found.neighbours[:NEIGHBOURS_SHOWN]
     ]
     return GraphEntityDetail(GraphEntity.of(found.entity), mentions, neighbours)
-
-
-def _excerpts(conn: psycopg.Connection, chunk_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    rows = conn.execute(
-        """SELECT c.id, d.name, left(c.text, %s) FROM chunks c
-           JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s)""",
-        (EXCERPT_CHARS, list(chunk_ids)),
-    ).fetchall()
-    return {row[0]: (row[1], row[2]) for row in rows}

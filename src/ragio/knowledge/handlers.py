@@ -36,7 +36,7 @@ async def find_named(effect: FindNamed, service: Service) -> list[list[StoredDoc
 async def store_documents(effect: StoreDocuments, service: Service) -> list[StoredDocument]:
     stored = await service.database.run(store.store_documents, effect.documents)
     # the knowledge graph learns them, and forgets the versions they replaced (it never
-    # fails the store: what it could not record is caught up when the service starts)
+    # fails the store: what it could not record is caught up once it answers again)
     created = [(new, doc) for new, doc in zip(effect.documents, stored, strict=True) if doc.created]
     await service.graph.learn(
         [doc.id for _, doc in created], [old for new, _ in created for old in new.replaces]

@@ -207,3 +207,16 @@ def delete_named_or_id(conn: psycopg.Connection, given: str) -> list[StoredDocum
         if found:
             conn.execute("DELETE FROM documents WHERE id = ANY(%s)", ([d.id for d in found],))
     return found
+
+
+def chunk_excerpts(
+    conn: psycopg.Connection, chunk_ids: Sequence[int], chars: int
+) -> dict[int, tuple[str, str]]:
+    """For each chunk that still exists: its document's name and its first ``chars``
+    characters."""
+    rows = conn.execute(
+        """SELECT c.id, d.name, left(c.text, %s) FROM chunks c
+           JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(%s)""",
+        (chars, list(chunk_ids)),
+    ).fetchall()
+    return {row[0]: (row[1], row[2]) for row in rows}
