@@ -471,17 +471,14 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
 
 async def graph_command(settings: Settings, args: argparse.Namespace) -> int:
     """``graph rebuild`` and ``graph status``."""
+    from ragcore.api.graph import GRAPH_OFF
     from ragio.graph.store import GraphUnavailable
     from ragio.startup import open_service
 
     async with startup_errors(), open_service(settings) as svc:
         graph = svc.graph
         if not graph.on:
-            print(
-                "ragchat: the knowledge graph is off: set GRAPH_ENABLED=true (or GRAPH_URI "
-                "for Neo4j)",
-                file=sys.stderr,
-            )
+            print(f"ragchat: the knowledge graph is {GRAPH_OFF}", file=sys.stderr)
             return 2
         try:
             if args.action == "rebuild":

@@ -81,11 +81,14 @@ class GraphEntityDetail:
     neighbours: Annotated[list[EntityNeighbour], described("strongest relation first")]
 
 
+#: why the graph is off, for /health, the routes' 409 and the command line
+GRAPH_OFF = "not turned on: GRAPH_ENABLED=true (or GRAPH_URI for Neo4j) turns it on"
+
+
 def graph_off() -> ProblemError:
     return ProblemError(
         409,
-        "the knowledge graph is off: set GRAPH_ENABLED=true (or GRAPH_URI for Neo4j) and "
-        "restart; docs/graph.md says when it helps",
+        f"the knowledge graph is {GRAPH_OFF}, at the next start; docs/graph.md says when it helps",
     )
 
 

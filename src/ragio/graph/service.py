@@ -29,6 +29,7 @@ import attrs
 import psycopg
 import trio
 
+from ragcore.api.graph import GRAPH_OFF
 from ragcore.knowledge.graph import (
     DocumentGraph,
     EntityDetail,
@@ -54,7 +55,6 @@ RETRY_SECONDS = 30.0
 LEVEL_POLL_SECONDS = 0.5
 #: documents recorded in one store transaction while levelling
 LEVEL_BATCH = 64
-OFF_REASON = "not turned on: GRAPH_ENABLED=true (or GRAPH_URI for Neo4j) turns it on"
 #: at most this many store calls at once (each holds a worker thread)
 CONCURRENT_CALLS = 4
 
@@ -118,7 +118,7 @@ class Graph:
 
     def status(self) -> GraphStatus:
         if self.store is None:
-            return GraphStatus("off", reason=OFF_REASON)
+            return GraphStatus("off", reason=GRAPH_OFF)
         if self._failure is not None:
             return GraphStatus("degraded", self.store.kind, self._failure)
         return GraphStatus("ok", self.store.kind)
