@@ -129,7 +129,7 @@ def _graph_uri(raw: str) -> str:
         )
     if "@" in rest.split("/", 1)[0]:
         raise _Bad("must not hold credentials: set GRAPH_USER and GRAPH_PASSWORD")
-    return value
+    return f"{scheme.lower()}://{rest}"
 
 
 def _choice(options: tuple[str, ...]) -> Callable[[str], str]:

@@ -13,6 +13,7 @@ from ragcore.settings import (
     bind_refusal,
     embedding_provider,
     example_file,
+    graph_store_kind,
     load_settings,
 )
 
@@ -213,3 +214,28 @@ def test_budgets_without_the_ledger_are_refused_naming_both():
     assert problem.startswith("USAGE_LEDGER:")
     assert "BUDGET_DAILY_TOKENS" in problem and "BUDGET_ROLE_MONTHLY_OVERRIDES" in problem
     assert load_settings({"BUDGET_DAILY_TOKENS": "0"}).budget_daily_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("http://graph:7474", "must be a Neo4j URI"),
+        ("graph:7687", "must be a Neo4j URI"),
+        ("bolt://", "must be a Neo4j URI"),
+        ("bolt://neo4j:hunter2@graph:7687", "must not hold credentials"),
+    ],
+)
+def test_a_graph_uri_is_a_neo4j_address_without_credentials(uri, problem):
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"GRAPH_URI": uri})
+    assert f"GRAPH_URI: {problem}" in str(raised.value)
+    assert "hunter2" not in str(raised.value)
+
+
+def test_where_the_graph_lives():
+    assert graph_store_kind(load_settings({})) is None
+    assert graph_store_kind(load_settings({"GRAPH_ENABLED": "true"})) == "postgres"
+    neo4j = load_settings({"GRAPH_URI": "BOLT://graph:7687"})
+    assert graph_store_kind(neo4j) == "neo4j" and neo4j.graph_uri == "bolt://graph:7687"
+    off = load_settings({"GRAPH_URI": "neo4j+s://graph", "GRAPH_ENABLED": "false"})
+    assert graph_store_kind(off) is None

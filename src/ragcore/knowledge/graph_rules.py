@@ -1,7 +1,7 @@
 """How documents become the knowledge graph's data, and how a question reaches it: from
 the question's words to the graph's ranked list of chunks (``ragcore.knowledge.graph``),
 fused with the dense and full-text lists by the search (``SearchChunks``). The
-extraction rules themselves are ``ragcore.knowledge.entities``'."""
+extraction rules themselves are in ``ragcore.knowledge.entities``."""
 
 from __future__ import annotations
 
