@@ -462,6 +462,14 @@ def graph_variants(args: argparse.Namespace) -> list[tuple[float, int]]:
     return [(0.0, 0)] + [(w, h) for h in args.graph_hops for w in args.graph_weight if w > 0]
 
 
+def table_row(key: str, mode: str, label: str, result: dict[str, float]) -> str:
+    """One row of the printed table: the embedder, the search, its full-text side, figures."""
+    return (
+        f"| {key} | {mode} | {label} | {result['ndcg']:.3f} | {result['recall']:.3f} "
+        f"| {result['ms_p50']:.1f} | {result['ms_p95']:.1f} |"
+    )
+
+
 MULTIHOP_HEAD = (
     "\n| set | search | answer page in top 10 | both pages in top 10 "
     "| both among the 8 sources | nDCG@10 (pages) |"
@@ -622,11 +630,7 @@ async def run(args: argparse.Namespace) -> None:
                     label = "-" if mode == "dense" else f"{lexical} {config}"
                     if mode != "dense" and lexical == "bm25" and budget != search.LEXICAL_BUDGET:
                         label += f" budget {budget}"
-                    row = (
-                        f"| {key} | {mode} | {label} | {result['ndcg']:.3f} "
-                        f"| {result['recall']:.3f} | {result['ms_p50']:.1f} "
-                        f"| {result['ms_p95']:.1f} |"
-                    )
+                    row = table_row(key, mode, label, result)
                     print(row, flush=True)
                     rows.append(row)
                 if args.graph:
@@ -645,11 +649,11 @@ async def run(args: argparse.Namespace) -> None:
                             "hybrid",
                             graph=(graph, weight, hops),
                         )
-                        row = (
-                            f"| {key} | hybrid, {graph_label(weight, hops)} "
-                            f"| bm25 {search.TEXT_SEARCH_CONFIG} | {result['ndcg']:.3f} "
-                            f"| {result['recall']:.3f} | {result['ms_p50']:.1f} "
-                            f"| {result['ms_p95']:.1f} |"
+                        row = table_row(
+                            key,
+                            f"hybrid, {graph_label(weight, hops)}",
+                            f"bm25 {search.TEXT_SEARCH_CONFIG}",
+                            result,
                         )
                         print(row, flush=True)
                         rows.append(row)
@@ -675,11 +679,11 @@ async def run(args: argparse.Namespace) -> None:
                         args.rerank_timed,
                     )
                     for n, result in results.items():
-                        row = (
-                            f"| {key} | hybrid + {args.reranker} top {n} "
-                            f"| bm25 {search.TEXT_SEARCH_CONFIG} | {result['ndcg']:.3f} "
-                            f"| {result['recall']:.3f} | {result['ms_p50']:.1f} "
-                            f"| {result['ms_p95']:.1f} |"
+                        row = table_row(
+                            key,
+                            f"hybrid + {args.reranker} top {n}",
+                            f"bm25 {search.TEXT_SEARCH_CONFIG}",
+                            result,
                         )
                         print(row, flush=True)
                         rows.append(row)

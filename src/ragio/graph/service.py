@@ -76,10 +76,6 @@ class Levelled:
     forgotten: int = 0
 
 
-class GraphOff(Exception):
-    """The knowledge graph is not turned on (GRAPH_ENABLED)."""
-
-
 class Graph:
     """The knowledge graph of one service process; ``Graph.off()`` when not turned on."""
 
@@ -128,8 +124,7 @@ class Graph:
     async def _call(self, work: Callable[..., T], *args: Any) -> T:
         """``work(*args)`` in a worker thread, given up after the timeout; a failure marks
         the graph degraded (logged once) and is raised as ``GraphUnavailable``."""
-        if self.store is None:
-            raise GraphOff
+        assert self.store is not None  # callers see ``on`` first
         if self._failure is not None and time.monotonic() - self._failed_at < self.retry_seconds:
             raise GraphUnavailable(self._failure)
         try:
@@ -276,8 +271,7 @@ class Graph:
     async def rebuild(self) -> Levelled:
         """Clear the store and record every document again (``ragchat graph rebuild``):
         after the extraction rules or DOMAIN_TERMS changed. Raises ``GraphUnavailable``."""
-        if self.store is None or self.database is None:
-            raise GraphOff
+        assert self.store is not None and self.database is not None
         async with self._level_lock:
             await self._call(self.store.clear)
             await self.database.run(unlist_all)
