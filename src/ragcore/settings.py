@@ -486,6 +486,13 @@ SETTINGS: tuple[Setting, ...] = (
         "the connection closes",
         _number(0.1, 3600),
     ),
+    Setting(
+        "SHUTDOWN_GRACE_SECONDS",
+        "20",
+        "after SIGTERM, how long requests, jobs and calls in progress have to finish before "
+        "they are cut off (keep it under the orchestrator's own grace period)",
+        _number(0, 3600),
+    ),
     # operations
     Setting(
         "LOG_FORMAT",
@@ -917,6 +924,7 @@ class Settings:
     ingest_job_bytes: int
     max_document_read_seconds: float
     http_read_timeout_seconds: float
+    shutdown_grace_seconds: float
     log_format: str
     metrics_public: bool
     default_language: str

@@ -14,6 +14,7 @@ from hypercorn.trio import serve
 
 from ragcore.settings import Settings
 from ragio.http.app import create_app
+from ragio.service import Service
 from ragio.startup import open_service
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,8 @@ def hypercorn_config(settings: Settings) -> Config:
     ]
     config.accesslog = logging.getLogger("hypercorn.access")
     config.errorlog = logging.getLogger("hypercorn.error")
-    config.graceful_timeout = 5
+    # after SIGTERM, the requests in progress have this long to finish
+    config.graceful_timeout = settings.shutdown_grace_seconds
     # also the time a request head has to arrive whole, from the connection's opening or
     # its last answer (slowloris); Hypercorn's read_timeout stays unset: it would limit
     # every read, while a client rightly waits in silence for a long answer or a stream.
@@ -47,23 +49,16 @@ async def run_server(
 ) -> None:
     """Open the service, serve until a stop signal, then close everything in order.
     Each of ``companions`` is started on the same service beside the HTTP app (the voice
-    server) and cancelled when the app has stopped."""
+    server) and cancelled when the app has stopped.
+
+    A stop signal sets ``service.stopping``: the server takes no new connection, and the
+    requests, jobs and calls in progress have SHUTDOWN_GRACE_SECONDS to finish."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_service(settings) as svc:
             app = create_app(svc)
-            stop = trio.Event()
-
-            async def shutdown_trigger() -> None:
-                await stop.wait()
-
-            async def watch_signals() -> None:
-                async for signum in signals:
-                    log.info("received %s, shutting down", signal.Signals(signum).name)
-                    stop.set()
-                    return
-
+            grace = settings.shutdown_grace_seconds
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(watch_signals)
+                nursery.start_soon(_stop_on_signal, signals, svc)
                 async with trio.open_nursery() as beside:
                     for companion in companions:
                         await beside.start(partial(companion, svc))
@@ -71,17 +66,19 @@ async def run_server(
                         lambda task_status: serve(
                             app,
                             hypercorn_config(settings),
-                            shutdown_trigger=shutdown_trigger,
+                            shutdown_trigger=svc.stopping.wait,
                             task_status=task_status,
                         )
                     )
                     log.info("serving on %s (%s mode)", ", ".join(binds), svc.mode)
                     print(f"ragchat listening on {', '.join(binds)}", flush=True)
                     task_status.started(binds)
-                    await stop.wait()
-                    beside.cancel_scope.cancel()
+                    await svc.stopping.wait()
+                    # the companions end their work themselves (the voice server its
+                    # calls, politely) or are cut off at the end of the grace period
+                    beside.cancel_scope.deadline = trio.current_time() + grace
                 # serve() returns once its graceful shutdown is done; then the nursery ends.
-                nursery.cancel_scope.deadline = trio.current_time() + 10
+                nursery.cancel_scope.deadline = trio.current_time() + grace + 5
 
 
 async def run_companions(
@@ -90,13 +87,26 @@ async def run_companions(
     *,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """``companions`` alone on the service (``ragchat voice``), until a stop signal."""
+    """``companions`` alone on the service (``ragchat voice``, ``ragchat worker``), until
+    a stop signal; then they have SHUTDOWN_GRACE_SECONDS to end their work."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_service(settings) as svc, trio.open_nursery() as nursery:
-            for companion in companions:
-                await nursery.start(partial(companion, svc))
-            task_status.started()
-            async for signum in signals:
-                log.info("received %s, shutting down", signal.Signals(signum).name)
-                break
+            nursery.start_soon(_stop_on_signal, signals, svc)
+            async with trio.open_nursery() as beside:
+                for companion in companions:
+                    await beside.start(partial(companion, svc))
+                task_status.started()
+                await svc.stopping.wait()
+                beside.cancel_scope.deadline = trio.current_time() + settings.shutdown_grace_seconds
             nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(signals: Any, svc: Service) -> None:
+    async for signum in signals:
+        log.info(
+            "received %s, shutting down (up to %gs for the work in progress)",
+            signal.Signals(signum).name,
+            svc.settings.shutdown_grace_seconds,
+        )
+        svc.stopping.set()
+        return

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import httpx
+import trio
 
 from ragcore.effects import Effect
 from ragcore.live.cache import Held
@@ -70,6 +71,10 @@ class Service:
     live: Held = attrs.field(factory=Held)
     # the knowledge graph (ragio.graph.service): off unless GRAPH_ENABLED / GRAPH_URI
     graph: Graph = attrs.field(factory=Graph.off)
+    # set on SIGTERM/SIGINT (ragio.server): take no new work (readiness says 503, the voice
+    # server refuses calls, a worker claims no job) and finish what runs within
+    # SHUTDOWN_GRACE_SECONDS
+    stopping: trio.Event = attrs.field(factory=trio.Event)
 
     @property
     def mode(self) -> str:

@@ -134,3 +134,31 @@ async def wait_until_healthy(api: httpx.AsyncClient, seconds: float = 20) -> Non
     with trio.fail_after(seconds):
         while (await health(api))[0]["status"] != "ok":
             await trio.sleep(0.1)
+
+
+async def test_probes_say_alive_and_ready_when_the_database_answers(api):
+    live, ready = await api.get("/health/live"), await api.get("/health/ready")
+    assert (live.status_code, live.json()) == (200, {"status": "alive"})
+    assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+
+
+async def test_a_frozen_database_makes_the_process_unready_but_still_alive(api, postgres_url):
+    await health(api)
+    with frozen(postgres_url):
+        started = time.monotonic()
+        ready = await api.get("/health/ready")
+        assert time.monotonic() - started < HEALTH_SECONDS
+        assert ready.status_code == 503
+        assert ready.headers["content-type"] == "application/problem+json"
+        assert ready.json()["detail"] == "the database does not answer"
+        assert (await api.get("/health/live")).status_code == 200
+    await wait_until_healthy(api)
+    assert (await api.get("/health/ready")).status_code == 200
+
+
+async def test_a_stopping_service_is_unready_at_once(api, service):
+    service.stopping.set()
+    ready = await api.get("/health/ready")
+    assert ready.status_code == 503
+    assert ready.json()["detail"] == "the service is shutting down"
+    assert (await api.get("/health/live")).status_code == 200

@@ -57,6 +57,14 @@ class Health:
 
 
 @attrs.frozen
+class Probe:
+    """An orchestrator's probe answered: ``alive`` (the process runs) or ``ready`` (send
+    it requests)."""
+
+    status: Literal["alive", "ready"]
+
+
+@attrs.frozen
 class Spent:
     tokens: int
     cap: int | None

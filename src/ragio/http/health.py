@@ -8,8 +8,9 @@ from quart import Blueprint
 
 from ragcore import __version__
 from ragcore.api.operations import Reply, operation
-from ragcore.api.service import Database, Embedder, Graph, Health, Provider, Providers
+from ragcore.api.service import Database, Embedder, Graph, Health, Probe, Provider, Providers
 from ragio.http.context import service
+from ragio.http.problems import Problem
 
 blueprint = Blueprint("health", __name__)
 
@@ -38,3 +39,24 @@ async def health() -> Health:
         providers,
         Graph(graph.status, graph.store, graph.reason),
     )
+
+
+@blueprint.get("/health/live")
+@operation(Reply(200, "The process runs and answers", Probe), open=True)
+async def live() -> Probe:
+    """Liveness: answered by the process itself, whatever the database's state (restarting
+    the process would not bring a database back)"""
+    return Probe("alive")
+
+
+@blueprint.get("/health/ready")
+@operation(Reply(200, "Send this process requests", Probe), 503, open=True)
+async def ready() -> Probe:
+    """Readiness: 503 while the database does not answer, and from a stop signal on (the
+    load balancer stops sending while the requests in progress finish)"""
+    svc = service()
+    if svc.stopping.is_set():
+        raise Problem(503, "the service is shutting down")
+    if not await svc.database.reachable():
+        raise Problem(503, "the database does not answer")
+    return Probe("ready")
