@@ -487,6 +487,19 @@ SETTINGS: tuple[Setting, ...] = (
         _number(0.1, 3600),
     ),
     Setting(
+        "RUN_JOBS",
+        "true",
+        "`ragchat serve` also runs background jobs (large uploads, data source syncs); set "
+        "false where `ragchat worker` processes run them",
+        _boolean,
+    ),
+    Setting(
+        "JOBS_CONCURRENCY",
+        "1",
+        "background jobs one process runs at a time",
+        _integer(1, 64),
+    ),
+    Setting(
         "SHUTDOWN_GRACE_SECONDS",
         "20",
         "after SIGTERM, how long requests, jobs and calls in progress have to finish before "
@@ -924,6 +937,8 @@ class Settings:
     ingest_job_bytes: int
     max_document_read_seconds: float
     http_read_timeout_seconds: float
+    run_jobs: bool
+    jobs_concurrency: int
     shutdown_grace_seconds: float
     log_format: str
     metrics_public: bool

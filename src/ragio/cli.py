@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the voice server alone on VOICE_BIND:VOICE_PORT (default 127.0.0.1:8765), "
         "against DATABASE_URL",
     )
+    commands.add_parser(
+        "worker",
+        help="run background jobs (large uploads, data source syncs) claimed from the "
+        "database, beside any number of `serve` and `worker` processes, until SIGTERM",
+    )
     ingest = commands.add_parser(
         "ingest",
         help="add documents (txt, md, html, pdf, docx, csv; folders walked) to the knowledge base",
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     service's, which this layer cannot import: ``voiceio.cli``)."""
     commands = {**COMMANDS, **(commands or {})}
     args = build_parser().parse_args(argv)
-    serving = args.command in ("serve", "voice")
+    serving = args.command in ("serve", "voice", "worker")
     logging.basicConfig(
         level=logging.INFO if args.verbose or serving else logging.WARNING, format=TEXT_FORMAT
     )
@@ -158,6 +163,27 @@ async def serve_command(
 
     async with startup_errors():
         await run_server(settings, companions=companions)
+    return 0
+
+
+async def worker_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Background jobs until a stop signal; the running one has SHUTDOWN_GRACE_SECONDS,
+    then it is handed back. DATA_DIR/worker.alive is touched on every pass (a probe)."""
+    from ragio.http.problems import problem_for
+    from ragio.jobs.worker import Worker
+    from ragio.registry import JOB_KINDS
+    from ragio.server import run_companions
+
+    alive = Path(settings.data_dir) / "worker.alive"
+    alive.parent.mkdir(parents=True, exist_ok=True)
+
+    async def worker(svc: Any, *, task_status: Any) -> None:
+        jobs = Worker(svc, JOB_KINDS, problem_for, svc.settings.jobs_concurrency, alive_file=alive)
+        print(f"ragchat worker running jobs as {jobs.process}", flush=True)
+        await jobs.run(task_status=task_status)
+
+    async with startup_errors():
+        await run_companions(settings, (worker,))
     return 0
 
 
@@ -508,6 +534,7 @@ COMMANDS = {
     "ask": ask_command,
     "ingest": ingest_command,
     "reindex": reindex_command,
+    "worker": worker_command,
 }
 
 

@@ -16,11 +16,15 @@ from typing import Any
 
 import ragcore
 from ragcore.effects import Effect
+from ragcore.knowledge.jobs import INGEST
 from ragio.actions import handlers as actions
 from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
+from ragio.integrations.sync import SYNC, sync_job
+from ragio.jobs.worker import JobHandler
 from ragio.knowledge import handlers as knowledge
+from ragio.knowledge.ingest_job import ingest
 from ragio.live import answering as live_answering
 from ragio.live import handlers as live
 from ragio.service import EffectType, Handler, Handlers, HandlerTable, StreamHandlerTable
@@ -90,6 +94,10 @@ HANDLERS: Handlers = merge_handlers(
     effects=effects_declared_in(ragcore),
     streaming=chat.STREAMING_HANDLERS,
 )
+
+
+#: every kind of background job, and the handler that runs it (ragio.jobs.worker)
+JOB_KINDS: dict[str, JobHandler] = {INGEST: ingest, SYNC: sync_job}
 
 
 def effects_doc() -> str:

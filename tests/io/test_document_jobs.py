@@ -4,13 +4,14 @@ app on the embedded PostgreSQL."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
 import trio
 
+from ragcore.api.problems import ProblemError
+from ragcore.jobs import FIRST_BACKOFF, POLL_SECONDS
 from ragcore.knowledge.documents import EMBED_BATCH
 from tests.io.conftest import serve_service
 from tests.io.test_documents import ask, upload
@@ -38,12 +39,15 @@ async def wait_for(api: httpx.AsyncClient, location: str, *statuses: str) -> dic
             await trio.sleep(0.05)
 
 
-def uploads(service) -> list[str]:
-    folder = Path(service.settings.data_dir) / "uploads"
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+def kept_files(database_url: str) -> int:
+    """The uploads' files kept in the database (until their job ends)."""
+    with psycopg.connect(database_url) as conn:
+        return conn.execute("SELECT count(*) FROM job_files").fetchone()[0]
 
 
-async def test_a_large_upload_is_a_job_the_client_polls_until_the_document_is_stored(api, service):
+async def test_a_large_upload_is_a_job_the_client_polls_until_the_document_is_stored(
+    api, database_url
+):
     response = await upload(api, "hours.md", HOURS, "text/markdown")
     assert response.status_code == 202, response.text
     job = response.json()
@@ -67,7 +71,7 @@ async def test_a_large_upload_is_a_job_the_client_polls_until_the_document_is_st
     )
     assert document["chunk_count"] == done["chunks_total"]
     assert done["finished_at"] and done["started_at"]
-    assert uploads(service) == []  # the file was kept only until it was ingested
+    assert kept_files(database_url) == 0  # the file was kept only until it was ingested
 
     listed = (await api.get("/documents")).json()["documents"]
     assert [d["id"] for d in listed] == [document["id"]]
@@ -90,9 +94,7 @@ async def test_a_large_upload_replaces_the_document_of_its_name(api):
     assert [d["id"] for d in listed] == [done["document"]["id"]]
 
 
-async def test_a_file_that_cannot_be_read_fails_its_job_with_the_problem(
-    api, service, database_url
-):
+async def test_a_file_that_cannot_be_read_fails_its_job_with_the_problem(api, database_url):
     broken = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog" + b" " * 3000
     response = await upload(api, "broken.pdf", broken, "application/pdf")
     assert response.status_code == 202, response.text
@@ -102,13 +104,15 @@ async def test_a_file_that_cannot_be_read_fails_its_job_with_the_problem(
     assert (problem["status"], problem["field"]) == (422, "file")
     assert "not a readable PDF" in problem["detail"]
     assert count_rows(database_url) == (0, 0)
-    assert uploads(service) == []
+    assert kept_files(database_url) == 0
+    job = (await api.get(f"/jobs/{failed['id']}")).json()
+    assert (job["kind"], job["status"], job["attempts"]) == ("ingest", "failed", 1)  # not retried
 
 
 async def test_what_is_checked_at_once_is_still_refused_at_once(api, database_url):
     assert_problem(await upload(api, "logo.png", b"\x89PNG" + b"\x00" * 3000, "image/png"), 415)
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT count(*) FROM document_jobs").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
 
 
 class TestAJobIsHeldToTheReadingBound:
@@ -170,67 +174,125 @@ async def test_progress_counts_the_chunks_embedded_of_the_total(api, service):
     assert (done["status"], done["chunks_done"]) == ("done", EMBED_BATCH + 40)
 
 
-async def test_a_job_the_service_stops_under_fails_saying_so(service, nursery, database_url):
-    service.embedder = SlowEmbedder(service.embedder)  # never released
-    base_url, stop = await serve_service(service, nursery)
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as api:
-        response = await upload(api, "long.md", LONG, "text/markdown")
-        location = response.headers["location"]
-        with trio.fail_after(60):
-            while (await api.get(location)).json()["status"] != "running":
+class TestAJobTheServiceStopsUnderIsHandedBack:
+    @pytest.fixture
+    def settings_overrides(self):
+        return {"ingest_job_bytes": 2000, "shutdown_grace_seconds": 0.5}
+
+    async def test_and_the_next_process_finishes_it(self, service, nursery, database_url):
+        service.embedder = slow = SlowEmbedder(service.embedder)  # held until released
+        base_url, stop = await serve_service(service, nursery)
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as api:
+            response = await upload(api, "long.md", LONG, "text/markdown")
+            location = response.headers["location"]
+            with trio.fail_after(60):
+                while (await api.get(location)).json()["status"] != "running":
+                    await trio.sleep(0.05)
+        stop.set()  # the grace period passes with the job still embedding
+        with trio.fail_after(30):
+            while job_row(database_url)["status"] == "running":
                 await trio.sleep(0.05)
-    stop.set()
-    with trio.fail_after(30):
-        while True:
-            with psycopg.connect(database_url) as conn:
-                status, problem = conn.execute(
-                    "SELECT status, problem FROM document_jobs"
-                ).fetchone()
-            if status != "running":
-                break
-            await trio.sleep(0.05)
-    assert status == "failed"
-    assert "stopped before the job finished" in problem["detail"]
-    assert count_rows(database_url) == (0, 0)
-    assert uploads(service) == []
+        row = job_row(database_url)
+        assert (row["status"], row["attempts"], row["claimed_by"]) == ("queued", 0, None)
+        assert kept_files(database_url) == 1 and count_rows(database_url) == (0, 0)
+
+        slow.release.set()
+        base_url, stop = await serve_service(service, nursery)  # the next process
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as api:
+            done = await wait_for(api, location, "done", "failed")
+        stop.set()
+        assert done["status"] == "done", done["problem"]
+        assert done["document"]["chunk_count"] == EMBED_BATCH + 40
+        assert kept_files(database_url) == 0
 
 
-async def test_a_job_a_stopped_process_left_running_is_failed_at_start(
+def job_row(database_url: str, job_id: int | None = None) -> dict:
+    with psycopg.connect(database_url) as conn:
+        cursor = conn.execute(
+            "SELECT * FROM jobs WHERE %s::bigint IS NULL OR id = %s ORDER BY id LIMIT 1",
+            (job_id, job_id),
+        )
+        names = [column.name for column in cursor.description]
+        return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+def left_running(database_url: str, data: bytes, *, heartbeat: str, attempts: int = 1) -> int:
+    """An ingestion job a process (``other:1:x``) holds, its heartbeat ``heartbeat`` ago."""
+    payload = {"name": "hours.md", "format": "markdown", "charset": None, "size_bytes": len(data)}
+    with psycopg.connect(database_url) as conn:
+        [(job_id,)] = conn.execute(
+            """INSERT INTO jobs (kind, status, payload, attempts, max_attempts, claimed_by,
+                                 started_at, heartbeat_at)
+               VALUES ('ingest', 'running', %s, %s, 3, 'other:1:x', now(),
+                       now() - %s::interval)
+               RETURNING id""",
+            (psycopg.types.json.Jsonb(payload), attempts, heartbeat),
+        ).fetchall()
+        conn.execute("INSERT INTO job_files (job_id, data) VALUES (%s, %s)", (job_id, data))
+    return job_id
+
+
+async def test_a_job_a_crashed_process_left_running_is_resumed_by_another(
     service, nursery, database_url
 ):
-    with psycopg.connect(database_url) as conn:
-        [(left,)] = conn.execute(
-            """INSERT INTO document_jobs (status, name, format, size_bytes, heartbeat_at)
-               VALUES ('running', 'big.pdf', 'pdf', 5000000, now() - interval '10 minutes')
-               RETURNING id"""
-        ).fetchall()
-        [(fresh,)] = conn.execute(  # another live process's, it seems: left alone
-            """INSERT INTO document_jobs (status, name, format, size_bytes)
-               VALUES ('queued', 'other.pdf', 'pdf', 5000000) RETURNING id"""
-        ).fetchall()
-    folder = Path(service.settings.data_dir) / "uploads"
-    folder.mkdir(parents=True)
-    (folder / str(left)).write_bytes(b"%PDF-1.4 left behind")
-    (folder / str(fresh)).write_bytes(b"%PDF-1.4 still waiting")
-
+    left = left_running(database_url, HOURS, heartbeat="10 minutes")
+    alive = left_running(database_url, HOURS, heartbeat="1 second")  # a live process's
     base_url, stop = await serve_service(service, nursery)
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as api:
-        job = (await api.get(f"/documents/jobs/{left}")).json()
-        assert job["status"] == "failed"
-        assert "the service stopped while the job was running" in job["problem"]["detail"]
-        assert "upload the file again" in job["problem"]["detail"]
-        assert (await api.get(f"/documents/jobs/{fresh}")).json()["status"] == "queued"
+        done = await wait_for(api, f"/documents/jobs/{left}", "done", "failed")
+        assert done["status"] == "done", done["problem"]
+        assert "10 am" in (await ask(api, "When do you open on Saturdays?"))["answer"]
+        job = (await api.get(f"/jobs/{left}")).json()
+        assert job["attempts"] == 2 and job["process"] != "other:1:x"
+        other = (await api.get(f"/jobs/{alive}")).json()  # left to the process holding it
+        assert (other["status"], other["process"]) == ("running", "other:1:x")
     stop.set()
-    assert uploads(service) == [str(fresh)]
 
 
-async def test_a_job_whose_process_went_quiet_is_failed_when_polled(api, database_url):
-    with psycopg.connect(database_url) as conn:
-        [(quiet,)] = conn.execute(
-            """INSERT INTO document_jobs (status, name, format, size_bytes, heartbeat_at)
-               VALUES ('queued', 'big.pdf', 'pdf', 5000000, now() - interval '2 minutes')
-               RETURNING id"""
-        ).fetchall()
-    job = (await api.get(f"/documents/jobs/{quiet}")).json()
-    assert job["status"] == "failed"
-    assert "while the job was waiting to run" in job["problem"]["detail"]
+async def test_a_job_whose_last_attempt_was_cut_off_fails_saying_why(
+    service, nursery, database_url
+):
+    left = left_running(database_url, HOURS, heartbeat="10 minutes", attempts=3)
+    base_url, stop = await serve_service(service, nursery)
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as api:
+        failed = await wait_for(api, f"/documents/jobs/{left}", "done", "failed")
+    stop.set()
+    assert failed["status"] == "failed"
+    assert "other:1:x" in failed["problem"]["detail"]
+    assert "showed no sign of life" in failed["problem"]["detail"]
+    assert kept_files(database_url) == 0 and count_rows(database_url) == (0, 0)
+
+
+class FlakyEmbedder:
+    """An embedding provider down for its first call, then answering (unit vectors)."""
+
+    def __init__(self, real):
+        self.name, self.space = real.name, real.space
+        self.calls = 0
+
+    async def embed(self, texts, purpose):
+        self.calls += 1
+        if self.calls == 1:
+            raise ProblemError(503, "the embedding provider did not answer")
+        one = 1 / math.sqrt(self.space.dimensions)
+        return [[one] * self.space.dimensions for _ in texts]
+
+
+async def test_a_failure_that_may_pass_is_retried_after_its_backoff(api, service, fake_clock):
+    service.embedder = FlakyEmbedder(service.embedder)
+    response = await upload(api, "hours.md", HOURS, "text/markdown")
+    job_id = response.json()["id"]
+    with trio.fail_after(30):
+        while (job := (await api.get(f"/jobs/{job_id}")).json())["problem"] is None:
+            await trio.sleep(0.05)
+    assert (job["status"], job["attempts"], job["process"]) == ("queued", 1, None)
+    assert job["problem"]["status"] == 503
+    assert job["run_after"] == (fake_clock.now() + FIRST_BACKOFF).isoformat()
+    await trio.sleep(POLL_SECONDS + 0.5)  # not due yet: left queued
+    assert (await api.get(f"/jobs/{job_id}")).json()["status"] == "queued"
+
+    fake_clock.advance(FIRST_BACKOFF)
+    done = await wait_for(api, response.headers["location"], "done", "failed")
+    assert done["status"] == "done" and done["problem"] is None
+    job = (await api.get(f"/jobs/{job_id}")).json()
+    assert (job["attempts"], job["problem"]) == (2, None)

@@ -14,6 +14,7 @@ from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.schema import described
 from ragcore.errors import InvalidInput
+from ragcore.jobs import JobStatus
 from ragcore.knowledge.documents import (
     MAX_NAME_CHARS,
     NAME_REFUSAL,
@@ -25,7 +26,6 @@ from ragcore.knowledge.documents import (
     supported_formats,
     upload_name,
 )
-from ragcore.knowledge.jobs import JobStatus
 
 
 @listing(words="allowed")

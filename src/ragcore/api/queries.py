@@ -20,8 +20,8 @@ MAX_STORED_ID = 2**63 - 1  # ids are PostgreSQL bigints
 def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
     """``args`` as ``shape``: a parameter not given keeps its default, a whole-number one
     must lie within its field's ``minimum`` and ``maximum``, a text one be at most its
-    ``maxLength`` characters (InvalidInput naming it otherwise). Parameters the shape
-    does not have are left to the route."""
+    ``maxLength`` characters and one of its ``enum`` when it has one (InvalidInput naming
+    it otherwise). Parameters the shape does not have are left to the route."""
     hints = typing.get_type_hints(shape, include_extras=True)
     given: dict[str, Any] = {}
     for field in attrs.fields(shape):  # type: ignore[arg-type]
@@ -34,6 +34,9 @@ def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
         else:
             if "maxLength" in limits and len(raw) > limits["maxLength"]:
                 raise InvalidInput(field.name, f"is longer than {limits['maxLength']} characters")
+            if "enum" in limits and raw not in limits["enum"]:
+                allowed = ", ".join(value for value in limits["enum"] if value)
+                raise InvalidInput(field.name, f"must be one of {allowed}, or left out")
             given[field.name] = raw
     return shape(**given)
 

@@ -26,6 +26,7 @@ from ragio.http import (
     graph,
     health,
     integrations,
+    jobs,
     live_actions,
     metrics,
     openai_compat,
@@ -44,7 +45,7 @@ from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = ("/health", "/")
+OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/")
 MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/", "/console/")
 #: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it
@@ -88,11 +89,14 @@ def create_app(svc: Service) -> QuartTrio:
     # larger for the multipart framing around a file just under the limit.
     app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_upload_bytes + MULTIPART_HEADROOM
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    # when the app stops, its background work (a running job) has the grace period to end
+    app.config["BACKGROUND_TASK_SHUTDOWN_TIMEOUT"] = svc.settings.shutdown_grace_seconds
     modules = (
         health,
         chat,
         conversations,
         documents,
+        jobs,
         graph,
         employees,
         profile,

@@ -8,7 +8,7 @@ import functools
 from typing import Any
 
 import trio
-from quart import Blueprint, current_app, request
+from quart import Blueprint, request
 
 from ragcore.api.converter import converter, refuse_unknown, structure_body
 from ragcore.api.documents import (
@@ -32,11 +32,12 @@ from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.queries import no_such, path_id, read_query, stored_id
 from ragcore.knowledge.documents import StoredDocument, prepare_document, store_new_document
-from ragcore.knowledge.jobs import abandoned, ingested_as_job
+from ragcore.knowledge.jobs import INGEST, ingested_as_job
 from ragio.http.context import service
-from ragio.http.document_jobs import EXTENSION, Jobs
 from ragio.http.inputs import json_body
-from ragio.knowledge import job_store, store
+from ragio.http.jobs import poke_worker
+from ragio.jobs import store as jobs_store
+from ragio.knowledge import store
 from ragio.knowledge.formats import read_upload
 from ragio.runner import run
 from ragio.service import Service
@@ -44,21 +45,6 @@ from ragio.service import Service
 blueprint = Blueprint("documents", __name__)
 DOCUMENT_ID = {"type": "integer", "minimum": 1}
 DOCUMENTS = ("document", "/documents")  # what a path id names, and where they are listed
-
-
-@blueprint.before_app_serving
-async def start_jobs() -> None:
-    """The app's document jobs, in its nursery; those a stopped process left are failed."""
-    jobs = Jobs(service(), current_app.nursery)  # type: ignore[attr-defined]
-    current_app.extensions[EXTENSION] = jobs
-    await jobs.start()
-
-
-@blueprint.after_app_serving
-async def stop_jobs() -> None:
-    jobs: Jobs | None = current_app.extensions.get(EXTENSION)
-    if jobs is not None:
-        jobs.stop()
 
 
 @blueprint.post("/documents")
@@ -85,7 +71,7 @@ async def create_document() -> tuple[DocumentAdded | DocumentJob, int, dict[str,
     svc = service()
     if request.mimetype == "multipart/form-data":
         uploaded = await _add_upload(svc)
-        if isinstance(uploaded, job_store.StoredJob):
+        if isinstance(uploaded, jobs_store.Job):
             return shown_job(uploaded), 202, {"Location": f"/documents/jobs/{uploaded.id}"}
         stored = uploaded
     else:
@@ -99,7 +85,7 @@ async def create_document() -> tuple[DocumentAdded | DocumentJob, int, dict[str,
     return added, 200, {}
 
 
-async def _add_upload(svc: Service) -> StoredDocument | job_store.StoredJob:
+async def _add_upload(svc: Service) -> StoredDocument | jobs_store.Job:
     """A multipart upload: field ``file`` (the document) and, optionally, ``name``; the
     job it became when the file is larger than INGEST_JOB_BYTES."""
     files, form = await request.files, await request.form
@@ -112,13 +98,24 @@ async def _add_upload(svc: Service) -> StoredDocument | job_store.StoredJob:
     fmt = upload_format(name, filename, upload.mimetype, data, svc.settings.max_upload_bytes)
     charset = upload.mimetype_params.get("charset")
     if ingested_as_job(len(data), svc.settings.ingest_job_bytes):
-        jobs: Jobs = current_app.extensions[EXTENSION]
-        return await jobs.submit(name, fmt, charset, data)
+        return await _queue_ingestion(svc, name, fmt.name, charset, data)
     text = await read_upload(data, fmt, charset, seconds=svc.settings.max_document_read_seconds)
     with said_of_the_file():
         return await _add(
             svc, name, text, content_type=fmt.content_type, size_bytes=len(data), field="file"
         )
+
+
+async def _queue_ingestion(
+    svc: Service, name: str, fmt: str, charset: str | None, data: bytes
+) -> jobs_store.Job:
+    """The file kept in the database with its job, for whichever process runs it."""
+    payload = {"name": name, "format": fmt, "charset": charset, "size_bytes": len(data)}
+    job, _ = await svc.database.run(
+        lambda conn: jobs_store.enqueue(conn, INGEST, payload, svc.clock.now(), data=data)
+    )
+    poke_worker()
+    return job
 
 
 async def _add(svc: Service, name: Any, text: Any, **source: Any) -> StoredDocument:
@@ -146,31 +143,32 @@ async def list_documents() -> Documents:
 @operation(Reply(200, "The job", DocumentJob), 404, path={"id": DOCUMENT_ID})
 async def get_job(id: str) -> DocumentJob:  # noqa: A002 (the path's name)
     """A background upload's job: status, progress, then the document or the problem"""
-    svc = service()
     job_id = stored_id(id)
-    job = None if job_id is None else await svc.database.run(job_store.get_job, job_id)
+    job = None
+    if job_id is not None:
+        job = await service().database.run(jobs_store.get_job, job_id, INGEST)
     if job is None:
         raise ProblemError(
             404,
             f"no document job {id[:40]!r}; a job is made by uploading a file larger than "
             "INGEST_JOB_BYTES (its Location header names it)",
         )
-    if abandoned(job.status, job.heartbeat_at, svc.clock.now()):
-        await svc.database.run(job_store.fail_abandoned, svc.clock.now(), False, job.id)
-        job = await svc.database.run(job_store.get_job, job.id) or job
     return shown_job(job)
 
 
-def shown_job(job: job_store.StoredJob) -> DocumentJob:
+def shown_job(job: jobs_store.Job) -> DocumentJob:
+    """The job as a document's upload: a retried one shows its last failure at GET /jobs/{id}."""
     document = None if job.result is None else converter.structure(job.result, DocumentAdded)
-    problem = None if job.problem is None else converter.structure(job.problem, Problem)
+    problem = None
+    if job.status == "failed" and job.problem is not None:
+        problem = converter.structure(job.problem, Problem)
     return DocumentJob(
         job.id,
         job.status,  # type: ignore[arg-type]
-        job.name,
-        job.size_bytes,
-        job.chunks_done,
-        job.chunks_total,
+        job.payload["name"],
+        job.payload["size_bytes"],
+        job.progress_done,
+        job.progress_total,
         document,
         problem,
         job.created_at,

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 import trio
-from quart import Blueprint, current_app, request
+from quart import Blueprint, request
 
 from ragcore.api.integrations import (
     UPLOAD_SCHEMA,
@@ -27,13 +27,17 @@ from ragcore.api.integrations import (
     upload_body,
 )
 from ragcore.api.operations import JSON, Reply, operation
+from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id, read_query
 from ragcore.errors import InvalidInput
 from ragcore.integrations.records import user_key
 from ragcore.knowledge.formats import decode_text
 from ragio.http.context import service
 from ragio.http.inputs import json_body
+from ragio.http.jobs import poke_worker
 from ragio.integrations import sources, store, sync
+from ragio.integrations.sync import SYNC
+from ragio.jobs import store as jobs_store
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("integrations", __name__)
@@ -157,9 +161,25 @@ async def sync_integration(id: str) -> tuple[Integration, int, dict[str, str]]: 
 
     Answers at once with the source (status syncing); GET it to follow the progress and
     the outcome (succeeded, partial at INTEGRATIONS_SYNC_MAX_RECORDS, or failed with the
-    source's reason). 409: a sync of it is already running."""
-    nursery: trio.Nursery = current_app.nursery  # type: ignore[attr-defined]
-    claimed = await sync.start(service(), await _found(id), nursery)
+    source's reason). 409: a sync of it is already running, or waiting to be retried.
+
+    The sync runs as a job (GET /jobs?kind=sync) in whichever process runs jobs; a sync
+    that fails is retried after a backoff."""
+    svc = service()
+    source = await _found(id)
+    queued = await svc.database.run(jobs_store.unfinished_with_key, SYNC, str(source.id))
+    if queued is not None:
+        raise ProblemError(
+            409,
+            f"data source {source.name!r} has a sync job already ({queued.status}, due "
+            f"{queued.run_after.isoformat(timespec='seconds')}); GET /jobs/{queued.id} shows it",
+        )
+    claimed = await sync.claim_for_job(svc, source)
+    payload = {"source": claimed.id, "run": claimed.run}
+    await svc.database.run(
+        lambda conn: jobs_store.enqueue(conn, SYNC, payload, svc.clock.now(), key=str(claimed.id))
+    )
+    poke_worker()
     return _shown(claimed), 202, {"Location": f"{PATH}/{claimed.id}"}
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import trio
@@ -34,6 +35,7 @@ from ragio.integrations import store
 from ragio.integrations.connectors import connector_for
 from ragio.integrations.connectors.base import Reach, Record, SourceFailed
 from ragio.integrations.credentials import Keys
+from ragio.jobs.worker import Running
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
@@ -202,20 +204,35 @@ async def _end(service: Service, source: store.Source, reason: str) -> None:
         log.warning("could not mark the stopped sync of %r as failed", source.name)
 
 
-async def start(service: Service, source: store.Source, nursery: trio.Nursery) -> store.Source:
-    """Claim ``source`` (409 when a sync holds it) and sync it in a task of ``nursery``,
-    one that outlives the request (the app's)."""
-    credentials = credentials_of(service, source)
-    claimed = await claim(service, source)
+async def claim_for_job(service: Service, source: store.Source) -> store.Source:
+    """Claim ``source`` for a sync job (its credentials checked first: 503 when no key
+    opens them)."""
+    credentials_of(service, source)
+    return await claim(service, source)
 
-    async def in_background() -> None:
-        try:
-            await run_claimed(service, claimed, credentials)
-        except Exception:  # noqa: BLE001 (the nursery must not fail; the stale rule frees it)
-            log.error("the sync of data source %r could not finish", claimed.name)
 
-    nursery.start_soon(in_background)
-    return claimed
+#: the kind of job that runs a sync claimed by ``POST /integrations/{id}/sync``
+SYNC = "sync"
+
+
+async def sync_job(running: Running) -> dict[str, Any]:
+    """A sync, as a job: the run it was claimed for, or, on a retry, a new claim. A sync
+    that failed fails the attempt (503: the job is retried after its backoff)."""
+    svc, job = running.service, running.job
+    source = await svc.database.run(store.get_source, job.payload["source"])
+    if source is None:
+        return {"skipped": "the data source was deleted"}
+    held = source.sync.status == "syncing" and source.run == job.payload["run"]
+    if not held:
+        if job.attempts == 1:
+            return {"skipped": "another sync took the data source over"}
+        source = await claim(svc, source)
+    ended = await run_claimed(svc, source, credentials_of(svc, source))
+    if ended is None:
+        return {"skipped": "another sync took the data source over"}
+    if ended.sync.status == "failed":
+        raise ProblemError(503, f"the sync of {ended.name!r} failed: {ended.sync.error}")
+    return {"status": ended.sync.status, "records_stored": ended.sync.records_stored}
 
 
 async def sync_now(service: Service, source: store.Source) -> store.Source | None:

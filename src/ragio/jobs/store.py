@@ -1,0 +1,278 @@
+"""SQL of the background jobs (``jobs`` and ``job_files``, migration 021; the rules are
+``ragcore.jobs``). Every value is bound as a parameter.
+
+A process changes a running job only while it holds it (``claimed_by`` is its name and the
+job is still ``running``): one that went quiet and lost its job to another process writes
+nothing more to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ragcore.jobs import MAX_ATTEMPTS, STALE_AFTER, UNFINISHED, gone_reason
+
+
+@attrs.frozen
+class Job:
+    id: int
+    kind: str
+    key: str | None
+    status: str
+    payload: dict[str, Any]
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    progress_done: int
+    progress_total: int
+    result: dict[str, Any] | None
+    problem: dict[str, Any] | None
+    claimed_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+
+
+_JOB = """id, kind, key, status, payload, attempts, max_attempts, run_after, progress_done,
+          progress_total, result, problem, claimed_by, created_at, started_at, finished_at,
+          heartbeat_at"""
+
+
+def _job(row: Sequence[Any] | None) -> Job | None:
+    return None if row is None else Job(*row)
+
+
+def enqueue(
+    conn: psycopg.Connection,
+    kind: str,
+    payload: dict[str, Any],
+    now: datetime,
+    *,
+    key: str | None = None,
+    data: bytes | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> tuple[Job, bool]:
+    """Queue a job (with its file ``data``); (the job, True). With a ``key`` that an
+    unfinished job of ``kind`` already has: (that job, False), nothing queued."""
+    while True:  # again when the unfinished job of the key ends between the two
+        with conn.transaction():
+            row = conn.execute(
+                f"""INSERT INTO jobs (kind, key, payload, max_attempts, run_after, created_at)
+                    VALUES (%s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (kind, key) WHERE key IS NOT NULL
+                                              AND status IN ('queued', 'running')
+                    DO NOTHING
+                    RETURNING {_JOB}""",
+                (kind, key, Jsonb(payload), max_attempts, now, now),
+            ).fetchone()
+            if row is None:
+                held = conn.execute(
+                    f"""SELECT {_JOB} FROM jobs
+                        WHERE kind = %s AND key = %s AND status = ANY(%s)""",
+                    (kind, key, list(UNFINISHED)),
+                ).fetchone()
+                if held is not None:
+                    return Job(*held), False
+                continue
+            job = Job(*row)
+            if data is not None:
+                conn.execute("INSERT INTO job_files (job_id, data) VALUES (%s, %s)", (job.id, data))
+            return job, True
+
+
+def claim(
+    conn: psycopg.Connection, kinds: Sequence[str], process: str, now: datetime
+) -> Job | None:
+    """The oldest due job of ``kinds``, now running and held by ``process``; None when
+    none is due (jobs other processes are claiming at this moment are skipped)."""
+    return _job(
+        conn.execute(
+            f"""UPDATE jobs
+                SET status = 'running', claimed_by = %(process)s, attempts = attempts + 1,
+                    started_at = coalesce(started_at, %(now)s), heartbeat_at = %(now)s
+                WHERE id = (SELECT id FROM jobs
+                            WHERE status = 'queued' AND run_after <= %(now)s
+                              AND kind = ANY(%(kinds)s)
+                            ORDER BY run_after, id
+                            LIMIT 1
+                            FOR UPDATE SKIP LOCKED)
+                RETURNING {_JOB}""",
+            {"process": process, "now": now, "kinds": list(kinds)},
+        ).fetchone()
+    )
+
+
+def file_of(conn: psycopg.Connection, job_id: int) -> bytes | None:
+    row = conn.execute("SELECT data FROM job_files WHERE job_id = %s", (job_id,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def touch(
+    conn: psycopg.Connection, job_ids: Sequence[int], process: str, now: datetime
+) -> set[int]:
+    """The heartbeat of the jobs ``process`` runs; the ids it still holds (one it lost,
+    taken for gone while it was quiet, is not among them)."""
+    rows = conn.execute(
+        """UPDATE jobs SET heartbeat_at = %s
+           WHERE id = ANY(%s) AND claimed_by = %s AND status = 'running'
+           RETURNING id""",
+        (now, list(job_ids), process),
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+def set_progress(
+    conn: psycopg.Connection,
+    job_id: int,
+    process: str,
+    now: datetime,
+    *,
+    total: int | None = None,
+    add: int = 0,
+) -> None:
+    """A new ``total`` (progress starts again from 0), or ``add`` done."""
+    conn.execute(
+        """UPDATE jobs
+           SET progress_total = coalesce(%(total)s, progress_total),
+               progress_done = CASE WHEN %(total)s::integer IS NULL
+                   THEN LEAST(progress_total, progress_done + %(add)s) ELSE 0 END,
+               heartbeat_at = %(now)s
+           WHERE id = %(id)s AND claimed_by = %(process)s AND status = 'running'""",
+        {"total": total, "add": add, "now": now, "id": job_id, "process": process},
+    )
+
+
+def finish(
+    conn: psycopg.Connection,
+    job_id: int,
+    process: str,
+    result: dict[str, Any] | None,
+    now: datetime,
+) -> bool:
+    """done, with its ``result``; its file goes. False when ``process`` no longer held it."""
+    with conn.transaction():
+        row = conn.execute(
+            """UPDATE jobs
+               SET status = 'done', result = %s, problem = NULL, finished_at = %s,
+                   heartbeat_at = %s, progress_done = progress_total
+               WHERE id = %s AND claimed_by = %s AND status = 'running'
+               RETURNING id""",
+            (Jsonb(result), now, now, job_id, process),
+        ).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
+    return row is not None
+
+
+def fail(
+    conn: psycopg.Connection,
+    job_id: int,
+    process: str,
+    problem: dict[str, Any],
+    now: datetime,
+    retry_at: datetime | None,
+) -> None:
+    """The attempt failed with ``problem``: queued again at ``retry_at``, or (None) failed
+    for good, its file gone."""
+    with conn.transaction():
+        if retry_at is not None:
+            conn.execute(
+                """UPDATE jobs
+                   SET status = 'queued', problem = %s, run_after = %s, claimed_by = NULL
+                   WHERE id = %s AND claimed_by = %s AND status = 'running'""",
+                (Jsonb(problem), retry_at, job_id, process),
+            )
+            return
+        row = conn.execute(
+            """UPDATE jobs SET status = 'failed', problem = %s, finished_at = %s
+               WHERE id = %s AND claimed_by = %s AND status = 'running' RETURNING id""",
+            (Jsonb(problem), now, job_id, process),
+        ).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
+
+
+def hand_back(conn: psycopg.Connection, job_ids: Sequence[int], process: str, now: datetime) -> int:
+    """``process`` stops: its jobs are queued again at once, their attempt not counted."""
+    return conn.execute(
+        """UPDATE jobs
+           SET status = 'queued', claimed_by = NULL, run_after = %s,
+               attempts = GREATEST(0, attempts - 1)
+           WHERE id = ANY(%s) AND claimed_by = %s AND status = 'running'""",
+        (now, list(job_ids), process),
+    ).rowcount
+
+
+def requeue_stale(conn: psycopg.Connection, now: datetime) -> list[Job]:
+    """Running jobs whose process went quiet: queued again (resumed by whichever process
+    claims them next), or failed when that was their last attempt. The jobs as they were."""
+    with conn.transaction():
+        rows = conn.execute(
+            f"""SELECT {_JOB} FROM jobs
+                WHERE status = 'running' AND heartbeat_at < %s
+                FOR UPDATE SKIP LOCKED""",
+            (now - STALE_AFTER,),
+        ).fetchall()
+        found = [Job(*row) for row in rows]
+        for job in found:
+            problem = {
+                "type": "about:blank",
+                "title": "Service Unavailable",
+                "status": 503,
+                "detail": gone_reason(job.claimed_by, job.heartbeat_at),
+            }
+            last = job.attempts >= job.max_attempts
+            conn.execute(
+                """UPDATE jobs
+                   SET status = %s, problem = %s, claimed_by = NULL, run_after = %s,
+                       finished_at = CASE WHEN %s THEN %s END
+                   WHERE id = %s""",
+                ("failed" if last else "queued", Jsonb(problem), now, last, now, job.id),
+            )
+            if last:
+                conn.execute("DELETE FROM job_files WHERE job_id = %s", (job.id,))
+    return found
+
+
+def unfinished_with_key(conn: psycopg.Connection, kind: str, key: str) -> Job | None:
+    return _job(
+        conn.execute(
+            f"SELECT {_JOB} FROM jobs WHERE kind = %s AND key = %s AND status = ANY(%s)",
+            (kind, key, list(UNFINISHED)),
+        ).fetchone()
+    )
+
+
+def get_job(conn: psycopg.Connection, job_id: int, kind: str | None = None) -> Job | None:
+    return _job(
+        conn.execute(
+            f"SELECT {_JOB} FROM jobs WHERE id = %s AND (%s::text IS NULL OR kind = %s)",
+            (job_id, kind, kind),
+        ).fetchone()
+    )
+
+
+def list_jobs(
+    conn: psycopg.Connection,
+    kind: str | None,
+    status: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[Job], int]:
+    """A page of the jobs, newest first, and how many there are."""
+    where = """(%(kind)s::text IS NULL OR kind = %(kind)s)
+               AND (%(status)s::text IS NULL OR status = %(status)s)"""
+    params = {"kind": kind, "status": status, "limit": limit, "offset": offset}
+    rows = conn.execute(
+        f"SELECT {_JOB} FROM jobs WHERE {where} ORDER BY id DESC LIMIT %(limit)s OFFSET %(offset)s",
+        params,
+    ).fetchall()
+    total = conn.execute(f"SELECT count(*) FROM jobs WHERE {where}", params).fetchone()
+    return [Job(*row) for row in rows], total[0] if total else 0

@@ -1,0 +1,58 @@
+"""The ingestion of a large upload, as a job (``ragcore.knowledge.jobs.INGEST``) that any
+process running jobs may take: the file is read from the database, chunked (without
+MAX_DOCUMENT_CHUNKS: nobody waits on a request), embedded a batch at a time (each batch
+counted as the job's progress) and stored; the job's result is what a small upload
+answers."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import attrs
+import trio
+
+from ragcore.api.converter import converter
+from ragcore.api.documents import DocumentAdded, said_of_the_file
+from ragcore.knowledge.documents import FORMAT_NAMED, prepare_document, store_new_document
+from ragcore.knowledge.effects import Embed, Vector
+from ragio.jobs.worker import Running
+from ragio.knowledge.formats import read_upload
+from ragio.runner import run
+from ragio.service import Handlers, Service
+
+
+async def ingest(running: Running) -> dict[str, Any]:
+    svc, job = running.service, running.job
+    data = await running.file()
+    fmt = FORMAT_NAMED[job.payload["format"]]
+    seconds = svc.settings.max_document_read_seconds
+    text = await read_upload(data, fmt, job.payload.get("charset"), seconds=seconds)
+    prepare = functools.partial(
+        prepare_document,
+        job.payload["name"],
+        text,
+        content_type=fmt.content_type,
+        size_bytes=len(data),
+        field="file",
+    )
+    with said_of_the_file():
+        doc = await trio.to_thread.run_sync(prepare)
+    await running.total(len(doc.chunks))
+    stored = await run(store_new_document(doc), _counting(running))
+    result: dict[str, Any] = converter.unstructure(DocumentAdded.added(stored))
+    return result
+
+
+def _counting(running: Running) -> Service:
+    """The service, its embedding handler counting each batch as the job's progress."""
+    svc = running.service
+    embed = svc.handlers.plain[Embed]
+
+    async def counted(effect: Embed, service: Service) -> list[Vector]:
+        vectors: list[Vector] = await embed(effect, service)
+        await running.advance(len(effect.texts))
+        return vectors
+
+    plain: dict[Any, Any] = {**svc.handlers.plain, Embed: counted}
+    return attrs.evolve(svc, handlers=Handlers(plain, svc.handlers.streaming))

@@ -1,0 +1,57 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ragcore.jobs import (
+    FIRST_BACKOFF,
+    LONGEST_BACKOFF,
+    STALE_AFTER,
+    AfterFailure,
+    after_failure,
+    backoff,
+    gone_reason,
+    may_pass,
+    stale,
+)
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+def test_the_backoff_doubles_from_the_first_and_stops_at_the_longest():
+    assert [backoff(n) for n in (1, 2, 3, 4)] == [
+        FIRST_BACKOFF,
+        FIRST_BACKOFF * 2,
+        FIRST_BACKOFF * 4,
+        FIRST_BACKOFF * 8,
+    ]
+    assert backoff(30) == backoff(1000) == LONGEST_BACKOFF
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504, 507])
+def test_a_failure_that_may_pass_is_retried_after_the_backoff(status):
+    assert may_pass(status)
+    assert after_failure(status, 1, 5, NOW) == AfterFailure(True, NOW + FIRST_BACKOFF)
+    assert after_failure(status, 3, 5, NOW).run_after == NOW + FIRST_BACKOFF * 4
+
+
+@pytest.mark.parametrize("status", [400, 404, 409, 413, 415, 422])
+def test_a_failure_of_the_input_fails_the_job_at_once(status):
+    assert not may_pass(status)
+    assert after_failure(status, 1, 5, NOW).retried is False
+
+
+def test_the_last_attempt_fails_the_job_whatever_the_failure():
+    assert after_failure(503, 5, 5, NOW).retried is False
+    assert after_failure(503, 4, 5, NOW).retried is True
+
+
+def test_a_running_job_without_a_heartbeat_for_too_long_is_stale():
+    assert stale(NOW - STALE_AFTER - timedelta(seconds=1), NOW)
+    assert stale(None, NOW)
+    assert not stale(NOW - timedelta(seconds=5), NOW)
+
+
+def test_the_reason_names_the_process_and_since_when():
+    reason = gone_reason("web-1:42:ab12", NOW)
+    assert "web-1:42:ab12" in reason and "2026-11-24T12:00:00+00:00" in reason
+    assert "queued again" in reason
