@@ -114,6 +114,8 @@ async def exercise_every_route(c: Checker) -> None:
     """Each route's successes and a problem or two."""
     await c.send("GET", "/openapi.json")
     await c.send("GET", "/health")
+    await c.send("GET", "/health/live")
+    await c.send("GET", "/health/ready")
     await c.send("GET", "/")
     await c.send("GET", "/console/console.js")
     await c.send("GET", "/console/console.css")
@@ -144,6 +146,11 @@ async def exercise_every_route(c: Checker) -> None:
         while (await c.send("GET", "/documents/jobs/{id}", job)).json()["status"] != "failed":
             await trio.sleep(0.05)
     await c.send("GET", "/documents/jobs/{id}", "/documents/jobs/999")
+    await c.send("GET", "/jobs")
+    await c.send("GET", "/jobs", params={"kind": "ingest", "status": "failed", "limit": 1})
+    await c.send("GET", "/jobs", params={"kind": "nightly"})
+    await c.send("GET", "/jobs/{id}", job.replace("/documents", ""))
+    await c.send("GET", "/jobs/{id}", "/jobs/999")
     await c.send("GET", "/documents/{id}", doc)
     await c.send("GET", "/documents/{id}", "/documents/abc")
     await c.send("DELETE", "/documents/{id}", doc)

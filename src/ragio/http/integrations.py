@@ -167,12 +167,13 @@ async def sync_integration(id: str) -> tuple[Integration, int, dict[str, str]]: 
     that fails is retried after a backoff."""
     svc = service()
     source = await _found(id)
-    queued = await svc.database.run(jobs_store.unfinished_with_key, SYNC, str(source.id))
-    if queued is not None:
+    waiting = await svc.database.run(jobs_store.unfinished_with_key, SYNC, str(source.id))
+    if waiting is not None and waiting.status == "queued":  # a running one: the claim says
         raise ProblemError(
             409,
-            f"data source {source.name!r} has a sync job already ({queued.status}, due "
-            f"{queued.run_after.isoformat(timespec='seconds')}); GET /jobs/{queued.id} shows it",
+            f"data source {source.name!r} has a sync waiting to run (due "
+            f"{waiting.run_after.isoformat(timespec='seconds')}); GET /jobs/{waiting.id} "
+            "shows it",
         )
     claimed = await sync.claim_for_job(svc, source)
     payload = {"source": claimed.id, "run": claimed.run}
