@@ -176,6 +176,7 @@ async def worker_command(settings: Settings, args: argparse.Namespace) -> int:
 
     alive = Path(settings.data_dir) / "worker.alive"
     alive.parent.mkdir(parents=True, exist_ok=True)
+    alive.unlink(missing_ok=True)  # a restarted container's old one would look alive
 
     async def worker(svc: Any, *, task_status: Any) -> None:
         jobs = Worker(svc, JOB_KINDS, problem_for, svc.settings.jobs_concurrency, alive_file=alive)

@@ -20,6 +20,7 @@ from ragcore.live.cache import Held
 from ragcore.settings import Settings
 from ragio.clock import Clock, SystemClock
 from ragio.db.pool import Database
+from ragio.db.presence import process_name
 from ragio.graph.service import Graph
 from ragio.language import LanguageDetection
 from ragio.providers import AnswererChain, Embedder
@@ -75,6 +76,8 @@ class Service:
     # server refuses calls, a worker claims no job) and finish what runs within
     # SHUTDOWN_GRACE_SECONDS
     stopping: trio.Event = attrs.field(factory=trio.Event)
+    # this process among all on the database (ragio.db.presence): who holds a job, a delivery
+    process: str = attrs.field(factory=process_name)
 
     @property
     def mode(self) -> str:

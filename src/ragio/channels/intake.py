@@ -1,6 +1,7 @@
 """Taking a platform's message: its delivery claimed once (across redeliveries and
 restarts, ``ragio.channels.updates``), then answered in the background, at most
-``CONCURRENT_ANSWERS`` at once; and at start-up, the deliveries a stop cut off answered.
+``CONCURRENT_ANSWERS`` at once; and, at start-up and every ``RESUME_SECONDS``, the
+deliveries a stopped process cut off answered (``watch``).
 
 The webhooks acknowledge at once (platforms give up after 3 s, Discord, or about 15 s,
 and retry when a webhook waits for an LLM), so the answering runs in a nursery that
@@ -15,7 +16,13 @@ import trio
 
 from ragcore.channels.messages import InboundMessage
 from ragio.channels.conversation import answer_message
-from ragio.channels.updates import RESUME_WINDOW, claim_delivery, take_unanswered
+from ragio.channels.updates import (
+    RESUME_SECONDS,
+    RESUME_WINDOW,
+    claim_delivery,
+    take_unanswered,
+)
+from ragio.db import presence
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
@@ -29,31 +36,71 @@ class Intake:
         self.service = service
         self.nursery = nursery
         self.limiter = trio.CapacityLimiter(CONCURRENT_ANSWERS)
+        self.answering = 0  # answers in flight
+        self._idle = trio.Event()
 
     async def take(self, message: InboundMessage) -> None:
         """Claim ``message``'s delivery and start answering it; a delivery already taken
         (a redelivery, even after a restart) is left alone."""
         svc = self.service
-        if not await svc.database.run(claim_delivery, message, svc.clock.now()):
+        if not await svc.database.run(claim_delivery, message, svc.clock.now(), svc.process):
             log.info("%s delivery %s was already taken", message.channel, message.delivery_id)
             return
         self.answer_later(message)
 
     def answer_later(self, message: InboundMessage) -> None:
         async def answer() -> None:
-            async with self.limiter:
-                await answer_message(self.service, message)
+            try:
+                async with self.limiter:
+                    await answer_message(self.service, message)
+            finally:
+                self.answering -= 1
+                if not self.answering:
+                    self._idle.set()
 
+        self.answering += 1
+        self._idle = trio.Event()
         self.nursery.start_soon(answer)
 
-    async def resume(self) -> None:
-        """Answer the deliveries a stop or crash left unanswered (``ragio.channels.updates``).
-        Never raises: the service starts either way."""
+    async def watch(self, stopped: trio.Event) -> None:
+        """While the app serves: this process's presence on the database, and every
+        RESUME_SECONDS the deliveries of gone processes answered. Once ``stopped`` and the
+        answers in flight are sent, the process leaves: its deliveries are all answered."""
+        svc = self.service
+        resume_at = trio.current_time()
+        while not stopped.is_set():
+            await self.here()
+            if trio.current_time() >= resume_at:
+                await self.resume()
+                resume_at = trio.current_time() + RESUME_SECONDS
+            with trio.move_on_after(presence.PRESENCE_SECONDS):
+                await stopped.wait()
+        while self.answering:
+            await self._idle.wait()
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            try:
+                await svc.database.run(presence.leave, svc.process)
+            except Exception:  # noqa: BLE001 (taken for gone after GONE_AFTER instead)
+                log.warning("could not record that this process stops")
+
+    async def here(self) -> None:
+        """This process runs (before it claims a delivery: what it holds is not resumed)."""
         svc = self.service
         try:
-            messages, given_up = await svc.database.run(take_unanswered, svc.clock.now())
+            await svc.database.run(presence.here, svc.process, svc.clock.now())
+        except Exception:  # noqa: BLE001 (the database is down: the next beat tries)
+            log.warning("could not record this process's presence on the database")
+
+    async def resume(self) -> None:
+        """Answer the deliveries a stopped process left unanswered
+        (``ragio.channels.updates``). Never raises: the service goes on either way."""
+        svc = self.service
+        try:
+            messages, given_up = await svc.database.run(
+                take_unanswered, svc.clock.now(), svc.process
+            )
         except Exception:  # the service still starts; those customers wait for nothing
-            log.exception("could not look for channel answers cut off by the last stop")
+            log.warning("could not look for channel answers cut off by a stopped process")
             return
         if given_up:
             log.warning(
@@ -64,7 +111,7 @@ class Intake:
             )
         for message in messages:
             log.info(
-                "answering %s delivery %s cut off by the last stop",
+                "answering %s delivery %s cut off by a stopped process",
                 message.channel,
                 message.delivery_id,
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import trio
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.operations import JSON, Reply, operation
@@ -178,7 +179,20 @@ def _intake() -> Intake:
     return intake
 
 
+STOPPED = "ragchat.channel_intake.stopped"
+
+
 @blueprint.before_app_serving
-async def resume_cut_off_answers() -> None:
-    """Answer the deliveries a stop or crash left unanswered."""
-    await _intake().resume()
+async def watch_deliveries() -> None:
+    """This process's presence, and the deliveries gone processes left unanswered taken
+    up, now and while the app serves (``Intake.watch``)."""
+    stopped = current_app.extensions[STOPPED] = trio.Event()
+    await _intake().here()  # first, and then the deliveries are resumed (in ``watch``)
+    current_app.nursery.start_soon(_intake().watch, stopped)  # type: ignore[attr-defined]
+
+
+@blueprint.after_app_serving
+async def stop_watching() -> None:
+    stopped: trio.Event | None = current_app.extensions.get(STOPPED)
+    if stopped is not None:
+        stopped.set()

@@ -12,9 +12,6 @@ queued for the next process.
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import socket
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,12 +25,6 @@ from ragio.jobs import store
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
-
-
-def process_name() -> str:
-    """This process among all that share the database: host, pid, and a random part (a
-    restarted container may reuse both)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 @attrs.define
@@ -81,13 +72,16 @@ class Worker:
     kinds: Mapping[str, JobHandler]
     describe: Describe
     concurrency: int = 1
-    process: str = attrs.Factory(process_name)
+    process: str = attrs.field(init=False)
     alive_file: Path | None = None  # touched on every pass (a liveness probe reads it)
     held: dict[int, trio.CancelScope] = attrs.Factory(dict)
     _wake: trio.Event = attrs.Factory(trio.Event)
     _free: trio.Event = attrs.Factory(trio.Event)
 
     _stopped: trio.Event = attrs.Factory(trio.Event)
+
+    def __attrs_post_init__(self) -> None:
+        self.process = self.service.process
 
     def poke(self) -> None:
         self._wake.set()
