@@ -42,6 +42,8 @@ VERSIONS = ("1.29", kubernetes_validate.utils.latest_version())
 PENDING_COMMANDS = {"worker"}
 #: a setting being added beside these manifests (the shutdown's grace); until ragcore has it
 PENDING_SETTINGS = {"SHUTDOWN_GRACE_SECONDS"}
+#: examples the operator copies and fills in: never applied by the kustomization
+EXAMPLES = ("secret.example.yaml", "ingress.example.yaml")
 SECRET_NAME = "ragchat-secrets"
 CONFIG_NAME = "ragchat-config"
 SECRET_SETTINGS = {s.name for s in SETTINGS if s.secret}
@@ -210,8 +212,8 @@ def _id(resource: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- the files and the schemas
 
 
-def test_every_manifest_is_applied_by_a_kustomization_or_is_the_secrets_example():
-    listed = {KUBE / "kustomization.yaml", KUBE / "secret.example.yaml"}
+def test_every_manifest_is_applied_by_a_kustomization_or_is_an_example():
+    listed = {KUBE / "kustomization.yaml", *(KUBE / name for name in EXAMPLES)}
     for folder in (KUBE, KUBE / "voice"):
         spec = kustomization(folder, with_voice=True)
         listed.add(folder / "kustomization.yaml")
@@ -241,8 +243,12 @@ def test_the_secret_is_never_applied_from_the_repository():
     assert not [r for r in built() if r["kind"] == "Secret"]
 
 
+def examples() -> list[dict[str, Any]]:
+    return [doc for name in EXAMPLES for doc in documents(KUBE / name)]
+
+
 def _everything() -> list[dict[str, Any]]:
-    return [*built(), *documents(KUBE / "secret.example.yaml")]
+    return [*built(), *examples()]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -554,6 +560,20 @@ def test_the_service_reaches_the_components_pods_on_a_named_port(component):
 def test_each_deployment_selects_its_own_pods_only(component):
     selector = deployment(component)["spec"]["selector"]["matchLabels"]
     assert _selected(selector) == [f"Deployment/ragchat-{component}"]
+
+
+def test_the_example_ingresses_reach_the_services_on_their_named_ports():
+    ingresses = [r for r in examples() if r["kind"] == "Ingress"]
+    assert {_id(r) for r in ingresses} == {"Ingress/ragchat-app", "Ingress/ragchat-voice"}
+    for ingress in ingresses:
+        assert ingress["spec"]["tls"], _id(ingress)  # TLS ends at the ingress
+        for rule in ingress["spec"]["rules"]:
+            for path in rule["http"]["paths"]:
+                backend = path["backend"]["service"]
+                service = the("Service", backend["name"])
+                assert ingress["metadata"]["namespace"] == service["metadata"]["namespace"]
+                ports = {p["name"] for p in service["spec"]["ports"]}
+                assert backend["port"]["name"] in ports, _id(ingress)
 
 
 def test_the_cronjob_syncs_every_night_one_run_at_a_time():
