@@ -37,7 +37,10 @@ ROOT = Path(__file__).resolve().parents[2]
 KUBE = ROOT / "deploy" / "kubernetes"
 #: the oldest Kubernetes deploy/README.md says the manifests need, and the newest the
 #: validator knows
-VERSIONS = ("1.29", kubernetes_validate.utils.latest_version())
+VERSIONS = (
+    "1.29",
+    kubernetes_validate.utils.major_minor(kubernetes_validate.utils.latest_version()),
+)
 #: `ragchat worker` is being added beside these manifests; until voiceio.cli has it
 PENDING_COMMANDS = {"worker"}
 #: a setting being added beside these manifests (the shutdown's grace); until ragcore has it
