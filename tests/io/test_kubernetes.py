@@ -587,8 +587,8 @@ def test_the_cronjob_syncs_every_night_one_run_at_a_time():
     assert job["template"]["spec"]["restartPolicy"] == "Never"
     [sync] = all_containers(cron)
     assert sync["command"] == ["ragchat", "sync"]
-    refs = {e["name"] for e in sync["env"]}
-    assert {"DATABASE_URL", "ADDON_ENCRYPTION_KEY"} <= refs
+    assert {"secretRef": {"name": SECRET_NAME}} in sync["envFrom"]  # ADDON_ENCRYPTION_KEY
+    assert [e["name"] for e in sync["env"]] == ["DATABASE_URL"]
 
 
 def test_everything_lives_in_the_namespace_and_runs_under_the_tokenless_account():
