@@ -33,8 +33,6 @@ DEPLOY = ROOT / "deploy"
 SERVICES = ("db", "app", "voice", "worker")
 RAGCHAT_SERVICES = ("app", "voice", "worker")
 OPERATOR = {"POSTGRES_PASSWORD": "Dbpass123", "SERVICE_API_KEY": "k3y"}
-#: `ragchat worker` is being added beside this file; until voiceio.cli has it
-PENDING_COMMANDS = {"worker"}
 
 
 # ---------------------------------------------------------------- reading the files
@@ -167,7 +165,7 @@ def test_every_ragchat_service_runs_a_command_the_cli_has(name):
     service = compose()["services"][name]
     program, subcommand = service["command"]
     assert program == "ragchat"
-    assert subcommand in {*COMMANDS, *PENDING_COMMANDS}, f"`ragchat {subcommand}`"
+    assert subcommand in COMMANDS, f"`ragchat {subcommand}`"
 
 
 @pytest.mark.parametrize("name", SERVICES)
@@ -290,10 +288,18 @@ def _seconds(duration: str) -> int:
 @pytest.mark.parametrize("name", RAGCHAT_SERVICES)
 def test_compose_waits_past_the_shutdown_grace_before_killing(name):
     """Compose sets SHUTDOWN_GRACE_SECONDS itself (a .env value would not move the stop
-    grace period with it) and waits longer than that before SIGKILL."""
+    grace period with it) and waits longer than that before SIGKILL: the server cuts off
+    what is left 5 s after the grace, then closes the service."""
     service = compose()["services"][name]
-    grace = int(environment_of(service)["SHUTDOWN_GRACE_SECONDS"])
-    assert _seconds(service["stop_grace_period"]) >= grace + 5
+    grace_setting = environment_of(service)["SHUTDOWN_GRACE_SECONDS"]
+    grace = load_settings({"SHUTDOWN_GRACE_SECONDS": grace_setting}).shutdown_grace_seconds
+    assert _seconds(service["stop_grace_period"]) >= grace + 10
+
+
+def test_the_api_leaves_the_jobs_to_the_worker_which_starts_with_it():
+    services = compose()["services"]
+    assert not load_settings(container_environment("app", OPERATOR)).run_jobs
+    assert "profiles" not in services["worker"]
 
 
 def test_the_compose_file_is_valid_for_the_compose_specification():

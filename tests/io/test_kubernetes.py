@@ -41,10 +41,6 @@ VERSIONS = (
     "1.29",
     kubernetes_validate.utils.major_minor(kubernetes_validate.utils.latest_version()),
 )
-#: `ragchat worker` is being added beside these manifests; until voiceio.cli has it
-PENDING_COMMANDS = {"worker"}
-#: a setting being added beside these manifests (the shutdown's grace); until ragcore has it
-PENDING_SETTINGS = {"SHUTDOWN_GRACE_SECONDS"}
 #: examples the operator copies and fills in: never applied by the kustomization
 EXAMPLES = ("secret.example.yaml", "ingress.example.yaml")
 SECRET_NAME = "ragchat-secrets"
@@ -318,7 +314,7 @@ def test_every_container_runs_a_command_the_image_has(name):
     spec, container = containers()[name]
     program, subcommand, *_ = container["command"]
     assert program == "ragchat", name
-    assert subcommand in {*COMMANDS, *PENDING_COMMANDS}, name
+    assert subcommand in COMMANDS, name
     assert container["image"] == "{newName}:{newTag}".format(
         **kustomization(KUBE, True)["images"][0]
     )
@@ -362,8 +358,7 @@ def test_secrets_reach_containers_only_from_the_secret(name):
 
 
 def test_the_configmap_holds_ragchat_settings_and_no_secret():
-    names = {s.name for s in SETTINGS} | PENDING_SETTINGS
-    assert set(config()) <= names
+    assert set(config()) <= {s.name for s in SETTINGS}
     assert not set(config()) & SECRET_SETTINGS
     assert all(isinstance(value, str) for value in config().values())
 
@@ -498,10 +493,17 @@ def _pre_stop_pause(container: dict[str, Any]) -> int:
 def test_the_grace_period_covers_the_pause_and_the_shutdown_grace(resource):
     spec = pod_spec(resource)
     assert spec is not None
-    grace = int(config()["SHUTDOWN_GRACE_SECONDS"])
+    grace = load_settings(config()).shutdown_grace_seconds
     for container in spec["containers"]:
-        needed = _pre_stop_pause(container) + grace + 5
+        # the server cuts off what is left 5 s after the grace, then closes the service
+        needed = _pre_stop_pause(container) + grace + 10
         assert spec["terminationGracePeriodSeconds"] >= needed, _id(resource)
+
+
+def test_the_api_pods_leave_the_jobs_to_the_workers_and_a_worker_runs():
+    settings = load_settings(environment(main_container("app"), example_secret()))
+    assert not settings.run_jobs
+    assert deployment("worker")["spec"]["replicas"] >= 1
 
 
 @pytest.mark.parametrize("component", ["app", "voice"])
