@@ -13,10 +13,13 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import trio
 import yaml
@@ -148,24 +151,21 @@ def published_ports(service: dict[str, Any]) -> list[tuple[str, str, str]]:
 # ---------------------------------------------------------------- compose
 
 
-def test_the_four_services_exist_and_only_db_and_app_start_by_default():
+def test_the_four_services_exist_and_all_but_voice_start_by_default():
     services = compose()["services"]
     assert set(SERVICES) <= set(services)
-    assert "profiles" not in services["db"]
-    assert "profiles" not in services["app"]
-    # voice needs the speech key and the telephony token; `ragchat worker` does not exist
-    # yet: a plain `up` must start neither
+    for name in ("db", "app", "worker"):
+        assert "profiles" not in services[name], name
+    # voice needs the speech key and the telephony token: a plain `up` must not start it
     assert services["voice"]["profiles"] == ["voice"]
-    assert services["worker"]["profiles"] == ["worker"]
 
 
 @pytest.mark.parametrize("name", RAGCHAT_SERVICES)
-def test_a_service_whose_command_the_cli_lacks_never_starts_by_default(name):
+def test_every_ragchat_service_runs_a_command_the_cli_has(name):
     service = compose()["services"][name]
     program, subcommand = service["command"]
     assert program == "ragchat"
-    if subcommand not in COMMANDS:
-        assert service.get("profiles"), f"`ragchat {subcommand}` does not exist yet"
+    assert subcommand in COMMANDS, f"`ragchat {subcommand}`"
 
 
 @pytest.mark.parametrize("name", SERVICES)
@@ -247,10 +247,91 @@ def test_a_password_that_does_not_fit_in_the_url_stops_the_app_with_a_clear_mess
         load_settings(env)
 
 
-def test_the_voice_and_worker_services_do_not_inherit_the_api_health_check():
+def test_the_voice_and_worker_services_have_checks_of_their_own_not_the_apis():
+    """The image's check asks the HTTP API, which neither runs. The worker's check reads
+    its heartbeat file (run for real in test_kubernetes.py); the voice server's connects
+    to its port."""
     services = compose()["services"]
-    assert services["voice"]["healthcheck"] == {"disable": True}
-    assert services["worker"]["healthcheck"] == {"disable": True}
+    for name in ("voice", "worker"):
+        test = services[name]["healthcheck"]["test"]
+        assert test[:3] == ["CMD", "python", "-c"], name
+        assert "/health" not in test[3], name
+    assert "worker.alive" in services["worker"]["healthcheck"]["test"][3]
+    voice_port = environment_of(services["voice"])["VOICE_PORT"]
+    assert f", {voice_port})" in services["voice"]["healthcheck"]["test"][3]
+
+
+async def run_voice_check(port: int) -> int:
+    [_, python, flag, code] = compose()["services"]["voice"]["healthcheck"]["test"]
+    code = code.replace(", 8765)", f", {port})")
+    result = await trio.run_process(
+        [sys.executable, flag, code], check=False, capture_stdout=True, capture_stderr=True
+    )
+    return result.returncode
+
+
+async def test_the_voice_check_passes_while_the_port_accepts_connections():
+    with trio.socket.socket() as sock:
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        assert await run_voice_check(port) != 0  # bound, not listening: refused
+        sock.listen(1)
+        assert await run_voice_check(port) == 0
+
+
+def _seconds(duration: str) -> int:
+    match = re.fullmatch(r"(\d+)s", duration)
+    assert match, f"stop_grace_period {duration!r}: write it in seconds"
+    return int(match[1])
+
+
+@pytest.mark.parametrize("name", RAGCHAT_SERVICES)
+def test_compose_waits_past_the_shutdown_grace_before_killing(name):
+    """Compose sets SHUTDOWN_GRACE_SECONDS itself (a .env value would not move the stop
+    grace period with it) and waits longer than that before SIGKILL: the server cuts off
+    what is left 5 s after the grace, then closes the service."""
+    service = compose()["services"][name]
+    grace_setting = environment_of(service)["SHUTDOWN_GRACE_SECONDS"]
+    grace = load_settings({"SHUTDOWN_GRACE_SECONDS": grace_setting}).shutdown_grace_seconds
+    assert _seconds(service["stop_grace_period"]) >= grace + 10
+
+
+def test_the_api_leaves_the_jobs_to_the_worker_which_starts_with_it():
+    services = compose()["services"]
+    assert not load_settings(container_environment("app", OPERATOR)).run_jobs
+    assert "profiles" not in services["worker"]
+
+
+def test_the_compose_file_is_valid_for_the_compose_specification():
+    """check-jsonschema's vendored compose-spec schema: what `docker compose config`
+    validates the file against (no download: the schema is in the package)."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.compose-spec",
+            str(DEPLOY / "compose.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_compose_schema_refuses_a_spoilt_file():
+    schema = json.loads(
+        (
+            resources.files("check_jsonschema") / "builtin_schemas/vendor/compose-spec.json"
+        ).read_text()
+    )
+    validator = jsonschema.Draft7Validator(schema)
+    assert not list(validator.iter_errors(compose()))
+    spoilt = compose()
+    spoilt["services"]["worker"]["healthcheck"]["retrys"] = 3
+    assert list(validator.iter_errors(spoilt))
 
 
 # ---------------------------------------------------------------- Dockerfile
