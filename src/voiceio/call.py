@@ -2,11 +2,12 @@
 state machine (``ragcore.voice.call``) carried out.
 
 Everything a call starts lives in the call's nursery and ends with it: the reader of the
-provider's socket, its writer, a 20 ms ticker, the speech-to-text stream, and each turn's
-answer and speech work (a turn has a cancel scope of its own, so a barge-in stops its
-model call and its synthesis at once and nothing else). Feeding the machine is
-synchronous: effects that need I/O are handed to the task that does it through memory
-channels, so the order the machine chose is the order on the wire.
+provider's socket, its writer, a 20 ms ticker, the speech-to-text stream, a watch for the
+service's stop (which closes the call politely), and each turn's answer and speech work
+(a turn has a cancel scope of its own, so a barge-in stops its model call and its
+synthesis at once and nothing else). Feeding the machine is synchronous: effects that
+need I/O are handed to the task that does it through memory channels, so the order the
+machine chose is the order on the wire.
 """
 
 from __future__ import annotations
