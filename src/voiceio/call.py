@@ -2,11 +2,12 @@
 state machine (``ragcore.voice.call``) carried out.
 
 Everything a call starts lives in the call's nursery and ends with it: the reader of the
-provider's socket, its writer, a 20 ms ticker, the speech-to-text stream, and each turn's
-answer and speech work (a turn has a cancel scope of its own, so a barge-in stops its
-model call and its synthesis at once and nothing else). Feeding the machine is
-synchronous: effects that need I/O are handed to the task that does it through memory
-channels, so the order the machine chose is the order on the wire.
+provider's socket, its writer, a 20 ms ticker, the speech-to-text stream, a watch for the
+service's stop (which closes the call politely), and each turn's answer and speech work
+(a turn has a cancel scope of its own, so a barge-in stops its model call and its
+synthesis at once and nothing else). Feeding the machine is synchronous: effects that
+need I/O are handed to the task that does it through memory channels, so the order the
+machine chose is the order on the wire.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ from ragcore.voice.call import (
     SpeechDone,
     SpeechFailed,
     Started,
+    Stopping,
     Tick,
     Transcript,
+    finish_within,
 )
 from ragcore.voice.greeting import greeting
 from ragio.chat.handlers import load_conversation, record_turn
@@ -97,6 +100,7 @@ class PhoneCall:
         self._listen_send, self._listen_receive = trio.open_memory_channel[bytes](LISTEN_BACKLOG)
         self._turns: dict[int, TurnWork] = {}
         self._dropped_audio = 0
+        self._hung_up: str | None = None  # why this side ended the call
 
     def now(self) -> float:
         return trio.current_time() - self._began
@@ -117,10 +121,13 @@ class PhoneCall:
                 nursery.start_soon(self._tick)
                 nursery.start_soon(self._listen)
                 self.feed(Started(start.stream_sid, start.call_sid, start.caller, self.now()))
+                nursery.start_soon(self._stop_when_the_service_stops)
                 reason = await self._read()
                 self.feed(Ended(reason, self.now()))
                 nursery.cancel_scope.cancel()
         finally:
+            if reason == "stopped" and self.service.stopping.is_set():
+                reason = "the service stopped before the call could be closed"
             await self._record(calls.end_call, start.call_sid, reason)
             if self._dropped_audio:
                 log.warning(
@@ -164,6 +171,7 @@ class PhoneCall:
                 self._nursery.start_soon(self._record, calls.record_turn, call_sid, record)
             case HangUp(reason=reason):
                 log.info("call %s: hanging up: %s", self.call.call_sid, reason)
+                self._hung_up = reason
                 self._nursery.start_soon(self._hang_up)
             case _:
                 raise TypeError(f"no way to carry out {effect!r}")
@@ -210,7 +218,7 @@ class PhoneCall:
                     case media.StreamStop():
                         return "the caller hung up"
         except ConnectionClosed:
-            return "the media stream closed"
+            return self._hung_up or "the media stream closed"
         except media.BadMessage as error:
             log.warning("call %s: ending it on a message out of protocol: %s", self._sid(), error)
             await self.socket.aclose(code=1002, reason="protocol error")
@@ -233,6 +241,15 @@ class PhoneCall:
             if late > 5 * FRAME_SECONDS:
                 due = trio.current_time()
             self.feed(Tick(self.now()))
+
+    async def _stop_when_the_service_stops(self) -> None:
+        """On a stop (SIGTERM), end the call politely within SHUTDOWN_GRACE_SECONDS: the
+        sentence under way finished while there is time for it, then the closing words."""
+        await self.service.stopping.wait()
+        now = self.now()
+        finish = finish_within(self.service.settings.shutdown_grace_seconds)
+        log.info("call %s: the service is stopping: closing the call", self._sid())
+        self.feed(Stopping(now + finish, now))
 
     async def _hang_up(self) -> None:
         """End the call: closing the stream ends a ``<Connect><Stream>`` call."""

@@ -5,6 +5,11 @@ An upgrade is checked before anything is accepted: its signature (``ragcore.voic
 VOICE_ALLOW_UNSIGNED lets an unsigned one in for local testing, with a warning each
 time), then room for one more call (VOICE_MAX_CALLS: more would make every call's audio
 stutter on a small machine; the provider plays its fallback to the extra caller).
+
+When the service stops (``service.stopping``, on SIGTERM), a new stream is refused (503)
+and each call in progress is closed politely (``voiceio.call``): ``serve_voice`` returns
+as soon as none is left, and whatever remains at the end of SHUTDOWN_GRACE_SECONDS is
+cancelled by its caller.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class VoiceServer:
         self.speech = speech or Deepgram(service.settings)
         self.calls = 0  # in progress
         self.peak = 0
+        self._call_ended = trio.Event()
 
     async def handle(self, request: WebSocketRequest) -> None:
         try:
@@ -60,6 +66,13 @@ class VoiceServer:
         finally:
             self.calls -= 1
             metrics.VOICE_CALLS.dec()
+            self._call_ended.set()
+            self._call_ended = trio.Event()
+
+    async def wait_for_no_calls(self) -> None:
+        """Until no call is in progress."""
+        while self.calls:
+            await self._call_ended.wait()
 
     async def _admit(self, request: WebSocketRequest) -> bool:
         """Whether to accept the upgrade; refused with its status when not."""
@@ -90,6 +103,11 @@ class VoiceServer:
                 "turn it off outside local testing",
                 verdict.reason,
             )
+        if self.service.stopping.is_set():
+            log.info("refused a call: the service is shutting down")
+            metrics.VOICE_CALLS_REFUSED.labels("shutting_down").inc()
+            await request.reject(503, body=b"the service is shutting down\n")
+            return False
         if self.calls >= settings.voice_max_calls:
             log.warning("refused a call: %d calls are in progress (VOICE_MAX_CALLS)", self.calls)
             metrics.VOICE_CALLS_REFUSED.labels("busy").inc()
@@ -105,7 +123,8 @@ async def serve_voice(
     server: VoiceServer | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve calls until cancelled, on VOICE_PORT or ``port`` (0: any free one);
+    """Serve calls until cancelled, or until ``service.stopping`` is set and the calls in
+    progress have been closed; on VOICE_PORT or ``port`` (0: any free one).
     ``task_status.started`` gets the port listened on."""
     settings = service.settings
     server = server or VoiceServer(service)
@@ -126,6 +145,11 @@ async def serve_voice(
             port = listening.port
             log.info("voice server listening on %s:%s", settings.voice_bind, port)
             task_status.started(port)
+            await service.stopping.wait()
+            log.info("voice server: closing the %d calls in progress", server.calls)
+            await server.wait_for_no_calls()
+            log.info("voice server: no call in progress; stopped")
+            nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
             await server.speech.aclose()

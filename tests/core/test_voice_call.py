@@ -17,6 +17,8 @@ from ragcore.voice.call import (
     KEEP_ALIVE_SECONDS,
     LEAD_SECONDS,
     MISSED,
+    SHUTDOWN_REASON,
+    SHUTTING_DOWN,
     SILENCE_SECONDS,
     STILL_THERE,
     Answered,
@@ -43,8 +45,10 @@ from ragcore.voice.call import (
     SpeechFailed,
     Started,
     State,
+    Stopping,
     Tick,
     Transcript,
+    finish_within,
 )
 
 GREETING = "Hello, this is Ava from the shop. How can I help?"
@@ -414,3 +418,207 @@ def test_speech_to_text_is_kept_alive_while_no_caller_audio_is_sent() -> None:
 @pytest.mark.parametrize("event", [Tick(1.0), Inbound(SILENT_FRAME, False, 1.0)])
 def test_nothing_happens_before_the_stream_starts(event: Any) -> None:
     assert Call(GREETING).receive(event) == []
+
+
+# ---------------------------------------------------------------- the service stops
+
+
+def chat_answer(text: str) -> ChatAnswer:
+    return ChatAnswer(text, (), "support", "x", "y")
+
+
+def stop(phone: Phone, within: float = 8.0) -> list[Any]:
+    return phone.feed(Stopping(phone.now + within, phone.now))
+
+
+def closed(phone: Phone, closing: Speak) -> HangUp:
+    """The closing words synthesized and played; the hang-up that follows."""
+    assert closing.text == SHUTTING_DOWN
+    assert phone.call.state is State.CLOSING
+    phone.synthesize(closing, tone(0.3))
+    phone.ticks(0.5)
+    [hang_up] = of(phone.play_marks(), HangUp)
+    assert phone.call.state is State.ENDED
+    return hang_up
+
+
+def test_a_stop_while_the_caller_has_the_floor_says_the_closing_words_and_hangs_up() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.4))  # the caller has begun a question
+    phone.feed(Transcript("how long do I", True, False, phone.now))
+    [closing] = of(stop(phone), Speak)
+    # nothing more is asked, and nothing interrupts the closing words
+    assert of(phone.feed(Transcript("have to return it", True, True, phone.now)), Ask) == []
+    assert of(phone.say(tone(0.5)), Cancel) == []
+    assert closed(phone, closing).reason == SHUTDOWN_REASON
+    assert stop(phone) == []
+
+
+def test_a_stop_mid_answer_lets_the_sentence_being_heard_end_and_says_no_more_of_it() -> None:
+    phone = Phone()
+    phone.greet()
+    before = len(phone.sent)
+    ask = phone.ask("how long do I have to return an item")
+    text = "Items can be returned within thirty days. Refunds take five business days. "
+    first, second = of(phone.answer(ask, text), Speak)
+    phone.synthesize(first, tone(1.0))
+    phone.synthesize(second, tone(1.0))
+    phone.ticks(0.4)
+    effects = stop(phone)
+    assert effects == []  # no clear: the first sentence plays on
+    assert of(phone.answer(ask, "Exchanges are free too. "), Speak) == []  # the rest unsaid
+    phone.ticks(1.0)
+    # the first sentence went out whole, the second not at all
+    assert phone.sent[before:] == [tone(1.0)[i : i + FRAME_BYTES] for i in range(0, 8000, 160)]
+    assert phone.marks == [f"{ask.turn}.0"]
+    effects = phone.play_marks()
+    assert Cancel(ask.turn) in effects  # the model and the speech of the rest stop
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "interrupted"
+    [closing] = of(effects, Speak)
+    assert closed(phone, closing).reason == SHUTDOWN_REASON
+
+
+def test_a_stop_while_the_answer_is_written_lets_its_first_sentence_be_said() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    assert stop(phone) == []
+    text = "Items can be returned within thirty days. Refunds take five business days."
+    [first] = of(phone.feed(Answered(ask.turn, chat_answer(text), phone.now)), Speak)
+    assert first.text == "Items can be returned within thirty days."
+    # its audio comes in two pieces, the last after the stop
+    phone.feed(SpeechAudio(ask.turn, first.part, tone(0.3), phone.now))
+    phone.ticks(0.1)
+    phone.synthesize(first, tone(0.3))
+    phone.ticks(0.8)
+    effects = phone.play_marks()
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "interrupted"  # the second sentence was not said
+    assert record.record.answer == text
+    [closing] = of(effects, Speak)
+    closed(phone, closing)
+
+
+def test_an_answer_said_whole_before_the_stop_is_recorded_as_answered() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    text = "Items can be returned within thirty days."
+    [only] = of(phone.feed(Answered(ask.turn, chat_answer(text), phone.now)), Speak)
+    phone.synthesize(only, tone(0.4))
+    phone.ticks(0.2)
+    assert stop(phone) == []
+    phone.ticks(0.4)
+    effects = phone.play_marks()
+    assert Cancel(ask.turn) not in effects
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "answered"
+    [closing] = of(effects, Speak)
+    closed(phone, closing)
+
+
+def test_a_stop_just_after_a_sentence_went_out_clears_the_next_ones_beginning() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    text = "Items can be returned within thirty days. Refunds take five business days. "
+    first, second = of(phone.answer(ask, text), Speak)
+    phone.synthesize(first, tone(0.2))
+    phone.synthesize(second, tone(1.0))
+    phone.ticks(0.2)  # the first sentence's mark is out, and 100 ms of the second
+    assert phone.marks == [f"{ask.turn}.0"]
+    assert stop(phone) == [SendClear()]
+    sent = len(phone.sent)
+    # the provider gives back the mark the clear passed: the closing words follow
+    effects = phone.feed(MarkPlayed(f"{ask.turn}.0", phone.now))
+    [closing] = of(effects, Speak)
+    phone.ticks(0.5)
+    assert len(phone.sent) == sent  # nothing more of the second sentence
+    closed(phone, closing)
+
+
+def test_a_sentence_that_would_not_end_in_time_is_cut_for_the_closing_words() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    [first] = of(phone.answer(ask, "Items can be returned within thirty days. "), Speak)
+    phone.synthesize(first, tone(6.0))
+    phone.ticks(0.5)
+    assert stop(phone, within=1.0) == []
+    assert of(phone.ticks(0.9), Speak) == []
+    effects = phone.ticks(0.2)
+    assert SendClear() in effects and Cancel(ask.turn) in effects
+    [record] = of(effects, RecordTurn)
+    assert record.record.outcome == "interrupted"
+    [closing] = of(effects, Speak)
+    phone.marks.clear()  # the clear drops the first sentence's mark
+    closed(phone, closing)
+
+
+def test_neither_speech_nor_a_key_interrupts_the_last_sentence() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    [first] = of(phone.answer(ask, "Items can be returned within thirty days. "), Speak)
+    phone.synthesize(first, tone(2.0))
+    phone.ticks(0.2)
+    stop(phone)
+    effects = phone.say(tone(0.5, amplitude=16000)) + phone.feed(KeyPressed("1", phone.now))
+    assert of(effects, Cancel) == [] and of(effects, SendClear) == []
+    phone.ticks(2.0)
+    [closing] = of(phone.play_marks(), Speak)
+    closed(phone, closing)
+
+
+def test_the_greeting_not_yet_begun_gives_way_to_the_closing_words() -> None:
+    phone = Phone()
+    [greeting] = of(phone.start(), Speak)
+    effects = stop(phone)
+    assert Cancel(greeting.turn) in effects
+    [closing] = of(effects, Speak)
+    closed(phone, closing)
+    # a stream that starts after the stop hears the closing words, not the greeting
+    late = Call(GREETING)
+    assert late.receive(Stopping(8.0, 0.0)) == []
+    [said] = of(late.receive(Started("MZ2", "CA2", "+15551234567", 0.1)), Speak)
+    assert said.text == SHUTTING_DOWN
+
+
+def test_a_failure_during_a_stop_goes_straight_to_the_closing_words() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    stop(phone)
+    effects = phone.feed(AnswerFailed(ask.turn, "every provider failed", phone.now))
+    [closing] = of(effects, Speak)
+    assert closing.text == SHUTTING_DOWN
+    assert of(phone.feed(ListenerFailed("closed", phone.now)), Speak) == []
+    # closing words that cannot be said: hang up at once
+    [hang_up] = of(phone.feed(SpeechFailed(closing.turn, 0, "HTTP 500", phone.now)), HangUp)
+    assert hang_up.reason == SHUTDOWN_REASON
+
+
+def test_a_goodbye_already_under_way_is_finished_as_it_was() -> None:
+    phone = Phone()
+    phone.greet()
+    [prompt] = of(phone.ticks(SILENCE_SECONDS), Speak)
+    phone.synthesize(prompt, tone(0.2))
+    phone.ticks(0.4)
+    phone.play_marks()
+    [goodbye] = of(phone.ticks(SILENCE_SECONDS), Speak)
+    assert stop(phone) == []
+    phone.synthesize(goodbye, tone(0.2))
+    phone.ticks(0.4)
+    [hang_up] = of(phone.play_marks(), HangUp)
+    assert hang_up.reason != SHUTDOWN_REASON
+
+
+@pytest.mark.parametrize(
+    ("grace", "within"), [(20.0, 8.0), (100.0, 8.0), (12.0, 4.0), (5.0, 0.0), (0.0, 0.0)]
+)
+def test_the_sentence_under_way_gets_what_the_grace_leaves_beside_the_closing_words(
+    grace: float, within: float
+) -> None:
+    assert finish_within(grace) == within

@@ -21,6 +21,10 @@ How a call goes:
   the caller's line is not sent to speech-to-text at all, so echo is never transcribed.
 - Silence is asked about once, then the call is closed politely; a failed answer or
   speech is apologised for and the call goes on; a hang-up ends every turn.
+- When the service stops (``Stopping``), the caller hears the sentence under way to its
+  end (or, while an answer is being written, its first sentence), by ``finish_by`` at the
+  latest, then ``SHUTTING_DOWN``, and the call is hung up. Nothing more is asked, and
+  neither speech nor a key interrupts these last words.
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ KEEP_ALIVE_SECONDS = 4.0
 SILENCE_SECONDS = 12.0
 #: a speech-to-text stream that fails this many times ends the call politely
 MAX_LISTENER_FAILURES = 3
+#: when the service stops, the sentence under way may take this long to finish at most,
+#: and this much of the shutdown grace is kept for the closing words to be said
+FINISH_SENTENCE_SECONDS = 8.0
+CLOSING_SECONDS = 8.0
 
 APOLOGY = "Sorry, something went wrong on my side. Could you ask me that again?"
 NO_ANSWER = "Sorry, I have no answer to that."
@@ -60,6 +68,16 @@ STILL_THERE = "Are you still there? Ask me anything, or just hang up when you're
 GOODBYE = "I haven't heard anything, so I'll end the call now. Goodbye!"
 CANT_HEAR = "Sorry, I can't hear you right now. Please call again later. Goodbye!"
 MISSED = "Sorry, I missed that. Could you say it again?"
+SHUTTING_DOWN = "Sorry, I have to end the call now. Please call again in a few minutes. Goodbye!"
+#: the hang-up's reason (and the call's recorded end) when the service stopped
+SHUTDOWN_REASON = "the service was shutting down"
+
+
+def finish_within(grace: float) -> float:
+    """How long, of a shutdown grace of ``grace`` seconds, the sentence under way may take
+    to finish: what is left once the closing words have their time, at most
+    ``FINISH_SENTENCE_SECONDS``."""
+    return max(0.0, min(FINISH_SENTENCE_SECONDS, grace - CLOSING_SECONDS))
 
 
 class State(enum.Enum):
@@ -163,6 +181,15 @@ class SpeechFailed:
 @attrs.frozen
 class ListenerFailed:
     reason: str
+    at: float
+
+
+@attrs.frozen
+class Stopping:
+    """The service is shutting down: finish the sentence under way, by ``finish_by`` (the
+    call's clock) at the latest, say goodbye and hang up."""
+
+    finish_by: float
     at: float
 
 
@@ -295,6 +322,9 @@ class Turn:
     streamed: bool = False  # the answer came in pieces
     answer: ChatAnswer | None = None
     hang_up: bool = False  # the call ends when this turn has been heard
+    last_part: int | None = None  # a stop leaves no sentence said after this one
+    dropped: bool = False  # a stop left sentences of it unsaid
+    shutdown: bool = False  # the closing words of a stop
     stalled: float = 0.0  # the longest the caller's playback ran dry mid-turn, in seconds
 
 
@@ -323,6 +353,8 @@ class Call:
         self._quiet_since: float | None = None
         self._prompted = False
         self._listener_failures = 0
+        self._stopping_by: float | None = None  # the service stops: finish by then
+        self._since_mark = 0  # frames sent since the last mark
 
     def receive(self, event: Any) -> list[Any]:
         """The effects of ``event``, in the order to run them."""
@@ -342,6 +374,8 @@ class Call:
             event.caller,
         )
         self._last_listen = event.at
+        if self._stopping_by is not None:  # stopped before it began: no greeting
+            return self._close(event.at)
         return self._say(self.greeting, event.at)
 
     def _end(self, event: Ended) -> list[Any]:
@@ -365,7 +399,51 @@ class Call:
                 effects += self._say(STILL_THERE, event.at)
             else:
                 effects += self._say(GOODBYE, event.at, hang_up=True)
+        if (
+            self._stopping_by is not None
+            and self.state in (State.ANSWERING, State.SPEAKING)
+            and event.at >= self._stopping_by
+        ):  # the sentence under way takes too long to finish: cut it
+            effects += self._stop_turn("interrupted", event.at)
+            effects += self._close(event.at)
         return effects
+
+    def _stop(self, event: Stopping) -> list[Any]:
+        """The service stops: the last words, then hang up (see the module's docstring)."""
+        if self._stopping_by is not None:
+            return []
+        self._stopping_by = event.finish_by
+        self._utterance = []
+        self._carried = ""
+        if self.state is State.LISTENING:
+            return self._close(event.at)
+        if self.state not in (State.ANSWERING, State.SPEAKING):
+            return []  # not started (the greeting is replaced), or already saying goodbye
+        turn = self._current()
+        if turn.question is None and "first_frame" not in turn.times:
+            # scripted words not begun (a greeting, a prompt) are not worth saying now
+            return self._stop_turn("interrupted", event.at) + self._close(event.at)
+        turn.last_part = turn.played  # the sentence being heard, or the next to be
+        return self._drop_after(turn, event.at) + self._finish_if_heard(event.at)
+
+    def _drop_after(self, turn: Turn, at: float) -> list[Any]:
+        """Keep the audio of the turn's ``last_part`` only: what comes after it is not said."""
+        mark = f"{turn.number}.{turn.last_part}"
+        if mark in self._queue:  # all synthesized, not all sent: keep it to its mark
+            while self._queue[-1] != mark:
+                self._queue.pop()
+            self._partial = b""
+            return []
+        assert turn.last_part is not None
+        if turn.spoken > turn.last_part:
+            # its mark is out (it has at most LEAD_SECONDS to play); what was sent after it
+            # is the next sentence's beginning: cleared, with the end of this one
+            self._queue.clear()
+            self._partial = b""
+            if self._since_mark:
+                self._echo.cleared(at)
+                return [SendClear()]
+        return []  # still being synthesized: its audio keeps coming, the later parts' not
 
     # ------------------------------------------------------------ the caller's line
 
@@ -379,7 +457,7 @@ class Call:
             self._last_speech = at
             self._quiet_since = at if self.state is State.LISTENING else self._quiet_since
             self._prompted = False
-        if self.state in (State.ANSWERING, State.SPEAKING):
+        if self.state in (State.ANSWERING, State.SPEAKING) and self._stopping_by is None:
             self._recent.append(caller)
             if sum(self._recent) >= BARGE_IN_FRAMES:
                 self._preroll.append((event.audio, False))
@@ -405,13 +483,15 @@ class Call:
 
     def _key(self, event: KeyPressed) -> list[Any]:
         """A key pressed while the bot talks stops it, as speaking over it would."""
-        if self.state in (State.ANSWERING, State.SPEAKING):
+        if self.state in (State.ANSWERING, State.SPEAKING) and self._stopping_by is None:
             return self._stop_turn("interrupted", event.at)
         return []
 
     # ------------------------------------------------------------ speech-to-text
 
     def _transcript(self, event: Transcript) -> list[Any]:
+        if self._stopping_by is not None:
+            return []  # the service stops: nothing more is asked
         if event.final and event.text:
             self._utterance.append(event.text)
         if not (event.ends_utterance and self._utterance):
@@ -426,6 +506,8 @@ class Call:
         return effects + self._ask(question, event.at)
 
     def _listener_failed(self, event: ListenerFailed) -> list[Any]:
+        if self._stopping_by is not None:
+            return []  # the call is closing anyway
         self._listener_failures += 1
         self._utterance = []
         if self._listener_failures >= MAX_LISTENER_FAILURES:
@@ -465,11 +547,16 @@ class Call:
         return effects + self._finish_if_heard(event.at)
 
     def _answer_failed(self, event: AnswerFailed) -> list[Any]:
+        if self._stopping_by is not None:
+            return self._stop_turn("failed", event.at) + self._close(event.at)
         return self._stop_turn("failed", event.at) + self._say(APOLOGY, event.at)
 
     def _speak(self, turn: Turn, sentences: list[str], at: float) -> list[Any]:
         effects = []
         for sentence in sentences:
+            if turn.last_part is not None and turn.parts > turn.last_part:
+                turn.dropped = True  # the service stops: nothing after the sentence under way
+                break
             turn.times.setdefault("first_sentence", at)
             effects.append(Speak(turn.number, turn.parts, sentence))
             turn.parts += 1
@@ -479,6 +566,8 @@ class Call:
 
     def _audio(self, event: SpeechAudio) -> list[Any]:
         turn = self._current()
+        if _beyond(turn, event.part):
+            return []
         turn.times.setdefault("first_audio", event.at)
         if self.state is State.ANSWERING:
             self.state = State.SPEAKING
@@ -490,6 +579,8 @@ class Call:
 
     def _speech_done(self, event: SpeechDone) -> list[Any]:
         turn = self._current()
+        if _beyond(turn, event.part):
+            return []
         if self._partial:
             padding = bytes([SILENT_BYTE]) * (FRAME_BYTES - len(self._partial))
             self._queue.append(self._partial + padding)
@@ -500,10 +591,14 @@ class Call:
 
     def _speech_failed(self, event: SpeechFailed) -> list[Any]:
         turn = self._current()
+        if _beyond(turn, event.part):
+            return []
         effects = self._stop_turn("failed", event.at)
         if turn.hang_up:
             self.state = State.ENDED
-            return effects + [HangUp("the goodbye could not be said")]
+            return effects + [HangUp(_hang_up_reason(turn, "the goodbye could not be said"))]
+        if self._stopping_by is not None:
+            return effects + self._close(event.at)
         if turn.question is None:  # not even scripted words can be said: say nothing
             return effects
         return effects + self._say(APOLOGY, event.at)
@@ -524,6 +619,7 @@ class Call:
             item = self._queue.popleft()
             if isinstance(item, str):
                 effects.append(SendMark(item))
+                self._since_mark = 0
                 continue
             start = max(self._sent_until, at)
             if self.turn is not None and "first_frame" in self.turn.times:
@@ -535,21 +631,30 @@ class Call:
             if self.turn is not None:
                 self.turn.times.setdefault("first_frame", at)
             effects.append(SendAudio(item))
+            self._since_mark += 1
         return effects
 
     def _finish_if_heard(self, at: float) -> list[Any]:
         """The turn is over once all of it is written, synthesized and played."""
         turn = self.turn
-        if turn is None or not turn.written or turn.played < turn.parts:
+        if turn is None:
             return []
+        heard = turn.written and turn.played >= turn.parts
+        if not (heard or (turn.last_part is not None and turn.played > turn.last_part)):
+            return []
+        cut = turn.last_part is not None and not (heard and not turn.dropped)
         turn.times["finished"] = at
         self.turn = None
-        effects: list[Any] = []
+        effects: list[Any] = [Cancel(turn.number)] if cut else []
         if turn.question is not None:
-            effects.append(RecordTurn(_record(turn, "answered")))
+            effects.append(RecordTurn(_record(turn, "interrupted" if cut else "answered")))
         if turn.hang_up:
             self.state = State.ENDED
-            return effects + [HangUp("the call was closed after the goodbye")]
+            return effects + [
+                HangUp(_hang_up_reason(turn, "the call was closed after the goodbye"))
+            ]
+        if self._stopping_by is not None:
+            return effects + self._close(at)
         self.state = State.LISTENING
         self._quiet_since = at
         self._recent.clear()
@@ -572,6 +677,12 @@ class Call:
         turn.written = True
         if hang_up:
             self.state = State.CLOSING
+        return effects
+
+    def _close(self, at: float) -> list[Any]:
+        """The closing words of a stop, then hang up."""
+        effects = self._say(SHUTTING_DOWN, at, hang_up=True)
+        self._current().shutdown = True
         return effects
 
     def _stop_turn(self, outcome: str, at: float) -> list[Any]:
@@ -598,6 +709,15 @@ class Call:
         return self.turn
 
 
+def _beyond(turn: Turn, part: int) -> bool:
+    """Whether ``part`` comes after the last sentence a stop lets the turn say."""
+    return turn.last_part is not None and part > turn.last_part
+
+
+def _hang_up_reason(turn: Turn, reason: str) -> str:
+    return SHUTDOWN_REASON if turn.shutdown else reason
+
+
 def _record(turn: Turn, outcome: str) -> TurnRecord:
     answer = turn.answer.answer if turn.answer is not None else ""
     return TurnRecord(
@@ -613,6 +733,7 @@ _SAYING = (State.ANSWERING, State.SPEAKING, State.CLOSING)
 _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], ...] = (
     ((State.CONNECTING,), Started, Call._start),
     ((State.CONNECTING, *_LIVE), Ended, Call._end),
+    ((State.CONNECTING, *_LIVE), Stopping, Call._stop),
     (_LIVE, Tick, Call._tick),
     (_LIVE, Inbound, Call._inbound),
     (_LIVE, MarkPlayed, Call._mark),

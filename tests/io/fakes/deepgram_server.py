@@ -38,6 +38,8 @@ Scripting knobs:
 - ``transcriber``: ``(µ-law bytes) -> text`` instead of pocketsphinx, for a benchmark that
   cannot afford a decode per utterance (``lambda audio: "how long do i have to return an
   item"``); speech detection and endpointing still run on the real audio;
+- ``synthesizer``: ``(text) -> µ-law bytes`` instead of espeak-ng, for a test that needs
+  short, known audio for each text (what the caller heard, compared byte for byte);
 - ``final_delay``: seconds added before each final result is sent, after transcription;
 - ``interim_interval``: seconds of speech between interim results (1.0);
 - ``fail_listen_next(status)``: refuse the next handshakes (after the key check);
@@ -370,6 +372,7 @@ class FakeDeepgram(FakeServer):
         super().__init__(api_key, reply="")
         self.idle_timeout = idle_timeout
         self.transcriber: Callable[[bytes], str] | None = None
+        self.synthesizer: Callable[[str], bytes] | None = None
         self.final_delay = 0.0
         self.interim_interval = 1.0
         self.first_byte_delay = 0.0
@@ -519,6 +522,8 @@ class FakeDeepgram(FakeServer):
         return text
 
     async def _synthesise(self, text: str) -> bytes:
+        if self.synthesizer is not None:
+            return self.synthesizer(text)
         if text not in self._speech:
             self._speech[text] = await trio.to_thread.run_sync(audio.speak, text)
         return self._speech[text]
