@@ -19,7 +19,7 @@ from ragio.db.migrations import apply_migrations
 from ragio.db.presence import GONE_AFTER, here
 from tests.io.conftest import on_openai
 from tests.io.processes import running_service
-from tests.io.test_telegram import (  # noqa: F401, F811 (openai and telegram: its fixtures)
+from tests.io.test_telegram import (  # noqa: F401 (openai and telegram: its fixtures)
     REPLY,
     SECRET,
     TOKEN,
@@ -54,7 +54,10 @@ def test_a_delivery_is_resumed_only_once_its_process_is_gone(database_url):
 
 
 async def test_two_processes_answer_each_delivery_once_a_crash_included(
-    openai, telegram, database_url, tmp_path
+    openai,
+    telegram,
+    database_url,
+    tmp_path,  # noqa: F811 (the fixtures imported above)
 ):
     settings = on_openai(
         openai,
