@@ -54,10 +54,10 @@ def test_a_delivery_is_resumed_only_once_its_process_is_gone(database_url):
 
 
 async def test_two_processes_answer_each_delivery_once_a_crash_included(
-    openai,
-    telegram,
+    openai,  # noqa: F811 (the fixture imported above)
+    telegram,  # noqa: F811
     database_url,
-    tmp_path,  # noqa: F811 (the fixtures imported above)
+    tmp_path,
 ):
     settings = on_openai(
         openai,
