@@ -93,7 +93,8 @@ VOICE_CALLS = Gauge(
 )
 VOICE_CALLS_REFUSED = Counter(
     "ragchat_voice_calls_refused",
-    "Media streams refused, by reason (unverified, busy: VOICE_MAX_CALLS reached)",
+    "Media streams refused, by reason (unverified, busy: VOICE_MAX_CALLS reached, "
+    "shutting_down: the service stops)",
     ("reason",),
     registry=REGISTRY,
 )
