@@ -114,7 +114,9 @@ def main() -> int:
     # PostgreSQL; then, alone, the tests that stream audio in real time (marked realtime),
     # whose timing another worker's load would bend
     runs = (
-        [["-n", "auto", "-m", "not realtime"], ["-m", "realtime"]] if not arguments else [arguments]
+        [["-n", "auto", "-m", "not realtime", "--durations=25"], ["-m", "realtime"]]
+        if not arguments
+        else [arguments]
     )
     codes = []
     with tempfile.TemporaryDirectory(prefix="ragchat-tests-") as scratch:

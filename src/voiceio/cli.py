@@ -11,14 +11,15 @@ import argparse
 import logging
 import sys
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ragcore.settings import Settings, voice_refusal
 from ragio import cli
-from ragio.service import Service
-from voiceio.server import serve_voice
+
+if TYPE_CHECKING:
+    from ragio.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,8 @@ async def serve_command(settings: Settings, args: argparse.Namespace) -> int:
         refusal = voice_refusal(settings)
         if refusal:
             raise cli.StartupError(refusal)
+        from voiceio.server import serve_voice  # imported when needed: a quicker command line
+
         companions = (partial(_announced, serve_voice),)
     elif settings.voiceai_api_key:
         log.info("calls are answered by `ragchat voice`, run beside this on DATABASE_URL")
@@ -50,6 +53,7 @@ async def voice_command(settings: Settings, args: argparse.Namespace) -> int:
     if refusal:
         raise cli.StartupError(refusal)
     from ragio.server import run_companions
+    from voiceio.server import serve_voice
 
     async with cli.startup_errors():
         await run_companions(settings, (partial(_announced, serve_voice),))
