@@ -25,6 +25,8 @@ import pytest
 import trio
 
 from ragio.db.embedded import EmbeddedPostgres
+from tests.io.conftest import on_openai
+from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.processes import running_service
 
 PROBLEM = "application/problem+json"
@@ -359,3 +361,59 @@ async def test_a_full_database_disk_refuses_an_upload_with_507_and_keeps_the_old
         finally:
             admin.execute("ALTER TABLE chunks SET TABLESPACE pg_default")
             admin.execute("DROP TABLESPACE small_disk")
+
+
+# ---------------------------------------------------------------- a client gone mid-stream
+
+FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
+QUESTION = {"question": "When does the shop open?"}
+LONG_REPLY = " ".join(f"Word{n}" for n in range(40)) + " [1]."
+
+
+class TestAClientGoneMidStream:
+    @pytest.fixture
+    async def fake(self, serve_fake) -> FakeOpenAI:
+        fake = await serve_fake(FakeOpenAI(api_key="sk-test", reply=LONG_REPLY))
+        fake.word_delay = 0.25  # about 10 s for the whole answer
+        return fake
+
+    @pytest.fixture
+    def settings_overrides(self, fake: FakeOpenAI) -> dict[str, Any]:
+        return on_openai(fake, usage_ledger="true")
+
+    async def test_nothing_is_held_nor_recorded_as_answered_and_the_next_answer_is_whole(
+        self, api, fake, database_url
+    ):
+        """The client reads three words of a streamed answer and closes the connection: its
+        token hold is given back at once (no 'reserved' row to count against a budget), no
+        turn is recorded as answered with words it never got, and the service answers the
+        next question whole."""
+        await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+        tokens = 0
+        with trio.fail_after(10):
+            async with api.stream("POST", "/chat/stream", json=QUESTION) as response:
+                assert response.status_code == 200
+                async for line in response.aiter_lines():
+                    tokens += line.startswith("event: token")
+                    if tokens == 3:
+                        break  # the client leaves: the connection is closed
+        assert len(fake.requests_to("/v1/chat/completions")) == 1
+
+        def usage_and_turns() -> tuple[list[tuple], list[tuple]]:
+            with psycopg.connect(database_url) as conn:
+                usage = conn.execute("SELECT state, completion_tokens FROM usage_records")
+                turns = conn.execute("SELECT outcome, answer FROM conversation_turns")
+                return usage.fetchall(), turns.fetchall()
+
+        with trio.fail_after(5):  # released once the server sees the client gone
+            while any(state == "reserved" for state, _ in usage_and_turns()[0]):
+                await trio.sleep(0.05)
+        usage, turns = usage_and_turns()
+        assert usage == []
+        assert [turn for turn in turns if turn[0] == "answered"] == []
+
+        answered = await api.post("/chat", json=QUESTION)
+        assert answered.status_code == 200 and answered.json()["answer"] == LONG_REPLY
+        usage, turns = usage_and_turns()
+        assert usage == [("settled", answered.json()["usage"]["completion_tokens"])]
+        assert turns == [("answered", LONG_REPLY)]
