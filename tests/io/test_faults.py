@@ -417,3 +417,38 @@ class TestAClientGoneMidStream:
         usage, turns = usage_and_turns()
         assert usage == [("settled", answered.json()["usage"]["completion_tokens"])]
         assert turns == [("answered", LONG_REPLY)]
+
+
+# ---------------------------------------------------------------- the service's disk full
+
+#: over the 500 KB a multipart file part is kept in memory (werkzeug's parser): the rest of
+#: the body goes to a temporary file; mostly blank, so it reads as one short chunk
+BIG_UPLOAD = b"# Delivery\n\nParcels arrive within 3 days.\n" + b" " * 700_000
+
+
+async def test_a_full_disk_under_an_uploads_body_is_507_and_stores_nothing(
+    api, database_url, tmp_path, monkeypatch
+):
+    """The temporary files of request bodies on a 1 MB tmpfs (TMPDIR) with no room left:
+    a large upload is a 507 problem saying the service's disk is full, nothing is stored,
+    the service answers on; freed, the same upload is stored."""
+    import tempfile
+
+    with small_disk(tmp_path / "tmp", "1m", "root") as disk:
+        monkeypatch.setattr(tempfile, "tempdir", str(disk))
+        filler = fill(disk)
+        upload = {"file": ("delivery.txt", BIG_UPLOAD, "text/plain")}
+        with trio.fail_after(30):
+            refused = await api.post("/documents", files=upload)
+        assert refused.status_code == 507, refused.text
+        assert refused.headers["content-type"] == PROBLEM
+        assert refused.json()["title"] == "The service's disk is full"
+        assert str(disk) not in refused.text and "Traceback" not in refused.text
+        assert stored_documents(database_url) == {}
+        assert (await api.get("/health")).json()["status"] == "ok"
+
+        filler.unlink()
+        stored = await api.post("/documents", files=upload)
+        assert stored.status_code == 201, stored.text
+        assert stored_documents(database_url) == {stored.json()["id"]: 1}
+        assert os.listdir(disk) == []  # the body's temporary file is gone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 
 import psycopg
@@ -76,6 +77,15 @@ def problem_for(error: BaseException) -> Problem:
         return Problem(502, str(error), title="The embedding provider's vectors do not fit")
     if isinstance(error, psycopg.OperationalError):  # PoolTimeout is one
         return database_problem(error)
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        # this machine's disk: a large request body's temporary file (TMPDIR), DATA_DIR
+        return Problem(
+            507,
+            "the service's disk is full, so the request could not be completed; free space "
+            "on the disk of the service's temporary files (TMPDIR) and DATA_DIR, then send "
+            "it again",
+            title="The service's disk is full",
+        )
     return Problem(500, "the service failed; the log has the details")
 
 
