@@ -64,6 +64,10 @@ class OwnPostgres:
         self._pg_ctl(options, pgdata=self.embedded.pgdata, user=self.user, timeout=20)
 
     def close(self) -> None:
+        """Stop the server: the wheel's handle knows only the first process, so a server
+        started again here is stopped here."""
+        if (self.embedded.pgdata / "postmaster.pid").exists():
+            self.stop()
         self.embedded.stop()
 
 
