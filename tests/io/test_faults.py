@@ -1,9 +1,10 @@
 """Parts failing under a running service: what the user sees, and what is left behind.
 
 PostgreSQL stopped and started again under load, with a real ``ragchat serve`` process on a
-PostgreSQL of the test's own; PostgreSQL's disk full under an upload, on a small tmpfs.
-The providers', the workflow receivers' and the clients' faults are tested beside their
-features (docs/operations.md, "When parts fail", lists where).
+PostgreSQL of the test's own; PostgreSQL's disk and the disk of request bodies' temporary
+files full under an upload, each a filled tmpfs; a client gone in the middle of a streamed
+answer. The providers' and the workflow receivers' faults are tested beside their features
+(docs/operations.md, "When parts fail", lists where).
 """
 
 from __future__ import annotations
