@@ -15,6 +15,7 @@ import anthropic
 import httpx
 import httpx2
 import openai
+import psycopg
 import pydantic
 import pytest
 import trio
@@ -179,7 +180,7 @@ async def test_the_offline_extractive_answerer_can_be_the_last_resort(gemini, as
 
 @pytest.mark.parametrize("fallbacks", ["anthropic,openai"])
 async def test_when_every_provider_fails_the_answer_is_a_503_problem_naming_each(
-    gemini, claude, gpt, ask
+    gemini, claude, gpt, ask, database_url
 ):
     gemini.fail_next(429, retry_delay="0.01s", times=3)
     claude.api_key = "sk-ant-rotated"  # the service's key no longer works
@@ -204,6 +205,11 @@ async def test_when_every_provider_fails_the_answer_is_a_503_problem_naming_each
     ]
     for secret in (GEMINI_KEY, ANTHROPIC_KEY, OPENAI_KEY, "secret", "Traceback"):
         assert secret not in response.text
+    # left behind: the question, recorded as a failed turn with no answer, and nothing else
+    with psycopg.connect(database_url) as conn:
+        turns = conn.execute("SELECT question, answer, outcome, provider FROM conversation_turns")
+        assert turns.fetchall() == [(QUESTION["question"], "", "failed", None)]
+        assert conn.execute("SELECT count(*) FROM usage_records").fetchone() == (0,)
 
 
 @pytest.mark.parametrize("fallbacks", [""])
