@@ -170,8 +170,19 @@ def create_app(svc: Service) -> QuartTrio:
 
     @app.errorhandler(Exception)
     async def on_error(error: Exception) -> Response:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        return error_response(problem_for(error))
+        problem = problem_for(error)
+        if problem.status in (503, 507):  # the database or a disk: a line, not a traceback
+            log.warning(
+                "%s %s: %d, %s (%s)",
+                request.method,
+                request.path,
+                problem.status,
+                problem.title,
+                type(error).__name__,
+            )
+        else:
+            log.exception("unhandled error on %s %s", request.method, request.path)
+        return error_response(problem)
 
     # read timeout for bodies, a close after a refused body, and Hypercorn's closing work
     # kept from being cancelled: see ragio.http.connections
