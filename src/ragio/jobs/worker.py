@@ -79,6 +79,7 @@ class Worker:
     _free: trio.Event = attrs.Factory(trio.Event)
 
     _stopped: trio.Event = attrs.Factory(trio.Event)
+    _unreachable: bool = False  # the last pass could not reach the database
 
     def __attrs_post_init__(self) -> None:
         self.process = self.service.process
@@ -135,7 +136,13 @@ class Worker:
                 self.held[job.id] = scope
                 nursery.start_soon(self._run, job, scope)
         except Exception as error:  # noqa: BLE001 (the database is down: the next pass tries)
-            log.warning("could not look for jobs: %s", type(error).__name__)
+            if not self._unreachable:  # once, not every pass
+                log.warning("could not look for jobs: %s", type(error).__name__)
+            self._unreachable = True
+        else:
+            if self._unreachable:
+                log.info("looking for jobs again")
+            self._unreachable = False
 
     async def _run(self, job: store.Job, scope: trio.CancelScope) -> None:
         svc = self.service
