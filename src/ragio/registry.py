@@ -21,8 +21,8 @@ from ragio.actions import handlers as actions
 from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
-from ragio.integrations.sync import SYNC, sync_job
-from ragio.jobs.worker import JobHandler
+from ragio.integrations.sync import SYNC, queue_due_syncs, sync_job
+from ragio.jobs.worker import JobHandler, Schedule
 from ragio.knowledge import handlers as knowledge
 from ragio.knowledge.ingest_job import ingest
 from ragio.live import answering as live_answering
@@ -98,6 +98,8 @@ HANDLERS: Handlers = merge_handlers(
 
 #: every kind of background job, and the handler that runs it (ragio.jobs.worker)
 JOB_KINDS: dict[str, JobHandler] = {INGEST: ingest, SYNC: sync_job}
+#: what queues jobs when they fall due (ragio.jobs.worker.Schedule)
+JOB_SCHEDULES: tuple[Schedule, ...] = (queue_due_syncs,)
 
 
 def effects_doc() -> str:

@@ -18,7 +18,9 @@ import pytest
 import trio
 from cryptography.fernet import Fernet
 
+from ragcore.jobs import FIRST_BACKOFF
 from ragio.integrations import connectors, store, sync
+from ragio.jobs import worker
 from ragio.startup import open_service
 from tests.conftest import make_settings
 from tests.io.conftest import serve_service
@@ -497,3 +499,51 @@ async def test_ragchat_sync_runs_in_the_foreground_and_fails_loudly(api, databas
     assert SECRET_ROW not in every.stdout + every.stderr
     missing = await trio.to_thread.run_sync(cli, "999")
     assert missing.returncode == 2 and "no data source 999" in missing.stderr
+
+
+# ------------------------------------------------------------------ syncs as jobs
+
+
+async def test_a_source_with_an_interval_is_synced_when_it_falls_due(api, fake_clock, monkeypatch):
+    monkeypatch.setattr(worker, "SCHEDULE_SECONDS", 0.1)  # the schedules looked at often
+    created = await create(api, {**CSV_SOURCE, "sync_interval_minutes": 5})
+    await trio.sleep(0.5)  # several looks: not due yet
+    assert (await api.get(f"/integrations/{created['id']}")).json()["sync"]["status"] == "never"
+
+    fake_clock.advance(timedelta(minutes=5, seconds=1))
+    with trio.fail_after(30):
+        while (shown := (await api.get(f"/integrations/{created['id']}")).json())["sync"][
+            "status"
+        ] in ("never", "syncing"):
+            await trio.sleep(0.05)
+    assert shown["sync"]["status"] == "succeeded" and shown["sync"]["records_stored"] == 3
+    await trio.sleep(0.5)  # synced: not due again for five minutes
+    [job] = (await api.get("/jobs", params={"kind": "sync"})).json()["jobs"]
+    assert (job["status"], job["attempts"], job["result"]["status"]) == ("done", 1, "succeeded")
+
+    fake_clock.advance(timedelta(minutes=5, seconds=1))
+    with trio.fail_after(30):
+        while len((await api.get("/jobs", params={"kind": "sync"})).json()["jobs"]) < 2:
+            await trio.sleep(0.05)
+
+
+async def test_a_failed_sync_is_retried_after_its_backoff(api, fake_clock):
+    created = await create(api, BROKEN)
+    await synced(api, created["id"], expect="failed")
+    with trio.fail_after(30):  # the job records its attempt a moment after the source
+        while (job := (await api.get("/jobs", params={"kind": "sync"})).json()["jobs"][0])[
+            "status"
+        ] == "running":
+            await trio.sleep(0.05)
+    assert (job["status"], job["attempts"]) == ("queued", 1)
+    assert "not a readable CSV file" in job["problem"]["detail"]
+    assert_problem(await api.post(f"/integrations/{created['id']}/sync"), 409, "waiting to run")
+
+    await api.patch(f"/integrations/{created['id']}", json={"content": CUSTOMERS})  # mended
+    fake_clock.advance(FIRST_BACKOFF)
+    with trio.fail_after(30):
+        while (job := (await api.get(f"/jobs/{job['id']}")).json())["status"] != "done":
+            await trio.sleep(0.05)
+    assert job["attempts"] == 2
+    shown = (await api.get(f"/integrations/{created['id']}")).json()
+    assert shown["sync"]["status"] == "succeeded"

@@ -138,7 +138,8 @@ def body_schema(*, new: bool) -> dict[str, Any]:
             "type": ["integer", "null"],
             "minimum": 1,
             "maximum": MAX_INTERVAL_MINUTES,
-            "description": "kept for a future scheduled sync; none runs",
+            "description": "synced (as a job) once this long has passed since the last sync "
+            "ended; null: only on demand",
         },
     }
     names = sorted({field.name for kind in KINDS.values() for field in kind.fields})

@@ -175,11 +175,7 @@ async def sync_integration(id: str) -> tuple[Integration, int, dict[str, str]]: 
             f"{waiting.run_after.isoformat(timespec='seconds')}); GET /jobs/{waiting.id} "
             "shows it",
         )
-    claimed = await sync.claim_for_job(svc, source)
-    payload = {"source": claimed.id, "run": claimed.run}
-    await svc.database.run(
-        lambda conn: jobs_store.enqueue(conn, SYNC, payload, svc.clock.now(), key=str(claimed.id))
-    )
+    claimed = await sync.queue_sync(svc, source)
     poke_worker()
     return _shown(claimed), 202, {"Location": f"{PATH}/{claimed.id}"}
 

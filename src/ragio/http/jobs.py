@@ -14,7 +14,7 @@ from ragio.http.context import service
 from ragio.http.problems import problem_for
 from ragio.jobs import store
 from ragio.jobs.worker import Worker
-from ragio.registry import JOB_KINDS
+from ragio.registry import JOB_KINDS, JOB_SCHEDULES
 
 blueprint = Blueprint("jobs", __name__)
 WORKER = "ragchat.jobs.worker"
@@ -27,7 +27,9 @@ async def run_jobs() -> None:
     svc = service()
     if not svc.settings.run_jobs:
         return
-    worker = Worker(svc, JOB_KINDS, problem_for, svc.settings.jobs_concurrency)
+    worker = Worker(
+        svc, JOB_KINDS, problem_for, svc.settings.jobs_concurrency, schedules=JOB_SCHEDULES
+    )
     current_app.extensions[WORKER] = worker
     await current_app.nursery.start(worker.run)  # type: ignore[attr-defined]
 

@@ -57,6 +57,23 @@ def _source(row: Sequence[Any]) -> Source:
     )  # fmt: skip
 
 
+def due_sources(conn: psycopg.Connection, now: datetime) -> list[Source]:
+    """The sources whose ``sync_interval_minutes`` has passed since their last sync ended
+    (since they were added, never synced), not syncing, with no sync job waiting."""
+    rows = conn.execute(
+        f"""{_SELECT} AS s
+            WHERE sync_interval_minutes IS NOT NULL AND sync_status <> 'syncing'
+              AND coalesce(sync_finished_at, created_at)
+                  + make_interval(mins => sync_interval_minutes) <= %s
+              AND NOT EXISTS (SELECT 1 FROM jobs
+                              WHERE kind = 'sync' AND key = s.id::text
+                                AND status IN ('queued', 'running'))
+            ORDER BY id""",
+        (now,),
+    ).fetchall()
+    return [_source(row) for row in rows]
+
+
 def _one(row: Sequence[Any] | None) -> Source | None:
     return _source(row) if row is not None else None
 

@@ -34,7 +34,8 @@ from ragcore.integrations.records import (
 from ragio.integrations import store
 from ragio.integrations.connectors import connector_for
 from ragio.integrations.connectors.base import Reach, Record, SourceFailed
-from ragio.integrations.credentials import Keys
+from ragio.integrations.credentials import CredentialsUnreadable, Keys
+from ragio.jobs import store as jobs_store
 from ragio.jobs.worker import Running
 from ragio.service import Service
 
@@ -209,6 +210,36 @@ async def claim_for_job(service: Service, source: store.Source) -> store.Source:
     opens them)."""
     credentials_of(service, source)
     return await claim(service, source)
+
+
+async def queue_sync(service: Service, source: store.Source) -> store.Source:
+    """Claim ``source`` (409 when a sync holds it) and queue the job that syncs it."""
+    claimed = await claim_for_job(service, source)
+    payload = {"source": claimed.id, "run": claimed.run}
+    await service.database.run(
+        lambda conn: jobs_store.enqueue(
+            conn, SYNC, payload, service.clock.now(), key=str(claimed.id)
+        )
+    )
+    return claimed
+
+
+async def queue_due_syncs(service: Service) -> None:
+    """The sources whose ``sync_interval_minutes`` has passed, queued as sync jobs: by
+    whichever process that runs jobs looks first (the claim lets one of them)."""
+    for source in await service.database.run(store.due_sources, service.clock.now()):
+        try:
+            await queue_sync(service, source)
+        except CredentialsUnreadable:
+            log.warning("data source %r: no key opens its credentials; not synced", source.name)
+            continue
+        except ProblemError:  # another process claimed it first, or it was deleted
+            continue
+        log.info(
+            "data source %r: sync queued (every %d minutes)",
+            source.name,
+            source.sync_interval_minutes,
+        )
 
 
 #: the kind of job that runs a sync claimed by ``POST /integrations/{id}/sync``

@@ -12,7 +12,7 @@ queued for the next process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,10 @@ class Running:
 JobHandler = Callable[[Running], Awaitable[dict[str, Any] | None]]
 #: the problem+json an error is reported as (ragio.http.problems.problem_for)
 Describe = Callable[[BaseException], ProblemError]
+#: ``async def schedule(service)``: queues the jobs that are due (a data source's
+#: sync_interval_minutes), run every SCHEDULE_SECONDS by each process that runs jobs
+Schedule = Callable[[Service], Awaitable[None]]
+SCHEDULE_SECONDS = 30.0
 
 
 @attrs.define
@@ -74,12 +78,14 @@ class Worker:
     concurrency: int = 1
     process: str = attrs.field(init=False)
     alive_file: Path | None = None  # touched on every pass (a liveness probe reads it)
+    schedules: Sequence[Schedule] = ()
     held: dict[int, trio.CancelScope] = attrs.Factory(dict)
     _wake: trio.Event = attrs.Factory(trio.Event)
     _free: trio.Event = attrs.Factory(trio.Event)
 
     _stopped: trio.Event = attrs.Factory(trio.Event)
     _unreachable: bool = False  # the last pass could not reach the database
+    _scheduled_at: float = float("-inf")  # trio time of the last run of the schedules
 
     def __attrs_post_init__(self) -> None:
         self.process = self.service.process
@@ -118,6 +124,10 @@ class Worker:
     async def _pass(self, nursery: trio.Nursery) -> None:
         svc = self.service
         try:
+            if trio.current_time() - self._scheduled_at >= SCHEDULE_SECONDS:
+                self._scheduled_at = trio.current_time()
+                for schedule in self.schedules:
+                    await schedule(svc)
             for job in await svc.database.run(store.requeue_stale, svc.clock.now()):
                 log.warning(
                     "job %d (%s): its process %s went quiet; queued again",
