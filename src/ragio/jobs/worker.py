@@ -82,7 +82,6 @@ class Worker:
     held: dict[int, trio.CancelScope] = attrs.Factory(dict)
     _wake: trio.Event = attrs.Factory(trio.Event)
     _free: trio.Event = attrs.Factory(trio.Event)
-
     _stopped: trio.Event = attrs.Factory(trio.Event)
     _unreachable: bool = False  # the last pass could not reach the database
     _scheduled_at: float = float("-inf")  # trio time of the last run of the schedules
