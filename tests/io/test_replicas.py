@@ -38,7 +38,7 @@ from tests.io.processes import running_service
 
 TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
 SECRET = "webhook-secret_0123"
-SALES_CAP = 3000  # BUDGET_ROLE_DAILY_OVERRIDES: the only cap, on the sales role
+SALES_CAP = 1200  # BUDGET_ROLE_DAILY_OVERRIDES: the only cap, on the sales role
 
 
 class Fakes:
@@ -248,6 +248,38 @@ async def at_once(*calls: Callable[[], Awaitable[Any]]) -> list[Any]:
     return results
 
 
+def blocked_sessions(conn: psycopg.Connection) -> int:
+    """How many sessions of this database wait for a lock."""
+    [(count,)] = conn.execute(
+        """SELECT count(DISTINCT pid) FROM pg_locks
+            WHERE NOT granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
+    ).fetchall()
+    return int(count)
+
+
+async def released_together(
+    replicas: Replicas, table: str, *calls: Callable[[], Awaitable[Any]], waiting: int = 16
+) -> list[Any]:
+    """Run the calls at the same moment with ``table`` locked against writes until
+    ``waiting`` sessions wait on the database (16: every pooled connection of both
+    processes, 8 each), then let them all go at once: the worst timing for a rule that
+    reads before it writes."""
+    results: list[Any] = [None] * len(calls)
+
+    async def one(n: int) -> None:
+        results[n] = await calls[n]()
+
+    with psycopg.connect(replicas.database_url) as gate:
+        gate.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")  # reads go on, writes wait
+        async with trio.open_nursery() as nursery:
+            for n in range(len(calls)):
+                nursery.start_soon(one, n)
+            await wait_for(lambda: blocked_sessions(gate) == waiting, 30)
+            gate.rollback()
+    return results
+
+
 # ---------------------------------------------------------------- 1. migrations once
 
 
@@ -336,25 +368,24 @@ def tokens(answer: dict) -> int:
 
 async def test_many_answers_at_once_through_both_never_pass_the_cap(replicas, client):
     """Twenty questions to the sales role at once, ten through each process, under a
-    3,000-token daily cap of that role (about 450 tokens an answer: six fit): every call
-    reserves under one database lock before it is made, so the tokens settled never pass
-    the cap (the provider counts fewer tokens than the hold's estimate), and the others
-    are told the limit was reached, without calling the provider."""
+    1,200-token daily cap of that role (about 400 tokens an answer). Every reservation is
+    made to wait at the same moment (the ledger's table locked here until every pooled
+    connection of both processes waits), then let go at once: each call reserves under
+    one database lock, so the tokens settled never pass the cap (the provider counts fewer
+    tokens than the hold's estimate); the others are told the limit was reached, without
+    calling the provider."""
     openai = replicas.fakes.openai
     calls_before = len(openai.requests_to("/v1/chat/completions"))
-    openai.chat_delay = 0.2  # each answer is in flight while the others arrive
-
     params = {"question": QUESTION, "role": "sales"}
-    try:
-        replies = await at_once(
-            *(
-                lambda url=r.url: client.post(f"{url}/chat", params=params)
-                for r in replicas.both
-                for _ in range(10)
-            )
-        )
-    finally:
-        openai.chat_delay = 0.0
+    replies = await released_together(
+        replicas,
+        "usage_records",
+        *(
+            partial(client.post, f"{r.url}/chat", params=params)
+            for r in replicas.both
+            for _ in range(10)
+        ),
+    )
     assert [r.status_code for r in replies] == [200] * 20
     bodies = [r.json() for r in replies]
     answered = [b for b in bodies if not b["limited"]]
@@ -366,7 +397,7 @@ async def test_many_answers_at_once_through_both_never_pass_the_cap(replicas, cl
     assert used == sum(tokens(b) for b in answered)
     assert used <= SALES_CAP
     per_answer = max(tokens(b) for b in answered)
-    assert len(answered) >= SALES_CAP // per_answer - 1 and limited  # what fits, and no more
+    assert len(answered) >= SALES_CAP // per_answer - 1 and limited  # what fits, no more
     assert len(openai.requests_to("/v1/chat/completions")) - calls_before == len(answered)
     usage = (await client.get(f"{replicas.b.url}/usage")).json()
     [sales] = [row for row in usage["this_month_by_role"] if row["role"] == "sales"]
@@ -379,21 +410,24 @@ async def test_many_answers_at_once_through_both_never_pass_the_cap(replicas, cl
 
 async def test_an_approval_sent_to_both_at_once_is_decided_once(replicas, client):
     """A held chat-ops action approved through one process while the other approves or
-    rejects it, at the same moment: one decision wins (200), the other is told it was
-    already decided (409), and the receiver gets the action once, or never when the
-    rejection won."""
+    rejects it, at the same moment (both decisions held at the actions table until both
+    wait, then let go): one decision wins (200), the other is told it was already decided
+    (409), and the receiver gets the action once, or never when the rejection won."""
     a, b = replicas.both
     autonomy = await client.post(f"{a.url}/autonomy", json={"mode": "semi"})
     assert autonomy.status_code == 200, autonomy.text
     chatops = replicas.fakes.chatops
-    for n, other in enumerate(["approve", "approve", "reject", "approve", "reject", "approve"]):
+    for n, other in enumerate(["approve", "reject", "approve", "reject"]):
         text = f"Refund order {n} for Ann"
         held = await client.post(f"{b.url}/actions", json={"kind": "chatops", "text": text})
         assert held.status_code == 202, held.text
         action_id = held.json()["id"]
-        first, second = await at_once(
+        first, second = await released_together(  # both read it pending, then decide
+            replicas,
+            "actions",
             partial(client.post, f"{a.url}/autonomy/pending/{action_id}/approve"),
             partial(client.post, f"{b.url}/autonomy/pending/{action_id}/{other}"),
+            waiting=2,
         )
         assert sorted([first.status_code, second.status_code]) == [200, 409], (
             first.text,
@@ -508,10 +542,10 @@ async def learned(client: httpx.AsyncClient, url: str, role: str) -> list[str]:
 
 async def test_learning_counts_each_asker_once_across_processes(replicas, client):
     """Two people each asking through both processes at once are two askers, not four:
-    nothing is learned until a third person asks, and then one pattern. One person
-    asking more than the daily limit at once through both is recorded up to the limit
-    only. Three people asking at the same moment through both: the pattern is learned
-    once."""
+    nothing is learned until a third person asks, and then one pattern. One person's
+    questions recorded at the same moment through both (released together) stop at the
+    daily limit. Three people asking at the same moment through both: the pattern is
+    learned once."""
     a, b = replicas.both
     pattern = f'People often ask: "{QUESTION}". It is answered in: refunds.md.'
 
@@ -523,8 +557,13 @@ async def test_learning_counts_each_asker_once_across_processes(replicas, client
     await ask_as(client, b.url, "operations", "cy")()
     assert await learned(client, a.url, "operations") == [pattern]
 
-    # one person, 24 questions at once through both: 20 recorded, the daily limit
-    await at_once(*(ask_as(client, r.url, "marketing", "dan") for r in (a, b) for _ in range(12)))
+    # one person, 10 questions, then 16 more through both at the same moment: 20 recorded
+    await at_once(*(ask_as(client, r.url, "marketing", "dan") for r in (a, b) for _ in range(5)))
+    await released_together(
+        replicas,
+        "role_interactions",
+        *(ask_as(client, r.url, "marketing", "dan") for r in (a, b) for _ in range(8)),
+    )
     [(recorded,)] = replicas.query(
         "SELECT count(*) FROM role_interactions WHERE role = 'marketing'"
     )
