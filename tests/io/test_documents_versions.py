@@ -6,6 +6,9 @@ import psycopg
 import pytest
 import trio
 
+from ragcore.knowledge.chunking import chunk_text
+from ragcore.knowledge.documents import StoreDocument, content_hash
+from ragio.knowledge.store import store_document
 from tests.io.test_documents import ask, upload
 from tests.io.test_http_errors import assert_problem, count_rows
 
@@ -117,6 +120,33 @@ async def test_concurrent_new_versions_leave_one(api, database_url):
     listed = (await api.get("/documents")).json()["documents"]
     assert len(listed) == 1
     assert count_rows(database_url) == (1, 1)
+
+
+async def test_a_new_version_stored_meanwhile_with_the_same_content_is_its_duplicate(
+    api, service, database_url
+):
+    """Two uploads of one new version at the same moment (each read the old one as the
+    name's holder, tests/io/test_replicas.py races them in two processes): the later finds
+    its content stored by the other, and is its duplicate rather than a 409."""
+    old = (await add(api, "racks.md", "# Racks\n\nRacks are blue.")).json()
+    text = "# Racks\n\nRacks are painted green now."
+    chunks = tuple(chunk_text(text))
+    vectors = await service.embedder.embed([c.text for c in chunks], "document")
+    new = StoreDocument(
+        "racks.md",
+        content_hash(text),
+        text,
+        chunks,
+        tuple(tuple(v) for v in vectors),
+        "text/markdown",
+        len(text),
+        replaces=(old["id"],),
+    )
+    first = await service.database.run(store_document, new)
+    again = await service.database.run(store_document, new)
+    assert first.created and first.id != old["id"]
+    assert (again.id, again.created, again.replaced) == (first.id, False, ())
+    assert count_rows(database_url)[0] == 1
 
 
 # ------------------------------------------------------------------ listing

@@ -8,8 +8,16 @@ from typing import Any
 
 import psycopg
 import pytest
+import trio
 
-from ragcore.employees.learning import PATTERN_TAG
+from ragcore.employees.learning import (
+    PATTERN_TAG,
+    Interaction,
+    LearningPolicy,
+    RecordInteraction,
+    asker_hash,
+)
+from ragio.employees.learning import record
 from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_http_errors import assert_problem
@@ -75,6 +83,32 @@ async def test_one_chatty_user_teaches_nothing_and_is_recorded_a_bounded_number_
         stored = conn.execute("SELECT asker_hash FROM role_interactions").fetchall()
     assert [n for (n,) in per_asker] == [20, 2]  # 20 a day per asker, the rest not recorded
     assert all("chatty" not in h for (h,) in stored)
+
+
+async def test_an_askers_questions_recorded_at_once_stay_within_the_daily_limit(
+    api, service, database_url
+):
+    """Recorded by many connections at once (requests in this and other processes, see
+    tests/io/test_replicas.py), one asker still gets 20 a day: each is counted against
+    those recorded before it, under the role's lock."""
+    await api.get("/employees/support")  # the built-in roles stored
+    policy = LearningPolicy()
+    asked = RecordInteraction(
+        Interaction("support", asker_hash("chatty"), QUESTION, (1.0,) + (0.0,) * 63, ("faq.md",)),
+        policy,
+    )
+    histories = []
+
+    async def one() -> None:
+        histories.append(await service.database.run(record, asked, service.clock.now()))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(30):
+            nursery.start_soon(one)
+    assert sum(h.recorded for h in histories) == policy.per_asker_daily
+    with psycopg.connect(database_url) as conn:
+        [(stored,)] = conn.execute("SELECT count(*) FROM role_interactions").fetchall()
+    assert stored == policy.per_asker_daily
 
 
 async def test_learning_is_per_role_and_needs_a_cited_answer(api, faq, fake):

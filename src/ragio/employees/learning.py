@@ -14,6 +14,14 @@ from ragio.knowledge.store import vector_literal
 
 #: at most this many nearest recorded questions are read to count their askers
 NEAREST_LIMIT = 200
+#: the class of the transaction-level advisory lock on a role (its name's hash is the second
+#: key) that recording and learning take, in every process: one asker's questions are counted
+#: against the daily limit one at a time, and each question sees every one recorded before it
+ROLE_LOCK_CLASS = 1_021
+
+
+def _lock_role(conn: psycopg.Connection, role: str) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ROLE_LOCK_CLASS, role))
 
 
 def record(conn: psycopg.Connection, effect: RecordInteraction, now: datetime) -> History:
@@ -21,6 +29,7 @@ def record(conn: psycopg.Connection, effect: RecordInteraction, now: datetime) -
     item, policy = effect.interaction, effect.policy
     since = now - timedelta(days=policy.window_days)
     with conn.transaction():
+        _lock_role(conn, item.role)
         conn.execute(
             """DELETE FROM role_interactions
                WHERE role = %s AND at < %s AND learned_memory IS NULL""",
@@ -67,8 +76,16 @@ def record(conn: psycopg.Connection, effect: RecordInteraction, now: datetime) -
 
 
 def learn(conn: psycopg.Connection, effect: LearnPattern) -> MemoryItem | None:
-    """Execute a ``LearnPattern`` effect, in one transaction."""
+    """Execute a ``LearnPattern`` effect, in one transaction; nothing when the question it
+    came from was spent or became a pattern meanwhile (another process learned it)."""
     with conn.transaction():
+        _lock_role(conn, effect.role)
+        source = conn.execute(
+            "SELECT learned_memory FROM role_interactions WHERE id = %s",
+            (effect.lesson.source_id,),
+        ).fetchone()
+        if source is None or source[0] is not None:
+            return None
         stored = add_memory(conn, effect.role, effect.lesson.memory, None)
         if stored is None:  # the role already holds this text
             return None

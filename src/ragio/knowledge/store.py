@@ -78,10 +78,13 @@ def changed_meanwhile(name: str) -> ProblemError:
 
 def _lock_names(conn: psycopg.Connection, docs: Sequence[StoreDocument]) -> None:
     """Take each name's lock, in one order (two groups never wait on each other), and check
-    that the documents holding it are still those the new version replaces."""
+    that the documents holding it are still those the new version replaces (unless its
+    content was stored meanwhile, by the upload it raced with: then it is a duplicate)."""
     for name in sorted({doc.name for doc in docs}):
         conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (NAME_LOCK_CLASS, name))
     for doc in docs:
+        if find_document(conn, doc.content_hash) is not None:
+            continue  # the same content was stored meanwhile: it is that one, replacing nothing
         holders = conn.execute(
             "SELECT id FROM documents WHERE name = %s AND content_hash <> %s",
             (doc.name, doc.content_hash),
