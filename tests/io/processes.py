@@ -71,7 +71,7 @@ def running_service(cwd: Path, **settings: object) -> Iterator[tuple[subprocess.
                 process.kill()
 
 
-def wait_until_healthy(process: subprocess.Popen, base_url: str, timeout: float = 60) -> None:
+def wait_until_healthy(process: subprocess.Popen, base_url: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
