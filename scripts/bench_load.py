@@ -517,7 +517,10 @@ def service_environ(
     if args.embeddings == "local":
         settings["embedding_provider"] = "local"
         settings["data_dir"] = ROOT / "data"  # where the local model is kept (as the tests)
-    return clean_environ(**settings)
+    env = clean_environ(**settings)
+    if args.src:  # another checkout's code, imported before the installed one
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (args.src, env.get("PYTHONPATH"))))
+    return env
 
 
 # ------------------------------------------------------------------ measuring
@@ -815,6 +818,10 @@ def main() -> None:
     )
     parser.add_argument("--only", nargs="+", choices=LINES, help="run only these lines")
     parser.add_argument("--repeat", type=int, default=1, help="run each line this many times")
+    parser.add_argument(
+        "--src",
+        help="run the services on this src folder (another checkout's, to compare code)",
+    )
     parser.add_argument(
         "--profile",
         metavar="FILE",
