@@ -3,6 +3,8 @@
 
     .venv/bin/python scripts/bench_load.py
     .venv/bin/python scripts/bench_load.py --duration 20 --clients 20 --many 100
+    .venv/bin/python scripts/bench_load.py --only chat1 --clients 1 --repeat 3
+    .venv/bin/python scripts/bench_load.py --only chat1 --src ../other-checkout/src
     .venv/bin/python scripts/bench_load.py --only chat1 --embeddings local
     .venv/bin/python scripts/bench_load.py --only chat1 --profile /tmp/chat.svg   # py-spy
 
@@ -10,7 +12,9 @@ What runs, each a process of its own on this machine:
 
 - an embedded PostgreSQL (with pgvector), as the service's own start-up runs it;
 - the fake OpenAI server of ``tests/io/fakes/openai_server.py`` (the real wire format:
-  chat completions and base64 embeddings) on Hypercorn, answering at once;
+  chat completions and base64 embeddings of EMBEDDING_DIMENSIONS, 3,072 by default),
+  answering at once, on a lean HTTP/1.1 server (``serve_asgi``): on Hypercorn the fake
+  spent ~1.4 ms of CPU a request, taken from the service measured; here ~0.3;
 - one, then two ``ragchat serve`` processes on that database (``DATABASE_URL``), each on
   its own port: the service runs one Hypercorn worker a process and binds its port
   without SO_REUSEPORT (Hypercorn sets it only for ``workers > 1``), so two processes
@@ -20,9 +24,9 @@ What runs, each a process of its own on this machine:
   one keep-alive HTTP/1.1 connection sending its next request as soon as the last is
   answered (a closed loop), over raw asyncio streams with the requests' bytes made once.
   A Python HTTP client (httpx) spends a few hundred microseconds of CPU a request, which
-  on 2 shared cores would be taken from the service measured; this one spends a few
-  tens (its line "generator alone", against a trivial server, shows how many a second it
-  can make, and each line gives its CPU a request).
+  on 2 shared cores would be taken from the service measured; this one spends ~0.1 ms
+  (its line "generator alone", against a trivial server, shows how many a second it
+  can make: several thousand).
 
 A small knowledge base is ingested first (a shop's policies, ``DOCUMENTS``) through
 POST /documents, so that /chat embeds, searches and retrieves real chunks, builds a
@@ -32,9 +36,13 @@ anything else counts as an error. After the runs, the services' logs are searche
 ERROR lines (and tracebacks): any is reported.
 
 Each line reports requests per second over ``--duration`` seconds (after a warm-up),
-p50 and p99 latency, errors, and the CPU each process spent a request (service, fake
-providers, PostgreSQL, generator: ``psutil``'s user+system time over the window). The
-2 cores are shared by everything: the service's figure is what is left to it.
+p50 and p99 latency, errors; ``others``, the cores busy with anything but these
+processes meanwhile (the machine may be shared: then every figure moves with it, and
+runs to compare are best alternated, ``--src``); and the CPU each process spent a
+request (generator, service, fake providers, PostgreSQL: ``psutil``'s user+system time
+over the window), the steadier figure. A service process is one Python thread holding
+the GIL most of the time (``--profile`` samples that thread), so its CPU a request bounds
+its requests a second whatever the cores.
 """
 
 from __future__ import annotations
