@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from ragcore.api.problems import ProblemError
@@ -16,8 +18,19 @@ _DOCUMENT = """d.id, d.name, d.content_type, d.size_bytes, d.created_at,
 
 
 def vector_literal(vector: Sequence[float]) -> str:
-    """pgvector's text form, bound as a parameter and cast in SQL."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    """pgvector's text form, bound as a parameter and cast in SQL.
+
+    Each value is written as the float4 pgvector keeps of it, in 9 significant digits
+    (which give that float4 back exactly), all in one formatting step: for 3,072
+    dimensions about 3 times faster than ``repr`` of each value, a few milliseconds of
+    CPU a question."""
+    values = np.asarray(vector, dtype=np.float32).tolist()
+    return _literal_format(len(values)) % tuple(values)
+
+
+@functools.lru_cache(maxsize=8)
+def _literal_format(dimensions: int) -> str:
+    return "[" + ",".join(["%.9g"] * dimensions) + "]"
 
 
 def _stored(row: Sequence[Any], created: bool = False) -> StoredDocument:

@@ -30,8 +30,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from openai import AsyncOpenAI, BadRequestError, UnprocessableEntityError
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai import AsyncOpenAI, AsyncStream, BadRequestError, UnprocessableEntityError
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
 from ragcore.chat.effects import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
@@ -84,12 +84,13 @@ class OpenAIAnswerer:
     async def generate(self, request: Generate) -> Reply:
         """The whole reply; ``Reply.model`` is the model the server says answered (often a
         dated snapshot of the configured name), so logs show what really ran."""
-        completion = await self.client.chat.completions.create(
-            model=self.model,
-            messages=_messages(request),
-            max_tokens=request.max_output_tokens,
-            temperature=request.temperature,
-            timeout=self.timeout,
+        completion = await self._create(
+            {
+                "model": self.model,
+                "messages": _messages(request),
+                "max_tokens": request.max_output_tokens,
+                "temperature": request.temperature,
+            }
         )
         return Reply(
             _completion_text(completion),
@@ -134,24 +135,37 @@ class OpenAIAnswerer:
             yield usage
 
     async def _open_stream(self, request: Generate) -> Any:
-        arguments: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
+            "stream": True,
             "messages": _messages(request),
             "max_tokens": request.max_output_tokens,
             "temperature": request.temperature,
-            "stream": True,
-            "timeout": self.timeout,
         }
         if self.asks_stream_usage:
             try:
-                return await self.client.chat.completions.create(
-                    **arguments, stream_options={"include_usage": True}
-                )
+                return await self._create({**body, "stream_options": {"include_usage": True}})
             except (BadRequestError, UnprocessableEntityError) as error:
                 if not _refuses_stream_options(error):
                     raise
                 self.asks_stream_usage = False
-        return await self.client.chat.completions.create(**arguments)
+        return await self._create(body)
+
+    async def _create(self, body: dict[str, Any]) -> Any:
+        """POST /chat/completions as ``client.chat.completions.create`` sends it (the same
+        body, headers, key, retries, timeout and parsed reply), without the SDK's transform
+        of its arguments against their TypedDicts: for these plain JSON values it only
+        drops the omitted ones, and it cost ~1 ms of CPU a call, more than the rest of
+        the call on a local server."""
+        stream = bool(body.get("stream"))
+        return await self.client.post(
+            "/chat/completions",
+            body=body,
+            options={"timeout": self.timeout, "security": {"bearer_auth": True}},
+            cast_to=ChatCompletion,
+            stream=stream,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
 
 
 def _completion_text(completion: Any) -> str:
