@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,9 +19,16 @@ RAGCHAT = [sys.executable, "-m", "voiceio.cli"]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, for a server started later: below the kernel's ephemeral range
+    (32768 and up), so no server binding port 0 meanwhile (a fake) can be given it."""
+    while True:
+        port = random.randrange(20000, 32000)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def clean_environ(**settings: object) -> dict[str, str]:

@@ -5,7 +5,6 @@ synthesizes (espeak-ng); the test transcribes what the caller heard."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -20,6 +19,7 @@ from ragio.service import Service
 from tests.io.audio import speak, transcribe
 from tests.io.fakes.deepgram_server import FakeDeepgram
 from tests.io.fakes.phone import HandshakeError, PhoneCall, phone_call
+from tests.io.processes import free_port
 from voiceio.server import VoiceServer, serve_voice
 
 pytestmark = pytest.mark.realtime  # run alone: see scripts/dev.py
@@ -31,12 +31,6 @@ GREETING = "Hello, how can I help?"
 RETURNS = "# Returns\n\nItems can be returned within thirty days of delivery for a full refund."
 QUESTION = "How long do I have to return an item"
 LIVE_KEY = "kWm7yV3p0XvQ1o2b7Jt3nq8sF0u9c6dE5gH4iJ2kL1M="  # a Fernet key, for tests only
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +31,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from tests.io.fakes.asgi import Failure, FakeServer, Recorded, Send, WireError
+from tests.io.processes import free_port
 
 
 class CertAuthority:
@@ -120,12 +120,6 @@ class _Handler:
             )
         )
         return "250 Message accepted for delivery"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class SmtpServer:
