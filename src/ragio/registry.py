@@ -21,6 +21,7 @@ from ragio.actions import handlers as actions
 from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
+from ragio.employees.profile_learning import LEARN, learn
 from ragio.integrations.sync import SYNC, queue_due_syncs, sync_job
 from ragio.jobs.worker import JobHandler, Schedule
 from ragio.knowledge import handlers as knowledge
@@ -97,7 +98,7 @@ HANDLERS: Handlers = merge_handlers(
 
 
 #: every kind of background job, and the handler that runs it (ragio.jobs.worker)
-JOB_KINDS: dict[str, JobHandler] = {INGEST: ingest, SYNC: sync_job}
+JOB_KINDS: dict[str, JobHandler] = {INGEST: ingest, SYNC: sync_job, LEARN: learn}
 #: what queues jobs when they fall due (ragio.jobs.worker.Schedule)
 JOB_SCHEDULES: tuple[Schedule, ...] = (queue_due_syncs,)
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
+import trio
 
+from ragio.http import profile as profile_routes
 from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_http_errors import assert_problem
@@ -157,3 +160,37 @@ class TestLearningIsMetered:
         assert "faq.md" in learned["learned_summary"]
         assert fake.requests_to("/v1/chat/completions") == []
         assert (await api.get("/usage")).json()["today"]["tokens"] == 0
+
+
+async def test_learning_runs_as_one_job_however_many_ask_at_once(api):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    answers: list[httpx.Response] = []
+
+    async def learn() -> None:
+        answers.append(await api.post("/profile/learn"))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(learn)
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert len({a.json()["learned_summary"] for a in answers}) == 1
+    jobs = (await api.get("/jobs", params={"kind": "learn"})).json()["jobs"][::-1]
+    assert 1 <= len(jobs) <= 3 and all(job["status"] == "done" for job in jobs)
+    for earlier, later in zip(jobs, jobs[1:], strict=False):  # never two at once
+        assert later["created_at"] >= earlier["finished_at"]
+
+
+class TestWithoutAProcessRunningJobs:
+    @pytest.fixture
+    def settings_overrides(self):
+        return {"run_jobs": False}
+
+    async def test_learning_answers_202_with_its_job_when_it_waits_too_long(self, api, monkeypatch):
+        monkeypatch.setattr(profile_routes, "LEARN_WAIT_SECONDS", 0.3)
+        response = await api.post("/profile/learn")
+        assert response.status_code == 202, response.text
+        job = response.json()
+        assert (job["kind"], job["status"]) == ("learn", "queued")
+        assert response.headers["location"] == f"/jobs/{job['id']}"
+        again = await api.post("/profile/learn")  # the same job, not a second one
+        assert again.json()["id"] == job["id"]

@@ -14,7 +14,7 @@ from ragcore.jobs import JobStatus
 
 MAX_JOBS_PAGE = 200
 MAX_OFFSET = 1_000_000
-KINDS = ("ingest", "sync")  # ragio.registry.JOB_KINDS runs each
+KINDS = ("ingest", "sync", "learn")  # ragio.registry.JOB_KINDS runs each
 
 
 @attrs.frozen
@@ -22,7 +22,10 @@ class Job:
     """Work done in the background by whichever process runs jobs."""
 
     id: int
-    kind: Annotated[str, described("ingest (a large upload) or sync (a data source)")]
+    kind: Annotated[
+        str,
+        described("ingest (a large upload), sync (a data source) or learn (the profile)"),
+    ]
     status: Annotated[
         JobStatus,
         described("queued (waiting, or retrying after run_after), running, then done or failed"),

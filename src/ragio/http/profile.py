@@ -3,19 +3,24 @@ rebuild the auto-learned summary from current activity with POST /profile/learn.
 
 from __future__ import annotations
 
+import trio
 from quart import Blueprint
 
+from ragcore.api.converter import converter
 from ragcore.api.employees import ProfileLearned, ProfilePatch
+from ragcore.api.jobs import Job
 from ragcore.api.operations import Reply, operation
-from ragcore.employees.profile import Profile, check_profile_patch, learn_summary
-from ragcore.usage import Caps
-from ragio.chat.policy import answers_with_model
+from ragcore.api.problems import ProblemError
+from ragcore.employees.profile import Profile, check_profile_patch
 from ragio.employees import profile
+from ragio.employees.profile_learning import LEARN, PROFILE_KEY
 from ragio.http.context import service
 from ragio.http.inputs import json_body
-from ragio.runner import run
+from ragio.http.jobs import poke_worker, shown
+from ragio.jobs import store as jobs_store
 
 blueprint = Blueprint("profile", __name__)
+LEARN_WAIT_SECONDS = 60.0  # how long POST /profile/learn waits for its job
 
 
 @blueprint.get("/profile")
@@ -34,18 +39,34 @@ async def patch_profile() -> Profile:
 
 
 @blueprint.post("/profile/learn")
-@operation(Reply(200, "The updated profile", ProfileLearned))
-async def learn_profile() -> ProfileLearned:
+@operation(
+    Reply(200, "The updated profile", ProfileLearned),
+    Reply(
+        202, f"Still learning after {LEARN_WAIT_SECONDS:g} s: the job (Location: /jobs/{{id}})", Job
+    ),
+    502,
+    503,
+)
+async def learn_profile() -> ProfileLearned | tuple[Job, int, dict[str, str]]:
     """Rebuild the learned summary from documents and role memory
 
-    Through the configured LLM when there is one (a model's
-    failure falls back to the offline summary), by the extractive summary otherwise."""
+    Through the configured LLM when there is one (a model's failure falls back to the
+    offline summary), by the extractive summary otherwise. It runs as a job (one at a
+    time: a request while one runs waits for that one), in whichever process runs jobs;
+    the request waits for it, and answers 202 with the job when that takes longer."""
     svc = service()
-    current = await svc.database.run(profile.get_profile)
-    activity = await svc.database.run(profile.activity)
-    use_llm = answers_with_model(svc)
-    caps = Caps.from_settings(svc.settings)
-    pipeline = learn_summary(activity, current, use_llm, caps, svc.settings.usage_ledger)
-    summary, learned_by = await run(pipeline, svc)
-    saved = await svc.database.run(profile.set_summary, summary, svc.clock.now())
-    return ProfileLearned.of(saved, learned_by)
+    job, _ = await svc.database.run(
+        lambda conn: jobs_store.enqueue(conn, LEARN, {}, svc.clock.now(), key=PROFILE_KEY)
+    )
+    poke_worker()
+    with trio.move_on_after(LEARN_WAIT_SECONDS):
+        while job.status not in ("done", "failed"):
+            await trio.sleep(0.05)
+            latest: jobs_store.Job | None = await svc.database.run(jobs_store.get_job, job.id)
+            job = latest or job
+    if job.status == "done" and job.result is not None:
+        return converter.structure(job.result, ProfileLearned)
+    if job.status == "failed" and job.problem is not None:  # its last attempt's problem
+        body = {key: value for key, value in job.problem.items() if key != "type"}
+        raise ProblemError(body.pop("status"), body.pop("detail"), title=body.pop("title"), **body)
+    return shown(job), 202, {"Location": f"/jobs/{job.id}"}
