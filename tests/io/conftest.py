@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ from hypercorn.trio import serve
 from ragcore.chat.effects import Generate
 from ragcore.chat.prompts import Prompt
 from ragio.db.embedded import EmbeddedPostgres
+from ragio.db.migrations import apply_migrations
 from ragio.http.app import create_app
 from ragio.server import hypercorn_config
 from ragio.service import Service
@@ -56,16 +57,41 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture
-def database_url(postgres_url: str) -> Iterator[str]:
-    """A new, empty database for one test, dropped afterwards."""
-    name = f"test_{uuid.uuid4().hex[:12]}"
+@pytest.fixture(scope="session")
+def migrated_template(postgres_url: str) -> str:
+    """A database with every migration applied, copied for each test (a copy costs half
+    of migrating, over a thousand times a run)."""
+    name = f"template_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    url = postgres_url.replace("/ragchat?", f"/{name}?")
-    yield url
+    with psycopg.connect(postgres_url.replace("/ragchat?", f"/{name}?"), autocommit=True) as conn:
+        apply_migrations(conn)
+    return name
+
+
+@contextmanager
+def new_database(postgres_url: str, template: str | None = None) -> Iterator[str]:
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        copy = f' TEMPLATE "{template}"' if template else ""
+        admin.execute(f'CREATE DATABASE "{name}"{copy}')
+    yield postgres_url.replace("/ragchat?", f"/{name}?")
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(postgres_url: str, migrated_template: str) -> Iterator[str]:
+    """A new database for one test, migrated, dropped afterwards."""
+    with new_database(postgres_url, migrated_template) as url:
+        yield url
+
+
+@pytest.fixture
+def empty_database_url(postgres_url: str) -> Iterator[str]:
+    """A new, empty database for one test (no migration applied), dropped afterwards."""
+    with new_database(postgres_url) as url:
+        yield url
 
 
 @pytest.fixture

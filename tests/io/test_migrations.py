@@ -10,7 +10,8 @@ from ragio.db.migrations import migration_files
 from tests.io.processes import RAGCHAT, clean_environ
 
 
-def test_two_processes_migrating_at_once_do_not_collide(tmp_path, database_url):
+def test_two_processes_migrating_at_once_do_not_collide(tmp_path, empty_database_url):
+    database_url = empty_database_url
     env = clean_environ(database_url=database_url)
     processes = [
         subprocess.Popen(
