@@ -93,7 +93,8 @@ def test_an_unreachable_database_is_a_clear_error(tmp_path):
     assert "secretpw" not in result.stderr + result.stdout
 
 
-def test_migrate_applies_once(tmp_path, database_url):
+def test_migrate_applies_once(tmp_path, empty_database_url):
+    database_url = empty_database_url
     first = run_cli("migrate", cwd=tmp_path, database_url=database_url)
     assert first.returncode == 0, first.stderr
     assert "001_documents" in first.stdout
