@@ -75,10 +75,13 @@ async def run_server(
                     task_status.started(binds)
                     await svc.stopping.wait()
                     # the companions end their work themselves (the voice server its
-                    # calls, politely) or are cut off at the end of the grace period
-                    beside.cancel_scope.deadline = trio.current_time() + grace
-                # serve() returns once its graceful shutdown is done; then the nursery ends.
-                nursery.cancel_scope.deadline = trio.current_time() + grace + 5
+                    # calls, politely) or are cut off at the end of the grace period;
+                    # serve() returns once its graceful shutdown is done (the requests,
+                    # then the app's background work: a running job), all of it cut off
+                    # 5 s after the grace period at the latest, counted from the signal
+                    stopped_at = trio.current_time()
+                    beside.cancel_scope.deadline = stopped_at + grace
+                    nursery.cancel_scope.deadline = stopped_at + grace + 5
 
 
 async def run_companions(
