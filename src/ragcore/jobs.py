@@ -61,11 +61,6 @@ def after_failure(status: int, attempts: int, max_attempts: int, now: datetime) 
     return AfterFailure(False)
 
 
-def stale(heartbeat_at: datetime | None, now: datetime) -> bool:
-    """True for a running job whose process has shown no sign of life for too long."""
-    return heartbeat_at is None or now - heartbeat_at > STALE_AFTER
-
-
 def gone_reason(claimed_by: str | None, heartbeat_at: datetime | None) -> str:
     """Why a running job was queued again: its process went quiet."""
     since = "ever" if heartbeat_at is None else heartbeat_at.isoformat(timespec="seconds")

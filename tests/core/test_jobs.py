@@ -1,17 +1,15 @@
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
 from ragcore.jobs import (
     FIRST_BACKOFF,
     LONGEST_BACKOFF,
-    STALE_AFTER,
     AfterFailure,
     after_failure,
     backoff,
     gone_reason,
     may_pass,
-    stale,
 )
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -43,12 +41,6 @@ def test_a_failure_of_the_input_fails_the_job_at_once(status):
 def test_the_last_attempt_fails_the_job_whatever_the_failure():
     assert after_failure(503, 5, 5, NOW).retried is False
     assert after_failure(503, 4, 5, NOW).retried is True
-
-
-def test_a_running_job_without_a_heartbeat_for_too_long_is_stale():
-    assert stale(NOW - STALE_AFTER - timedelta(seconds=1), NOW)
-    assert stale(None, NOW)
-    assert not stale(NOW - timedelta(seconds=5), NOW)
 
 
 def test_the_reason_names_the_process_and_since_when():

@@ -61,7 +61,7 @@ async def learn_profile() -> ProfileLearned | tuple[Job, int, dict[str, str]]:
     poke_worker()
     with trio.move_on_after(LEARN_WAIT_SECONDS):
         while job.status not in ("done", "failed"):
-            await trio.sleep(0.05)
+            await trio.sleep(0.1)
             latest: jobs_store.Job | None = await svc.database.run(jobs_store.get_job, job.id)
             job = latest or job
     if job.status == "done" and job.result is not None:

@@ -205,16 +205,11 @@ async def _end(service: Service, source: store.Source, reason: str) -> None:
         log.warning("could not mark the stopped sync of %r as failed", source.name)
 
 
-async def claim_for_job(service: Service, source: store.Source) -> store.Source:
-    """Claim ``source`` for a sync job (its credentials checked first: 503 when no key
-    opens them)."""
-    credentials_of(service, source)
-    return await claim(service, source)
-
-
 async def queue_sync(service: Service, source: store.Source) -> store.Source:
-    """Claim ``source`` (409 when a sync holds it) and queue the job that syncs it."""
-    claimed = await claim_for_job(service, source)
+    """Claim ``source`` (409 when a sync holds it; 503 first when no key opens its
+    credentials) and queue the job that syncs it."""
+    credentials_of(service, source)
+    claimed = await claim(service, source)
     payload = {"source": claimed.id, "run": claimed.run}
     await service.database.run(
         lambda conn: jobs_store.enqueue(

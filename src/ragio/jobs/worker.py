@@ -76,7 +76,6 @@ class Worker:
     kinds: Mapping[str, JobHandler]
     describe: Describe
     concurrency: int = 1
-    process: str = attrs.field(init=False)
     alive_file: Path | None = None  # touched on every pass (a liveness probe reads it)
     schedules: Sequence[Schedule] = ()
     held: dict[int, trio.CancelScope] = attrs.Factory(dict)
@@ -86,8 +85,10 @@ class Worker:
     _unreachable: bool = False  # the last pass could not reach the database
     _scheduled_at: float = float("-inf")  # trio time of the last run of the schedules
 
-    def __attrs_post_init__(self) -> None:
-        self.process = self.service.process
+    @property
+    def process(self) -> str:
+        """This process's name, as it holds jobs (``Service.process``)."""
+        return self.service.process
 
     def poke(self) -> None:
         self._wake.set()
@@ -183,17 +184,17 @@ class Worker:
         svc = self.service
         now = svc.clock.now()
         then = after_failure(problem.status, job.attempts, job.max_attempts, now)
-        if problem.status >= 500:
-            log.warning("job %d (%s) failed: %s", job.id, job.kind, type(error).__name__)
         retrying = ""
         if then.run_after is not None:
             retrying = f", again at {then.run_after.isoformat(timespec='seconds')}"
-        log.info(
-            "job %d (%s) attempt %d failed (%d)%s",
+        log.log(
+            logging.WARNING if problem.status >= 500 else logging.INFO,
+            "job %d (%s) attempt %d failed: %d, %s%s",
             job.id,
             job.kind,
             job.attempts,
             problem.status,
+            type(error).__name__,
             retrying,
         )
         try:
