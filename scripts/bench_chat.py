@@ -376,10 +376,10 @@ async def run(args: argparse.Namespace) -> None:
     await embedder.ready()
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
     server = EmbeddedPostgres(cache / "pg")
-    admin_url = await trio.to_thread.run_sync(server.start)
+    await trio.to_thread.run_sync(server.start)
     # The embedded server as the service runs it from its second start on (its own
     # start-up sizes shared_buffers), unless --pg asks otherwise; applied by a restart.
-    with psycopg.connect(admin_url, autocommit=True) as conn:
+    with psycopg.connect(server.admin_url(), autocommit=True) as conn:
         conn.execute("ALTER SYSTEM RESET ALL")
         size_shared_buffers(conn)
         for setting in args.pg:
@@ -390,8 +390,8 @@ async def run(args: argparse.Namespace) -> None:
                 sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
             )
     await trio.to_thread.run_sync(server.stop)
-    admin_url = await trio.to_thread.run_sync(server.start)
-    with psycopg.connect(admin_url) as conn:
+    await trio.to_thread.run_sync(server.start)
+    with psycopg.connect(server.url()) as conn:
         shown = [
             f"{name} = {conn.execute(f'SHOW {name}').fetchone()[0]}"
             for name in ("shared_buffers", "io_method")
@@ -400,11 +400,11 @@ async def run(args: argparse.Namespace) -> None:
     try:
         for count in args.chunks:
             name = f"bench_{count}"
-            url = admin_url.replace("/ragchat?", f"/{name}?")
+            url = server.url(name)
             print(f"== {count:,} chunks", flush=True)
             if not await trio.to_thread.run_sync(ready, url, count):
                 started = time.perf_counter()
-                await eval_retrieval.fresh_database(admin_url, name)
+                await eval_retrieval.fresh_database(server, name)
                 settings = load_settings({"DATABASE_URL": url, "EMBEDDING_PROVIDER": "local"})
                 async with open_service(settings):
                     pass  # migrations and the embedding column, as at start-up
@@ -415,8 +415,7 @@ async def run(args: argparse.Namespace) -> None:
                 await trio.to_thread.run_sync(prewarm, url)
             live_url = None
             if args.live:
-                live_url = admin_url.replace("/ragchat?", "/bench_live_shop?")
-                await eval_retrieval.fresh_database(admin_url, "bench_live_shop")
+                live_url = await eval_retrieval.fresh_database(server, "bench_live_shop")
             results = await bench(
                 url, questions, args.questions, cache / "data", args.role, live_url
             )

@@ -54,13 +54,9 @@ def write_corpus(dataset: Path, folder: Path, count: int) -> int:
     return written
 
 
-def fresh_database(server_url: str, name: str) -> str:
-    import psycopg
-
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return server_url.replace("/ragchat?", f"/{name}?")
+def fresh_database(server: EmbeddedPostgres, name: str) -> str:
+    server.drop_database(name)
+    return server.create_database(name)
 
 
 async def measure(label: str, settings: object, folder: Path) -> None:
@@ -128,9 +124,9 @@ async def main() -> None:
         count = write_corpus(args.dataset, tmp_path / "docs", args.documents)
         print(f"{count} documents from {args.dataset}", flush=True)
         server = EmbeddedPostgres(tmp_path / "data")
-        url = await trio.to_thread.run_sync(server.start)
+        await trio.to_thread.run_sync(server.start)
         try:
-            local = make_settings(database_url=fresh_database(url, "bench_local"))
+            local = make_settings(database_url=fresh_database(server, "bench_local"))
             await measure("local", local, tmp_path / "docs")
 
             port = free_port()
@@ -140,7 +136,7 @@ async def main() -> None:
             try:
                 await wait_for_port(port)
                 remote = make_settings(
-                    database_url=fresh_database(url, "bench_remote"),
+                    database_url=fresh_database(server, "bench_remote"),
                     openai_api_key="sk-bench",
                     openai_base_url=f"http://127.0.0.1:{port}/v1",
                     embedding_dimensions=256,

@@ -355,12 +355,12 @@ async def run(args: argparse.Namespace) -> int:
     fingerprint = corpus_fingerprint(files)
     cache = Path(args.cache)
     server = EmbeddedPostgres(cache / "pg")
-    admin_url = await trio.to_thread.run_sync(server.start)
-    url = admin_url.replace("/ragchat?", f"/{DATABASE}?")
+    await trio.to_thread.run_sync(server.start)
+    url = server.url(DATABASE)
     try:
         fresh = args.reingest or not await trio.to_thread.run_sync(ingested, url, fingerprint)
         if fresh:
-            await eval_retrieval.fresh_database(admin_url, DATABASE)
+            await eval_retrieval.fresh_database(server, DATABASE)
         env = {"DATABASE_URL": url, "DATA_DIR": str(cache / "data"), "EMBEDDING_PROVIDER": "local"}
         if not args.model:
             env["LLM_PROVIDER"] = "extractive"

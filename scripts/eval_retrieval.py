@@ -168,16 +168,14 @@ async def embed_cached(
 # ------------------------------------------------------------------ the database
 
 
-async def fresh_database(admin_url: str, name: str) -> str:
+async def fresh_database(server: EmbeddedPostgres, name: str) -> str:
     """An empty database ``name`` on the embedded server (dropped first if it exists)."""
 
-    def create() -> None:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.execute(f'CREATE DATABASE "{name}"')
+    def create() -> str:
+        server.drop_database(name)
+        return server.create_database(name)
 
-    await trio.to_thread.run_sync(create)
-    return admin_url.replace("/ragchat?", f"/{name}?")
+    return await trio.to_thread.run_sync(create)
 
 
 async def load_corpus(
@@ -481,7 +479,7 @@ def graph_label(weight: float, hops: int) -> str:
     return "without the graph" if weight == 0 else f"graph weight {weight:g}, {hops} hop(s)"
 
 
-async def run_multihop(args: argparse.Namespace, admin_url: str) -> list[str]:
+async def run_multihop(args: argparse.Namespace, server: EmbeddedPostgres) -> list[str]:
     """The multi-hop set (``--multihop``) with and without the graph; the table's rows."""
     import eval_answers
     from ragcore.knowledge.documents import prepare_document, store_new_documents
@@ -495,7 +493,7 @@ async def run_multihop(args: argparse.Namespace, admin_url: str) -> list[str]:
     questions = [json.loads(line) for line in lines if line.strip()]
     files = eval_answers.corpus_files()
     name = f"eval_multihop_{uuid.uuid4().hex[:6]}"
-    url = await fresh_database(admin_url, name)
+    url = await fresh_database(server, name)
     settings = load_settings(
         {
             "DATABASE_URL": url,
@@ -559,16 +557,16 @@ async def run_multihop(args: argparse.Namespace, admin_url: str) -> list[str]:
                 print(row, flush=True)
                 rows.append(row)
     finally:
-        await trio.to_thread.run_sync(_drop, admin_url, name)
+        await trio.to_thread.run_sync(server.drop_database, name)
     return rows
 
 
 async def run(args: argparse.Namespace) -> None:
     if args.multihop_only:
         server = EmbeddedPostgres(Path(args.cache) / "pg")
-        admin_url = await trio.to_thread.run_sync(server.start)
+        await trio.to_thread.run_sync(server.start)
         try:
-            multihop = await run_multihop(args, admin_url)
+            multihop = await run_multihop(args, server)
         finally:
             await trio.to_thread.run_sync(server.stop)
         print(MULTIHOP_HEAD + "\n".join(multihop))
@@ -580,7 +578,7 @@ async def run(args: argparse.Namespace) -> None:
     )
     cache = Path(args.cache)
     server = EmbeddedPostgres(cache / "pg")
-    admin_url = await trio.to_thread.run_sync(server.start)
+    await trio.to_thread.run_sync(server.start)
     rows: list[str] = []
     try:
         for key in args.embedder:
@@ -605,7 +603,7 @@ async def run(args: argparse.Namespace) -> None:
                 print(await similarity_report(embedder, queries, query_vectors, corpus_vectors))
 
             name = f"eval_{key}_{uuid.uuid4().hex[:6]}"
-            url = await fresh_database(admin_url, name)
+            url = await fresh_database(server, name)
             database = Database(url, max_connections=2)
             await database.open()
             try:
@@ -694,8 +692,8 @@ async def run(args: argparse.Namespace) -> None:
                         )
             finally:
                 await database.close()
-                await trio.to_thread.run_sync(_drop, admin_url, name)
-        multihop = await run_multihop(args, admin_url) if args.graph and args.multihop else []
+                await trio.to_thread.run_sync(server.drop_database, name)
+        multihop = await run_multihop(args, server) if args.graph and args.multihop else []
     finally:
         await trio.to_thread.run_sync(server.stop)
     print(
@@ -722,11 +720,6 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, int, str]]:
                     if mode != "dense":
                         found.append((config, lexical, budget, mode))
     return found
-
-
-def _drop(admin_url: str, name: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def main() -> None:

@@ -49,48 +49,51 @@ def local_embedder_ready() -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of the session's embedded PostgreSQL (its own ``ragchat`` database)."""
+def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
+    """The session's embedded PostgreSQL, which makes and drops the tests' databases (as its
+    superuser; the service connects as its own role, as in production)."""
     server = EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
-    url = server.start()
-    yield url
+    server.start()
+    yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
-def migrated_template(postgres_url: str) -> str:
-    """A database with every migration applied, copied for each test (a copy costs half
-    of migrating, over a thousand times a run)."""
+def postgres_url(embedded_server: EmbeddedPostgres) -> str:
+    """URL of the session's ``ragchat`` database, as the service's role."""
+    return embedded_server.url()
+
+
+@pytest.fixture(scope="session")
+def migrated_template(embedded_server: EmbeddedPostgres) -> str:
+    """A database with every migration applied (by the service's role, as at start-up),
+    copied for each test (a copy costs half of migrating, over a thousand times a run)."""
     name = f"template_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(postgres_url.replace("/ragchat?", f"/{name}?"), autocommit=True) as conn:
+    with psycopg.connect(embedded_server.create_database(name), autocommit=True) as conn:
         apply_migrations(conn)
     return name
 
 
 @contextmanager
-def new_database(postgres_url: str, template: str | None = None) -> Iterator[str]:
+def new_database(server: EmbeddedPostgres, template: str | None = None) -> Iterator[str]:
+    """A new database owned by the service's role (a copy of ``template``); its URL."""
     name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        copy = f' TEMPLATE "{template}"' if template else ""
-        admin.execute(f'CREATE DATABASE "{name}"{copy}')
-    yield postgres_url.replace("/ragchat?", f"/{name}?")
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    yield server.create_database(name, template)
+    server.drop_database(name)
 
 
 @pytest.fixture
-def database_url(postgres_url: str, migrated_template: str) -> Iterator[str]:
+def database_url(embedded_server: EmbeddedPostgres, migrated_template: str) -> Iterator[str]:
     """A new database for one test, migrated, dropped afterwards."""
-    with new_database(postgres_url, migrated_template) as url:
+    with new_database(embedded_server, migrated_template) as url:
         yield url
 
 
 @pytest.fixture
-def empty_database_url(postgres_url: str) -> Iterator[str]:
-    """A new, empty database for one test (no migration applied), dropped afterwards."""
-    with new_database(postgres_url) as url:
+def empty_database_url(embedded_server: EmbeddedPostgres) -> Iterator[str]:
+    """A new database for one test, with nothing in it but the ``vector`` extension (as the
+    embedded server's own is made), dropped afterwards."""
+    with new_database(embedded_server) as url:
         yield url
 
 

@@ -24,6 +24,7 @@ import httpx
 import psycopg
 import pytest
 import trio
+from psycopg.conninfo import conninfo_to_dict
 
 from ragio.db.embedded import EmbeddedPostgres
 from tests.io.conftest import on_openai
@@ -322,7 +323,7 @@ def fill(disk: Path) -> Path:
 
 
 async def test_a_full_database_disk_refuses_an_upload_with_507_and_keeps_the_old_version(
-    api, database_url, tmp_path
+    api, database_url, embedded_server, tmp_path
 ):
     """The chunks table on a 1 MB tmpfs of its own (a tablespace), filled up: uploading a new
     version of a document is a 507 problem naming the database's disk, the old version stays
@@ -331,7 +332,9 @@ async def test_a_full_database_disk_refuses_an_upload_with_507_and_keeps_the_old
     first = await api.post("/documents", files={"file": ("returns.txt", POLICY_V1.encode())})
     assert first.status_code == 201, first.text
     old_id = first.json()["id"]
-    admin = psycopg.connect(database_url, autocommit=True)
+    # a tablespace is the superuser's to make (the service's role is none)
+    database = conninfo_to_dict(database_url)["dbname"]
+    admin = psycopg.connect(embedded_server.admin_url(database), autocommit=True)
     with admin, small_disk(tmp_path / "disk", "1m", "embedded_postgres") as disk:
         admin.execute(f"CREATE TABLESPACE small_disk LOCATION '{disk}'")
         try:

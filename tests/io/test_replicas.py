@@ -27,6 +27,7 @@ import pytest
 import trio
 
 from ragcore.usage import LIMIT_REACHED
+from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.migrations import SCHEMA_LOCK, migration_files
 from tests.io.channels import QUESTION, REFUNDS, REPLY, wait_for
 from tests.io.conftest import serving
@@ -142,14 +143,11 @@ def fakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fakes]:
 
 @pytest.fixture(scope="module")
 def replicas(
-    postgres_url: str, fakes: Fakes, tmp_path_factory: pytest.TempPathFactory
+    embedded_server: EmbeddedPostgres, fakes: Fakes, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Replicas]:
     """Two `ragchat serve` processes started at the same moment on one new, empty database."""
     name = f"test_replicas_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    database_url = postgres_url.replace("/ragchat?", f"/{name}?")
+    database_url = embedded_server.create_database(name)
     settings = {
         "database_url": database_url,
         "openai_api_key": fakes.openai.api_key,
@@ -225,8 +223,7 @@ def replicas(
             thread.join()
         for reader in readers:
             reader.join(30)
-        with psycopg.connect(postgres_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        embedded_server.drop_database(name)
 
 
 @pytest.fixture
