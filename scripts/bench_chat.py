@@ -349,7 +349,8 @@ async def bench_live(client: httpx.AsyncClient, live_url: str, per_pass: int) ->
 
 def prewarm(url: str) -> None:
     """Load the chunks, their TOAST and indexes into shared_buffers, as a service that
-    has been answering for a while would have them."""
+    has been answering for a while would have them (as the superuser: pg_prewarm is no
+    extension a database owner may create)."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         conn.execute(
@@ -412,7 +413,7 @@ async def run(args: argparse.Namespace) -> None:
                 await trio.to_thread.run_sync(load, url, chunk_texts, chunk_vectors, embedder.space)
                 print(f"   built in {time.perf_counter() - started:.0f} s", flush=True)
             if args.prewarm:
-                await trio.to_thread.run_sync(prewarm, url)
+                await trio.to_thread.run_sync(prewarm, server.admin_url(name))
             live_url = None
             if args.live:
                 live_url = await eval_retrieval.fresh_database(server, "bench_live_shop")
