@@ -2,8 +2,10 @@
 
 An HTTP 200 whose body is an HTML page, JSON cut off, JSON without the reply (``choices``,
 ``candidates``, ``content``; ``data``, ``embeddings``), an empty list, fields of the wrong
-type, or no text at all (see ``tests.io.fakes.asgi.GARBAGE``) is a failure of that provider:
-the chain moves on to the next (rule 6); with nothing left the client gets the 503 problem
+type, no text at all, bytes that are not UTF-8, a charset that is wrong or none, or a body
+that ends before its Content-Length (see ``tests.io.fakes.asgi.GARBAGE``) is a failure of
+that provider: the chain moves on to the next (rule 6), on /chat, /chat/stream and
+/v1/chat/completions whole and streamed; with nothing left the client gets the 503 problem
 naming each provider and what was wrong; nothing is charged for a reply that was not one.
 """
 
@@ -24,6 +26,7 @@ from tests.io.fakes.openai_server import FakeOpenAI
 
 FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
 QUESTION = {"question": "When does the shop open?"}
+COMPLETION = {"model": "ragchat", "messages": [{"role": "user", "content": QUESTION["question"]}]}
 KEYS = {"openai": "sk-openai-secret", "genai": "gemini-secret", "anthropic": "sk-ant-secret"}
 #: each provider, and the one it falls back to: every provider is a primary and a fallback
 CHAINS = [("openai", "anthropic"), ("genai", "openai"), ("anthropic", "genai")]
@@ -70,6 +73,16 @@ REASONS = {
         "no text (stop reason max_tokens)",
     ),
 }
+#: what is wrong on the wire reads the same from every provider, whole or streamed
+WIRE_REASONS = {
+    "not utf-8": "a body that is not UTF-8",
+    "wrong charset": "a body in a charset other than UTF-8 (utf-16)",
+    "bogus charset": "a body in an unknown charset",
+    "cut off": "a body cut off before its end",
+}
+for _kind, _reason in WIRE_REASONS.items():
+    for _provider in KEYS:
+        REASONS[_provider, _kind] = (_reason, _reason)
 
 
 @pytest.fixture
@@ -105,6 +118,22 @@ def settings_overrides(fakes: dict[str, Any], chain: tuple[str, ...]) -> dict[st
         "genai_api_key": KEYS["genai"],
         "anthropic_api_key": KEYS["anthropic"],
     }
+
+
+async def completion_stream(api: httpx.AsyncClient) -> tuple[httpx.Response, str]:
+    """POST /v1/chat/completions with ``stream: true``: the response and the text streamed."""
+    text = []
+    body = {**COMPLETION, "stream": True}
+    async with api.stream("POST", "/v1/chat/completions", json=body) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return response, ""
+        async for line in response.aiter_lines():
+            if line.startswith("data: {"):
+                chunk = json.loads(line.removeprefix("data: "))
+                assert "error" not in chunk, chunk
+                text += [choice["delta"].get("content") or "" for choice in chunk["choices"]]
+    return response, "".join(text)
 
 
 async def stream(api: httpx.AsyncClient) -> tuple[httpx.Response, list[tuple[str, Any]]]:
@@ -153,7 +182,12 @@ async def test_a_bad_reply_falls_back_and_with_nothing_left_is_a_503_naming_what
     assert "".join(data["text"] for event, data in received if event == "token") == (
         fakes[fallback].reply
     )
-    assert len(fakes[primary].requests) == 2  # asked each time, and refused each time
+    completion = await api.post("/v1/chat/completions", json=COMPLETION)
+    assert completion.status_code == 200, completion.text
+    assert completion.json()["choices"][0]["message"]["content"] == fakes[fallback].reply
+    response, text = await completion_stream(api)
+    assert (response.status_code, text) == (200, fakes[fallback].reply)
+    assert len(fakes[primary].requests) == 4  # asked each time, and refused each time
     tokens, calls = await charged(api)
 
     fakes[fallback].garbage = kind  # nothing left to answer
@@ -173,13 +207,48 @@ async def test_a_bad_reply_falls_back_and_with_nothing_left_is_a_503_naming_what
     assert response.headers["content-type"] == "application/problem+json"
     streamed = {name: REASONS[name, kind][1] for name in chain}
     assert response.json()["providers"] == [bad_reply(name, streamed[name]) for name in chain]
-    for secret in (*KEYS.values(), "Traceback", "<html", "DOCTYPE"):
-        assert secret not in failed.text + response.text
+    completion = await api.post("/v1/chat/completions", json=COMPLETION)
+    assert completion.status_code == 503
+    assert completion.json()["error"]["message"] == problem["detail"]
+    completed, _ = await completion_stream(api)
+    assert completed.status_code == 503  # before the first chunk: an ordinary error
+    assert completed.json()["error"]["message"] == response.json()["detail"]
+    shown = failed.text + response.text + completion.text + completed.text
+    for secret in (*KEYS.values(), "Traceback", "<html", "DOCTYPE", "this is not json"):
+        assert secret not in shown
 
-    # Only the fallback's two answers were charged; the bad replies left nothing behind,
+    # Only the fallback's four answers were charged; the bad replies left nothing behind,
     # not even a reservation (today's tokens count those still held).
-    assert calls == {fallback: 2}
+    assert calls == {fallback: 4}
     assert await charged(api) == (tokens, calls)
+
+
+@pytest.mark.parametrize("chain", [("openai", "anthropic")])
+async def test_a_body_json_takes_for_utf32_is_not_json(api, fakes):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes["openai"].garbage = fakes["anthropic"].garbage = "nuls first"
+
+    failed = await api.post("/chat", json=QUESTION)
+
+    assert failed.status_code == 503, failed.text
+    assert failed.json()["providers"] == [
+        bad_reply("openai", "a body that is not JSON"),
+        bad_reply("anthropic", "a body that is not JSON"),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["not utf-8", "bogus charset"])
+@pytest.mark.parametrize("chain", [(name,) for name in KEYS], ids=list(KEYS))
+async def test_an_error_whose_body_does_not_decode_keeps_its_status(api, fakes, chain, kind):
+    [name] = chain
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes[name].garbage = kind
+    fakes[name].fail_next(401)  # a wrong key: not retried
+
+    failed = await api.post("/chat", json=QUESTION)
+
+    assert failed.status_code == 503
+    assert failed.json()["providers"] == [{"provider": name, "failure": "bad_key", "status": 401}]
 
 
 @pytest.mark.parametrize("chain", [("openai",)])
@@ -296,6 +365,11 @@ EMBEDDING_REASONS = {
     ("genai", "empty list"): "an empty embeddings list",
     ("genai", "wrong types"): "JSON of the wrong shape at embeddings.0.values",
     ("genai", "no text"): "empty vectors",
+    **{
+        (name, kind): reason
+        for name in ("openai", "genai")
+        for kind, reason in WIRE_REASONS.items()
+    },
 }
 
 

@@ -31,7 +31,30 @@ Scope = dict[str, Any]
 #: - ``wrong types``: the text (or a vector) of the wrong type, such as a number;
 #: - ``no text``: a well-formed reply with no text in it (a model that spent its whole
 #:   allowance thinking, say); for embeddings, empty vectors.
-GARBAGE = ("html", "not json", "no reply", "empty list", "wrong types", "no text")
+#:
+#: and, made by FakeServer of the bytes of whatever a fake sends (WIRE_GARBAGE; with
+#: ``fail_next``, of its error response):
+#:
+#: - ``not utf-8``: bytes that are not UTF-8 (``\x00\xff…``) under the reply's own content
+#:   type; for a stream, as the data of its first event;
+#: - ``wrong charset``: the real reply, labelled ``charset=utf-16``, which does not decode it;
+#: - ``bogus charset``: the real reply, labelled with a charset that is none (``base64``);
+#: - ``cut off``: the real reply's first bytes under a Content-Length of the whole: the
+#:   connection closes before the rest arrives;
+#: - ``nuls first``: two NUL bytes before the real reply: UTF-8 still, but ``json.loads``
+#:   takes bytes starting so for UTF-32 (for whole replies: not one of GARBAGE).
+WIRE_GARBAGE = ("not utf-8", "wrong charset", "bogus charset", "cut off", "nuls first")
+GARBAGE = (
+    "html",
+    "not json",
+    "no reply",
+    "empty list",
+    "wrong types",
+    "no text",
+    *WIRE_GARBAGE[:4],
+)
+NOT_UTF8 = b"\x00\xffthis is not json<<<"
+CUT_AFTER = 16  # bytes of a reply sent before the connection closes: within its first event
 HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head>"
     b"<body><h1>Welcome</h1><p>Accept the terms to continue.</p></body></html>\n"
@@ -118,10 +141,15 @@ class FakeServer:
         return [r for r in self.requests if r.path == path]
 
     def garbled(self, request: Recorded) -> str | None:
-        """The bad reply ``request`` gets, or None for the real one."""
+        """The bad reply ``request`` gets in its API's shape, or None for the real one (which
+        FakeServer may then garble on the wire: ``WIRE_GARBAGE``)."""
+        kind = self._garbage_of(request)
+        return None if kind in WIRE_GARBAGE else kind
+
+    def _garbage_of(self, request: Recorded) -> str | None:
         if self.garbage is None:
             return None
-        if self.garbage not in GARBAGE:
+        if self.garbage not in (*GARBAGE, *WIRE_GARBAGE):
             raise ValueError(f"unknown garbage {self.garbage!r}; one of {GARBAGE}")
         if self.garbage_for is not None and not self.garbage_for(request):
             return None
@@ -202,6 +230,9 @@ class FakeServer:
         self.requests.append(request)
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
+        wire = self._garbage_of(request)
+        if wire in WIRE_GARBAGE:
+            send = _garbling(wire, send)
         try:
             await self._answer(request, send)
         except WireError as error:
@@ -213,6 +244,49 @@ class FakeServer:
 async def send_event(send: Send, payload: str, *, more: bool = True) -> None:
     """One server-sent event, already framed, as its own body message."""
     await send({"type": "http.response.body", "body": payload.encode(), "more_body": more})
+
+
+def _garbling(kind: str, send: Send) -> Send:
+    """``send``, making ``kind`` (one of WIRE_GARBAGE) of a response: it is held until its
+    last byte, then sent garbled."""
+    start: dict[str, Any] = {}
+    body: list[bytes] = []
+
+    async def garbled(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        elif message["type"] != "http.response.body":
+            await send(message)
+        else:
+            body.append(message.get("body", b""))
+            if not message.get("more_body"):
+                await _send_garbled(kind, send, start, b"".join(body))
+
+    return garbled
+
+
+async def _send_garbled(kind: str, send: Send, start: dict[str, Any], body: bytes) -> None:
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+    media_type = content_type.split(b";")[0].strip()
+    others = [(k, v) for k, v in headers if k.lower() != b"content-type"]
+    if kind == "not utf-8":
+        stream = media_type == b"text/event-stream"
+        body = b"data: " + NOT_UTF8 + b"\n\n" if stream else NOT_UTF8
+    elif kind in ("wrong charset", "bogus charset"):
+        charset = b"utf-16" if kind == "wrong charset" else b"base64"
+        headers = [*others, (b"content-type", media_type + b"; charset=" + charset)]
+    elif kind == "nuls first":
+        body = b"\x00\x00" + body
+    else:  # cut off
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+        body = body[:CUT_AFTER]
+    await send({**start, "headers": headers})
+    try:
+        await send({"type": "http.response.body", "body": body})
+    except Exception:  # the server's HTTP/1.1 refuses to end a body short: it drops the line
+        if kind != "cut off":
+            raise
 
 
 async def _read_body(receive: Receive) -> bytes:
