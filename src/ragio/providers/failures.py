@@ -204,8 +204,12 @@ def classify_failure(error: BaseException) -> tuple[FailureKind, int | None] | N
         if _gemini_key_invalid(error.details) or error.status == "FAILED_PRECONDITION":
             return FailureKind.BAD_KEY, error.code
         return classify_status(error.code), error.code
-    httpx = sys.modules.get("httpx")  # the client the genai SDK runs on
-    if httpx is not None:
+    # The clients the SDKs run on: httpx for genai, httpx2 for openai and anthropic, whose
+    # errors reading a stream's events come out as they are.
+    for client in ("httpx", "httpx2"):
+        httpx = sys.modules.get(client)
+        if httpx is None:
+            continue
         if isinstance(error, httpx.TimeoutException):
             return FailureKind.TIMEOUT, None
         if isinstance(error, httpx.TransportError):
