@@ -2,11 +2,12 @@
 
 An HTTP 200 whose body is an HTML page, JSON cut off, JSON without the reply (``choices``,
 ``candidates``, ``content``; ``data``, ``embeddings``), an empty list, fields of the wrong
-type, no text at all, bytes that are not UTF-8, a charset that is wrong or none, or a body
-that ends before its Content-Length (see ``tests.io.fakes.asgi.GARBAGE``) is a failure of
-that provider: the chain moves on to the next (rule 6), on /chat, /chat/stream and
-/v1/chat/completions whole and streamed; with nothing left the client gets the 503 problem
-naming each provider and what was wrong; nothing is charged for a reply that was not one.
+type, no text at all, bytes that are not UTF-8, a charset that is wrong or none, a body
+that ends before its Content-Length, or one larger than MAX_PROVIDER_REPLY_BYTES (1 MB
+here; see ``tests.io.fakes.asgi.GARBAGE``) is a failure of that provider: the chain moves
+on to the next (rule 6), on /chat, /chat/stream and /v1/chat/completions whole and
+streamed; with nothing left the client gets the 503 problem naming each provider and what
+was wrong; nothing is charged for a reply that was not one.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays.
 QUESTION = {"question": "When does the shop open?"}
 COMPLETION = {"model": "ragchat", "messages": [{"role": "user", "content": QUESTION["question"]}]}
 KEYS = {"openai": "sk-openai-secret", "genai": "gemini-secret", "anthropic": "sk-ant-secret"}
+CAP = 2**20  # MAX_PROVIDER_REPLY_BYTES: its least, so that a reply past it is quick to send
 #: each provider, and the one it falls back to: every provider is a primary and a fallback
 CHAINS = [("openai", "anthropic"), ("genai", "openai"), ("anthropic", "genai")]
 
@@ -79,6 +81,7 @@ WIRE_REASONS = {
     "wrong charset": "a body in a charset other than UTF-8 (utf-16)",
     "bogus charset": "a body in an unknown charset",
     "cut off": "a body cut off before its end",
+    "too large": "a reply larger than 1 MB",
 }
 for _kind, _reason in WIRE_REASONS.items():
     for _provider in KEYS:
@@ -113,6 +116,7 @@ def settings_overrides(fakes: dict[str, Any], chain: tuple[str, ...]) -> dict[st
         "llm_fallback_providers": ",".join(chain[1:]),
         "embedding_provider": "local",  # only the answers are garbled
         "usage_ledger": "true",
+        "max_provider_reply_bytes": CAP,
         "openai_api_key": KEYS["openai"],
         "openai_base_url": fakes["openai"].base_url,
         "genai_api_key": KEYS["genai"],
@@ -221,6 +225,34 @@ async def test_a_bad_reply_falls_back_and_with_nothing_left_is_a_503_naming_what
     # not even a reservation (today's tokens count those still held).
     assert calls == {fallback: 4}
     assert await charged(api) == (tokens, calls)
+
+
+@pytest.mark.parametrize("chain", CHAINS, ids=[f"{p}-then-{f}" for p, f in CHAINS])
+async def test_a_gzipped_reply_is_read_and_capped_as_it_is_decompressed(api, fakes, chain):
+    primary, fallback = chain
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes[primary].gzip = True
+
+    answered = await api.post("/chat", json=QUESTION)
+    assert (answered.json()["provider"], answered.json()["answer"]) == (
+        primary,
+        fakes[primary].reply,
+    )
+    response, received = await stream(api)
+    assert received[-1][0] == "done" and received[-1][1]["provider"] == primary
+    assert "".join(data["text"] for event, data in received if event == "token") == (
+        fakes[primary].reply
+    )
+    assert {r.headers["accept-encoding"] for r in fakes[primary].requests} == {"gzip"}
+
+    fakes[primary].garbage = "too large"  # a few KB on the wire, 1.5 MB decompressed
+    answered = await api.post("/chat", json=QUESTION)
+    assert answered.json()["provider"] == fallback
+    response, received = await stream(api)
+    assert received[-1][0] == "done" and received[-1][1]["provider"] == fallback
+    fakes[fallback].garbage = "too large"
+    failed = await api.post("/chat", json=QUESTION)
+    assert failed.json()["providers"][0] == bad_reply(primary, "a reply larger than 1 MB")
 
 
 @pytest.mark.parametrize("chain", [("openai", "anthropic")])
@@ -388,13 +420,16 @@ class TestEmbeddings:
     def settings_overrides(self, embedder: tuple[str, FakeServer]) -> dict[str, Any]:
         name, fake = embedder
         if name == "openai":
-            return on_openai(fake, llm_provider="extractive", usage_ledger="true")
+            return on_openai(
+                fake, llm_provider="extractive", usage_ledger="true", max_provider_reply_bytes=CAP
+            )
         return {
             "embedding_provider": "genai",
             "genai_api_key": KEYS["genai"],
             "embedding_dimensions": 64,
             "llm_provider": "extractive",
             "usage_ledger": "true",
+            "max_provider_reply_bytes": CAP,
         }
 
     @pytest.mark.parametrize("kind", GARBAGE)

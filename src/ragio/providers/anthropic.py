@@ -49,7 +49,9 @@ def make_client(
         timeout=settings.provider_timeout_seconds,
         max_retries=max_retries,
         http_client=checking_replies(
-            DefaultAsyncHttpxClient(timeout=settings.provider_timeout_seconds), RefusedReply
+            DefaultAsyncHttpxClient(timeout=settings.provider_timeout_seconds),
+            settings.max_provider_reply_bytes,
+            RefusedReply,
         ),
     )
 

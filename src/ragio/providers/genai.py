@@ -69,7 +69,10 @@ def make_client(
 
 
 def make_http_client(settings: Settings) -> httpx.AsyncClient:
-    return checking_replies(httpx.AsyncClient(timeout=settings.provider_timeout_seconds))
+    return checking_replies(
+        httpx.AsyncClient(timeout=settings.provider_timeout_seconds),
+        settings.max_provider_reply_bytes,
+    )
 
 
 class _GenaiProvider:

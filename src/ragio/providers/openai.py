@@ -60,7 +60,8 @@ def make_client(settings: Settings, max_retries: int = MAX_RETRIES) -> AsyncOpen
         timeout=settings.provider_timeout_seconds,
         max_retries=max_retries,
         http_client=checking_replies(
-            DefaultAsyncHttpxClient(timeout=settings.provider_timeout_seconds)
+            DefaultAsyncHttpxClient(timeout=settings.provider_timeout_seconds),
+            settings.max_provider_reply_bytes,
         ),
     )
 

@@ -9,6 +9,7 @@ status, headers, and each SSE event as its own body message.
 from __future__ import annotations
 
 import json
+import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -41,9 +42,15 @@ Scope = dict[str, Any]
 #: - ``bogus charset``: the real reply, labelled with a charset that is none (``base64``);
 #: - ``cut off``: the real reply's first bytes under a Content-Length of the whole: the
 #:   connection closes before the rest arrives;
-#: - ``nuls first``: two NUL bytes before the real reply: UTF-8 still, but ``json.loads``
-#:   takes bytes starting so for UTF-32 (for whole replies: not one of GARBAGE).
-WIRE_GARBAGE = ("not utf-8", "wrong charset", "bogus charset", "cut off", "nuls first")
+#: - ``too large``: the real reply after TOO_LARGE bytes of blanks (in its first event's
+#:   JSON, for a stream), more than the 1 MB MAX_PROVIDER_REPLY_BYTES tests set; a whole
+#:   body says its Content-Length, a stream does not (nor does a gzipped one).
+#:
+#: ``nuls first`` (made on the wire, for whole replies; not one of GARBAGE): two NUL bytes
+#: before the real reply, UTF-8 still, but ``json.loads`` takes bytes starting so for UTF-32.
+WIRE_GARBAGE = ("not utf-8", "wrong charset", "bogus charset", "cut off", "too large")
+NULS_FIRST = "nuls first"
+_ON_THE_WIRE = (*WIRE_GARBAGE, NULS_FIRST)
 GARBAGE = (
     "html",
     "not json",
@@ -51,10 +58,12 @@ GARBAGE = (
     "empty list",
     "wrong types",
     "no text",
-    *WIRE_GARBAGE[:4],
+    *WIRE_GARBAGE,
 )
 NOT_UTF8 = b"\x00\xffthis is not json<<<"
 CUT_AFTER = 16  # bytes of a reply sent before the connection closes: within its first event
+TOO_LARGE = 3 * 2**19  # 1.5 MB
+PIECE = 64 * 1024  # bytes of a large body sent at a time
 HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head>"
     b"<body><h1>Welcome</h1><p>Accept the terms to continue.</p></body></html>\n"
@@ -111,7 +120,8 @@ def encode_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
 
 class FakeServer:
     """Records every request, answers it with ``_answer`` and sends a raised ``WireError``
-    as its error response. ``in_flight`` and ``peak`` count requests being answered."""
+    as its error response. ``in_flight`` and ``peak`` count requests being answered.
+    ``gzip``: every response gzipped (a message at a time) to a client that accepts it."""
 
     base_path = ""  # where the SDK expects the API below the served URL
     json_type = "application/json"
@@ -124,6 +134,7 @@ class FakeServer:
         self.delay = 0.0
         self.failures: deque[Failure] = deque()
         self.garbage: str | None = None  # one of GARBAGE: answer with it instead of the reply
+        self.gzip = False  # gzip every response to a client that accepts it
         #: which requests get ``garbage``; None: every one after the key check
         self.garbage_for: Callable[[Recorded], bool] | None = None
         self.requests: list[Recorded] = []
@@ -144,12 +155,12 @@ class FakeServer:
         """The bad reply ``request`` gets in its API's shape, or None for the real one (which
         FakeServer may then garble on the wire: ``WIRE_GARBAGE``)."""
         kind = self._garbage_of(request)
-        return None if kind in WIRE_GARBAGE else kind
+        return None if kind in _ON_THE_WIRE else kind
 
     def _garbage_of(self, request: Recorded) -> str | None:
         if self.garbage is None:
             return None
-        if self.garbage not in (*GARBAGE, *WIRE_GARBAGE):
+        if self.garbage not in (*GARBAGE, NULS_FIRST):
             raise ValueError(f"unknown garbage {self.garbage!r}; one of {GARBAGE}")
         if self.garbage_for is not None and not self.garbage_for(request):
             return None
@@ -230,8 +241,10 @@ class FakeServer:
         self.requests.append(request)
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
+        if self.gzip and "gzip" in request.headers.get("accept-encoding", ""):
+            send = _gzipping(send)
         wire = self._garbage_of(request)
-        if wire in WIRE_GARBAGE:
+        if wire in _ON_THE_WIRE:
             send = _garbling(wire, send)
         try:
             await self._answer(request, send)
@@ -276,17 +289,47 @@ async def _send_garbled(kind: str, send: Send, start: dict[str, Any], body: byte
     elif kind in ("wrong charset", "bogus charset"):
         charset = b"utf-16" if kind == "wrong charset" else b"base64"
         headers = [*others, (b"content-type", media_type + b"; charset=" + charset)]
-    elif kind == "nuls first":
+    elif kind == NULS_FIRST:
         body = b"\x00\x00" + body
+    elif kind == "too large":
+        padding = b" " * TOO_LARGE
+        if media_type == b"text/event-stream":
+            head, data, rest = body.partition(b"data: ")
+            body = head + data + padding + rest
+        else:
+            body = padding + body
+            headers = [*headers, (b"content-length", str(len(body)).encode())]
     else:  # cut off
         headers = [*headers, (b"content-length", str(len(body)).encode())]
         body = body[:CUT_AFTER]
     await send({**start, "headers": headers})
     try:
-        await send({"type": "http.response.body", "body": body})
-    except Exception:  # the server's HTTP/1.1 refuses to end a body short: it drops the line
-        if kind != "cut off":
+        for at in range(0, max(len(body), 1), PIECE):
+            more = at + PIECE < len(body)
+            await send(
+                {"type": "http.response.body", "body": body[at : at + PIECE], "more_body": more}
+            )
+    except Exception:  # a body cut short (its HTTP/1.1 drops the line), or refused mid-way
+        if kind not in ("cut off", "too large"):
             raise
+
+
+def _gzipping(send: Send) -> Send:
+    """``send``, gzipping the body a message at a time (Content-Encoding: gzip)."""
+    packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+
+    async def gzipped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message["headers"] if k.lower() != b"content-length"]
+            message = {**message, "headers": [*headers, (b"content-encoding", b"gzip")]}
+        elif message["type"] == "http.response.body":
+            more = message.get("more_body", False)
+            body = packer.compress(message.get("body", b""))
+            body += packer.flush(zlib.Z_SYNC_FLUSH if more else zlib.Z_FINISH)
+            message = {**message, "body": body}
+        await send(message)
+
+    return gzipped
 
 
 async def _read_body(receive: Receive) -> bytes:
