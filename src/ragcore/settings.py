@@ -441,6 +441,13 @@ SETTINGS: tuple[Setting, ...] = (
         "timeout of each provider call",
         _number(1, 600),
     ),
+    Setting(
+        "MAX_PROVIDER_REPLY_BYTES",
+        "67108864",
+        "largest reply read from an answering or embedding provider, whole or streamed "
+        "(64 MB); a larger one is refused as it arrives, a bad reply",
+        _integer(minimum=2**20),
+    ),
     # generation and retrieval
     Setting("MAX_OUTPUT_TOKENS", "1024", "generation output length", _integer(1, 1_000_000)),
     Setting("DEFAULT_TEMPERATURE", "0.3", "generation temperature", _number(0.0, 2.0)),
@@ -929,6 +936,7 @@ class Settings:
     anthropic_api_key: str
     anthropic_chat_model: str
     provider_timeout_seconds: float
+    max_provider_reply_bytes: int
     max_output_tokens: int
     default_temperature: float
     max_context_chars: int

@@ -2,9 +2,12 @@
 
 An HTTP 200 whose body is an HTML page, JSON cut off, JSON without the reply (``choices``,
 ``candidates``, ``content``; ``data``, ``embeddings``), an empty list, fields of the wrong
-type, or no text at all (see ``tests.io.fakes.asgi.GARBAGE``) is a failure of that provider:
-the chain moves on to the next (rule 6); with nothing left the client gets the 503 problem
-naming each provider and what was wrong; nothing is charged for a reply that was not one.
+type, no text at all, bytes that are not UTF-8, a charset that is wrong or none, a body
+that ends before its Content-Length, or one larger than MAX_PROVIDER_REPLY_BYTES (1 MB
+here; see ``tests.io.fakes.asgi.GARBAGE``) is a failure of that provider: the chain moves
+on to the next (rule 6), on /chat, /chat/stream and /v1/chat/completions whole and
+streamed; with nothing left the client gets the 503 problem naming each provider and what
+was wrong; nothing is charged for a reply that was not one.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from tests.io.fakes.openai_server import FakeOpenAI
 
 FAQ = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm on weekdays."
 QUESTION = {"question": "When does the shop open?"}
+COMPLETION = {"model": "ragchat", "messages": [{"role": "user", "content": QUESTION["question"]}]}
 KEYS = {"openai": "sk-openai-secret", "genai": "gemini-secret", "anthropic": "sk-ant-secret"}
+CAP = 2**20  # MAX_PROVIDER_REPLY_BYTES: its least, so that a reply past it is quick to send
 #: each provider, and the one it falls back to: every provider is a primary and a fallback
 CHAINS = [("openai", "anthropic"), ("genai", "openai"), ("anthropic", "genai")]
 
@@ -70,6 +75,17 @@ REASONS = {
         "no text (stop reason max_tokens)",
     ),
 }
+#: what is wrong on the wire reads the same from every provider, whole or streamed
+WIRE_REASONS = {
+    "not utf-8": "a body that is not UTF-8",
+    "wrong charset": "a body in a charset other than UTF-8 (utf-16)",
+    "bogus charset": "a body in an unknown charset",
+    "cut off": "a body cut off before its end",
+    "too large": "a reply larger than 1 MB",
+}
+for _kind, _reason in WIRE_REASONS.items():
+    for _provider in KEYS:
+        REASONS[_provider, _kind] = (_reason, _reason)
 
 
 @pytest.fixture
@@ -100,11 +116,28 @@ def settings_overrides(fakes: dict[str, Any], chain: tuple[str, ...]) -> dict[st
         "llm_fallback_providers": ",".join(chain[1:]),
         "embedding_provider": "local",  # only the answers are garbled
         "usage_ledger": "true",
+        "max_provider_reply_bytes": CAP,
         "openai_api_key": KEYS["openai"],
         "openai_base_url": fakes["openai"].base_url,
         "genai_api_key": KEYS["genai"],
         "anthropic_api_key": KEYS["anthropic"],
     }
+
+
+async def completion_stream(api: httpx.AsyncClient) -> tuple[httpx.Response, str]:
+    """POST /v1/chat/completions with ``stream: true``: the response and the text streamed."""
+    text = []
+    body = {**COMPLETION, "stream": True}
+    async with api.stream("POST", "/v1/chat/completions", json=body) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return response, ""
+        async for line in response.aiter_lines():
+            if line.startswith("data: {"):
+                chunk = json.loads(line.removeprefix("data: "))
+                assert "error" not in chunk, chunk
+                text += [choice["delta"].get("content") or "" for choice in chunk["choices"]]
+    return response, "".join(text)
 
 
 async def stream(api: httpx.AsyncClient) -> tuple[httpx.Response, list[tuple[str, Any]]]:
@@ -153,7 +186,12 @@ async def test_a_bad_reply_falls_back_and_with_nothing_left_is_a_503_naming_what
     assert "".join(data["text"] for event, data in received if event == "token") == (
         fakes[fallback].reply
     )
-    assert len(fakes[primary].requests) == 2  # asked each time, and refused each time
+    completion = await api.post("/v1/chat/completions", json=COMPLETION)
+    assert completion.status_code == 200, completion.text
+    assert completion.json()["choices"][0]["message"]["content"] == fakes[fallback].reply
+    response, text = await completion_stream(api)
+    assert (response.status_code, text) == (200, fakes[fallback].reply)
+    assert len(fakes[primary].requests) == 4  # asked each time, and refused each time
     tokens, calls = await charged(api)
 
     fakes[fallback].garbage = kind  # nothing left to answer
@@ -173,13 +211,76 @@ async def test_a_bad_reply_falls_back_and_with_nothing_left_is_a_503_naming_what
     assert response.headers["content-type"] == "application/problem+json"
     streamed = {name: REASONS[name, kind][1] for name in chain}
     assert response.json()["providers"] == [bad_reply(name, streamed[name]) for name in chain]
-    for secret in (*KEYS.values(), "Traceback", "<html", "DOCTYPE"):
-        assert secret not in failed.text + response.text
+    completion = await api.post("/v1/chat/completions", json=COMPLETION)
+    assert completion.status_code == 503
+    assert completion.json()["error"]["message"] == problem["detail"]
+    completed, _ = await completion_stream(api)
+    assert completed.status_code == 503  # before the first chunk: an ordinary error
+    assert completed.json()["error"]["message"] == response.json()["detail"]
+    shown = failed.text + response.text + completion.text + completed.text
+    for secret in (*KEYS.values(), "Traceback", "<html", "DOCTYPE", "this is not json"):
+        assert secret not in shown
 
-    # Only the fallback's two answers were charged; the bad replies left nothing behind,
+    # Only the fallback's four answers were charged; the bad replies left nothing behind,
     # not even a reservation (today's tokens count those still held).
-    assert calls == {fallback: 2}
+    assert calls == {fallback: 4}
     assert await charged(api) == (tokens, calls)
+
+
+@pytest.mark.parametrize("chain", CHAINS, ids=[f"{p}-then-{f}" for p, f in CHAINS])
+async def test_a_gzipped_reply_is_read_and_capped_as_it_is_decompressed(api, fakes, chain):
+    primary, fallback = chain
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes[primary].gzip = True
+
+    answered = await api.post("/chat", json=QUESTION)
+    assert (answered.json()["provider"], answered.json()["answer"]) == (
+        primary,
+        fakes[primary].reply,
+    )
+    response, received = await stream(api)
+    assert received[-1][0] == "done" and received[-1][1]["provider"] == primary
+    assert "".join(data["text"] for event, data in received if event == "token") == (
+        fakes[primary].reply
+    )
+    assert {r.headers["accept-encoding"] for r in fakes[primary].requests} == {"gzip"}
+
+    fakes[primary].garbage = "too large"  # a few KB on the wire, 1.5 MB decompressed
+    answered = await api.post("/chat", json=QUESTION)
+    assert answered.json()["provider"] == fallback
+    response, received = await stream(api)
+    assert received[-1][0] == "done" and received[-1][1]["provider"] == fallback
+    fakes[fallback].garbage = "too large"
+    failed = await api.post("/chat", json=QUESTION)
+    assert failed.json()["providers"][0] == bad_reply(primary, "a reply larger than 1 MB")
+
+
+@pytest.mark.parametrize("chain", [("openai", "anthropic")])
+async def test_a_body_json_takes_for_utf32_is_not_json(api, fakes):
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes["openai"].garbage = fakes["anthropic"].garbage = "nuls first"
+
+    failed = await api.post("/chat", json=QUESTION)
+
+    assert failed.status_code == 503, failed.text
+    assert failed.json()["providers"] == [
+        bad_reply("openai", "a body that is not JSON"),
+        bad_reply("anthropic", "a body that is not JSON"),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["not utf-8", "bogus charset"])
+@pytest.mark.parametrize("chain", [(name,) for name in KEYS], ids=list(KEYS))
+async def test_an_error_whose_body_does_not_decode_keeps_its_status(api, fakes, chain, kind):
+    [name] = chain
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes[name].garbage = kind
+    fakes[name].fail_next(401)  # a wrong key: not retried
+
+    failed = await api.post("/chat", json=QUESTION)
+
+    assert failed.status_code == 503
+    assert failed.json()["providers"] == [{"provider": name, "failure": "bad_key", "status": 401}]
 
 
 @pytest.mark.parametrize("chain", [("openai",)])
@@ -296,6 +397,11 @@ EMBEDDING_REASONS = {
     ("genai", "empty list"): "an empty embeddings list",
     ("genai", "wrong types"): "JSON of the wrong shape at embeddings.0.values",
     ("genai", "no text"): "empty vectors",
+    **{
+        (name, kind): reason
+        for name in ("openai", "genai")
+        for kind, reason in WIRE_REASONS.items()
+    },
 }
 
 
@@ -314,13 +420,16 @@ class TestEmbeddings:
     def settings_overrides(self, embedder: tuple[str, FakeServer]) -> dict[str, Any]:
         name, fake = embedder
         if name == "openai":
-            return on_openai(fake, llm_provider="extractive", usage_ledger="true")
+            return on_openai(
+                fake, llm_provider="extractive", usage_ledger="true", max_provider_reply_bytes=CAP
+            )
         return {
             "embedding_provider": "genai",
             "genai_api_key": KEYS["genai"],
             "embedding_dimensions": 64,
             "llm_provider": "extractive",
             "usage_ledger": "true",
+            "max_provider_reply_bytes": CAP,
         }
 
     @pytest.mark.parametrize("kind", GARBAGE)

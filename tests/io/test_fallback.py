@@ -402,6 +402,9 @@ def _anthropic_error(status: int, type: str, message: str) -> Exception:
             _invalid(types.GenerateContentResponse, {"candidates": "none"}),
             (FailureKind.BAD_REPLY, 200),
         ),
+        # the anthropic SDK lets its client's errors out of a stream's events as they are
+        (httpx2.ReadTimeout("timed out"), (FailureKind.TIMEOUT, None)),
+        (httpx2.ReadError("connection reset"), (FailureKind.UNAVAILABLE, None)),
         (_invalid(types.GenerateContentConfig, {"temperature": "hot"}), None),  # our request
         (ValueError("a bug of ours"), None),
         (KeyError("choices"), None),  # reading a reply is checked where it is read
@@ -414,6 +417,8 @@ def _anthropic_error(status: int, type: str, message: str) -> Exception:
         "openai event",
         "not json",
         "gemini reply shape",
+        "stream stalls",
+        "stream reset",
         "gemini request shape",
         "bug",
         "key error",

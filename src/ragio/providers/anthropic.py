@@ -26,13 +26,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from anthropic import AsyncAnthropic, BadRequestError
+from anthropic import AnthropicError, AsyncAnthropic, BadRequestError, DefaultAsyncHttpxClient
 from anthropic.types import Message, MessageParam
 
 from ragcore.chat.effects import Generate, Reply
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text
+from ragio.providers.wire import checking_replies
 
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
 MAX_TEMPERATURE = 1.0  # the Messages API takes 0..1; DEFAULT_TEMPERATURE may go up to 2
@@ -47,7 +48,18 @@ def make_client(
         base_url=base_url,
         timeout=settings.provider_timeout_seconds,
         max_retries=max_retries,
+        http_client=checking_replies(
+            DefaultAsyncHttpxClient(timeout=settings.provider_timeout_seconds),
+            settings.max_provider_reply_bytes,
+            RefusedReply,
+        ),
     )
+
+
+class RefusedReply(BadReply, AnthropicError):
+    """A reply the client refused as it arrived (see ragio.providers.wire), as one of the
+    SDK's own errors: it passes those on as they are, while it wraps any other error of
+    its client as a connection error, and retries it."""
 
 
 class AnthropicAnswerer:

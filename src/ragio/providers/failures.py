@@ -132,11 +132,17 @@ def bad_reply_reason(error: BaseException) -> str | None:
     is only ever written, never parsed, so the reply is what was not JSON); google-genai
     wraps it in UnknownApiResponseError when streaming, and checks the reply's shape with
     pydantic (its ``…Response`` models; a request it refuses fails on another model).
+    Bytes that do not decode raise a UnicodeDecodeError out of an SDK's UTF-8 decoder, or
+    out of ``json.loads``, which takes a body starting with a NUL byte for UTF-16 or -32
+    (ragio.providers.wire refuses bytes that are not UTF-8 before any SDK reads them).
     """
     if isinstance(error, BadReply):
         return error.reason
     if isinstance(error, json.JSONDecodeError):
         return "a body that is not JSON"
+    if isinstance(error, UnicodeDecodeError):
+        utf8 = error.encoding.replace("_", "-").lower() in ("utf-8", "utf8")
+        return "a body that is not UTF-8" if utf8 else "a body that is not JSON"
     genai_errors = sys.modules.get("google.genai.errors")
     if genai_errors is not None and isinstance(error, genai_errors.UnknownApiResponseError):
         return "a body that is not JSON"
@@ -198,8 +204,12 @@ def classify_failure(error: BaseException) -> tuple[FailureKind, int | None] | N
         if _gemini_key_invalid(error.details) or error.status == "FAILED_PRECONDITION":
             return FailureKind.BAD_KEY, error.code
         return classify_status(error.code), error.code
-    httpx = sys.modules.get("httpx")  # the client the genai SDK runs on
-    if httpx is not None:
+    # The clients the SDKs run on: httpx for genai, httpx2 for openai and anthropic, whose
+    # errors reading a stream's events come out as they are.
+    for client in ("httpx", "httpx2"):
+        httpx = sys.modules.get(client)
+        if httpx is None:
+            continue
         if isinstance(error, httpx.TimeoutException):
             return FailureKind.TIMEOUT, None
         if isinstance(error, httpx.TransportError):

@@ -40,6 +40,7 @@ from ragcore.settings import Settings
 from ragcore.usage import TokenUsage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
 from ragio.providers.failures import BadReply, no_text
+from ragio.providers.wire import checking_replies
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -68,7 +69,10 @@ def make_client(
 
 
 def make_http_client(settings: Settings) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=settings.provider_timeout_seconds)
+    return checking_replies(
+        httpx.AsyncClient(timeout=settings.provider_timeout_seconds),
+        settings.max_provider_reply_bytes,
+    )
 
 
 class _GenaiProvider:

@@ -30,7 +30,13 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from openai import AsyncOpenAI, AsyncStream, BadRequestError, UnprocessableEntityError
+from openai import (
+    AsyncOpenAI,
+    AsyncStream,
+    BadRequestError,
+    DefaultAsyncHttpxClient,
+    UnprocessableEntityError,
+)
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
 from ragcore.chat.effects import Generate, Reply
@@ -39,6 +45,7 @@ from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, is_count, reported_usage
 from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
 from ragio.providers.failures import BadReply, no_text, stream_without_text
+from ragio.providers.wire import checking_replies
 
 # Inputs per embeddings request: the API takes 2,048, but also at most 300,000 tokens a
 # request, which 2,048 chunks of ~224 tokens would pass.
@@ -52,6 +59,10 @@ def make_client(settings: Settings, max_retries: int = MAX_RETRIES) -> AsyncOpen
         base_url=settings.openai_base_url or None,
         timeout=settings.provider_timeout_seconds,
         max_retries=max_retries,
+        http_client=checking_replies(
+            DefaultAsyncHttpxClient(timeout=settings.provider_timeout_seconds),
+            settings.max_provider_reply_bytes,
+        ),
     )
 
 

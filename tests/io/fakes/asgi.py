@@ -9,6 +9,7 @@ status, headers, and each SSE event as its own body message.
 from __future__ import annotations
 
 import json
+import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,7 +32,38 @@ Scope = dict[str, Any]
 #: - ``wrong types``: the text (or a vector) of the wrong type, such as a number;
 #: - ``no text``: a well-formed reply with no text in it (a model that spent its whole
 #:   allowance thinking, say); for embeddings, empty vectors.
-GARBAGE = ("html", "not json", "no reply", "empty list", "wrong types", "no text")
+#:
+#: and, made by FakeServer of the bytes of whatever a fake sends (WIRE_GARBAGE; with
+#: ``fail_next``, of its error response):
+#:
+#: - ``not utf-8``: bytes that are not UTF-8 (``\x00\xff…``) under the reply's own content
+#:   type; for a stream, as the data of its first event;
+#: - ``wrong charset``: the real reply, labelled ``charset=utf-16``, which does not decode it;
+#: - ``bogus charset``: the real reply, labelled with a charset that is none (``base64``);
+#: - ``cut off``: the real reply's first bytes under a Content-Length of the whole: the
+#:   connection closes before the rest arrives;
+#: - ``too large``: the real reply after TOO_LARGE bytes of blanks (in its first event's
+#:   JSON, for a stream), more than the 1 MB MAX_PROVIDER_REPLY_BYTES tests set; a whole
+#:   body says its Content-Length, a stream does not (nor does a gzipped one).
+#:
+#: ``nuls first`` (made on the wire, for whole replies; not one of GARBAGE): two NUL bytes
+#: before the real reply, UTF-8 still, but ``json.loads`` takes bytes starting so for UTF-32.
+WIRE_GARBAGE = ("not utf-8", "wrong charset", "bogus charset", "cut off", "too large")
+NULS_FIRST = "nuls first"
+_ON_THE_WIRE = (*WIRE_GARBAGE, NULS_FIRST)
+GARBAGE = (
+    "html",
+    "not json",
+    "no reply",
+    "empty list",
+    "wrong types",
+    "no text",
+    *WIRE_GARBAGE,
+)
+NOT_UTF8 = b"\x00\xffthis is not json<<<"
+CUT_AFTER = 16  # bytes of a reply sent before the connection closes: within its first event
+TOO_LARGE = 3 * 2**19  # 1.5 MB
+PIECE = 64 * 1024  # bytes of a large body sent at a time
 HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head>"
     b"<body><h1>Welcome</h1><p>Accept the terms to continue.</p></body></html>\n"
@@ -88,7 +120,8 @@ def encode_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
 
 class FakeServer:
     """Records every request, answers it with ``_answer`` and sends a raised ``WireError``
-    as its error response. ``in_flight`` and ``peak`` count requests being answered."""
+    as its error response. ``in_flight`` and ``peak`` count requests being answered.
+    ``gzip``: every response gzipped (a message at a time) to a client that accepts it."""
 
     base_path = ""  # where the SDK expects the API below the served URL
     json_type = "application/json"
@@ -101,6 +134,7 @@ class FakeServer:
         self.delay = 0.0
         self.failures: deque[Failure] = deque()
         self.garbage: str | None = None  # one of GARBAGE: answer with it instead of the reply
+        self.gzip = False  # gzip every response to a client that accepts it
         #: which requests get ``garbage``; None: every one after the key check
         self.garbage_for: Callable[[Recorded], bool] | None = None
         self.requests: list[Recorded] = []
@@ -118,10 +152,15 @@ class FakeServer:
         return [r for r in self.requests if r.path == path]
 
     def garbled(self, request: Recorded) -> str | None:
-        """The bad reply ``request`` gets, or None for the real one."""
+        """The bad reply ``request`` gets in its API's shape, or None for the real one (which
+        FakeServer may then garble on the wire: ``WIRE_GARBAGE``)."""
+        kind = self._garbage_of(request)
+        return None if kind in _ON_THE_WIRE else kind
+
+    def _garbage_of(self, request: Recorded) -> str | None:
         if self.garbage is None:
             return None
-        if self.garbage not in GARBAGE:
+        if self.garbage not in (*GARBAGE, NULS_FIRST):
             raise ValueError(f"unknown garbage {self.garbage!r}; one of {GARBAGE}")
         if self.garbage_for is not None and not self.garbage_for(request):
             return None
@@ -202,6 +241,11 @@ class FakeServer:
         self.requests.append(request)
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
+        if self.gzip and "gzip" in request.headers.get("accept-encoding", ""):
+            send = _gzipping(send)
+        wire = self._garbage_of(request)
+        if wire in _ON_THE_WIRE:
+            send = _garbling(wire, send)
         try:
             await self._answer(request, send)
         except WireError as error:
@@ -213,6 +257,79 @@ class FakeServer:
 async def send_event(send: Send, payload: str, *, more: bool = True) -> None:
     """One server-sent event, already framed, as its own body message."""
     await send({"type": "http.response.body", "body": payload.encode(), "more_body": more})
+
+
+def _garbling(kind: str, send: Send) -> Send:
+    """``send``, making ``kind`` (one of WIRE_GARBAGE) of a response: it is held until its
+    last byte, then sent garbled."""
+    start: dict[str, Any] = {}
+    body: list[bytes] = []
+
+    async def garbled(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        elif message["type"] != "http.response.body":
+            await send(message)
+        else:
+            body.append(message.get("body", b""))
+            if not message.get("more_body"):
+                await _send_garbled(kind, send, start, b"".join(body))
+
+    return garbled
+
+
+async def _send_garbled(kind: str, send: Send, start: dict[str, Any], body: bytes) -> None:
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+    media_type = content_type.split(b";")[0].strip()
+    others = [(k, v) for k, v in headers if k.lower() != b"content-type"]
+    if kind == "not utf-8":
+        stream = media_type == b"text/event-stream"
+        body = b"data: " + NOT_UTF8 + b"\n\n" if stream else NOT_UTF8
+    elif kind in ("wrong charset", "bogus charset"):
+        charset = b"utf-16" if kind == "wrong charset" else b"base64"
+        headers = [*others, (b"content-type", media_type + b"; charset=" + charset)]
+    elif kind == NULS_FIRST:
+        body = b"\x00\x00" + body
+    elif kind == "too large":
+        padding = b" " * TOO_LARGE
+        if media_type == b"text/event-stream":
+            head, data, rest = body.partition(b"data: ")
+            body = head + data + padding + rest
+        else:
+            body = padding + body
+            headers = [*headers, (b"content-length", str(len(body)).encode())]
+    else:  # cut off
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+        body = body[:CUT_AFTER]
+    await send({**start, "headers": headers})
+    try:
+        for at in range(0, max(len(body), 1), PIECE):
+            more = at + PIECE < len(body)
+            await send(
+                {"type": "http.response.body", "body": body[at : at + PIECE], "more_body": more}
+            )
+    except Exception:  # a body cut short (its HTTP/1.1 drops the line), or refused mid-way
+        if kind not in ("cut off", "too large"):
+            raise
+
+
+def _gzipping(send: Send) -> Send:
+    """``send``, gzipping the body a message at a time (Content-Encoding: gzip)."""
+    packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+
+    async def gzipped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message["headers"] if k.lower() != b"content-length"]
+            message = {**message, "headers": [*headers, (b"content-encoding", b"gzip")]}
+        elif message["type"] == "http.response.body":
+            more = message.get("more_body", False)
+            body = packer.compress(message.get("body", b""))
+            body += packer.flush(zlib.Z_SYNC_FLUSH if more else zlib.Z_FINISH)
+            message = {**message, "body": body}
+        await send(message)
+
+    return gzipped
 
 
 async def _read_body(receive: Receive) -> bytes:
