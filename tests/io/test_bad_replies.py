@@ -21,7 +21,7 @@ import pytest
 from ragcore.chat.grounding import CAVEATS, CHECK_INSTRUCTIONS
 from tests.io.conftest import on_openai
 from tests.io.fakes.anthropic_server import FakeAnthropic
-from tests.io.fakes.asgi import GARBAGE, FakeServer, Recorded
+from tests.io.fakes.asgi import ASCII_LABEL, GARBAGE, FakeServer, Recorded
 from tests.io.fakes.gemini_server import FakeGemini
 from tests.io.fakes.openai_server import FakeOpenAI
 
@@ -267,6 +267,19 @@ async def test_a_body_json_takes_for_utf32_is_not_json(api, fakes):
         bad_reply("openai", "a body that is not JSON"),
         bad_reply("anthropic", "a body that is not JSON"),
     ]
+
+
+@pytest.mark.parametrize("chain", [(name,) for name in KEYS], ids=list(KEYS))
+async def test_a_reply_labelled_us_ascii_is_read_as_utf8(api, fakes, chain):
+    """US-ASCII is UTF-8's subset: a server that labels its JSON so is answered."""
+    [name] = chain
+    await api.post("/documents", json={"name": "faq.md", "text": FAQ})
+    fakes[name].garbage = ASCII_LABEL
+
+    answered = await api.post("/chat", json=QUESTION)
+
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["provider"] == name
 
 
 @pytest.mark.parametrize("kind", ["not utf-8", "bogus charset"])

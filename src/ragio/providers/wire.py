@@ -16,8 +16,9 @@ asked for plain or gzipped; a gzipped one is decompressed here, a piece at a tim
 counted decompressed as well as on the wire, so a small body that inflates past the
 limit is refused as soon as it passes it. A 2xx reply is refused too when
 
-- its Content-Type names a charset other than UTF-8: JSON and server-sent events are
-  UTF-8 by their specifications, and an SDK that trusts the label decodes garbage;
+- its Content-Type names a charset other than UTF-8 (or US-ASCII, its subset, read as
+  UTF-8): JSON and server-sent events are UTF-8 by their specifications, and an SDK that
+  trusts the label decodes garbage;
 - its bytes are not UTF-8;
 - it ends before its Content-Length or its last chunk: the connection closed mid-body.
 
@@ -42,6 +43,7 @@ from ragio.providers.failures import BadReply
 C = TypeVar("C", httpx.AsyncClient, httpx2.AsyncClient)
 
 UTF8 = "utf-8"
+ASCII = "ascii"  # a label some servers give JSON: UTF-8's subset, read as UTF-8
 GZIP = ("gzip", "x-gzip")
 PIECE = 64 * 1024  # most bytes one step of decompressing makes
 
@@ -187,10 +189,10 @@ class _Check:
         if 200 <= status < 300:
             if charset == "":
                 raise self.refusal("a body in an unknown charset", status)
-            if charset is not None and charset != UTF8:
+            if charset is not None and charset not in (UTF8, ASCII):
                 raise self.refusal(f"a body in a charset other than UTF-8 ({charset})", status)
-        elif charset is not None and charset != UTF8:
-            # mended to UTF-8 by _Body: labelled so, whatever it said
+        if charset is not None and charset != UTF8:
+            # checked (ASCII is UTF-8's subset) or mended to UTF-8 by _Body: labelled so
             media_type = response.headers.get("content-type", "").split(";")[0].strip()
             response.headers["content-type"] = f"{media_type}; charset={UTF8}"
         response.stream = self.library.body(response.stream, status, bool(encodings), self)

@@ -48,9 +48,12 @@ Scope = dict[str, Any]
 #:
 #: ``nuls first`` (made on the wire, for whole replies; not one of GARBAGE): two NUL bytes
 #: before the real reply, UTF-8 still, but ``json.loads`` takes bytes starting so for UTF-32.
+#: ``ascii label`` (no garbage at all: a reply to be answered): the real reply labelled
+#: ``charset=us-ascii``, as some servers label JSON.
 WIRE_GARBAGE = ("not utf-8", "wrong charset", "bogus charset", "cut off", "too large")
 NULS_FIRST = "nuls first"
-_ON_THE_WIRE = (*WIRE_GARBAGE, NULS_FIRST)
+ASCII_LABEL = "ascii label"
+_ON_THE_WIRE = (*WIRE_GARBAGE, NULS_FIRST, ASCII_LABEL)
 GARBAGE = (
     "html",
     "not json",
@@ -160,7 +163,7 @@ class FakeServer:
     def _garbage_of(self, request: Recorded) -> str | None:
         if self.garbage is None:
             return None
-        if self.garbage not in (*GARBAGE, NULS_FIRST):
+        if self.garbage not in (*GARBAGE, NULS_FIRST, ASCII_LABEL):
             raise ValueError(f"unknown garbage {self.garbage!r}; one of {GARBAGE}")
         if self.garbage_for is not None and not self.garbage_for(request):
             return None
@@ -286,8 +289,8 @@ async def _send_garbled(kind: str, send: Send, start: dict[str, Any], body: byte
     if kind == "not utf-8":
         stream = media_type == b"text/event-stream"
         body = b"data: " + NOT_UTF8 + b"\n\n" if stream else NOT_UTF8
-    elif kind in ("wrong charset", "bogus charset"):
-        charset = b"utf-16" if kind == "wrong charset" else b"base64"
+    elif kind in ("wrong charset", "bogus charset", ASCII_LABEL):
+        charset = {"wrong charset": b"utf-16", "bogus charset": b"base64"}.get(kind, b"us-ascii")
         headers = [*others, (b"content-type", media_type + b"; charset=" + charset)]
     elif kind == NULS_FIRST:
         body = b"\x00\x00" + body
