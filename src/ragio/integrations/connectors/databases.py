@@ -44,6 +44,7 @@ import pymysql
 import pymysql.cursors
 import trio
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from ragcore.integrations import identifiers
@@ -57,6 +58,7 @@ from ragcore.integrations.databases import (
 )
 from ragcore.integrations.identifiers import BadIdentifier
 from ragcore.integrations.kinds import KINDS
+from ragio.integrations.connectors.addresses import judged, pinned
 from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
 
 PAGE_ROWS = 500
@@ -69,6 +71,7 @@ T = TypeVar("T")
 _NO_TABLE = 1146
 _NO_COLUMN = 1054
 _NO_DATABASE = 1049
+_CANNOT_CONNECT = 2003  # PyMySQL's: nothing answered at that address
 
 
 def connect_mysql(credentials: Mapping[str, str], reach: Reach) -> Connector:
@@ -221,20 +224,25 @@ class MySQLTable(_Table):
 
     def _connect(self) -> tuple[pymysql.connections.Connection[Any], str]:
         address = address_of(self._credentials, ("mysql", "mariadb", "mysql+pymysql"))
+        field = "url" if self._credentials.get("url") else "host"
+        how, where = pinned(field, address.host, address.port, self._reach)
         timeout = self._reach.timeout
         socket_timeout = timeout + SOCKET_MARGIN
-        conn: pymysql.connections.Connection[Any] = pymysql.connect(
-            host=address.host,
-            port=address.port,
-            user=address.user,
-            password=address.password,
-            database=address.database,
-            connect_timeout=timeout,
-            read_timeout=socket_timeout,
-            write_timeout=socket_timeout,
-            charset="utf8mb4",
-            cursorclass=pymysql.cursors.DictCursor,
-            autocommit=True,
+        settings: dict[str, Any] = {
+            "port": address.port,
+            "user": address.user,
+            "password": address.password,
+            "database": address.database,
+            "connect_timeout": timeout,
+            "read_timeout": socket_timeout,
+            "write_timeout": socket_timeout,
+            "charset": "utf8mb4",
+            "cursorclass": pymysql.cursors.DictCursor,
+            "autocommit": True,
+        }
+        conn = _connect_first(
+            [{"unix_socket": where[0]}] if how == "socket" else [{"host": a} for a in where],
+            settings,
         )
         try:
             with conn.cursor() as cursor:
@@ -311,6 +319,21 @@ class MySQLTable(_Table):
         return None
 
 
+def _connect_first(
+    places: list[dict[str, str]], settings: dict[str, Any]
+) -> pymysql.connections.Connection[Any]:
+    """A connection to the first of ``places`` (judged addresses) that answers."""
+    connect: Any = pymysql.connect  # its overloads cannot be told from the settings' types
+    for n, place in enumerate(places):
+        try:
+            conn: pymysql.connections.Connection[Any] = connect(**place, **settings)
+            return conn
+        except pymysql.err.OperationalError as failed:
+            if n == len(places) - 1 or _code_and_message(failed)[0] != _CANNOT_CONNECT:
+                raise
+    raise AssertionError("no place to connect to")  # judged: never empty
+
+
 def _code_and_message(failed: pymysql.err.MySQLError) -> tuple[int | None, str]:
     if len(failed.args) >= 2 and isinstance(failed.args[0], int):
         return failed.args[0], str(failed.args[1])
@@ -352,18 +375,26 @@ class PostgreSQLTable(_Table):
             # libpq reads the URL itself, its options (sslmode, a socket's host) included
             if not url.startswith(("postgresql://", "postgres://")):
                 raise BadAddress("url must begin with postgresql://")
-            conn = psycopg.connect(url, autocommit=True, **options)
+            params: dict[str, Any] = conninfo_to_dict(url)
+            for option in ("service", "servicefile", "passfile"):
+                if option in params:
+                    raise BadAddress(
+                        f"url option {option} is not supported here: it reads a file of "
+                        "the service's host; give host, port and password instead"
+                    )
+            field = "url"
         else:
             address = address_of(self._credentials, ("postgresql", "postgres"))
-            conn = psycopg.connect(
-                host=address.host,
-                port=address.port,
-                user=address.user,
-                password=address.password,
-                dbname=address.database,
-                autocommit=True,
-                **options,
-            )
+            params = {
+                "host": address.host,
+                "port": address.port,
+                "user": address.user,
+                "password": address.password,
+                "dbname": address.database,
+            }
+            field = "host"
+        params.update(self._pinned(params, field))
+        conn = psycopg.connect(**{**params, **options}, autocommit=True)
         try:
             conn.execute(
                 "SELECT set_config('statement_timeout', %s, false)", (f"{self._timeout_ms()}ms",)
@@ -374,6 +405,43 @@ class PostgreSQLTable(_Table):
             conn.close()
             raise
         return conn
+
+    def _pinned(self, params: dict[str, Any], field: str) -> dict[str, str]:
+        """libpq's ``host``, ``hostaddr`` and ``port`` lists for ``params``: each host judged
+        (``ragio.integrations.connectors.addresses``), a name given as every address it
+        resolved to (``hostaddr``: libpq connects there and keeps the name for TLS), a
+        Unix socket's directory as itself when allowed; ``BadAddress`` with no host."""
+        hosts = str(params.get("host") or "").split(",")
+        given = [a for a in str(params.get("hostaddr") or "").split(",")]
+        if not any(hosts) and any(given):
+            hosts = [""] * len(given)
+        if not all(hosts) and not (len(given) == len(hosts) and all(given)):
+            raise BadAddress(f"{field} must name the server's host (libpq's default is not used)")
+        ports = [p.strip() for p in str(params.get("port") or "").split(",") if p.strip()]
+        host_list: list[str] = []
+        address_list: list[str] = []
+        port_list: list[str] = []
+        for n, host in enumerate(hosts):
+            text = ports[n] if len(ports) > 1 and n < len(ports) else (ports or ["5432"])[0]
+            if not text.isdigit() or not 0 < int(text) < 65536:
+                raise BadAddress(f"{field} has a port that is not a number from 1 to 65535")
+            port = int(text)
+            address = given[n] if len(given) == len(hosts) else ""
+            if address:
+                found = ("tcp", judged(field, address, port, self._reach))
+            else:
+                found = pinned(field, host, port, self._reach)
+            how, where = found
+            for place in where:
+                host_list.append(host or place)
+                address_list.append(place if how == "tcp" else "")
+                port_list.append(str(port))
+        pins = {"host": ",".join(host_list), "port": ",".join(port_list)}
+        if any(address_list):
+            pins["hostaddr"] = ",".join(address_list)
+        else:
+            params.pop("hostaddr", None)
+        return pins
 
     def _begin(self, conn: Any, *, writes: bool) -> None:
         conn.read_only = not writes  # set before the transaction begins

@@ -28,14 +28,17 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import bson
 import pymongo
 import pymongo.errors
 import trio
+from pymongo import uri_parser
 
 from ragcore.integrations.databases import json_shaped, secrets_of, without_secrets
 from ragcore.integrations.kinds import KINDS
+from ragio.integrations.connectors.addresses import pinned
 from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
 
 PAGE_DOCUMENTS = 500
@@ -115,7 +118,7 @@ class MongoCollection:
         milliseconds = max(1, round(self._reach.timeout * 1000))
         try:
             return pymongo.MongoClient(
-                self._url,
+                self._pinned_url(),
                 serverSelectionTimeoutMS=milliseconds,
                 connectTimeoutMS=milliseconds,
                 socketTimeoutMS=milliseconds + 1000,  # the server's max_time_ms first
@@ -124,6 +127,31 @@ class MongoCollection:
             )
         except (ValueError, TypeError, pymongo.errors.ConfigurationError) as bad:
             raise SourceFailed(f"url: {bad}") from None  # secrets masked by _run
+
+    def _pinned_url(self) -> str:
+        """The URL with every host judged (``ragio.integrations.connectors.addresses``):
+        for a plain ``mongodb://`` URL without TLS each host replaced by the address it
+        was judged by, so the driver never looks the name up again. With TLS (the
+        certificate names the host) or ``mongodb+srv://`` (the hosts are in DNS) the
+        names stay, judged: the driver resolves them itself."""
+        try:
+            parsed = uri_parser.parse_uri(self._url, connect_timeout=self._reach.timeout)
+        except (ValueError, TypeError, pymongo.errors.PyMongoError) as bad:
+            raise SourceFailed(f"url: {bad}") from None  # secrets masked by _run
+        pins: list[str] = []
+        for host, port in parsed["nodelist"]:
+            how, where = pinned("url", host, port or 27017, self._reach)
+            if how == "socket":
+                pins.append(quote(where[0], safe=""))
+            else:
+                address = where[0]
+                pins.append(f"[{address}]:{port}" if ":" in address else f"{address}:{port}")
+        options = {key.lower(): value for key, value in parsed["options"].items()}
+        if self._url.startswith("mongodb+srv://") or options.get("tls") or options.get("ssl"):
+            return self._url
+        parts = urlsplit(self._url)
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        return urlunsplit(parts._replace(netloc=userinfo + at + ",".join(pins)))
 
     def _test(self) -> str:
         with self._client() as client:

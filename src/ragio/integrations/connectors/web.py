@@ -4,7 +4,8 @@ into ``SourceFailed`` with the vendor's own words, masked.
 
 Each request gets ``reach.timeout`` and follows no redirect (a redirect could carry the
 credentials elsewhere): it is a failure, named as one. When the caller gave no client,
-one is made for the request.
+one is made for the request (``source_client``: every connection judged by the address
+rules and pinned to an address that passed).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
 import trio
 
 from ragcore.integrations.pages import Page, Unusable, reason, retry_wait
+from ragio.integrations.connectors.addresses import source_client
 from ragio.integrations.connectors.base import Reach, Record, SourceFailed
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,12 @@ async def request(
     the 2xx answer (its headers, names lowercased, into ``keep_headers`` if given), or
     ``SourceFailed``."""
     secrets = tuple(secrets)
+    if url.startswith("http://"):  # checked_base_url let it: 127.0.0.1, with the setting
+        parts = urlsplit(url)
+        log.warning(
+            "INTEGRATIONS_ALLOW_HTTP_LOOPBACK=true: calling %s over plain http (testing only)",
+            f"{parts.scheme}://{parts.netloc}",
+        )
     attempts = 0
     while True:
         attempts += 1
@@ -90,7 +99,7 @@ async def _send(
             return await reach.client.request(
                 method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
             )
-        async with httpx.AsyncClient() as client:
+        async with source_client(reach) as client:
             return await client.request(
                 method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
             )
@@ -100,6 +109,8 @@ async def _send(
         raise SourceFailed(
             reason(vendor, None, f"could not connect ({type(error).__name__})", secrets)
         ) from None
+    except SourceFailed as refused:  # the address rules, when connecting (Guarded)
+        raise SourceFailed(f"{vendor}: {refused.reason}") from None
 
 
 def _message(response: httpx.Response, describe: Describe) -> str:
