@@ -655,6 +655,13 @@ SETTINGS: tuple[Setting, ...] = (
         _boolean,
     ),
     Setting(
+        "INTEGRATIONS_MAX_RESPONSE_MB",
+        "20",
+        "the most one answer of a data source may hold (a page, a test, a live query; a "
+        "Google sheet's range is one answer); past it the call fails, nothing more is read",
+        _number(0.001, 1024),
+    ),
+    Setting(
         "WEBHOOK_TARGETS",
         "",
         "comma-separated name=https://… pairs the AI may call by name (a secret: such URLs "
@@ -979,6 +986,7 @@ class Settings:
     integrations_allow_http_loopback: bool
     integrations_allow_private_targets: bool
     integrations_allow_unix_sockets: bool
+    integrations_max_response_mb: float
     webhook_targets: tuple[tuple[str, str], ...]
     chatops_webhook_url: str
     smtp_host: str

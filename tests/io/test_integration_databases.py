@@ -28,8 +28,13 @@ from ragcore.integrations.addresses import targets
 from ragcore.integrations.databases import json_shaped
 from ragcore.integrations.kinds import KINDS, with_defaults
 from ragio.integrations.connectors.base import Connector, Reach, SourceFailed
-from ragio.integrations.connectors.databases import connect_mysql, connect_postgresql
-from ragio.integrations.connectors.mongodb import bson_shaped, connect_mongodb
+from ragio.integrations.connectors.databases import (
+    MySQLTable,
+    PostgreSQLTable,
+    connect_mysql,
+    connect_postgresql,
+)
+from ragio.integrations.connectors.mongodb import MongoCollection, bson_shaped, connect_mongodb
 from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
 from tests.io.processes import free_port
 
@@ -569,3 +574,39 @@ async def test_database_hosts_follow_the_address_rules(
     # allowed, the host is read as it resolves and the connection pinned to its address
     said = await connector("mysql", REACH, **mariadb.credentials(host="localhost")).test()
     assert said.endswith(": table customers readable")
+
+
+async def test_an_answer_over_the_cap_is_refused(
+    mariadb: Shop, postgres_source: Postgres, mongo: str
+) -> None:
+    """A page (500 rows, about 40 kB here) or a live read over the cap: refused, saying so
+    (the cap counts the rows as they come)."""
+    capped = attrs.evolve(REACH, max_response_bytes=round(0.01 * 2**20))
+    said = (
+        "the source answered more than 0.01 MB; nothing more was read "
+        "(INTEGRATIONS_MAX_RESPONSE_MB)"
+    )
+    sources = {
+        "mysql": mariadb.credentials(),
+        "postgresql": postgres_source.credentials(),
+        "mongodb": mongo_credentials(mongo),
+    }
+    for kind, credentials in sources.items():
+        source = connector(kind, capped, **credentials)
+        assert await failure(lambda: read_all(source)) == said, kind  # noqa: B023
+    tiny = attrs.evolve(REACH, max_response_bytes=1000)  # a live read of 50 rows
+    for kind, table in (("mysql", MySQLTable), ("postgresql", PostgreSQLTable)):
+        credentials = with_defaults(KINDS[kind], sources[kind])
+        read = table(credentials, tiny).run_statement(
+            "SELECT * FROM " + credentials["table"], {}, writes=False, max_rows=50
+        )
+        with pytest.raises(SourceFailed, match="more than 0.000954 MB"):
+            await read
+        # within the cap, the first 50 rows of many: the rest left unread
+        rows, _ = await table(credentials, REACH).run_statement(
+            "SELECT * FROM " + credentials["table"], {}, writes=False, max_rows=50
+        )
+        assert len(rows) == 50
+    documents = MongoCollection(with_defaults(KINDS["mongodb"], sources["mongodb"]), tiny)
+    with pytest.raises(SourceFailed, match="more than 0.000954 MB"):
+        await documents.find({}, 50)

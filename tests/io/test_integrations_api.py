@@ -280,6 +280,41 @@ async def test_the_services_own_database_is_never_a_data_source(api, service, da
     assert tested["ok"] is False and ours in tested["message"], tested
 
 
+async def test_an_answer_over_the_cap_is_refused_and_not_read_whole(api, service, serve_fake):
+    """A REST source answering a body larger than INTEGRATIONS_MAX_RESPONSE_MB (1 MB,
+    streamed with no Content-Length; the cap here 0.01 MB): the test, the sync and a live
+    query each fail saying so."""
+    service.settings = attrs.evolve(
+        service.settings, integrations_allow_http_loopback=True, integrations_max_response_mb=0.01
+    )
+    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 3))
+    fake.streamed = 2**20
+    body = {
+        "name": "Huge",
+        "source_type": "rest_api",
+        "base_url": fake.base_url,
+        "records_path": "/v1/customers",
+        "auth_header": "Authorization: Bearer t-1",
+    }
+    created = await create(api, body)
+    said = (
+        "REST API: the source answered more than 0.01 MB; nothing more was read "
+        "(INTEGRATIONS_MAX_RESPONSE_MB)"
+    )
+    tested = (await api.post(f"/integrations/{created['id']}/test")).json()
+    assert tested == {"ok": False, "message": said}
+    ended = await synced(api, created["id"], expect="failed")
+    assert ended["sync"]["error"] == said
+    action = {"name": "Order", "source_id": created["id"], "template": "/v1/customers/{order_id}"}
+    made = await api.post("/live-actions", json=action)
+    assert made.status_code == 201, made.text
+    run = await api.post(
+        f"/live-actions/{made.json()['id']}/dry-run", json={"values": {"order_id": "7"}}
+    )
+    assert (run.json()["failed"], run.json()["reason"]) == (True, said)
+    assert len(fake.requests) == 3
+
+
 async def test_a_taken_name_is_409(api, database_url):
     await create(api)
     assert_problem(await api.post("/integrations", json=CSV_SOURCE), 409, "Customers")

@@ -1,8 +1,9 @@
 """How connectors may reach their sources under the service's settings: the address rules
 (INTEGRATIONS_ALLOW_PRIVATE_TARGETS, the service's own address and port), Unix sockets
-(INTEGRATIONS_ALLOW_UNIX_SOCKETS), and the service's own database, which no data source
-may be: the socket directories, addresses and ports of the URL the service connects with
-(the embedded server's or DATABASE_URL), and DATA_DIR."""
+(INTEGRATIONS_ALLOW_UNIX_SOCKETS), the cap on one answer (INTEGRATIONS_MAX_RESPONSE_MB),
+and the service's own database, which no data source may be: the socket directories,
+addresses and ports of the URL the service connects with (the embedded server's or
+DATABASE_URL), and DATA_DIR."""
 
 from __future__ import annotations
 
@@ -84,6 +85,7 @@ async def connector_reach(service: Service, timeout: float, *, live: bool = Fals
         targets=targets_of(settings, interfaces(settings)),
         own_database=await own_database(service.database.url, str(settings.data_dir)),
         allow_unix_sockets=settings.integrations_allow_unix_sockets,
+        max_response_bytes=max(1, round(settings.integrations_max_response_mb * 2**20)),
     )
 
 

@@ -14,6 +14,9 @@ with a 302 there; ``garbage = "html"`` answers with a captive portal's page. A w
 ``{"message": "Bad credentials: <what was sent>"}`` (an API that echoes the token, so the
 tests see it masked).
 
+``streamed`` (bytes) makes every answer a JSON list of that many bytes and more, sent in
+chunks with no Content-Length, as a source answering a huge body does.
+
 One item, ``GET /v1/customers/{id}``: the item whose id is that one path segment, as
 sent percent-encoded (``%2F`` is part of the id, not a new segment), or a 404;
 ``?email=`` on the listing keeps the items with that e-mail."""
@@ -69,12 +72,16 @@ class FakeRestApi(FakeServer):
         self.next_origin: str | None = None
         self.path = "/v1/customers"
         self.redirect_to: str | None = None  # answer 302 with this Location instead
+        self.streamed = 0  # bytes: answer every request with a list this large, in chunks
 
     async def _answer(self, request: Recorded, send: Send) -> None:
         sent = request.headers.get(self.header)
         if sent != self.api_key:
             raise RestError(401, f"Bad credentials: {sent or 'none'}")
         await self._scripted()
+        if self.streamed:
+            await self._stream(send)
+            return
         raw = request.raw_path.decode("latin-1")
         if request.method == "GET" and raw.startswith(self.path + "/"):
             segment = raw[len(self.path) + 1 :]
@@ -124,6 +131,15 @@ class FakeRestApi(FakeServer):
             {"type": "http.response.start", "status": 200, "headers": encode_headers(headers)}
         )
         await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    async def _stream(self, send: Send) -> None:
+        """A list of padded records, ``streamed`` bytes and more, 64 kB a chunk."""
+        await self._start(send, 200, {"content-type": "application/json"})
+        record = json.dumps({**item(0), "pad": "x" * 65_000}).encode()
+        parts = [b"[", *[record + b","] * (self.streamed // len(record)), record + b"]"]
+        for part in parts:
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
 
     def _failure(self, failure: Failure) -> WireError:
         error = RestError(

@@ -4,9 +4,9 @@ page (``pages``), against the owner's data source.
 A connector gets the kind's credential fields with their defaults filled in
 (``ragcore.integrations.kinds.with_defaults``) and a ``Reach``: the time each request
 gets, whether http:// to 127.0.0.1 is allowed (tests only), the HTTP client to use, where
-it may connect (``ragio.integrations.connectors.addresses``). Its failures are
-``SourceFailed`` carrying the source's own reason, with no credential in it: the reason
-is stored and shown to the owner.
+it may connect (``ragio.integrations.connectors.addresses``) and how much one answer may
+hold (``Capped``). Its failures are ``SourceFailed`` carrying the source's own reason,
+with no credential in it: the reason is stored and shown to the owner.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from ragcore.targets.addresses import url_refusal
 from ragio.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
+#: INTEGRATIONS_MAX_RESPONSE_MB's default, in bytes
+MAX_RESPONSE_BYTES = 20 * 2**20
 
 
 class SourceFailed(Exception):
@@ -52,6 +54,8 @@ class Reach:
     #: the service's own database: never a data source
     own_database: OwnDatabase = attrs.field(factory=OwnDatabase)
     allow_unix_sockets: bool = False  # INTEGRATIONS_ALLOW_UNIX_SOCKETS
+    #: the most one answer may hold (INTEGRATIONS_MAX_RESPONSE_MB)
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
 
 Record = dict[str, Any]
@@ -90,6 +94,42 @@ def checked_base_url(url: str, reach: Reach, field: str) -> str:
     if refusal is not None:
         raise SourceFailed(f"{field}: {refusal}")
     return url.rstrip("/")
+
+
+class Capped:
+    """Counts what one answer of a source holds; ``SourceFailed`` once it is more than
+    ``max_bytes`` (``too_big``), so nothing more is read."""
+
+    def __init__(self, max_bytes: int, vendor: str = "") -> None:
+        self.max_bytes = max_bytes
+        self.vendor = vendor
+        self.size = 0
+
+    def add(self, size: int) -> None:
+        self.size += size
+        if self.size > self.max_bytes:
+            raise SourceFailed(too_big(self.max_bytes, self.vendor))
+
+
+def too_big(max_bytes: int, vendor: str = "") -> str:
+    """The reason of an answer over the cap."""
+    megabytes = max_bytes / 2**20
+    said = (
+        f"the source answered more than {megabytes:.3g} MB; nothing more was read "
+        "(INTEGRATIONS_MAX_RESPONSE_MB)"
+    )
+    return f"{vendor}: {said}" if vendor else said
+
+
+def size_of(value: Any) -> int:
+    """About how many bytes ``value`` (a row, a document, one of their values) holds."""
+    if isinstance(value, str | bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + size_of(v) for k, v in value.items()) + 2
+    if isinstance(value, list | tuple):
+        return sum(size_of(v) + 1 for v in value) + 2
+    return 8 if value is None or isinstance(value, bool | int | float) else len(str(value))
 
 
 def equal_records(records: list[Record], field: str, value: str, limit: int) -> list[Record]:

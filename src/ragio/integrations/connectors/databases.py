@@ -23,6 +23,16 @@ which covers SELECT) and, for PyMySQL, each socket read and write
 comes first), which also cuts a server that stops answering. libpq has no read timeout:
 for PostgreSQL, TCP keepalives end a wait on a host that is gone.
 
+Where: the host (each host of a libpq URL) is judged by the address rules and the
+connection pinned to a judged address (``ragio.integrations.connectors.addresses``:
+psycopg's ``hostaddr``, PyMySQL's ``host``); a Unix socket only when allowed, never the
+service's own database.
+
+Size: rows are read one at a time as the server sends them (libpq's single-row mode,
+PyMySQL's unbuffered cursor) and counted (``Capped``): a page or a live read over
+``Reach.max_response_bytes`` fails, and nothing more is read (PostgreSQL cancels the
+statement; MySQL, which cannot stop sending, has its connection dropped).
+
 Names: ``table`` and ``key_column`` are split and checked by
 ``ragcore.integrations.identifiers`` and quoted as identifiers
 (``psycopg.sql.Identifier``; backticks doubled for MySQL); every value is a bound
@@ -59,7 +69,14 @@ from ragcore.integrations.databases import (
 from ragcore.integrations.identifiers import BadIdentifier
 from ragcore.integrations.kinds import KINDS
 from ragio.integrations.connectors.addresses import judged, pinned
-from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
+from ragio.integrations.connectors.base import (
+    Capped,
+    Connector,
+    Reach,
+    Record,
+    SourceFailed,
+    size_of,
+)
 
 PAGE_ROWS = 500
 #: a socket waits this much longer than a statement may run, so that a slow statement is
@@ -136,18 +153,18 @@ class _Table:
         conn = self._open()
         try:
             self._begin(conn, writes=writes)
+            if not writes:
+                rows = self._rows(conn, text, params, max_rows)  # params: a dict, always:
+                _rollback_quietly(conn)  # %% is then read as %
+                return [json_shaped(row) for row in rows], None
             with conn.cursor() as cursor:
-                cursor.execute(text, params)  # a dict, always: %% is then read as %
-                if writes:
-                    affected = cursor.rowcount
-                    if dry_run:
-                        conn.rollback()
-                    else:
-                        conn.commit()
-                    return [], affected
-                rows = cursor.fetchmany(max_rows) if cursor.description else []
-            conn.rollback()
-            return [json_shaped(row) for row in rows], None
+                cursor.execute(text, params)
+                affected = cursor.rowcount
+                if dry_run:
+                    conn.rollback()
+                else:
+                    conn.commit()
+                return [], affected
         except BaseException:
             _rollback_quietly(conn)
             raise
@@ -157,6 +174,15 @@ class _Table:
     def _begin(self, conn: Any, *, writes: bool) -> None:
         """Open the statement's transaction: read-only unless it ``writes``."""
         raise NotImplementedError
+
+    def _rows(self, conn: Any, statement: Any, params: Any, limit: int) -> list[dict[str, Any]]:
+        """At most ``limit`` rows of ``statement``, read one by one as the server sends
+        them and counted (``Capped``): more than ``Reach.max_response_bytes`` is a
+        failure, and nothing more is read."""
+        raise NotImplementedError
+
+    def _cap(self) -> Capped:
+        return Capped(self._reach.max_response_bytes)
 
     def _test(self) -> str:
         raise NotImplementedError
@@ -295,13 +321,31 @@ class MySQLTable(_Table):
             parameters = (after, limit)
         with conn.cursor() as cursor:
             cursor.execute("START TRANSACTION READ ONLY")
-            try:
-                cursor.execute(statement, parameters)
-                rows = list(cursor.fetchall())
-            except BaseException:
-                _rollback_quietly(conn)
-                raise
-            conn.rollback()
+        try:
+            rows = self._rows(conn, statement, parameters, max(1, limit))
+        except BaseException:
+            _rollback_quietly(conn)
+            raise
+        conn.rollback()
+        return rows
+
+    def _rows(self, conn: Any, statement: Any, params: Any, limit: int) -> list[dict[str, Any]]:
+        # an unbuffered cursor: the rows come as they are read, not all at once
+        cap = self._cap()
+        rows: list[dict[str, Any]] = []
+        cursor = conn.cursor(pymysql.cursors.SSDictCursor)
+        try:
+            cursor.execute(statement, params)
+            for row in cursor:
+                if len(rows) == limit:  # more than wanted: the rest is left unread
+                    _drop(conn, cursor)
+                    return rows
+                cap.add(size_of(row))
+                rows.append(row)
+            cursor.close()  # every row read
+        except BaseException:
+            _drop(conn, cursor)
+            raise
         return rows
 
     def _reason(self, failed: Exception) -> str | None:
@@ -343,6 +387,18 @@ def _code_and_message(failed: pymysql.err.MySQLError) -> tuple[int | None, str]:
 def _close_quietly(conn: Any) -> None:
     with contextlib.suppress(Exception):  # already closed, or the server gone
         conn.close()
+
+
+def _drop(conn: Any, cursor: Any) -> None:
+    """Leave the rest of an unbuffered result unread: the connection is closed (MySQL has
+    no way to stop sending a result but that); the caller's rollback and close are then
+    quiet. PyMySQL would read the rest when the cursor or its result is closed or
+    collected: both are told the result is over (``unbuffered_active``, its own flag)."""
+    _close_quietly(conn)
+    result = getattr(cursor, "_result", None)
+    if result is not None:
+        result.unbuffered_active = False
+    cursor.connection = None
 
 
 def _rollback_quietly(conn: Any) -> None:
@@ -475,12 +531,25 @@ class PostgreSQLTable(_Table):
             ).format(**names)
             parameters = (after, limit)
         try:
-            rows = conn.execute(query, parameters).fetchall()
+            rows = self._rows(conn, query, parameters, max(1, limit))
         except BaseException:
             _rollback_quietly(conn)
             raise
         conn.rollback()
-        return list(rows)
+        return rows
+
+    def _rows(self, conn: Any, statement: Any, params: Any, limit: int) -> list[dict[str, Any]]:
+        # libpq's single-row mode: the rows come as they are read; leaving early cancels
+        # the statement rather than reading the rest
+        cap = self._cap()
+        rows: list[dict[str, Any]] = []
+        with conn.cursor() as cursor, contextlib.closing(cursor.stream(statement, params)) as rs:
+            for row in rs:
+                cap.add(size_of(row))
+                rows.append(row)
+                if len(rows) >= limit:
+                    break
+        return rows
 
     def _reason(self, failed: Exception) -> str | None:
         if isinstance(failed, psycopg.errors.UndefinedTable):

@@ -14,6 +14,11 @@ Timeouts: the client's ``serverSelectionTimeoutMS`` (finding a server that answe
 the server enforces, and ``socketTimeoutMS`` (each read) is a second longer, so that the
 server's own reason comes first.
 
+Where: every host of the URL is judged by the address rules
+(``ragio.integrations.connectors.addresses``); a plain ``mongodb://`` URL without TLS is
+rewritten to the judged addresses, so the driver connects there. Size: documents are
+counted as they come (``Capped``): past ``Reach.max_response_bytes`` the cursor is closed.
+
 Documents become JSON-shaped records: an ObjectId as its hex text, Decimal128 as text,
 datetimes as ISO 8601 text in UTC, binary as base64 text, nested documents and arrays
 converted through, any other BSON type (Timestamp, Regex, Code, MinKey…) as its text.
@@ -39,7 +44,14 @@ from pymongo import uri_parser
 from ragcore.integrations.databases import json_shaped, secrets_of, without_secrets
 from ragcore.integrations.kinds import KINDS
 from ragio.integrations.connectors.addresses import pinned
-from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
+from ragio.integrations.connectors.base import (
+    Capped,
+    Connector,
+    Reach,
+    Record,
+    SourceFailed,
+    size_of,
+)
 
 PAGE_DOCUMENTS = 500
 log = logging.getLogger(__name__)
@@ -110,7 +122,18 @@ class MongoCollection:
             .batch_size(limit)
             .max_time_ms(max(1, round(self._reach.timeout * 1000)))
         )
-        return [json_shaped(document, bson_shaped) for document in found]
+        return [json_shaped(document, bson_shaped) for document in self._counted(found)]
+
+    def _counted(self, cursor: Any) -> list[dict[str, Any]]:
+        """The documents of ``cursor``, counted as they come (``Capped``): more than
+        ``Reach.max_response_bytes`` is a failure, the cursor closed, nothing more read."""
+        cap = Capped(self._reach.max_response_bytes)
+        documents: list[dict[str, Any]] = []
+        with cursor:
+            for document in cursor:
+                cap.add(size_of(document))
+                documents.append(document)
+        return documents
 
     def _client(self) -> pymongo.MongoClient[dict[str, Any]]:
         if not self._url.startswith(("mongodb://", "mongodb+srv://")):
@@ -158,7 +181,7 @@ class MongoCollection:
             client.admin.command("ping")
             version = client.admin.command("buildInfo").get("version", "")
             self._check_collection(client)
-            next(iter(self._find(client[self._database][self._collection], None, limit=1)), None)
+            self._counted(self._find(client[self._database][self._collection], None, limit=1))
         return f"{f'MongoDB {version}'.strip()}: collection {self._collection} readable"
 
     def _check_collection(self, client: pymongo.MongoClient[dict[str, Any]]) -> None:
@@ -176,7 +199,7 @@ class MongoCollection:
         self, client: pymongo.MongoClient[dict[str, Any]], last: Any
     ) -> tuple[list[Record], Any]:
         collection = client[self._database][self._collection]
-        documents = list(self._find(collection, last, limit=PAGE_DOCUMENTS))
+        documents = self._counted(self._find(collection, last, limit=PAGE_DOCUMENTS))
         if not documents:
             return [], last
         return [json_shaped(d, bson_shaped) for d in documents], documents[-1]["_id"]
