@@ -130,6 +130,28 @@ def pg_shop(owner_postgres: str) -> str:
     return url
 
 
+async def test_a_failed_statement_says_its_kind_never_the_customers_value(
+    service, shop, pg_shop, caplog
+) -> None:
+    """The server's message quotes the value a customer wrote; the reason kept and logged
+    is the error's kind (MySQL's error name, the SQLSTATE's condition name)."""
+    caplog.set_level("INFO")
+    sneaky = "4411 OR 1=1"
+    mysql = await mysql_source(service, shop)
+    cancel = "UPDATE orders SET status = 'cancelled' WHERE id = {order_id}"
+    failed = await live(service, mysql, "mysql", cancel, order_id=sneaky)
+    assert isinstance(failed, LiveFailure)
+    assert failed.reason == "the statement failed: MySQL error 1292 (ER_TRUNCATED_WRONG_VALUE)"
+    body = {"name": "pg", "source_type": "postgresql", "url": pg_shop, "table": "orders"}
+    postgres = (await sources.create(service, body)).id
+    read = "SELECT status FROM orders WHERE id = {order_id}"
+    failed = await live(service, postgres, "postgresql", read, order_id=sneaky)
+    assert isinstance(failed, LiveFailure)
+    assert failed.reason == "the statement failed: invalid_text_representation (SQLSTATE 22P02)"
+    assert "the statement failed" in caplog.text and sneaky not in caplog.text
+    assert status_of(shop, 4411) == "shipped"
+
+
 async def test_postgresql_reads_in_a_read_only_transaction(service, pg_shop) -> None:
     body = {
         "name": "pg shop",
@@ -149,7 +171,8 @@ async def test_postgresql_reads_in_a_read_only_transaction(service, pg_shop) -> 
         "postgresql",
     )
     refused = await ask(service, sneaky, "status of order 4411")
-    assert isinstance(refused, LiveFailed) and "read-only transaction" in refused.reason
+    assert isinstance(refused, LiveFailed)
+    assert refused.reason == "the statement failed: read_only_sql_transaction (SQLSTATE 25006)"
 
 
 async def live(service, source: int, kind: str, template: Any, **values: str) -> Any:
@@ -205,7 +228,8 @@ async def test_rest_api_gets_the_encoded_path_on_its_own_origin(service, serve_f
     assert fake.requests[-1].raw_path == b"/v1/customers/A%2F7%3Fb%3D1%23c"
     # a value cannot climb the path: it is one encoded segment, not found
     climb = await live(service, source, "rest_api", "/v1/customers/{order_id}", order_id="..")
-    assert isinstance(climb, LiveFailure) and "HTTP 404" in climb.reason
+    # the status alone: the API's message quotes the value ("No customer with id ..")
+    assert isinstance(climb, LiveFailure) and climb.reason == "REST API: HTTP 404: Not Found"
     assert fake.requests[-1].raw_path == b"/v1/customers/%2E%2E"
     listed = await live(
         service, source, "rest_api", "/v1/customers?email={email}", email="user1@example.org"

@@ -75,7 +75,7 @@ async def own_database(url: str, data_dir: str) -> OwnDatabase:
 async def connector_reach(service: Service, timeout: float, *, live: bool = False) -> Reach:
     """A Reach under the service's settings, with no HTTP client (the database kinds'),
     ``timeout`` for each request; ``live``: a live query's (a driver's thread is left
-    behind when its time is up)."""
+    behind when its time is up; see ``Reach.live``)."""
     settings = service.settings
     return Reach(
         timeout,
@@ -86,6 +86,7 @@ async def connector_reach(service: Service, timeout: float, *, live: bool = Fals
         own_database=await own_database(service.database.url, str(settings.data_dir)),
         allow_unix_sockets=settings.integrations_allow_unix_sockets,
         max_response_bytes=max(1, round(settings.integrations_max_response_mb * 2**20)),
+        live=live,
     )
 
 

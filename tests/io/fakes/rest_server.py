@@ -18,7 +18,8 @@ tests see it masked).
 chunks with no Content-Length, as a source answering a huge body does.
 
 One item, ``GET /v1/customers/{id}``: the item whose id is that one path segment, as
-sent percent-encoded (``%2F`` is part of the id, not a new segment), or a 404;
+sent percent-encoded (``%2F`` is part of the id, not a new segment), or a 404 whose
+message quotes the id;
 ``?email=`` on the listing keeps the items with that e-mail."""
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class FakeRestApi(FakeServer):
             segment = raw[len(self.path) + 1 :]
             wanted = unquote(segment) if "/" not in segment else None
             found = [i for i in self.items if str(i["id"]) == wanted]
-            if not found:
-                raise RestError(404, "Not Found")
+            if not found:  # as many APIs do, the message quotes what was asked for
+                raise RestError(404, f"No customer with id {wanted}")
             await self._send_json(send, 200, found[0])
             return
         if request.path != self.path or request.method != "GET":

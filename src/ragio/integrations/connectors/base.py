@@ -6,7 +6,10 @@ A connector gets the kind's credential fields with their defaults filled in
 gets, whether http:// to 127.0.0.1 is allowed (tests only), the HTTP client to use, where
 it may connect (``ragio.integrations.connectors.addresses``) and how much one answer may
 hold (``Capped``). Its failures are ``SourceFailed`` carrying the source's own reason,
-with no credential in it: the reason is stored and shown to the owner.
+with no credential in it: the reason is stored and shown to the owner. In a live query
+(``Reach.live``) an HTTP source's error answer is told by its status alone, and a
+database's failed statement by the error's kind (the connectors' ``run_statement`` and
+``find``): the source's own words may quote the customer's values.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ class Reach:
     allow_unix_sockets: bool = False  # INTEGRATIONS_ALLOW_UNIX_SOCKETS
     #: the most one answer may hold (INTEGRATIONS_MAX_RESPONSE_MB)
     max_response_bytes: int = MAX_RESPONSE_BYTES
+    #: a live query: an error answer's reason is its status, not the source's words
+    live: bool = False
 
 
 Record = dict[str, Any]

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -56,6 +57,7 @@ import trio
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
+from pymysql.constants import CR, ER
 
 from ragcore.integrations import identifiers
 from ragcore.integrations.databases import (
@@ -143,7 +145,10 @@ class _Table:
         """One statement of a live action with its bound ``params``: a read in a read-only
         transaction, at most ``max_rows`` rows; a write committed, with the rows it
         changed, or with ``dry_run`` rolled back, with the rows it would have changed.
-        The server's statement timeout applies to all."""
+        The server's statement timeout applies to all. A failure of the statement itself
+        says what kind of error it was (``_kind_of``: an SQLSTATE's condition name, a
+        MySQL error's name), never the server's message, which may quote the customer's
+        values; a failure to connect keeps the server's words (no value was sent yet)."""
         statement = functools.partial(self._statement, text, params, writes, max_rows, dry_run)
         return await self._run(statement)
 
@@ -153,18 +158,24 @@ class _Table:
         conn = self._open()
         try:
             self._begin(conn, writes=writes)
-            if not writes:
-                rows = self._rows(conn, text, params, max_rows)  # params: a dict, always:
-                _rollback_quietly(conn)  # %% is then read as %
-                return [json_shaped(row) for row in rows], None
-            with conn.cursor() as cursor:
-                cursor.execute(text, params)
-                affected = cursor.rowcount
-                if dry_run:
-                    conn.rollback()
-                else:
-                    conn.commit()
-                return [], affected
+            try:
+                if not writes:
+                    rows = self._rows(conn, text, params, max_rows)  # params: a dict, always:
+                    _rollback_quietly(conn)  # %% is then read as %
+                    return [json_shaped(row) for row in rows], None
+                with conn.cursor() as cursor:
+                    cursor.execute(text, params)
+                    affected = cursor.rowcount
+                    if dry_run:
+                        conn.rollback()
+                    else:
+                        conn.commit()
+                    return [], affected
+            except Exception as failed:
+                kind = None if isinstance(failed, SourceFailed) else self._kind_of(failed)
+                if kind is None:
+                    raise
+                raise SourceFailed(f"the statement failed: {kind}") from None
         except BaseException:
             _rollback_quietly(conn)
             raise
@@ -232,6 +243,11 @@ class _Table:
             raise SourceFailed(without_secrets(reason, self._secrets)) from None
 
     def _reason(self, failed: Exception) -> str | None:
+        raise NotImplementedError
+
+    def _kind_of(self, failed: Exception) -> str | None:
+        """What kind of error a statement's ``failed`` is, in words that quote no value;
+        None when it is not the driver's."""
         raise NotImplementedError
 
     def _missing_table(self) -> str:
@@ -361,6 +377,31 @@ class MySQLTable(_Table):
         if isinstance(failed, OSError | EOFError):
             return str(failed) or type(failed).__name__
         return None
+
+    def _kind_of(self, failed: Exception) -> str | None:
+        if isinstance(failed, pymysql.err.MySQLError):
+            code = _code_and_message(failed)[0]
+            if code is None:
+                return type(failed).__name__
+            name = MYSQL_ERRORS.get(code)
+            return f"MySQL error {code} ({name})" if name else f"MySQL error {code}"
+        if isinstance(failed, OSError | EOFError):
+            return type(failed).__name__
+        return None
+
+
+def _mysql_names() -> dict[int, str]:
+    """MySQL's and MariaDB's error numbers and their names (PyMySQL's constants)."""
+    names: dict[int, str] = {}
+    for module, prefix in ((CR, ""), (ER, "ER_")):
+        for name in dir(module):
+            value = getattr(module, name)
+            if name.isupper() and isinstance(value, int):
+                names.setdefault(value, name if name.startswith(("CR_", "ER_")) else prefix + name)
+    return names
+
+
+MYSQL_ERRORS = _mysql_names()
 
 
 def _connect_first(
@@ -565,6 +606,35 @@ class PostgreSQLTable(_Table):
         if isinstance(failed, OSError):
             return str(failed) or type(failed).__name__
         return None
+
+    def _kind_of(self, failed: Exception) -> str | None:
+        if isinstance(failed, psycopg.errors.QueryCanceled):
+            return f"{_condition(failed)} (after {self._reach.timeout:g} s)"
+        if isinstance(failed, psycopg.Error):
+            return _condition(failed)
+        if isinstance(failed, OSError):
+            return type(failed).__name__
+        return None
+
+
+def _condition(failed: psycopg.Error) -> str:
+    """The SQLSTATE's condition name (``invalid_text_representation``), from psycopg's
+    class of it, and the names (never values) the server gave: column, table,
+    constraint, type."""
+    condition = re.sub(r"(?<!^)(?=[A-Z])", "_", type(failed).__name__).lower()
+    said = f"{condition} (SQLSTATE {failed.sqlstate})" if failed.sqlstate else condition
+    diag = failed.diag
+    names = [
+        f"{what} {name}"
+        for what, name in (
+            ("column", diag.column_name),
+            ("table", diag.table_name),
+            ("constraint", diag.constraint_name),
+            ("type", diag.datatype_name),
+        )
+        if name
+    ]
+    return ", ".join([said, *names])
 
 
 def _primary(failed: psycopg.Error) -> str:

@@ -102,7 +102,9 @@ class MongoCollection:
 
     async def find(self, filter_: Mapping[str, Any], limit: int) -> list[Record]:
         """A live action's read: the documents matching ``filter_`` (its values BSON
-        values, as bound), at most ``limit``, the server's ``maxTimeMS`` on it."""
+        values, as bound), at most ``limit``, the server's ``maxTimeMS`` on it. A failure
+        of the query says its error's name and code, never the server's message (it may
+        quote the customer's values)."""
         client = await self._run(self._client)
         try:
             return await self._run(functools.partial(self._matching, client, filter_, limit))
@@ -122,7 +124,13 @@ class MongoCollection:
             .batch_size(limit)
             .max_time_ms(max(1, round(self._reach.timeout * 1000)))
         )
-        return [json_shaped(document, bson_shaped) for document in self._counted(found)]
+        try:
+            documents = self._counted(found)
+        except pymongo.errors.OperationFailure as failed:
+            # its message may quote the customer's values: the error's name and code only
+            name = (failed.details or {}).get("codeName") or type(failed).__name__
+            raise SourceFailed(f"the query failed: {name} (code {failed.code})") from None
+        return [json_shaped(document, bson_shaped) for document in documents]
 
     def _counted(self, cursor: Any) -> list[dict[str, Any]]:
         """The documents of ``cursor``, counted as they come (``Capped``): more than

@@ -7,7 +7,8 @@ credentials elsewhere): it is a failure, named as one. When the caller gave no c
 one is made for the request (``source_client``: every connection judged by the address
 rules and pinned to an address that passed). The body is read as it streams in and
 counted: an answer of more than ``reach.max_response_bytes`` is a failure, the rest
-never read.
+never read. In a live query (``reach.live``) an error answer's reason is its status
+alone: a vendor's message may quote the customer's values that were sent.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ async def request(
             attempts, status, answer.headers.get("retry-after"), answer.headers.get("date")
         )
         if wait is None:
-            message = _message(answer, describe)
+            message = _message(answer, describe, reach.live)
             raise HttpFailed(reason(vendor, status, message, secrets), status)
         log.info("%s: HTTP %s; trying again in %.1f s", vendor, status, wait)
         await trio.sleep(wait)
@@ -146,9 +147,11 @@ async def _stream(
         return _Answer(response, b"".join(chunks))
 
 
-def _message(answer: _Answer, describe: Describe) -> str:
+def _message(answer: _Answer, describe: Describe, live: bool) -> str:
     if answer.is_redirect:
         return "a redirect, which is not followed (is the base URL right?)"
+    if live:  # the vendor's words may quote the values the query sent
+        return answer.reason_phrase or httpx.codes.get_reason_phrase(answer.status_code)
     try:
         body = json.loads(answer.body)
     except ValueError:
