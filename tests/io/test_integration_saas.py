@@ -484,5 +484,13 @@ async def test_every_host_follows_the_address_rules(serve_fake) -> None:
     assert fake.requests == []
 
 
+async def test_plain_http_is_logged_once_a_request(serve_fake, reach, caplog) -> None:
+    fake = await serve_fake(FakeRestApi("Authorization", REST_TOKEN, 5))
+    caplog.set_level("WARNING")
+    await rest.connect(on_rest(fake), reach).test()
+    warned = [r for r in caplog.records if "INTEGRATIONS_ALLOW_HTTP_LOOPBACK" in r.getMessage()]
+    assert len(warned) == len(fake.requests) == 1
+
+
 def test_every_kind_has_its_connector() -> None:
     assert set(FACTORIES) == set(KINDS)
