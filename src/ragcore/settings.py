@@ -647,6 +647,28 @@ SETTINGS: tuple[Setting, ...] = (
         _boolean,
     ),
     Setting(
+        "INTEGRATIONS_ALLOW_PRIVATE_TARGETS",
+        "false",
+        "true lets data sources reach loopback, private and carrier-grade NAT addresses: the "
+        "owner's database or API on this host or LAN (link-local and cloud metadata addresses, "
+        "the service itself and its own database stay refused)",
+        _boolean,
+    ),
+    Setting(
+        "INTEGRATIONS_ALLOW_UNIX_SOCKETS",
+        "false",
+        "true lets database data sources connect through a Unix socket (a host that is a "
+        "path); the service's own database and anything under DATA_DIR stay refused",
+        _boolean,
+    ),
+    Setting(
+        "INTEGRATIONS_MAX_RESPONSE_MB",
+        "20",
+        "the most one answer of a data source may hold (a page, a test, a live query; a "
+        "Google sheet's range is one answer); past it the call fails, nothing more is read",
+        _number(0.001, 1024),
+    ),
+    Setting(
         "WEBHOOK_TARGETS",
         "",
         "comma-separated name=https://… pairs the AI may call by name (a secret: such URLs "
@@ -970,6 +992,9 @@ class Settings:
     integrations_sync_max_records: int
     live_query_timeout_seconds: float
     integrations_allow_http_loopback: bool
+    integrations_allow_private_targets: bool
+    integrations_allow_unix_sockets: bool
+    integrations_max_response_mb: float
     webhook_targets: tuple[tuple[str, str], ...]
     chatops_webhook_url: str
     smtp_host: str

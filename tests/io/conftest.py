@@ -30,7 +30,7 @@ from tests.io.fakes.action_receivers import CertAuthority, serve_https
 from tests.io.fakes.asgi import FakeServer
 from tests.io.fakes.clock import FakeClock
 from tests.io.fakes.workflow_receiver import WorkflowReceiver
-from tests.io.live import maria, shop  # noqa: F401 (the live-data tests' fixtures)
+from tests.io.live import maria, owner_postgres, shop  # noqa: F401 (fixtures)
 
 F = TypeVar("F", bound=FakeServer)
 C = TypeVar("C")

@@ -1,5 +1,6 @@
 """What the live-data tests share: a MariaDB with a shop's orders (one per test session), the
-count of queries it was asked, and actions created through the owner's API."""
+count of queries it was asked, actions created through the owner's API, and a PostgreSQL of
+the owner's (``owner_postgres``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
+from ragio.db.embedded import EmbeddedPostgres
 from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
 
 PASSWORD = "live-S3cret"  # noqa: S105 (the test server's)
@@ -38,6 +41,27 @@ def maria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
             yield server
     except NotInstalled as error:
         pytest.fail(str(error))
+
+
+@pytest.fixture(scope="session")
+def owner_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a PostgreSQL of the owner's, for postgresql data sources: a second
+    embedded server in a folder of its own, started only by the tests that use it. Never
+    the session's own server, on which the service runs: no data source may read the
+    service's own database. Its URL's host is its socket directory, so the tests that use
+    it allow Unix sockets (INTEGRATIONS_ALLOW_UNIX_SOCKETS)."""
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("owner-pg"))
+    url = server.start()
+    yield url
+    server.stop()
+
+
+def owner_database(owner_url: str, name: str) -> str:
+    """The URL of database ``name`` on the owner's PostgreSQL, created if missing."""
+    with psycopg.connect(owner_url, autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            admin.execute(f'CREATE DATABASE "{name}"')
+    return owner_url.replace("/ragchat?", f"/{name}?")
 
 
 @pytest.fixture

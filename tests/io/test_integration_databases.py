@@ -1,6 +1,9 @@
 """The database data sources against real servers: a MariaDB of the session's own
-(Debian's mariadb-server, on its own data folder, socket and port), a database on the
-session's embedded PostgreSQL, and nx-27017 (a MongoDB wire-protocol server on SQLite)."""
+(Debian's mariadb-server, on its own data folder, socket and port), a second embedded
+PostgreSQL (the owner's: never the one the service itself runs on), and nx-27017 (a
+MongoDB wire-protocol server on SQLite). They are on this host: the Reach allows loopback
+addresses and Unix sockets, as INTEGRATIONS_ALLOW_PRIVATE_TARGETS and
+INTEGRATIONS_ALLOW_UNIX_SOCKETS do."""
 
 from __future__ import annotations
 
@@ -21,11 +24,17 @@ import pymysql
 import pytest
 import trio
 
+from ragcore.integrations.addresses import targets
 from ragcore.integrations.databases import json_shaped
 from ragcore.integrations.kinds import KINDS, with_defaults
 from ragio.integrations.connectors.base import Connector, Reach, SourceFailed
-from ragio.integrations.connectors.databases import connect_mysql, connect_postgresql
-from ragio.integrations.connectors.mongodb import bson_shaped, connect_mongodb
+from ragio.integrations.connectors.databases import (
+    MySQLTable,
+    PostgreSQLTable,
+    connect_mysql,
+    connect_postgresql,
+)
+from ragio.integrations.connectors.mongodb import MongoCollection, bson_shaped, connect_mongodb
 from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
 from tests.io.processes import free_port
 
@@ -35,7 +44,14 @@ ROWS = 1234
 AWKWARD = "we ird `tbl\" 'x%"  # a space, both quotes, a backtick and a percent sign
 AWKWARD_PG = AWKWARD.replace('"', '""')  # as a quoted identifier in PostgreSQL
 INJECTION = "customers; DROP TABLE customers; --"
-REACH = Reach(timeout=5, allow_http_loopback=False)
+#: the servers are on this host: loopback addresses and Unix sockets allowed
+REACH = Reach(
+    timeout=5,
+    allow_http_loopback=False,
+    targets=targets(allow_private=True),
+    allow_unix_sockets=True,
+)
+QUICK = attrs.evolve(REACH, timeout=1)
 
 
 def connector(kind: str, reach: Reach = REACH, **credentials: str) -> Connector:
@@ -147,9 +163,10 @@ class Postgres:
 
 
 @pytest.fixture(scope="session")
-def postgres_source(postgres_url: str) -> Postgres:
-    """A second database on the session's embedded PostgreSQL, read by the role ``shop``
-    with a password (the embedded server trusts its socket: a rule for ``shop`` first)."""
+def postgres_source(owner_postgres: str) -> Postgres:
+    """A database on the owner's PostgreSQL, read by the role ``shop`` with a password (the
+    embedded server trusts its socket: a rule for ``shop`` first)."""
+    postgres_url = owner_postgres
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         hba = Path(admin.execute("SHOW hba_file").fetchone()[0])
         socket_dir = admin.execute("SHOW unix_socket_directories").fetchone()[0].split(",")[0]
@@ -330,7 +347,7 @@ async def test_mysql_reads_in_a_read_only_transaction(mariadb: Shop) -> None:
 
 
 async def test_mysql_timeouts_cut_a_hang(mariadb: Shop, silent_port: int) -> None:
-    quick = Reach(timeout=1, allow_http_loopback=False)
+    quick = QUICK
     started = trio.current_time()
     slow = connector("mysql", quick, **mariadb.credentials(table="slow"))
     reason = await failure(lambda: read_all(slow))
@@ -399,7 +416,8 @@ async def test_postgresql_a_url_libpq_quotes_back_is_masked() -> None:
 
 
 async def test_postgresql_awkward_names_stay_names(
-    postgres_source: Postgres, postgres_url: str
+    postgres_source: Postgres,
+    owner_postgres: str,
 ) -> None:
     credentials = postgres_source.credentials(table=f"sales.{AWKWARD}")
     assert await read_all(connector("postgresql", **credentials)) == [
@@ -415,23 +433,24 @@ async def test_postgresql_awkward_names_stay_names(
             connector("postgresql", **postgres_source.credentials(table=injected)).test
         )
         assert reason == f"table {injected} does not exist"
-    with psycopg.connect(postgres_url.replace("/ragchat?", "/crm_source?")) as db:
+    with psycopg.connect(owner_postgres.replace("/ragchat?", "/crm_source?")) as db:
         assert db.execute("SELECT count(*) FROM sales.customers").fetchone() == (ROWS,)
     quoted = postgres_source.credentials(table='"sales"."customers"')
     assert (await connector("postgresql", **quoted).test()).endswith("readable")
 
 
 async def test_postgresql_reads_in_a_read_only_transaction(
-    postgres_source: Postgres, postgres_url: str
+    postgres_source: Postgres,
+    owner_postgres: str,
 ) -> None:
     writes = connector("postgresql", **postgres_source.credentials(table="sales.writes"))
     assert "read-only transaction" in await failure(lambda: read_all(writes))
-    with psycopg.connect(postgres_url.replace("/ragchat?", "/crm_source?")) as db:
+    with psycopg.connect(owner_postgres.replace("/ragchat?", "/crm_source?")) as db:
         assert db.execute("SELECT count(*) FROM sales.visits").fetchone() == (0,)
 
 
 async def test_postgresql_timeouts_cut_a_hang(postgres_source: Postgres, silent_port: int) -> None:
-    quick = Reach(timeout=1, allow_http_loopback=False)
+    quick = QUICK
     started = trio.current_time()
     slow = connector("postgresql", quick, **postgres_source.credentials(table="sales.slow"))
     assert "statement timeout" in await failure(lambda: read_all(slow))
@@ -469,7 +488,7 @@ async def test_mongodb_reads_every_document_in_pages(mongo: str) -> None:
 async def test_mongodb_failures_carry_the_drivers_reason(mongo: str) -> None:
     port = closed_port()
     url = f"mongodb://shop:{ENCODED}"
-    quick = Reach(timeout=1, allow_http_loopback=False)
+    quick = QUICK
     refused = await failure(
         connector("mongodb", quick, **mongo_credentials(f"{url}@127.0.0.1:{port}/")).test
     )
@@ -495,7 +514,7 @@ async def test_mongodb_failures_carry_the_drivers_reason(mongo: str) -> None:
 
 
 async def test_mongodb_timeout_cuts_a_silent_server(silent_port: int) -> None:
-    quick = Reach(timeout=1, allow_http_loopback=False)
+    quick = QUICK
     started = trio.current_time()
     url = f"mongodb://127.0.0.1:{silent_port}/"
     reason = await failure(connector("mongodb", quick, **mongo_credentials(url)).test)
@@ -521,3 +540,73 @@ def test_bson_values_become_json_shaped() -> None:
         "blob": "AP8=",
         "big": 2**40,
     }
+
+
+# --- where a database source may be -------------------------------------------------------
+
+
+async def test_database_hosts_follow_the_address_rules(
+    mariadb: Shop, postgres_source: Postgres, mongo: str
+) -> None:
+    strict = Reach(timeout=5, allow_http_loopback=False)  # the settings' defaults
+    hint = "set INTEGRATIONS_ALLOW_PRIVATE_TARGETS=true to reach a data source on this host or LAN"
+    for host in ("127.0.0.1", "localhost", "127.1"):
+        reason = await failure(connector("mysql", strict, **mariadb.credentials(host=host)).test)
+        assert reason.startswith("host: ") and reason.endswith(f"is a loopback address; {hint}")
+    url = f"mysql://shop:{ENCODED}@127.0.0.1:{mariadb.port}/crm"
+    reason = await failure(connector("mysql", strict, url=url, table="customers").test)
+    assert reason == f"url: 127.0.0.1 is a loopback address; {hint}"
+    assert_no_secret(reason)
+    reason = await failure(connector("mongodb", strict, **mongo_credentials(mongo)).test)
+    assert reason == f"url: 127.0.0.1 is a loopback address; {hint}"
+    socket_dir = postgres_source.socket_dir
+    sockets = "set INTEGRATIONS_ALLOW_UNIX_SOCKETS=true to reach a database on this host"
+    reason = await failure(connector("postgresql", strict, **postgres_source.credentials()).test)
+    assert reason == f"host: {socket_dir} is a Unix socket; {sockets} through its socket"
+    url = f"postgresql://shop:{ENCODED}@/crm_source?host={socket_dir}"
+    reason = await failure(connector("postgresql", strict, url=url, table="sales.customers").test)
+    assert reason == f"url: {socket_dir} is a Unix socket; {sockets} through its socket"
+    # link-local and cloud metadata: never, whatever the settings say
+    for host in ("169.254.169.254", "metadata.google.internal", "[fe80::1]"):
+        credentials = postgres_source.credentials(host=host, port="5432")
+        reason = await failure(connector("postgresql", REACH, **credentials).test)
+        assert "data sources never go there" in reason, reason
+    # allowed, the host is read as it resolves and the connection pinned to its address
+    said = await connector("mysql", REACH, **mariadb.credentials(host="localhost")).test()
+    assert said.endswith(": table customers readable")
+
+
+async def test_an_answer_over_the_cap_is_refused(
+    mariadb: Shop, postgres_source: Postgres, mongo: str
+) -> None:
+    """A page (500 rows, about 40 kB here) or a live read over the cap: refused, saying so
+    (the cap counts the rows as they come)."""
+    capped = attrs.evolve(REACH, max_response_bytes=round(0.01 * 2**20))
+    said = (
+        "the source answered more than 0.01 MB; nothing more was read "
+        "(INTEGRATIONS_MAX_RESPONSE_MB)"
+    )
+    sources = {
+        "mysql": mariadb.credentials(),
+        "postgresql": postgres_source.credentials(),
+        "mongodb": mongo_credentials(mongo),
+    }
+    for kind, credentials in sources.items():
+        source = connector(kind, capped, **credentials)
+        assert await failure(lambda: read_all(source)) == said, kind  # noqa: B023
+    tiny = attrs.evolve(REACH, max_response_bytes=1000)  # a live read of 50 rows
+    for kind, table in (("mysql", MySQLTable), ("postgresql", PostgreSQLTable)):
+        credentials = with_defaults(KINDS[kind], sources[kind])
+        read = table(credentials, tiny).run_statement(
+            "SELECT * FROM " + credentials["table"], {}, writes=False, max_rows=50
+        )
+        with pytest.raises(SourceFailed, match="more than 0.000954 MB"):
+            await read
+        # within the cap, the first 50 rows of many: the rest left unread
+        rows, _ = await table(credentials, REACH).run_statement(
+            "SELECT * FROM " + credentials["table"], {}, writes=False, max_rows=50
+        )
+        assert len(rows) == 50
+    documents = MongoCollection(with_defaults(KINDS["mongodb"], sources["mongodb"]), tiny)
+    with pytest.raises(SourceFailed, match="more than 0.000954 MB"):
+        await documents.find({}, 50)

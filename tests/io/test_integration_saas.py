@@ -5,13 +5,16 @@ plain http refused unless allowed, and next-page links to another origin refused
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from ragcore.integrations.addresses import targets
 from ragcore.integrations.kinds import KINDS, with_defaults
 from ragio.integrations.connectors import (
     FACTORIES,
@@ -22,6 +25,7 @@ from ragio.integrations.connectors import (
     shopify,
     stripe,
 )
+from ragio.integrations.connectors.addresses import source_client
 from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
 from tests.io.fakes.clock import FakeClock
 from tests.io.fakes.google_sheets_server import FakeGoogleSheets, key_file, key_pair
@@ -38,15 +42,20 @@ SF_ID, SF_SECRET = "3MVG9fakeConsumerKey", "F4K3CONSUMERSECRET0123456789"
 REST_TOKEN = "Bearer rest-token-0123456789"
 
 
+#: the fakes are on 127.0.0.1: loopback addresses allowed (INTEGRATIONS_ALLOW_PRIVATE_TARGETS)
+PRIVATE = targets(allow_private=True)
+
+
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as http:
+    """The service's client for data sources: each connection judged and pinned."""
+    async with source_client(Reach(5.0, True, targets=PRIVATE)) as http:
         yield http
 
 
 @pytest.fixture
 def reach(client: httpx.AsyncClient) -> Reach:
-    return Reach(timeout=5.0, allow_http_loopback=True, client=client)
+    return Reach(timeout=5.0, allow_http_loopback=True, client=client, targets=PRIVATE)
 
 
 def creds(kind: str, **given: str) -> dict[str, str]:
@@ -105,10 +114,12 @@ async def test_hubspot_reads_every_page_and_waits_out_a_429(serve_fake, reach) -
 
 async def test_hubspot_unknown_object_and_plain_http(serve_fake, client) -> None:
     fake = await serve_fake(FakeHubSpot(HUBSPOT_TOKEN))
-    loopback = Reach(5.0, True, client)
+    loopback = Reach(5.0, True, client, targets=PRIVATE)
     reason = await failure(hubspot.connect(on_hubspot(fake, object_type="widgets"), loopback).test)
     assert reason == "HubSpot: HTTP 400: Unable to infer object type from: widgets"
-    reason = await failure(hubspot.connect(on_hubspot(fake), Reach(5.0, False, client)).test)
+    reason = await failure(
+        hubspot.connect(on_hubspot(fake), Reach(5.0, False, client, targets=PRIVATE)).test
+    )
     assert reason == "api_base must be an https:// URL, not http scheme"
     assert not fake.requests[1:]
 
@@ -236,12 +247,18 @@ async def test_shopify_reads_every_page_through_throttling(serve_fake, reach) ->
 
 async def test_shopify_domain_and_plain_http(serve_fake, client) -> None:
     fake = await serve_fake(FakeShopify(SHOPIFY_TOKEN))
-    reason = await failure(shopify.connect(on_shopify(fake), Reach(5.0, False, client)).test)
+    reason = await failure(
+        shopify.connect(on_shopify(fake), Reach(5.0, False, client, targets=PRIVATE)).test
+    )
     assert reason == "shop_domain must be an https:// URL, not http scheme"
     odd = {**on_shopify(fake), "shop_domain": "shop.example/admin?x"}
-    assert "must be a domain" in await failure(shopify.connect(odd, Reach(5.0, True, client)).test)
+    assert "must be a domain" in await failure(
+        shopify.connect(odd, Reach(5.0, True, client, targets=PRIVATE)).test
+    )
     bad = on_shopify(fake, resource="products")
-    assert "customers, orders" in await failure(shopify.connect(bad, Reach(5.0, True, client)).test)
+    assert "customers, orders" in await failure(
+        shopify.connect(bad, Reach(5.0, True, client, targets=PRIVATE)).test
+    )
 
 
 # ---------------------------------------------------------------- Google Sheets
@@ -312,10 +329,12 @@ async def test_sheets_a_stale_clock_and_plain_http(google, client) -> None:
     fake, key = google
     stale = FakeClock(datetime.now(UTC) - timedelta(hours=2))
     reason = await failure(
-        sheets.connect(on_sheets(fake, key), Reach(5.0, True, client, stale)).test
+        sheets.connect(on_sheets(fake, key), Reach(5.0, True, client, stale, targets=PRIVATE)).test
     )
     assert "Token must be a short-lived token" in reason
-    reason = await failure(sheets.connect(on_sheets(fake, key), Reach(5.0, False, client)).test)
+    reason = await failure(
+        sheets.connect(on_sheets(fake, key), Reach(5.0, False, client, targets=PRIVATE)).test
+    )
     assert reason == "token_uri must be an https:// URL, not http scheme"
     assert not fake.requests[1:]
 
@@ -407,31 +426,70 @@ async def test_rest_refuses_a_next_page_on_another_origin(serve_fake, reach, sty
 
 async def test_rest_plain_http_and_waits(serve_fake, client) -> None:
     fake = await serve_fake(FakeRestApi("Authorization", REST_TOKEN, 5, style="next"))
-    reason = await failure(rest.connect(on_rest(fake), Reach(5.0, False, client)).test)
+    reason = await failure(
+        rest.connect(on_rest(fake), Reach(5.0, False, client, targets=PRIVATE)).test
+    )
     assert reason == "base_url must be an https:// URL, not http scheme"
     fake.fail_next(503, retry_after="0")
-    pages = await read_all(rest.connect(on_rest(fake), Reach(5.0, True, client)))
+    pages = await read_all(rest.connect(on_rest(fake), Reach(5.0, True, client, targets=PRIVATE)))
     assert [len(p) for p in pages] == [5]
     unlisted = {**on_rest(fake), "records_key": "rows"}
-    reason = await failure(rest.connect(unlisted, Reach(5.0, True, client)).test)
+    reason = await failure(rest.connect(unlisted, Reach(5.0, True, client, targets=PRIVATE)).test)
     assert reason == "REST API: the answer has no list in 'rows'"
 
 
 async def test_rest_a_slow_page_a_captive_portal_and_a_redirect(serve_fake, client) -> None:
     fake = await serve_fake(FakeRestApi("Authorization", REST_TOKEN, 5, delay=2.0))
-    reason = await failure(rest.connect(on_rest(fake), Reach(0.3, True, client)).test)
+    reason = await failure(
+        rest.connect(on_rest(fake), Reach(0.3, True, client, targets=PRIVATE)).test
+    )
     assert reason == "REST API: no answer within 0.3 s"
     fake.delay = 0.0
     fake.garbage = "html"
-    reason = await failure(rest.connect(on_rest(fake), Reach(5.0, True, client)).test)
+    reason = await failure(
+        rest.connect(on_rest(fake), Reach(5.0, True, client, targets=PRIVATE)).test
+    )
     assert reason == "REST API: HTTP 200: the answer is not JSON"
     fake.garbage = None
     fake.redirect_to = "https://elsewhere.example/v1/customers"
-    reason = await failure(rest.connect(on_rest(fake), Reach(5.0, True, client)).test)
+    reason = await failure(
+        rest.connect(on_rest(fake), Reach(5.0, True, client, targets=PRIVATE)).test
+    )
     assert reason == (
         "REST API: HTTP 302: a redirect, which is not followed (is the base URL right?)"
     )
     assert len(fake.requests) == 3
+
+
+# ---------------------------------------------------------------- where a source may be
+
+HINT = "set INTEGRATIONS_ALLOW_PRIVATE_TARGETS=true to reach a data source on this host or LAN"
+
+
+async def test_every_host_follows_the_address_rules(serve_fake) -> None:
+    fake = await serve_fake(FakeRestApi("Authorization", REST_TOKEN, 5))
+    strict = Reach(5.0, True)  # the settings' defaults, but plain http to 127.0.0.1
+    reason = await failure(rest.connect(on_rest(fake), strict).test)
+    assert reason == f"base_url: 127.0.0.1 is a loopback address; {HINT}"
+    # a name is judged by what it resolves to, when connected to: this host's own name
+    # (/etc/hosts) is loopback or private
+    name, port = socket.gethostname(), urlsplit(fake.base_url).port
+    named = {**on_rest(fake), "base_url": f"https://{name}:{port}"}
+    reason = await failure(rest.connect(named, strict).test)
+    assert reason.startswith(f"REST API: {name.lower()}: ") and reason.endswith(HINT), reason
+    for metadata in ("https://169.254.169.254", "https://[fd00:ec2::254]", "https://metadata"):
+        given = {**on_rest(fake), "base_url": metadata}
+        reason = await failure(rest.connect(given, Reach(5.0, True, targets=PRIVATE)).test)
+        assert reason.startswith("base_url: ") and "never go there" in reason, reason
+    assert fake.requests == []
+
+
+async def test_plain_http_is_logged_once_a_request(serve_fake, reach, caplog) -> None:
+    fake = await serve_fake(FakeRestApi("Authorization", REST_TOKEN, 5))
+    caplog.set_level("WARNING")
+    await rest.connect(on_rest(fake), reach).test()
+    warned = [r for r in caplog.records if "INTEGRATIONS_ALLOW_HTTP_LOOPBACK" in r.getMessage()]
+    assert len(warned) == len(fake.requests) == 1
 
 
 def test_every_kind_has_its_connector() -> None:

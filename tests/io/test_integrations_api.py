@@ -12,14 +12,17 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import attrs
 import httpx
 import psycopg
 import pytest
 import trio
 from cryptography.fernet import Fernet
+from psycopg.conninfo import conninfo_to_dict
 
 from ragcore.jobs import FIRST_BACKOFF
 from ragio.integrations import connectors, store, sync
+from ragio.integrations.credentials import Keys
 from ragio.jobs import worker
 from ragio.startup import open_service
 from tests.conftest import make_settings
@@ -45,7 +48,8 @@ BROKEN = {"name": "Broken", "source_type": "csv", "content": 'a\n"' + "x" * 140_
 
 @pytest.fixture
 def settings_overrides():
-    return {"addon_encryption_key": KEY_A}
+    # the database sources here are on 127.0.0.1
+    return {"addon_encryption_key": KEY_A, "integrations_allow_private_targets": True}
 
 
 def raw_rows(database_url: str) -> list[tuple]:
@@ -172,6 +176,143 @@ async def test_bad_bodies_are_422_naming_the_field_and_store_nothing(api, databa
         problem = assert_problem(response, 422)
         assert field in problem["field"] or field in problem["detail"], (body, problem)
     assert counts(database_url) == (0, 0)
+
+
+PRIVATE_HINT = (
+    "set INTEGRATIONS_ALLOW_PRIVATE_TARGETS=true to reach a data source on this host or LAN"
+)
+LOOPBACK = f"is a loopback address; {PRIVATE_HINT}"
+
+
+async def test_hosts_a_source_may_not_reach_are_422_naming_the_field(api, service, database_url):
+    service.settings = attrs.evolve(service.settings, integrations_allow_private_targets=False)
+    mysql = {"name": "Shop", "source_type": "mysql", "user": "r", "database": "d", "table": "t"}
+    cases = [
+        ({**mysql, "host": "127.0.0.1"}, "host", f"127.0.0.1 {LOOPBACK}"),
+        ({**mysql, "host": "0x7f000001"}, "host", "is a loopback address"),
+        ({**mysql, "host": "192.168.1.20"}, "host", "is a private address"),
+        (
+            {"name": "Shop", "source_type": "mysql", "url": "mysql://r:hunter2-pw@[::1]:3306/d",
+             "table": "t"},
+            "url",
+            "is a loopback address",
+        ),
+        (
+            {"name": "Docs", "source_type": "mongodb", "url": "mongodb://10.1.2.3,db.example",
+             "database": "d", "collection": "c"},
+            "url",
+            "10.1.2.3 is a private address",
+        ),
+        (
+            {"name": "API", "source_type": "rest_api", "base_url": "https://localhost:8443/v1",
+             "records_path": "/customers"},
+            "base_url",
+            "is a loopback address",
+        ),
+        (
+            {"name": "CRM", "source_type": "hubspot", "access_token": "pat-x",
+             "api_base": "https://169.254.169.254"},
+            "api_base",
+            "is a cloud metadata address; data sources never go there",
+        ),
+    ]  # fmt: skip
+    for body, field, reason in cases:
+        problem = assert_problem(await api.post("/integrations", json=body), 422, reason)
+        assert problem["field"] == field and problem["detail"].startswith(f"{field}: "), problem
+        assert "hunter2-pw" not in problem["detail"]
+    assert counts(database_url) == (0, 0)
+    # a name is resolved and judged at every use, not when saved
+    created = await create(api, {**mysql, "host": "db.example.com"})
+    url = f"/integrations/{created['id']}"
+    assert_problem(await api.patch(url, json={"host": "10.0.0.7"}), 422, "is a private address")
+    assert (await api.get(url)).json()["credentials"]["host"] == "db.example.com"
+    # the owner's database on their LAN: allowed by the setting
+    service.settings = attrs.evolve(service.settings, integrations_allow_private_targets=True)
+    patched = await api.patch(url, json={"host": "10.0.0.7"})
+    assert patched.status_code == 200, patched.text
+    # link-local and metadata stay refused
+    problem = assert_problem(await api.patch(url, json={"host": "169.254.169.254"}), 422)
+    assert problem["field"] == "host" and "never go there" in problem["detail"]
+
+
+async def test_a_stored_source_on_a_refused_address_is_not_connected_to(api, service):
+    body = {"name": "LAN DB", "source_type": "postgresql", "host": "127.0.0.1", "port": 1,
+            "user": "r", "password": "hunter2-pw", "database": "d", "table": "t"}  # fmt: skip
+    created = await create(api, body)
+    service.settings = attrs.evolve(service.settings, integrations_allow_private_targets=False)
+    tested = (await api.post(f"/integrations/{created['id']}/test")).json()
+    assert tested == {
+        "ok": False,
+        "message": f"host: 127.0.0.1 is a loopback address; {PRIVATE_HINT}",
+    }
+    ended = await synced(api, created["id"], expect="failed")
+    assert ended["sync"]["error"] == tested["message"]
+
+
+async def test_the_services_own_database_is_never_a_data_source(api, service, database_url):
+    own = conninfo_to_dict(database_url)["host"]  # the embedded server's socket directory
+    body = {"name": "Own", "source_type": "postgresql", "host": own, "user": "postgres",
+            "database": "ragchat", "table": "integrations"}  # fmt: skip
+    ours = "is where the service's own database listens; a data source never reads"
+    for allowed in (False, True):  # whether Unix sockets are allowed or not
+        service.settings = attrs.evolve(service.settings, integrations_allow_unix_sockets=allowed)
+        problem = assert_problem(await api.post("/integrations", json=body), 422, ours)
+        assert problem["field"] == "host"
+        assert problem["detail"] == f"host: {own} {ours} the service's own database"
+    by_url = {**body, "url": f"postgresql://postgres@/ragchat?host={own}"}
+    del by_url["host"], by_url["user"], by_url["database"]
+    problem = assert_problem(await api.post("/integrations", json=by_url), 422, ours)
+    assert problem["field"] == "url"
+    data_dir = Path(service.settings.data_dir) / "postgres"
+    problem = assert_problem(
+        await api.post("/integrations", json={**body, "host": str(data_dir)}), 422, "DATA_DIR"
+    )
+    assert counts(database_url) == (0, 0)
+    # a source saved before this check (or by another version) is refused at every use
+    token = Keys.of(service.settings).encrypt(
+        {k: v for k, v in body.items() if k not in ("name", "source_type")}
+    )
+    stored = await service.database.run(
+        store.create_source, "Old", "postgresql", token, ["database", "host", "table", "user"],
+        "email", None,
+    )  # fmt: skip
+    tested = (await api.post(f"/integrations/{stored.id}/test")).json()
+    assert tested["ok"] is False and ours in tested["message"], tested
+
+
+async def test_an_answer_over_the_cap_is_refused_and_not_read_whole(api, service, serve_fake):
+    """A REST source answering a body larger than INTEGRATIONS_MAX_RESPONSE_MB (1 MB,
+    streamed with no Content-Length; the cap here 0.01 MB): the test, the sync and a live
+    query each fail saying so."""
+    service.settings = attrs.evolve(
+        service.settings, integrations_allow_http_loopback=True, integrations_max_response_mb=0.01
+    )
+    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 3))
+    fake.streamed = 2**20
+    body = {
+        "name": "Huge",
+        "source_type": "rest_api",
+        "base_url": fake.base_url,
+        "records_path": "/v1/customers",
+        "auth_header": "Authorization: Bearer t-1",
+    }
+    created = await create(api, body)
+    said = (
+        "REST API: the source answered more than 0.01 MB; nothing more was read "
+        "(INTEGRATIONS_MAX_RESPONSE_MB)"
+    )
+    tested = (await api.post(f"/integrations/{created['id']}/test")).json()
+    assert tested == {"ok": False, "message": said}
+    ended = await synced(api, created["id"], expect="failed")
+    assert ended["sync"]["error"] == said
+    action = {"name": "Order", "source_id": created["id"], "template": "/v1/customers/{order_id}"}
+    made = await api.post("/live-actions", json=action)
+    assert made.status_code == 201, made.text
+    run = await api.post(
+        f"/live-actions/{made.json()['id']}/dry-run", json={"values": {"order_id": "7"}}
+    )
+    assert (run.json()["failed"], run.json()["reason"]) == (True, said)
+    assert len(fake.requests) == 3
 
 
 async def test_a_taken_name_is_409(api, database_url):
@@ -326,7 +467,11 @@ async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(
     while it runs, and a second sync is refused until it ends."""
     fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1200, page_size=500))
     fake.delay = 1.0
-    loopback = {"addon_encryption_key": KEY_A, "integrations_allow_http_loopback": True}
+    loopback = {
+        "addon_encryption_key": KEY_A,
+        "integrations_allow_http_loopback": True,  # the fake: http on 127.0.0.1
+        "integrations_allow_private_targets": True,
+    }
     async with serving(database_url, tmp_path, nursery, **loopback) as api:
         body = {
             "name": "Slow API",
@@ -363,6 +508,7 @@ async def test_a_sync_cut_off_by_a_stop_says_so(api, database_url, tmp_path, ser
         data_dir=tmp_path / "data",
         addon_encryption_key=KEY_A,
         integrations_allow_http_loopback=True,
+        integrations_allow_private_targets=True,
     )
     body = {
         "name": "Cut off",

@@ -1,11 +1,11 @@
-"""/live-actions through the real HTTP app, on a `postgresql` data source that is the
-test's own embedded PostgreSQL database: create, read, edit and delete an action, each
-refusal (its template checked against its source's kind, an action that could never
-run), the dry run of a read with the values given or found in a message, the execution
-log and its paging, and an action deleted with its data source. Every change drops the
-service's cached live results of the action (or of the edited source). A dry run of a
-write counts the rows it would change and changes none (its transaction is rolled back
-by the handler, ``ragio.live.handlers``)."""
+"""/live-actions through the real HTTP app, on a `postgresql` data source on the owner's
+PostgreSQL (a second embedded server, never the service's own): create, read, edit and
+delete an action, each refusal (its template checked against its source's kind, an action
+that could never run), the dry run of a read with the values given or found in a message,
+the execution log and its paging, and an action deleted with its data source. Every change
+drops the service's cached live results of the action (or of the edited source). A dry run
+of a write counts the rows it would change and changes none (its transaction is rolled
+back by the handler, ``ragio.live.handlers``)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ragcore.live.cache import Entry
 from ragcore.live.log import values_hash
 from ragio.live import store
 from ragio.live.keys import live_hash_key
+from tests.io.live import owner_database
 from tests.io.test_http_errors import assert_problem
 
 READ = "SELECT id, status, total FROM orders WHERE id = {order_id}"
@@ -32,13 +33,20 @@ NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)
 
 @pytest.fixture
 def settings_overrides() -> dict[str, Any]:
-    return {"addon_encryption_key": Fernet.generate_key().decode()}
+    return {
+        "addon_encryption_key": Fernet.generate_key().decode(),
+        "integrations_allow_unix_sockets": True,  # the owner's PostgreSQL: its socket
+        "integrations_allow_private_targets": True,  # the sources that fail: on 127.0.0.1
+    }
 
 
 @pytest.fixture
-def shop(database_url: str) -> str:
-    """The orders table, in the test's own database."""
-    with psycopg.connect(database_url, autocommit=True) as db:
+def shop(owner_postgres: str) -> str:
+    """The orders table, as each test begins, in a database of this module's on the
+    owner's PostgreSQL; its URL."""
+    url = owner_database(owner_postgres, "live_actions_api")
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS orders")
         db.execute(
             "CREATE TABLE orders (id int PRIMARY KEY, email text, status text, total numeric)"
         )
@@ -46,7 +54,7 @@ def shop(database_url: str) -> str:
             "INSERT INTO orders VALUES (4411, 'ada@example.com', 'shipped', 44.90),"
             " (4412, 'ada@example.com', 'packed', 12.00), (4413, 'bo@example.com', 'open', 1)"
         )
-    return database_url
+    return url
 
 
 async def add_source(api, database_url: str, name: str = "Shop DB") -> dict:
@@ -165,16 +173,16 @@ async def test_a_created_action_drops_what_the_service_held(api, service, shop):
     ],
 )
 async def test_a_refused_action_is_422_naming_the_field_and_stores_nothing(
-    api, shop, fields, field, reason
+    api, database_url, shop, fields, field, reason
 ):
     source = await add_source(api, shop)
     body = {"name": "Order status", "source_id": source["id"], "template": READ, **fields}
     problem = assert_problem(await api.post("/live-actions", json=body), 422, reason)
     assert problem["field"] == field, problem
-    assert action_rows(shop) == 0
+    assert action_rows(database_url) == 0
 
 
-async def test_a_taken_name_is_409(api, shop):
+async def test_a_taken_name_is_409(api, database_url, shop):
     source = await add_source(api, shop)
     first = await add_action(api, source["id"])
     assert_problem(
@@ -188,7 +196,7 @@ async def test_a_taken_name_is_409(api, shop):
     other = await add_action(api, source["id"], name="By e-mail", template=BY_EMAIL)
     clash = await api.patch(f"/live-actions/{other['id']}", json={"name": "Order status"})
     assert_problem(clash, 409, "Order status")
-    assert action_rows(shop) == 2
+    assert action_rows(database_url) == 2
     assert (await api.get(f"/live-actions/{first['id']}")).json() == first
 
 
@@ -226,7 +234,8 @@ async def test_a_patch_is_checked_again_against_the_new_source(api, shop):
 # ------------------------------------------------------------------ the dry run
 
 
-async def test_a_dry_run_reads_with_the_values_given_and_is_logged(api, service, shop):
+async def test_a_dry_run_reads_with_the_values_given_and_is_logged(api, service, shop, caplog):
+    caplog.set_level("INFO")
     source = await add_source(api, shop)
     action = await add_action(api, source["id"])
     url = f"/live-actions/{action['id']}/dry-run"
@@ -247,8 +256,10 @@ async def test_a_dry_run_reads_with_the_values_given_and_is_logged(api, service,
     assert given_wins.json()["rows"][0]["status"] == "open"
     # a value that looks like an injection is a value: no row has it
     injected = await api.post(url, json={"values": {"order_id": "4411 OR 1=1"}})
-    assert injected.json()["failed"] is True  # not an integer: the server says so
-    assert "invalid input syntax" in injected.json()["reason"]
+    # not an integer: the server says so, and the reason is the kind of error, never the
+    # server's message (invalid input syntax for type integer: "4411 OR 1=1")
+    said = "the statement failed: invalid_text_representation (SQLSTATE 22P02)"
+    assert (injected.json()["failed"], injected.json()["reason"]) == (True, said)
 
     runs = (await api.get("/live-actions/runs")).json()["runs"]
     assert [run["outcome"] for run in runs] == ["dry_run"] * 4
@@ -268,8 +279,9 @@ async def test_a_dry_run_reads_with_the_values_given_and_is_logged(api, service,
         "reason": "",
         "at": None,
     }
-    assert newest["row_count"] is None and "invalid input syntax" in newest["reason"]
+    assert newest["row_count"] is None and newest["reason"] == said
     assert "4411" not in str([run["values_hash"] for run in runs])
+    assert said in caplog.text and "OR 1=1" not in caplog.text
 
 
 async def test_a_dry_run_of_a_write_counts_the_rows_and_changes_none(api, service, shop):
@@ -397,10 +409,12 @@ async def test_deleting_the_source_deletes_its_actions_and_keeps_their_runs(api,
     assert run["action_id"] is None and run["action_name"] == "Order status"
 
 
-async def test_an_action_whose_saved_template_no_longer_passes_can_be_switched_off(api, shop):
+async def test_an_action_whose_saved_template_no_longer_passes_can_be_switched_off(
+    api, database_url, shop
+):
     source = await add_source(api, shop)
     created = await add_action(api, source["id"])
-    with psycopg.connect(shop, autocommit=True) as db:  # as if the rules grew stricter
+    with psycopg.connect(database_url, autocommit=True) as db:  # as if the rules grew stricter
         db.execute(
             "UPDATE live_actions SET template = to_jsonb(%s::text) WHERE id = %s",
             ("SELECT 1; SELECT 2", created["id"]),

@@ -23,6 +23,7 @@ from tests.io.live import (
     add_action,
     add_mysql_source,
     connections_of_shop,
+    owner_database,
     status_of,
 )
 from tests.io.mariadb import MariaDB
@@ -49,6 +50,8 @@ async def settings_overrides(request, openai, telegram) -> dict[str, Any]:
     from the fake OpenAI."""
     settings = {
         "addon_encryption_key": KEY,
+        "integrations_allow_private_targets": True,  # the MariaDB: on 127.0.0.1
+        "integrations_allow_unix_sockets": True,  # the owner's PostgreSQL: its socket
         "live_query_timeout_seconds": "2",
         "telegram_bot_token": TOKEN,
         "telegram_webhook_secret": SECRET,
@@ -87,13 +90,15 @@ async def test_an_order_is_answered_from_live_rows_on_chat(api, shop: MariaDB) -
     assert "4411" not in str(run)  # the values are kept as an HMAC only
 
 
-async def test_postgresql_rows_answer_too(api, database_url: str) -> None:
-    with psycopg.connect(database_url, autocommit=True) as db:
+async def test_postgresql_rows_answer_too(api, owner_postgres: str) -> None:
+    url = owner_database(owner_postgres, "live_answers")
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS orders")
         db.execute("CREATE TABLE orders (id int PRIMARY KEY, status text)")
         db.execute("INSERT INTO orders VALUES (4411, 'shipped'), (4412, 'packed')")
     response = await api.post(
         "/integrations",
-        json={"name": "pg", "source_type": "postgresql", "url": database_url, "table": "orders"},
+        json={"name": "pg", "source_type": "postgresql", "url": url, "table": "orders"},
     )
     assert response.status_code == 201, response.text
     await add_action(api, response.json()["id"], ORDER)

@@ -1,7 +1,7 @@
 """Live actions run on real sources: a customer's message matched to an action, its
 values bound (the driver's parameters, BSON values, URL-encoded parts, a vendor search's
 value), the query run by the service's handler of ``RunLiveQuery``
-(``ragio.live.handlers``) on a MariaDB of the module's own, the embedded PostgreSQL, the
+(``ragio.live.handlers``) on a MariaDB of the module's own, a PostgreSQL of the owner's, the
 MongoDB-wire server nx-27017 and fakes of the HTTP vendors speaking their documented
 wire formats; a dry-run write rolled back, and a source that never answers cut off at
 ``LIVE_QUERY_TIMEOUT_SECONDS``. Not yet wired into answers (issue 14 goes on)."""
@@ -36,7 +36,7 @@ from tests.io.fakes.rest_server import FakeRestApi
 from tests.io.fakes.salesforce_server import FakeSalesforce
 from tests.io.fakes.shopify_server import FakeShopify
 from tests.io.fakes.stripe_server import FakeStripe
-from tests.io.live import PASSWORD, status_of
+from tests.io.live import PASSWORD, owner_database, status_of
 from tests.io.mariadb import MariaDB
 from tests.io.test_integration_databases import mongo  # noqa: F401 (the nx-27017 fixture)
 
@@ -49,6 +49,8 @@ def settings_overrides() -> dict[str, Any]:
     return {
         "addon_encryption_key": Fernet.generate_key().decode(),
         "integrations_allow_http_loopback": True,  # the fakes serve http on 127.0.0.1
+        "integrations_allow_private_targets": True,  # every source is on this host
+        "integrations_allow_unix_sockets": True,  # the owner's PostgreSQL: its socket
     }
 
 
@@ -117,14 +119,44 @@ async def test_a_failing_source_is_a_failure_not_an_error(service, shop) -> None
     assert "Access denied" in failed.reason and "wrong-password" not in failed.reason
 
 
-async def test_postgresql_reads_in_a_read_only_transaction(service, database_url) -> None:
-    with psycopg.connect(database_url, autocommit=True) as db:
+@pytest.fixture
+def pg_shop(owner_postgres: str) -> str:
+    """An order on the owner's PostgreSQL, in a database of this module's; its URL."""
+    url = owner_database(owner_postgres, "live_queries")
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS orders")
         db.execute("CREATE TABLE orders (id int PRIMARY KEY, status text)")
         db.execute("INSERT INTO orders VALUES (4411, 'shipped')")
+    return url
+
+
+async def test_a_failed_statement_says_its_kind_never_the_customers_value(
+    service, shop, pg_shop, caplog
+) -> None:
+    """The server's message quotes the value a customer wrote; the reason kept and logged
+    is the error's kind (MySQL's error name, the SQLSTATE's condition name)."""
+    caplog.set_level("INFO")
+    sneaky = "4411 OR 1=1"
+    mysql = await mysql_source(service, shop)
+    cancel = "UPDATE orders SET status = 'cancelled' WHERE id = {order_id}"
+    failed = await live(service, mysql, "mysql", cancel, order_id=sneaky)
+    assert isinstance(failed, LiveFailure)
+    assert failed.reason == "the statement failed: MySQL error 1292 (ER_TRUNCATED_WRONG_VALUE)"
+    body = {"name": "pg", "source_type": "postgresql", "url": pg_shop, "table": "orders"}
+    postgres = (await sources.create(service, body)).id
+    read = "SELECT status FROM orders WHERE id = {order_id}"
+    failed = await live(service, postgres, "postgresql", read, order_id=sneaky)
+    assert isinstance(failed, LiveFailure)
+    assert failed.reason == "the statement failed: invalid_text_representation (SQLSTATE 22P02)"
+    assert "the statement failed" in caplog.text and sneaky not in caplog.text
+    assert status_of(shop, 4411) == "shipped"
+
+
+async def test_postgresql_reads_in_a_read_only_transaction(service, pg_shop) -> None:
     body = {
         "name": "pg shop",
         "source_type": "postgresql",
-        "url": database_url,
+        "url": pg_shop,
         "table": "orders",
     }
     source = (await sources.create(service, body)).id
@@ -139,7 +171,8 @@ async def test_postgresql_reads_in_a_read_only_transaction(service, database_url
         "postgresql",
     )
     refused = await ask(service, sneaky, "status of order 4411")
-    assert isinstance(refused, LiveFailed) and "read-only transaction" in refused.reason
+    assert isinstance(refused, LiveFailed)
+    assert refused.reason == "the statement failed: read_only_sql_transaction (SQLSTATE 25006)"
 
 
 async def live(service, source: int, kind: str, template: Any, **values: str) -> Any:
@@ -195,7 +228,8 @@ async def test_rest_api_gets_the_encoded_path_on_its_own_origin(service, serve_f
     assert fake.requests[-1].raw_path == b"/v1/customers/A%2F7%3Fb%3D1%23c"
     # a value cannot climb the path: it is one encoded segment, not found
     climb = await live(service, source, "rest_api", "/v1/customers/{order_id}", order_id="..")
-    assert isinstance(climb, LiveFailure) and "HTTP 404" in climb.reason
+    # the status alone: the API's message quotes the value ("No customer with id ..")
+    assert isinstance(climb, LiveFailure) and climb.reason == "REST API: HTTP 404: Not Found"
     assert fake.requests[-1].raw_path == b"/v1/customers/%2E%2E"
     listed = await live(
         service, source, "rest_api", "/v1/customers?email={email}", email="user1@example.org"

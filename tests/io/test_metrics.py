@@ -282,7 +282,13 @@ class TestChannelQueue:
 
 @pytest.mark.parametrize(
     "settings_overrides",
-    [{"addon_encryption_key": FERNET_KEY, "integrations_allow_http_loopback": True}],
+    [
+        {
+            "addon_encryption_key": FERNET_KEY,
+            "integrations_allow_http_loopback": True,  # the fake: http on 127.0.0.1
+            "integrations_allow_private_targets": True,
+        }
+    ],
 )
 async def test_a_data_source_syncing_shows_until_its_sync_ends(api, serve_fake):
     fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1200, page_size=500))

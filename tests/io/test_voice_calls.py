@@ -19,6 +19,7 @@ from ragio.service import Service
 from tests.io.audio import speak, transcribe
 from tests.io.fakes.deepgram_server import FakeDeepgram
 from tests.io.fakes.phone import HandshakeError, PhoneCall, phone_call
+from tests.io.live import owner_database
 from tests.io.processes import free_port
 from voiceio.server import VoiceServer, serve_voice
 
@@ -61,6 +62,7 @@ async def settings_overrides(
         "voice_public_url": stream_url,
         "voice_greeting": GREETING,
         "addon_encryption_key": LIVE_KEY,  # for the live-data test's data source
+        "integrations_allow_unix_sockets": True,  # the owner's PostgreSQL: its socket
         **voice_settings,
     }
 
@@ -348,15 +350,17 @@ async def test_a_caller_asking_for_their_order_hears_it_from_live_rows(
     speech: FakeDeepgram,
     api: httpx.AsyncClient,
     stream_url: str,
-    database_url: str,
+    owner_postgres: str,
 ) -> None:
-    with psycopg.connect(database_url, autocommit=True) as db:
+    url = owner_database(owner_postgres, "voice_calls")
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS orders")
         db.execute("CREATE TABLE orders (id int PRIMARY KEY, phone text, status text)")
         db.execute(
             "INSERT INTO orders VALUES (4411, '+15551234567', 'shipped'),"
             " (4412, '+15550000000', 'packed')"
         )
-    body = {"name": "shop", "source_type": "postgresql", "url": database_url, "table": "orders"}
+    body = {"name": "shop", "source_type": "postgresql", "url": url, "table": "orders"}
     source = await api.post("/integrations", json=body)
     assert source.status_code == 201, source.text
     action = {

@@ -47,7 +47,9 @@ class LiveRows:
 
 @attrs.frozen
 class LiveFailure:
-    """The source could not answer: ``reason`` for the log, never shown to the customer."""
+    """The source could not answer: ``reason`` for the log, never shown to the customer,
+    and never holding the customer's values (the runner says the error's kind, not the
+    source's words, which may quote them)."""
 
     reason: str
     duration_ms: int = 0
@@ -169,7 +171,8 @@ def match_and_execute_action(
     try:
         result = yield query
     except Exception as error:  # noqa: BLE001 (a source never fails the answer)
-        result = LiveFailure(f"{type(error).__name__}: {error}")
+        # its kind only: its words may quote the values the query was sent
+        result = LiveFailure(f"the query failed unexpectedly ({type(error).__name__})")
     if isinstance(result, LiveFailure):
         if action.template.writes:  # it may have been made before the source failed
             record(cache, key, action.source_id, (), writes=True, now=now)

@@ -70,6 +70,7 @@ class DatabaseUnreachable(RuntimeError):
 class Database:
     def __init__(self, url: str, max_connections: int = 8, embedded: bool = False):
         self.embedded = embedded
+        self.url = url  # where the service's own database is: never a data source
         self.pool = ConnectionPool(
             url,
             min_size=1,

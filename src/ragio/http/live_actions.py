@@ -205,7 +205,8 @@ async def dry_run_live_action(id: str) -> DryRunResult:  # noqa: A002 (the path'
     try:
         result: LiveRows | LiveFailure = await execute(effect, svc)
     except Exception as error:  # noqa: BLE001 (the owner sees why, as for a failure)
-        result = LiveFailure(f"{type(error).__name__}: {error}")
+        log.error("dry run of live action %s failed: %s", action.id, type(error).__name__)
+        result = LiveFailure(f"the query failed unexpectedly ({type(error).__name__})")
     measured = round((trio.current_time() - started) * 1000)
     duration = result.duration_ms or measured
     if isinstance(result, LiveFailure):

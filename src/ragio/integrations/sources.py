@@ -1,8 +1,11 @@
 """Creating, editing and showing a data source: its credentials encrypted before they
 are stored, never shown (masked), and an edit that keeps what it does not name.
 
-The rules of a body are ``ragcore.integrations.kinds``'s; the routes
-(``ragio.http.integrations``) only read the request and answer."""
+The rules of a body are ``ragcore.integrations.kinds``'s; a host the credentials spell
+literally (an address, a localhost or metadata name, a socket path) is judged by the
+address rules (``ragcore.integrations.addresses.save_refusal``): 422 naming the field,
+nothing stored; every use judges it again. The routes (``ragio.http.integrations``) only
+read the request and answer."""
 
 from __future__ import annotations
 
@@ -12,9 +15,12 @@ from typing import Any
 
 from ragcore.api.integrations import Integration, shown
 from ragcore.api.problems import ProblemError
+from ragcore.errors import InvalidInput
+from ragcore.integrations.addresses import save_refusal
 from ragcore.integrations.kinds import KINDS, check_new, check_patch
 from ragio.integrations import store
 from ragio.integrations.credentials import CredentialsUnreadable, Keys
+from ragio.integrations.reach import connector_reach
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,7 @@ async def create(service: Service, body: Mapping[str, Any]) -> store.Source:
     """A new source from a checked body, its credentials encrypted (503 without a key);
     409 when its name is taken."""
     new = check_new(body)
+    await check_addresses(service, new.source_type, new.credentials)
     token = Keys.of(service.settings).encrypt(new.credentials)
     try:
         created = await service.database.run(
@@ -79,6 +86,7 @@ async def update(service: Service, source: store.Source, body: Mapping[str, Any]
     token, fields = source.token, source.fields
     if stored is not None and patch.credentials:
         credentials = patch.credentials_from(stored)
+        await check_addresses(service, source.source_type, credentials)
         token, fields = keys.encrypt(credentials), sorted(credentials)
     try:
         saved = await service.database.run(
@@ -106,6 +114,17 @@ async def delete(service: Service, source_id: int) -> bool:
     if deleted:
         service.live.changed(source_id=source_id)
     return deleted
+
+
+async def check_addresses(service: Service, kind: str, credentials: Mapping[str, str]) -> None:
+    """InvalidInput naming the field when a host the credentials spell literally is one
+    a data source must not reach (``save_refusal``)."""
+    within = await connector_reach(service, service.settings.integrations_timeout_seconds)
+    refused = save_refusal(
+        kind, credentials, within.targets, within.own_database, within.allow_unix_sockets
+    )
+    if refused is not None:
+        raise InvalidInput(*refused)
 
 
 def _set(fields: list[str]) -> dict[str, str]:

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
 import trio
 
 from ragcore.api.problems import ProblemError
@@ -35,6 +34,7 @@ from ragio.integrations import store
 from ragio.integrations.connectors import connector_for
 from ragio.integrations.connectors.base import Reach, Record, SourceFailed
 from ragio.integrations.credentials import CredentialsUnreadable, Keys
+from ragio.integrations.reach import http_reach
 from ragio.jobs import store as jobs_store
 from ragio.jobs.worker import Running
 from ragio.service import Service
@@ -45,12 +45,11 @@ STOPPED = "the sync was stopped (the service shut down); sync again"
 
 @asynccontextmanager
 async def reach(service: Service) -> AsyncIterator[Reach]:
-    """How connectors may reach their sources: an HTTP client of their own, with the
-    setting's timeout on every request and no redirect followed."""
-    settings = service.settings
-    timeout = settings.integrations_timeout_seconds
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False) as client:
-        yield Reach(timeout, settings.integrations_allow_http_loopback, client, service.clock)
+    """How connectors may reach their sources (``ragio.integrations.reach``): an HTTP
+    client of their own, with the setting's timeout on every request, no redirect
+    followed, every connection judged by the address rules."""
+    async with http_reach(service, service.settings.integrations_timeout_seconds) as within:
+        yield within
 
 
 def credentials_of(service: Service, source: store.Source) -> dict[str, str]:

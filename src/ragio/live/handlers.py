@@ -29,12 +29,9 @@ an exception: the answer goes on without live data.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Protocol, cast
 
 import attrs
-import httpx
 import trio
 
 from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
@@ -49,11 +46,12 @@ from ragcore.live.templates import (
 )
 from ragio.integrations import store
 from ragio.integrations.connectors import connector_for
-from ragio.integrations.connectors.base import Reach, Record, SourceFailed
+from ragio.integrations.connectors.base import Record, SourceFailed
 from ragio.integrations.connectors.databases import MySQLTable, PostgreSQLTable
 from ragio.integrations.connectors.mongodb import MongoCollection
 from ragio.integrations.connectors.rest import RestApi
 from ragio.integrations.credentials import CredentialsUnreadable
+from ragio.integrations.reach import connector_reach, http_reach
 from ragio.integrations.sync import credentials_of
 from ragio.service import HandlerTable, Service
 
@@ -97,46 +95,29 @@ async def _run(effect: RunLiveQuery, service: Service, limit: float) -> LiveRows
     except CredentialsUnreadable as unreadable:
         return LiveFailure(unreadable.detail)
     values = dict(effect.values)
+    timeout = min(service.settings.integrations_timeout_seconds, limit)
     if kind in SQL_TABLES and isinstance(query, SqlTemplate):
-        within = _reach(service, limit, None)  # a database is reached by its driver
+        within = await connector_reach(service, timeout, live=True)  # reached by its driver
         rows, affected = await SQL_TABLES[kind](credentials, within).run_statement(
             query.text, values, writes=query.writes, max_rows=MAX_ROWS, dry_run=effect.dry_run
         )
         return LiveRows(tuple(rows), affected)
     if kind == "mongodb" and isinstance(query, MongoTemplate):
-        collection = MongoCollection(credentials, _reach(service, limit, None))
+        collection = MongoCollection(
+            credentials, await connector_reach(service, timeout, live=True)
+        )
         return LiveRows(tuple(await collection.find(bind_filter(query, values), MAX_ROWS)))
     if kind == "rest_api" and isinstance(query, RestTemplate):
-        async with _http(service, limit) as within:
+        async with http_reach(service, timeout, live=True) as within:
             api = connector_for(kind, credentials, within)
             assert isinstance(api, RestApi)
             return LiveRows(tuple(await api.get(rest_target(query, values), MAX_ROWS)))
     if kind in SEARCH_KINDS and isinstance(query, SearchTemplate):
-        async with _http(service, limit) as within:
+        async with http_reach(service, timeout, live=True) as within:
             searcher = cast(Searchable, connector_for(kind, credentials, within))
             found = await searcher.search(query.field, values[query.param], MAX_ROWS)
             return LiveRows(tuple(found))
     return LiveFailure(f"the action's template is not one for a {kind} source")
-
-
-def _reach(service: Service, limit: float, client: httpx.AsyncClient | None) -> Reach:
-    settings = service.settings
-    return Reach(
-        min(settings.integrations_timeout_seconds, limit),
-        settings.integrations_allow_http_loopback,
-        client,
-        clock=service.clock,
-        abandon_on_cancel=True,
-    )
-
-
-@asynccontextmanager
-async def _http(service: Service, limit: float) -> AsyncIterator[Reach]:
-    """A Reach with an HTTP client of the query's own: every request timed, no redirect."""
-    within = _reach(service, limit, None)
-    timeout = httpx.Timeout(within.timeout)
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-        yield attrs.evolve(within, client=client)
 
 
 HANDLERS: HandlerTable = {RunLiveQuery: run_live_query}

@@ -14,8 +14,12 @@ with a 302 there; ``garbage = "html"`` answers with a captive portal's page. A w
 ``{"message": "Bad credentials: <what was sent>"}`` (an API that echoes the token, so the
 tests see it masked).
 
+``streamed`` (bytes) makes every answer a JSON list of that many bytes and more, sent in
+chunks with no Content-Length, as a source answering a huge body does.
+
 One item, ``GET /v1/customers/{id}``: the item whose id is that one path segment, as
-sent percent-encoded (``%2F`` is part of the id, not a new segment), or a 404;
+sent percent-encoded (``%2F`` is part of the id, not a new segment), or a 404 whose
+message quotes the id;
 ``?email=`` on the listing keeps the items with that e-mail."""
 
 from __future__ import annotations
@@ -69,19 +73,23 @@ class FakeRestApi(FakeServer):
         self.next_origin: str | None = None
         self.path = "/v1/customers"
         self.redirect_to: str | None = None  # answer 302 with this Location instead
+        self.streamed = 0  # bytes: answer every request with a list this large, in chunks
 
     async def _answer(self, request: Recorded, send: Send) -> None:
         sent = request.headers.get(self.header)
         if sent != self.api_key:
             raise RestError(401, f"Bad credentials: {sent or 'none'}")
         await self._scripted()
+        if self.streamed:
+            await self._stream(send)
+            return
         raw = request.raw_path.decode("latin-1")
         if request.method == "GET" and raw.startswith(self.path + "/"):
             segment = raw[len(self.path) + 1 :]
             wanted = unquote(segment) if "/" not in segment else None
             found = [i for i in self.items if str(i["id"]) == wanted]
-            if not found:
-                raise RestError(404, "Not Found")
+            if not found:  # as many APIs do, the message quotes what was asked for
+                raise RestError(404, f"No customer with id {wanted}")
             await self._send_json(send, 200, found[0])
             return
         if request.path != self.path or request.method != "GET":
@@ -124,6 +132,15 @@ class FakeRestApi(FakeServer):
             {"type": "http.response.start", "status": 200, "headers": encode_headers(headers)}
         )
         await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    async def _stream(self, send: Send) -> None:
+        """A list of padded records, ``streamed`` bytes and more, 64 kB a chunk."""
+        await self._start(send, 200, {"content-type": "application/json"})
+        record = json.dumps({**item(0), "pad": "x" * 65_000}).encode()
+        parts = [b"[", *[record + b","] * (self.streamed // len(record)), record + b"]"]
+        for part in parts:
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
 
     def _failure(self, failure: Failure) -> WireError:
         error = RestError(

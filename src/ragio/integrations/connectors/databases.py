@@ -23,6 +23,16 @@ which covers SELECT) and, for PyMySQL, each socket read and write
 comes first), which also cuts a server that stops answering. libpq has no read timeout:
 for PostgreSQL, TCP keepalives end a wait on a host that is gone.
 
+Where: the host (each host of a libpq URL) is judged by the address rules and the
+connection pinned to a judged address (``ragio.integrations.connectors.addresses``:
+psycopg's ``hostaddr``, PyMySQL's ``host``); a Unix socket only when allowed, never the
+service's own database.
+
+Size: rows are read one at a time as the server sends them (libpq's single-row mode,
+PyMySQL's unbuffered cursor) and counted (``Capped``): a page or a live read over
+``Reach.max_response_bytes`` fails, and nothing more is read (PostgreSQL cancels the
+statement; MySQL, which cannot stop sending, has its connection dropped).
+
 Names: ``table`` and ``key_column`` are split and checked by
 ``ragcore.integrations.identifiers`` and quoted as identifiers
 (``psycopg.sql.Identifier``; backticks doubled for MySQL); every value is a bound
@@ -36,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -44,7 +55,9 @@ import pymysql
 import pymysql.cursors
 import trio
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
+from pymysql.constants import CR, ER
 
 from ragcore.integrations import identifiers
 from ragcore.integrations.databases import (
@@ -57,7 +70,15 @@ from ragcore.integrations.databases import (
 )
 from ragcore.integrations.identifiers import BadIdentifier
 from ragcore.integrations.kinds import KINDS
-from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
+from ragio.integrations.connectors.addresses import judged, pinned
+from ragio.integrations.connectors.base import (
+    Capped,
+    Connector,
+    Reach,
+    Record,
+    SourceFailed,
+    size_of,
+)
 
 PAGE_ROWS = 500
 #: a socket waits this much longer than a statement may run, so that a slow statement is
@@ -69,6 +90,7 @@ T = TypeVar("T")
 _NO_TABLE = 1146
 _NO_COLUMN = 1054
 _NO_DATABASE = 1049
+_CANNOT_CONNECT = 2003  # PyMySQL's: nothing answered at that address
 
 
 def connect_mysql(credentials: Mapping[str, str], reach: Reach) -> Connector:
@@ -123,7 +145,10 @@ class _Table:
         """One statement of a live action with its bound ``params``: a read in a read-only
         transaction, at most ``max_rows`` rows; a write committed, with the rows it
         changed, or with ``dry_run`` rolled back, with the rows it would have changed.
-        The server's statement timeout applies to all."""
+        The server's statement timeout applies to all. A failure of the statement itself
+        says what kind of error it was (``_kind_of``: an SQLSTATE's condition name, a
+        MySQL error's name), never the server's message, which may quote the customer's
+        values; a failure to connect keeps the server's words (no value was sent yet)."""
         statement = functools.partial(self._statement, text, params, writes, max_rows, dry_run)
         return await self._run(statement)
 
@@ -133,18 +158,24 @@ class _Table:
         conn = self._open()
         try:
             self._begin(conn, writes=writes)
-            with conn.cursor() as cursor:
-                cursor.execute(text, params)  # a dict, always: %% is then read as %
-                if writes:
+            try:
+                if not writes:
+                    rows = self._rows(conn, text, params, max_rows)  # params: a dict, always:
+                    _rollback_quietly(conn)  # %% is then read as %
+                    return [json_shaped(row) for row in rows], None
+                with conn.cursor() as cursor:
+                    cursor.execute(text, params)
                     affected = cursor.rowcount
                     if dry_run:
                         conn.rollback()
                     else:
                         conn.commit()
                     return [], affected
-                rows = cursor.fetchmany(max_rows) if cursor.description else []
-            conn.rollback()
-            return [json_shaped(row) for row in rows], None
+            except Exception as failed:
+                kind = None if isinstance(failed, SourceFailed) else self._kind_of(failed)
+                if kind is None:
+                    raise
+                raise SourceFailed(f"the statement failed: {kind}") from None
         except BaseException:
             _rollback_quietly(conn)
             raise
@@ -154,6 +185,15 @@ class _Table:
     def _begin(self, conn: Any, *, writes: bool) -> None:
         """Open the statement's transaction: read-only unless it ``writes``."""
         raise NotImplementedError
+
+    def _rows(self, conn: Any, statement: Any, params: Any, limit: int) -> list[dict[str, Any]]:
+        """At most ``limit`` rows of ``statement``, read one by one as the server sends
+        them and counted (``Capped``): more than ``Reach.max_response_bytes`` is a
+        failure, and nothing more is read."""
+        raise NotImplementedError
+
+    def _cap(self) -> Capped:
+        return Capped(self._reach.max_response_bytes)
 
     def _test(self) -> str:
         raise NotImplementedError
@@ -205,6 +245,11 @@ class _Table:
     def _reason(self, failed: Exception) -> str | None:
         raise NotImplementedError
 
+    def _kind_of(self, failed: Exception) -> str | None:
+        """What kind of error a statement's ``failed`` is, in words that quote no value;
+        None when it is not the driver's."""
+        raise NotImplementedError
+
     def _missing_table(self) -> str:
         return f"table {self._shown_table} does not exist"
 
@@ -221,20 +266,25 @@ class MySQLTable(_Table):
 
     def _connect(self) -> tuple[pymysql.connections.Connection[Any], str]:
         address = address_of(self._credentials, ("mysql", "mariadb", "mysql+pymysql"))
+        field = "url" if self._credentials.get("url") else "host"
+        how, where = pinned(field, address.host, address.port, self._reach)
         timeout = self._reach.timeout
         socket_timeout = timeout + SOCKET_MARGIN
-        conn: pymysql.connections.Connection[Any] = pymysql.connect(
-            host=address.host,
-            port=address.port,
-            user=address.user,
-            password=address.password,
-            database=address.database,
-            connect_timeout=timeout,
-            read_timeout=socket_timeout,
-            write_timeout=socket_timeout,
-            charset="utf8mb4",
-            cursorclass=pymysql.cursors.DictCursor,
-            autocommit=True,
+        settings: dict[str, Any] = {
+            "port": address.port,
+            "user": address.user,
+            "password": address.password,
+            "database": address.database,
+            "connect_timeout": timeout,
+            "read_timeout": socket_timeout,
+            "write_timeout": socket_timeout,
+            "charset": "utf8mb4",
+            "cursorclass": pymysql.cursors.DictCursor,
+            "autocommit": True,
+        }
+        conn = _connect_first(
+            [{"unix_socket": where[0]}] if how == "socket" else [{"host": a} for a in where],
+            settings,
         )
         try:
             with conn.cursor() as cursor:
@@ -287,13 +337,31 @@ class MySQLTable(_Table):
             parameters = (after, limit)
         with conn.cursor() as cursor:
             cursor.execute("START TRANSACTION READ ONLY")
-            try:
-                cursor.execute(statement, parameters)
-                rows = list(cursor.fetchall())
-            except BaseException:
-                _rollback_quietly(conn)
-                raise
-            conn.rollback()
+        try:
+            rows = self._rows(conn, statement, parameters, max(1, limit))
+        except BaseException:
+            _rollback_quietly(conn)
+            raise
+        conn.rollback()
+        return rows
+
+    def _rows(self, conn: Any, statement: Any, params: Any, limit: int) -> list[dict[str, Any]]:
+        # an unbuffered cursor: the rows come as they are read, not all at once
+        cap = self._cap()
+        rows: list[dict[str, Any]] = []
+        cursor = conn.cursor(pymysql.cursors.SSDictCursor)
+        try:
+            cursor.execute(statement, params)
+            for row in cursor:
+                if len(rows) == limit:  # more than wanted: the rest is left unread
+                    _drop(conn, cursor)
+                    return rows
+                cap.add(size_of(row))
+                rows.append(row)
+            cursor.close()  # every row read
+        except BaseException:
+            _drop(conn, cursor)
+            raise
         return rows
 
     def _reason(self, failed: Exception) -> str | None:
@@ -310,6 +378,46 @@ class MySQLTable(_Table):
             return str(failed) or type(failed).__name__
         return None
 
+    def _kind_of(self, failed: Exception) -> str | None:
+        if isinstance(failed, pymysql.err.MySQLError):
+            code = _code_and_message(failed)[0]
+            if code is None:
+                return type(failed).__name__
+            name = MYSQL_ERRORS.get(code)
+            return f"MySQL error {code} ({name})" if name else f"MySQL error {code}"
+        if isinstance(failed, OSError | EOFError):
+            return type(failed).__name__
+        return None
+
+
+def _mysql_names() -> dict[int, str]:
+    """MySQL's and MariaDB's error numbers and their names (PyMySQL's constants)."""
+    names: dict[int, str] = {}
+    for module, prefix in ((CR, ""), (ER, "ER_")):
+        for name in dir(module):
+            value = getattr(module, name)
+            if name.isupper() and isinstance(value, int):
+                names.setdefault(value, name if name.startswith(("CR_", "ER_")) else prefix + name)
+    return names
+
+
+MYSQL_ERRORS = _mysql_names()
+
+
+def _connect_first(
+    places: list[dict[str, str]], settings: dict[str, Any]
+) -> pymysql.connections.Connection[Any]:
+    """A connection to the first of ``places`` (judged addresses) that answers."""
+    connect: Any = pymysql.connect  # its overloads cannot be told from the settings' types
+    for n, place in enumerate(places):
+        try:
+            conn: pymysql.connections.Connection[Any] = connect(**place, **settings)
+            return conn
+        except pymysql.err.OperationalError as failed:
+            if n == len(places) - 1 or _code_and_message(failed)[0] != _CANNOT_CONNECT:
+                raise
+    raise AssertionError("no place to connect to")  # judged: never empty
+
 
 def _code_and_message(failed: pymysql.err.MySQLError) -> tuple[int | None, str]:
     if len(failed.args) >= 2 and isinstance(failed.args[0], int):
@@ -320,6 +428,18 @@ def _code_and_message(failed: pymysql.err.MySQLError) -> tuple[int | None, str]:
 def _close_quietly(conn: Any) -> None:
     with contextlib.suppress(Exception):  # already closed, or the server gone
         conn.close()
+
+
+def _drop(conn: Any, cursor: Any) -> None:
+    """Leave the rest of an unbuffered result unread: the connection is closed (MySQL has
+    no way to stop sending a result but that); the caller's rollback and close are then
+    quiet. PyMySQL would read the rest when the cursor or its result is closed or
+    collected: both are told the result is over (``unbuffered_active``, its own flag)."""
+    _close_quietly(conn)
+    result = getattr(cursor, "_result", None)
+    if result is not None:
+        result.unbuffered_active = False
+    cursor.connection = None
 
 
 def _rollback_quietly(conn: Any) -> None:
@@ -352,18 +472,26 @@ class PostgreSQLTable(_Table):
             # libpq reads the URL itself, its options (sslmode, a socket's host) included
             if not url.startswith(("postgresql://", "postgres://")):
                 raise BadAddress("url must begin with postgresql://")
-            conn = psycopg.connect(url, autocommit=True, **options)
+            params: dict[str, Any] = conninfo_to_dict(url)
+            for option in ("service", "servicefile", "passfile"):
+                if option in params:
+                    raise BadAddress(
+                        f"url option {option} is not supported here: it reads a file of "
+                        "the service's host; give host, port and password instead"
+                    )
+            field = "url"
         else:
             address = address_of(self._credentials, ("postgresql", "postgres"))
-            conn = psycopg.connect(
-                host=address.host,
-                port=address.port,
-                user=address.user,
-                password=address.password,
-                dbname=address.database,
-                autocommit=True,
-                **options,
-            )
+            params = {
+                "host": address.host,
+                "port": address.port,
+                "user": address.user,
+                "password": address.password,
+                "dbname": address.database,
+            }
+            field = "host"
+        params.update(self._pinned(params, field))
+        conn = psycopg.connect(**{**params, **options}, autocommit=True)
         try:
             conn.execute(
                 "SELECT set_config('statement_timeout', %s, false)", (f"{self._timeout_ms()}ms",)
@@ -374,6 +502,43 @@ class PostgreSQLTable(_Table):
             conn.close()
             raise
         return conn
+
+    def _pinned(self, params: dict[str, Any], field: str) -> dict[str, str]:
+        """libpq's ``host``, ``hostaddr`` and ``port`` lists for ``params``: each host judged
+        (``ragio.integrations.connectors.addresses``), a name given as every address it
+        resolved to (``hostaddr``: libpq connects there and keeps the name for TLS), a
+        Unix socket's directory as itself when allowed; ``BadAddress`` with no host."""
+        hosts = str(params.get("host") or "").split(",")
+        given = [a for a in str(params.get("hostaddr") or "").split(",")]
+        if not any(hosts) and any(given):
+            hosts = [""] * len(given)
+        if not all(hosts) and not (len(given) == len(hosts) and all(given)):
+            raise BadAddress(f"{field} must name the server's host (libpq's default is not used)")
+        ports = [p.strip() for p in str(params.get("port") or "").split(",") if p.strip()]
+        host_list: list[str] = []
+        address_list: list[str] = []
+        port_list: list[str] = []
+        for n, host in enumerate(hosts):
+            text = ports[n] if len(ports) > 1 and n < len(ports) else (ports or ["5432"])[0]
+            if not text.isdigit() or not 0 < int(text) < 65536:
+                raise BadAddress(f"{field} has a port that is not a number from 1 to 65535")
+            port = int(text)
+            address = given[n] if len(given) == len(hosts) else ""
+            if address:
+                found = ("tcp", judged(field, address, port, self._reach))
+            else:
+                found = pinned(field, host, port, self._reach)
+            how, where = found
+            for place in where:
+                host_list.append(host or place)
+                address_list.append(place if how == "tcp" else "")
+                port_list.append(str(port))
+        pins = {"host": ",".join(host_list), "port": ",".join(port_list)}
+        if any(address_list):
+            pins["hostaddr"] = ",".join(address_list)
+        else:
+            params.pop("hostaddr", None)
+        return pins
 
     def _begin(self, conn: Any, *, writes: bool) -> None:
         conn.read_only = not writes  # set before the transaction begins
@@ -407,12 +572,25 @@ class PostgreSQLTable(_Table):
             ).format(**names)
             parameters = (after, limit)
         try:
-            rows = conn.execute(query, parameters).fetchall()
+            rows = self._rows(conn, query, parameters, max(1, limit))
         except BaseException:
             _rollback_quietly(conn)
             raise
         conn.rollback()
-        return list(rows)
+        return rows
+
+    def _rows(self, conn: Any, statement: Any, params: Any, limit: int) -> list[dict[str, Any]]:
+        # libpq's single-row mode: the rows come as they are read; leaving early cancels
+        # the statement rather than reading the rest
+        cap = self._cap()
+        rows: list[dict[str, Any]] = []
+        with conn.cursor() as cursor, contextlib.closing(cursor.stream(statement, params)) as rs:
+            for row in rs:
+                cap.add(size_of(row))
+                rows.append(row)
+                if len(rows) >= limit:
+                    break
+        return rows
 
     def _reason(self, failed: Exception) -> str | None:
         if isinstance(failed, psycopg.errors.UndefinedTable):
@@ -428,6 +606,35 @@ class PostgreSQLTable(_Table):
         if isinstance(failed, OSError):
             return str(failed) or type(failed).__name__
         return None
+
+    def _kind_of(self, failed: Exception) -> str | None:
+        if isinstance(failed, psycopg.errors.QueryCanceled):
+            return f"{_condition(failed)} (after {self._reach.timeout:g} s)"
+        if isinstance(failed, psycopg.Error):
+            return _condition(failed)
+        if isinstance(failed, OSError):
+            return type(failed).__name__
+        return None
+
+
+def _condition(failed: psycopg.Error) -> str:
+    """The SQLSTATE's condition name (``invalid_text_representation``), from psycopg's
+    class of it, and the names (never values) the server gave: column, table,
+    constraint, type."""
+    condition = re.sub(r"(?<!^)(?=[A-Z])", "_", type(failed).__name__).lower()
+    said = f"{condition} (SQLSTATE {failed.sqlstate})" if failed.sqlstate else condition
+    diag = failed.diag
+    names = [
+        f"{what} {name}"
+        for what, name in (
+            ("column", diag.column_name),
+            ("table", diag.table_name),
+            ("constraint", diag.constraint_name),
+            ("type", diag.datatype_name),
+        )
+        if name
+    ]
+    return ", ".join([said, *names])
 
 
 def _primary(failed: psycopg.Error) -> str:

@@ -14,6 +14,11 @@ Timeouts: the client's ``serverSelectionTimeoutMS`` (finding a server that answe
 the server enforces, and ``socketTimeoutMS`` (each read) is a second longer, so that the
 server's own reason comes first.
 
+Where: every host of the URL is judged by the address rules
+(``ragio.integrations.connectors.addresses``); a plain ``mongodb://`` URL without TLS is
+rewritten to the judged addresses, so the driver connects there. Size: documents are
+counted as they come (``Capped``): past ``Reach.max_response_bytes`` the cursor is closed.
+
 Documents become JSON-shaped records: an ObjectId as its hex text, Decimal128 as text,
 datetimes as ISO 8601 text in UTC, binary as base64 text, nested documents and arrays
 converted through, any other BSON type (Timestamp, Regex, Code, MinKey…) as its text.
@@ -28,15 +33,25 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import bson
 import pymongo
 import pymongo.errors
 import trio
+from pymongo import uri_parser
 
 from ragcore.integrations.databases import json_shaped, secrets_of, without_secrets
 from ragcore.integrations.kinds import KINDS
-from ragio.integrations.connectors.base import Connector, Reach, Record, SourceFailed
+from ragio.integrations.connectors.addresses import pinned
+from ragio.integrations.connectors.base import (
+    Capped,
+    Connector,
+    Reach,
+    Record,
+    SourceFailed,
+    size_of,
+)
 
 PAGE_DOCUMENTS = 500
 log = logging.getLogger(__name__)
@@ -87,7 +102,9 @@ class MongoCollection:
 
     async def find(self, filter_: Mapping[str, Any], limit: int) -> list[Record]:
         """A live action's read: the documents matching ``filter_`` (its values BSON
-        values, as bound), at most ``limit``, the server's ``maxTimeMS`` on it."""
+        values, as bound), at most ``limit``, the server's ``maxTimeMS`` on it. A failure
+        of the query says its error's name and code, never the server's message (it may
+        quote the customer's values)."""
         client = await self._run(self._client)
         try:
             return await self._run(functools.partial(self._matching, client, filter_, limit))
@@ -107,7 +124,24 @@ class MongoCollection:
             .batch_size(limit)
             .max_time_ms(max(1, round(self._reach.timeout * 1000)))
         )
-        return [json_shaped(document, bson_shaped) for document in found]
+        try:
+            documents = self._counted(found)
+        except pymongo.errors.OperationFailure as failed:
+            # its message may quote the customer's values: the error's name and code only
+            name = (failed.details or {}).get("codeName") or type(failed).__name__
+            raise SourceFailed(f"the query failed: {name} (code {failed.code})") from None
+        return [json_shaped(document, bson_shaped) for document in documents]
+
+    def _counted(self, cursor: Any) -> list[dict[str, Any]]:
+        """The documents of ``cursor``, counted as they come (``Capped``): more than
+        ``Reach.max_response_bytes`` is a failure, the cursor closed, nothing more read."""
+        cap = Capped(self._reach.max_response_bytes)
+        documents: list[dict[str, Any]] = []
+        with cursor:
+            for document in cursor:
+                cap.add(size_of(document))
+                documents.append(document)
+        return documents
 
     def _client(self) -> pymongo.MongoClient[dict[str, Any]]:
         if not self._url.startswith(("mongodb://", "mongodb+srv://")):
@@ -115,7 +149,7 @@ class MongoCollection:
         milliseconds = max(1, round(self._reach.timeout * 1000))
         try:
             return pymongo.MongoClient(
-                self._url,
+                self._pinned_url(),
                 serverSelectionTimeoutMS=milliseconds,
                 connectTimeoutMS=milliseconds,
                 socketTimeoutMS=milliseconds + 1000,  # the server's max_time_ms first
@@ -125,12 +159,37 @@ class MongoCollection:
         except (ValueError, TypeError, pymongo.errors.ConfigurationError) as bad:
             raise SourceFailed(f"url: {bad}") from None  # secrets masked by _run
 
+    def _pinned_url(self) -> str:
+        """The URL with every host judged (``ragio.integrations.connectors.addresses``):
+        for a plain ``mongodb://`` URL without TLS each host replaced by the address it
+        was judged by, so the driver never looks the name up again. With TLS (the
+        certificate names the host) or ``mongodb+srv://`` (the hosts are in DNS) the
+        names stay, judged: the driver resolves them itself."""
+        try:
+            parsed = uri_parser.parse_uri(self._url, connect_timeout=self._reach.timeout)
+        except (ValueError, TypeError, pymongo.errors.PyMongoError) as bad:
+            raise SourceFailed(f"url: {bad}") from None  # secrets masked by _run
+        pins: list[str] = []
+        for host, port in parsed["nodelist"]:
+            how, where = pinned("url", host, port or 27017, self._reach)
+            if how == "socket":
+                pins.append(quote(where[0], safe=""))
+            else:
+                address = where[0]
+                pins.append(f"[{address}]:{port}" if ":" in address else f"{address}:{port}")
+        options = {key.lower(): value for key, value in parsed["options"].items()}
+        if self._url.startswith("mongodb+srv://") or options.get("tls") or options.get("ssl"):
+            return self._url
+        parts = urlsplit(self._url)
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        return urlunsplit(parts._replace(netloc=userinfo + at + ",".join(pins)))
+
     def _test(self) -> str:
         with self._client() as client:
             client.admin.command("ping")
             version = client.admin.command("buildInfo").get("version", "")
             self._check_collection(client)
-            next(iter(self._find(client[self._database][self._collection], None, limit=1)), None)
+            self._counted(self._find(client[self._database][self._collection], None, limit=1))
         return f"{f'MongoDB {version}'.strip()}: collection {self._collection} readable"
 
     def _check_collection(self, client: pymongo.MongoClient[dict[str, Any]]) -> None:
@@ -148,7 +207,7 @@ class MongoCollection:
         self, client: pymongo.MongoClient[dict[str, Any]], last: Any
     ) -> tuple[list[Record], Any]:
         collection = client[self._database][self._collection]
-        documents = list(self._find(collection, last, limit=PAGE_DOCUMENTS))
+        documents = self._counted(self._find(collection, last, limit=PAGE_DOCUMENTS))
         if not documents:
             return [], last
         return [json_shaped(d, bson_shaped) for d in documents], documents[-1]["_id"]

@@ -106,8 +106,14 @@ class Shopify(CursorPaged):
                 describe=shopify_error,
                 secrets=[self._token],
             )
-            with read_as(VENDOR, [self._token]):
-                page = shopify_page(body, self.what)
+            try:
+                with read_as(VENDOR, [self._token]):
+                    page = shopify_page(body, self.what)
+            except SourceFailed:
+                if not self._reach.live:
+                    raise
+                # its GraphQL errors may quote the search, the customer's value in it
+                raise SourceFailed(f"{VENDOR}: the search failed (GraphQL errors)") from None
             if not isinstance(page, Throttled):
                 return page
             throttled += 1

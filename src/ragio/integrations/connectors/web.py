@@ -4,21 +4,28 @@ into ``SourceFailed`` with the vendor's own words, masked.
 
 Each request gets ``reach.timeout`` and follows no redirect (a redirect could carry the
 credentials elsewhere): it is a failure, named as one. When the caller gave no client,
-one is made for the request.
+one is made for the request (``source_client``: every connection judged by the address
+rules and pinned to an address that passed). The body is read as it streams in and
+counted: an answer of more than ``reach.max_response_bytes`` is a failure, the rest
+never read. In a live query (``reach.live``) an error answer's reason is its status
+alone: a vendor's message may quote the customer's values that were sent.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
 import trio
 
 from ragcore.integrations.pages import Page, Unusable, reason, retry_wait
-from ragio.integrations.connectors.base import Reach, Record, SourceFailed
+from ragio.integrations.connectors.addresses import source_client
+from ragio.integrations.connectors.base import Capped, Reach, Record, SourceFailed, too_big
 
 log = logging.getLogger(__name__)
 #: a vendor's error body -> its message (None: no usable one)
@@ -59,57 +66,97 @@ async def request(
     the 2xx answer (its headers, names lowercased, into ``keep_headers`` if given), or
     ``SourceFailed``."""
     secrets = tuple(secrets)
+    if url.startswith("http://"):  # checked_base_url let it: 127.0.0.1, with the setting
+        parts = urlsplit(url)
+        log.warning(
+            "INTEGRATIONS_ALLOW_HTTP_LOOPBACK=true: calling %s over plain http (testing only)",
+            f"{parts.scheme}://{parts.netloc}",
+        )
     attempts = 0
     while True:
         attempts += 1
-        response = await _send(reach, vendor, method, url, secrets, **kwargs)
-        if response.is_success:
+        answer = await _send(reach, vendor, method, url, secrets, **kwargs)
+        if answer.is_success:
             if keep_headers is not None:
-                keep_headers.update((k.lower(), v) for k, v in response.headers.items())
+                keep_headers.update((k.lower(), v) for k, v in answer.headers.items())
             try:
-                return response.json()
+                return json.loads(answer.body)
             except ValueError:
                 raise SourceFailed(
-                    reason(vendor, response.status_code, "the answer is not JSON", secrets)
+                    reason(vendor, answer.status_code, "the answer is not JSON", secrets)
                 ) from None
-        status = response.status_code
+        status = answer.status_code
         wait = retry_wait(
-            attempts, status, response.headers.get("retry-after"), response.headers.get("date")
+            attempts, status, answer.headers.get("retry-after"), answer.headers.get("date")
         )
         if wait is None:
-            raise HttpFailed(reason(vendor, status, _message(response, describe), secrets), status)
+            message = _message(answer, describe, reach.live)
+            raise HttpFailed(reason(vendor, status, message, secrets), status)
         log.info("%s: HTTP %s; trying again in %.1f s", vendor, status, wait)
         await trio.sleep(wait)
 
 
+class _Answer:
+    """A response and its body, read within the cap."""
+
+    def __init__(self, response: httpx.Response, body: bytes) -> None:
+        self.status_code = response.status_code
+        self.headers = response.headers
+        self.reason_phrase = response.reason_phrase
+        self.is_success = response.is_success
+        self.is_redirect = response.is_redirect
+        self.body = body
+
+
 async def _send(
     reach: Reach, vendor: str, method: str, url: str, secrets: tuple[str, ...], **kwargs: Any
-) -> httpx.Response:
+) -> _Answer:
     try:
         if reach.client is not None:
-            return await reach.client.request(
-                method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
-            )
-        async with httpx.AsyncClient() as client:
-            return await client.request(
-                method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
-            )
+            return await _stream(reach.client, reach, vendor, method, url, **kwargs)
+        async with source_client(reach) as client:
+            return await _stream(client, reach, vendor, method, url, **kwargs)
     except httpx.TimeoutException:
         raise SourceFailed(f"{vendor}: no answer within {reach.timeout:g} s") from None
     except httpx.TransportError as error:
         raise SourceFailed(
             reason(vendor, None, f"could not connect ({type(error).__name__})", secrets)
         ) from None
+    except SourceFailed as refused:  # the address rules (Guarded), or the cap
+        if refused.reason.startswith(f"{vendor}: "):
+            raise
+        raise SourceFailed(f"{vendor}: {refused.reason}") from None
 
 
-def _message(response: httpx.Response, describe: Describe) -> str:
-    if response.is_redirect:
+async def _stream(
+    client: httpx.AsyncClient, reach: Reach, vendor: str, method: str, url: str, **kwargs: Any
+) -> _Answer:
+    """The answer, its body counted as it comes: past ``reach.max_response_bytes`` the
+    connection is dropped and the rest never read (a Content-Length over it: not read)."""
+    cap = Capped(reach.max_response_bytes, vendor)
+    async with client.stream(
+        method, url, timeout=reach.timeout, follow_redirects=False, **kwargs
+    ) as response:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > reach.max_response_bytes:
+            raise SourceFailed(too_big(reach.max_response_bytes, vendor))
+        chunks: list[bytes] = []
+        async for chunk in response.aiter_bytes():  # decoded: a compressed bomb counts whole
+            cap.add(len(chunk))
+            chunks.append(chunk)
+        return _Answer(response, b"".join(chunks))
+
+
+def _message(answer: _Answer, describe: Describe, live: bool) -> str:
+    if answer.is_redirect:
         return "a redirect, which is not followed (is the base URL right?)"
+    if live:  # the vendor's words may quote the values the query sent
+        return answer.reason_phrase or httpx.codes.get_reason_phrase(answer.status_code)
     try:
-        body = response.json()
+        body = json.loads(answer.body)
     except ValueError:
         body = None
-    return describe(body) or response.reason_phrase or "no details"
+    return describe(body) or answer.reason_phrase or "no details"
 
 
 class CursorPaged:
