@@ -11,7 +11,7 @@ import httpx
 import psycopg
 import pytest
 
-from ragio.db.embedded import EmbeddedPostgres
+from ragio.db.embedded import DATABASE_NAME, EmbeddedPostgres
 from tests.io.mariadb import MariaDB, NotInstalled, running_mariadb
 
 PASSWORD = "live-S3cret"  # noqa: S105 (the test server's)
@@ -49,10 +49,11 @@ def owner_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     embedded server in a folder of its own, started only by the tests that use it. Never
     the session's own server, on which the service runs: no data source may read the
     service's own database. Its URL's host is its socket directory, so the tests that use
-    it allow Unix sockets (INTEGRATIONS_ALLOW_UNIX_SOCKETS)."""
+    it allow Unix sockets (INTEGRATIONS_ALLOW_UNIX_SOCKETS). The URL is its superuser's:
+    the owner's own administrator, who makes the databases the tests read."""
     server = EmbeddedPostgres(tmp_path_factory.mktemp("owner-pg"))
-    url = server.start()
-    yield url
+    server.start()
+    yield server.admin_url(DATABASE_NAME)
     server.stop()
 
 
