@@ -7,6 +7,7 @@ client's next request (on a new connection) is answered."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -365,3 +366,35 @@ class TestLongAnswers:
                 lines = [line async for line in response.aiter_lines()]
             assert "event: done" in lines
             assert any("9 am" in line for line in lines)
+
+
+async def test_many_bodies_stalled_at_once_all_get_408_and_nothing_is_logged_as_a_fault(
+    connect, port, caplog
+):
+    """Ten clients stop sending their bodies at the same moment: each is answered 408, and
+    the server logs no error of its own for any of them."""
+    conns = [await connect(port) for _ in range(10)]
+    for conn in conns:
+        await conn.send(
+            request(
+                "POST",
+                "/documents",
+                f"X-API-Key: {KEY}",
+                "Content-Type: application/json",
+                "Content-Length: 100",
+                body=b'{"a": 1',
+            )
+        )
+    statuses = []
+
+    async def answered(conn: Conn) -> None:
+        statuses.append((await conn.response(within=READ_TIMEOUT + 2))[0])
+        await conn.stream.aclose()  # as a client does once it has its answer
+
+    async with trio.open_nursery() as nursery:
+        for conn in conns:
+            nursery.start_soon(answered, conn)
+    await trio.sleep(0.5)  # whatever the server logs after the clients leave
+    assert statuses == [408] * 10
+    faults = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not faults, [(r.getMessage(), r.exc_text or r.exc_info) for r in faults]
