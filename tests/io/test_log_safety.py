@@ -1,6 +1,7 @@
 """What a client can make `ragchat serve` write in its log, read back from the log of the
 real process: no line it could forge (a request path with a newline, a NUL, a Unicode
-line separator), in the text format and in JSON."""
+line separator), in the text format and in JSON; and no outbound call's URL with a
+customer's value in its query string (a live query to a REST API)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
+from cryptography.fernet import Fernet
 
+from tests.io.fakes.rest_server import FakeRestApi
 from tests.io.processes import RAGCHAT, clean_environ, free_port
 
 KEY = "log-safety-key-5e1d0c9b8a"
@@ -102,3 +106,49 @@ async def test_a_path_with_line_breaks_stays_in_one_json_line(tmp_path, database
     assert access["path"].startswith("/nothing\n" + FORGED)
     assert access["path"].endswith("\x00\r\u2028\x85end")  # the path as sent, in the JSON
     assert "\x00" not in text and "\u2028" not in text and "\x85" not in text
+
+
+@pytest.fixture
+async def rest_api(serve_fake: Any) -> FakeRestApi:
+    return await serve_fake(FakeRestApi("X-Api-Key", "rest-key-2f0e7d6c5b", items=3))
+
+
+async def test_a_live_query_puts_no_customer_value_in_the_log(tmp_path, database_url, rest_api):
+    """The probe saw httpx's INFO line ``GET http://…/v1/customers?email=…``."""
+    settings = {
+        "addon_encryption_key": Fernet.generate_key().decode(),
+        "integrations_allow_http_loopback": "true",  # the fake serves http on 127.0.0.1
+    }
+    async with serve(tmp_path, database_url, **settings) as client:
+        source = await client.post(
+            "/integrations",
+            json={
+                "name": "customers",
+                "source_type": "rest_api",
+                "base_url": rest_api.base_url,
+                "auth_header": "X-Api-Key: rest-key-2f0e7d6c5b",
+                "records_path": "/v1/customers",
+            },
+        )
+        assert source.status_code == 201, source.text
+        action = await client.post(
+            "/live-actions",
+            json={
+                "name": "Customer by e-mail",
+                "source_id": source.json()["id"],
+                "template": "/v1/customers?email={email}",
+            },
+        )
+        assert action.status_code == 201, action.text
+        run = await client.post(
+            f"/live-actions/{action.json()['id']}/dry-run",
+            json={"values": {"email": "user1@example.org"}},
+        )
+        assert run.status_code == 200, run.text
+        assert [row["id"] for row in run.json()["rows"]] == [1]
+    assert rest_api.requests[-1].query["email"] == ["user1@example.org"]  # it was called
+    text = log_of(tmp_path)
+
+    assert "POST /live-actions" in text  # the access lines are there
+    for value in ("user1@example.org", "user1%40example.org", "email=", "/v1/customers"):
+        assert value not in text, f"{value} is in the log"
