@@ -234,6 +234,34 @@ async def test_a_slow_body_that_keeps_coming_is_not_cut_off(connect, port):
 # ---------------------------------------------------------------- answers without the body
 
 
+@pytest.mark.parametrize("secret", [None, "wrong-secret"])
+async def test_a_telegram_request_without_its_secret_is_refused_before_its_body_arrives(
+    connect, port, secret
+):
+    """A stranger trickling a body (a byte more often than the read timeout) to the open
+    webhook is refused on its headers, not after the body it never finishes."""
+    conn = await connect(port)
+    headers = ["Content-Type: application/json", "Content-Length: 1000"]
+    if secret is not None:
+        headers.append(f"X-Telegram-Bot-Api-Secret-Token: {secret}")
+    await conn.send(request("POST", "/webhook/telegram", *headers))
+
+    async def trickle() -> None:
+        try:
+            for _ in range(1000):
+                await conn.send(b" ")
+                await trio.sleep(READ_TIMEOUT / 5)
+        except trio.BrokenResourceError:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trickle)
+        status, headers_back, body = await conn.response(within=READ_TIMEOUT)
+        nursery.cancel_scope.cancel()
+    assert status == 403 and headers_back["connection"] == "close"
+    assert "telegram request is not verified" in json.loads(body)["detail"]
+
+
 async def test_after_a_413_the_connection_is_closed_cleanly_saying_so(connect, port):
     conn = await connect(port)
     await conn.send(
