@@ -37,6 +37,7 @@ from ragio.http import (
     webhooks,
     workflows,
 )
+from ragio.http.access import presented_key
 from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
@@ -58,16 +59,6 @@ def error_response(problem: Problem, headers: dict[str, str] | None = None) -> R
     if request.path.startswith(OPENAI_PREFIX):
         return openai_compat.error_response(openai_compat.openai_error(problem), headers)
     return problem_response(problem, headers)
-
-
-def presented_key() -> bytes:
-    """The API key the request presents: ``X-API-Key``, or ``Authorization: Bearer``
-    as OpenAI clients send it."""
-    given = request.headers.get("X-API-Key")
-    if given is None:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        given = token.strip() if scheme.lower() == "bearer" else ""
-    return given.encode("utf-8")
 
 
 class App(QuartTrio):
