@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 from quart import Response, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from ragcore.api.converter import converter
 from ragcore.api.openai_compat import OpenAIError
@@ -42,6 +43,7 @@ from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
 from ragio.http.problems import Problem, problem_for, problem_response
+from ragio.http.routes import fixed_routes
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
@@ -107,6 +109,25 @@ def create_app(svc: Service) -> QuartTrio:
 
     api_key = svc.settings.service_api_key.encode("utf-8")
     open_paths = (*OPEN_PATHS, metrics.PATH) if svc.settings.metrics_public else OPEN_PATHS
+    fixed: dict[str, Mapping[str, frozenset[str]]] = {}
+
+    def fixed_methods(path: str) -> frozenset[str] | None:
+        """The methods of ``path`` when it is a route of its own (``ragio.http.routes``)."""
+        if not fixed:  # every route is registered by the first request
+            fixed["routes"] = fixed_routes(app.url_map)
+        return fixed["routes"].get(path)
+
+    @app.before_request
+    async def refuse_other_methods_of_a_route() -> None:
+        """A route of its own asked with a method it does not take is 405, also when a
+        route with a variable part would take the path and the method (PATCH
+        /live-actions/runs is not the live action ``runs``). Like every 405, before the
+        API key is looked at."""
+        rule = request.url_rule
+        if rule is not None and rule.arguments:
+            methods = fixed_methods(request.path)
+            if methods is not None:
+                raise MethodNotAllowed(valid_methods=sorted(methods))
 
     @app.before_request
     async def require_api_key() -> Response | None:
@@ -156,6 +177,8 @@ def create_app(svc: Service) -> QuartTrio:
             "(MAX_UPLOAD_BYTES)",
         }.get(status, error.description or "")
         allowed = getattr(error, "valid_methods", None)
+        if status == 405:  # a route of its own allows its methods, not a pattern's too
+            allowed = sorted(fixed_methods(request.path) or allowed or ())
         headers = {"Allow": ", ".join(allowed)} if allowed else None
         return error_response(Problem(status, detail), headers=headers)
 
