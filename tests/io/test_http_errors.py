@@ -37,6 +37,29 @@ async def test_wrong_method_is_405_with_allow(api):
     assert "POST" in response.headers["allow"]
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        # a route of its own beside a pattern it also fits (/live-actions/<id>)
+        ("PATCH", "/live-actions/runs", {"GET"}),
+        ("DELETE", "/live-actions/runs", {"GET"}),
+        ("POST", "/live-actions/runs", {"GET"}),
+        ("PUT", "/live-actions/42", {"GET", "PATCH", "DELETE"}),
+        ("DELETE", "/documents", {"GET", "POST"}),
+        ("PATCH", "/health/ready", {"GET"}),
+        ("POST", "/documents/jobs/7", {"GET"}),
+    ],
+)
+async def test_a_known_path_asked_with_another_method_is_405_naming_those_it_takes(
+    api, method, path, allowed
+):
+    response = await api.request(method, path)
+    assert_problem(response, 405, f"{method} is not allowed on {path}")
+    assert {m.strip() for m in response.headers["allow"].split(",")} - {"HEAD", "OPTIONS"} == (
+        allowed
+    )
+
+
 async def test_malformed_json_is_400(api, database_url):
     response = await api.post(
         "/documents",

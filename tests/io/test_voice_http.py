@@ -146,6 +146,23 @@ async def test_markup_characters_in_the_form_are_escaped(api):
     assert parameters["caller"] == caller
 
 
+@pytest.mark.parametrize("caller", ["+1555\x00", "+1555\x01", "+1555\n<x/>", "+1555\u2028"])
+async def test_a_control_character_in_the_caller_is_422_as_on_other_routes(api, caller):
+    """A signed form (the provider's, or one made with a leaked token) whose caller holds
+    a character the markup's XML cannot carry is refused, naming the field."""
+    response = await post(api, incoming_call(From=caller))
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["field"] == "From"
+    assert "Stream" not in response.text
+
+
+async def test_a_nul_in_any_field_of_the_form_is_422(api):
+    response = await post(api, incoming_call(CallerCity="Berlin\x00"))
+    assert response.status_code == 422
+    assert response.json()["field"] == "CallerCity"
+
+
 async def test_the_x_telco_signature_header_name_is_accepted(api):
     stream_of(await post(api, incoming_call(), header="X-Telco-Signature"))
 

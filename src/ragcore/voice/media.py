@@ -13,12 +13,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 from xml.sax.saxutils import quoteattr
 
 import attrs
 
+from ragcore.errors import InvalidInput
 from ragcore.voice.audio import SAMPLE_RATE
 
 #: a media message's text; a frame is 160 bytes (216 in base64), more tolerated
@@ -144,6 +146,25 @@ def mark_message(stream_sid: str, name: str) -> str:
 
 def clear_message(stream_sid: str) -> str:
     return json.dumps({"event": "clear", "streamSid": stream_sid})
+
+
+#: what XML 1.0 cannot carry (C0 but tab and line ends), and no caller or call id holds
+#: (the rest of C0, DEL, C1, Unicode's line and paragraph separators)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_parameter(value: str, field: str) -> str:
+    """``value`` unchanged; InvalidInput naming ``field`` (the form field it came from)
+    when it holds a control character, which the markup cannot carry."""
+    found = _CONTROL.search(value)
+    if found is not None:
+        shown = repr(found.group())[1:-1]
+        raise InvalidInput(
+            field,
+            f"contains a control character ({shown}), which a caller or call id never "
+            "holds: remove it",
+        )
+    return value
 
 
 def connect_stream(stream_url: str, parameters: dict[str, str]) -> str:

@@ -2,8 +2,9 @@
 reported without secrets.
 
 Telegram puts the bot token in the URL path and Discord the interaction token, and
-httpx logs every request's URL at INFO: a filter on its logger masks both, so the
-service log never holds them. Failures are reported by platform, status and the
+httpx logs every request's URL at INFO: the service keeps httpx's logger at WARNING
+(``ragio.logs``), and a filter on it masks both all the same, so that the log never
+holds them even with httpx's lines turned on. Failures are reported by platform, status and the
 platform's own short description, never with the URL.
 """
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 from quart import Response, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from ragcore.api.converter import converter
 from ragcore.api.openai_compat import OpenAIError
@@ -37,10 +38,12 @@ from ragio.http import (
     webhooks,
     workflows,
 )
+from ragio.http.access import presented_key
 from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
 from ragio.http.problems import Problem, problem_for, problem_response
+from ragio.http.routes import fixed_routes
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
@@ -58,16 +61,6 @@ def error_response(problem: Problem, headers: dict[str, str] | None = None) -> R
     if request.path.startswith(OPENAI_PREFIX):
         return openai_compat.error_response(openai_compat.openai_error(problem), headers)
     return problem_response(problem, headers)
-
-
-def presented_key() -> bytes:
-    """The API key the request presents: ``X-API-Key``, or ``Authorization: Bearer``
-    as OpenAI clients send it."""
-    given = request.headers.get("X-API-Key")
-    if given is None:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        given = token.strip() if scheme.lower() == "bearer" else ""
-    return given.encode("utf-8")
 
 
 class App(QuartTrio):
@@ -116,6 +109,25 @@ def create_app(svc: Service) -> QuartTrio:
 
     api_key = svc.settings.service_api_key.encode("utf-8")
     open_paths = (*OPEN_PATHS, metrics.PATH) if svc.settings.metrics_public else OPEN_PATHS
+    fixed: dict[str, Mapping[str, frozenset[str]]] = {}
+
+    def fixed_methods(path: str) -> frozenset[str] | None:
+        """The methods of ``path`` when it is a route of its own (``ragio.http.routes``)."""
+        if not fixed:  # every route is registered by the first request
+            fixed["routes"] = fixed_routes(app.url_map)
+        return fixed["routes"].get(path)
+
+    @app.before_request
+    async def refuse_other_methods_of_a_route() -> None:
+        """A route of its own asked with a method it does not take is 405, also when a
+        route with a variable part would take the path and the method (PATCH
+        /live-actions/runs is not the live action ``runs``). Like every 405, before the
+        API key is looked at."""
+        rule = request.url_rule
+        if rule is not None and rule.arguments:
+            methods = fixed_methods(request.path)
+            if methods is not None:
+                raise MethodNotAllowed(valid_methods=sorted(methods))
 
     @app.before_request
     async def require_api_key() -> Response | None:
@@ -165,6 +177,8 @@ def create_app(svc: Service) -> QuartTrio:
             "(MAX_UPLOAD_BYTES)",
         }.get(status, error.description or "")
         allowed = getattr(error, "valid_methods", None)
+        if status == 405:  # a route of its own allows its methods, not a pattern's too
+            allowed = sorted(fixed_methods(request.path) or allowed or ())
         headers = {"Allow": ", ".join(allowed)} if allowed else None
         return error_response(Problem(status, detail), headers=headers)
 

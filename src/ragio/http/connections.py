@@ -26,6 +26,13 @@ all in this one place (docs/operations.md, "Connections", says what a client see
    rest of the body is read and thrown away (for at most ``LINGER_SECONDS``, and only
    while pieces come at least every ``LINGER_IDLE_SECONDS``) before the connection is
    closed, as RFC 9112 section 9.6 advises.
+4. **A client that leaves as its answer ends breaks the sending.** When the client
+   closes its side, Hypercorn's reading task closes the socket (``send_eof()``) without
+   taking the lock its sends take; a send of the app's under way then (the empty end of a
+   response of known length, typically: the client had it all and left) raises
+   ``trio.BusyResourceError``, which Hypercorn logs as "Error in ASGI Framework". Every
+   answer closing its connection (408, 413) meets it when several clients leave at once.
+   Here such a send counts as the client gone: nothing more is sent, nothing is logged.
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ class _Exchange:
         self.linger = False  # the response started before the body was read
         self.timed_out = False
         self.left = False  # the client closed the connection
+        self.cut = False  # Hypercorn is closing the socket: nothing more can be sent (4.)
         self.settled = trio.Event()  # the body is done, or the client left or went quiet
         if self.body_done:
             self.settled.set()
@@ -162,8 +170,13 @@ class _Exchange:
     async def _shielded(self, message: Message) -> None:
         # Hypercorn closes the connection or restarts its keep-alive timer inside this
         # call; cancelled halfway, the connection would stay open (the module's 1.)
+        if self.cut:
+            return
         with trio.CancelScope(shield=True):
-            await self.server_send(message)
+            try:
+                await self.server_send(message)
+            except trio.BusyResourceError:  # the socket is being closed (the module's 4.)
+                self.cut = True
 
     async def _answer_timeout(self) -> None:
         detail = (

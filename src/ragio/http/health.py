@@ -1,24 +1,46 @@
-"""GET /health: open to all, says whether the service can answer and how."""
+"""GET /health: open to all, says whether the service can answer; and how (the version,
+the providers and their models) to a caller with the API key, or to all when no
+SERVICE_API_KEY is set. The probes /health/live and /health/ready are open to all."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+import attrs
 from quart import Blueprint
 
 from ragcore import __version__
 from ragcore.api.operations import Reply, operation
+from ragcore.api.schema import Schemas
 from ragcore.api.service import Database, Embedder, Graph, Health, Probe, Provider, Providers
+from ragio.http.access import holds_the_key
 from ragio.http.context import service
 from ragio.http.problems import Problem
 
 blueprint = Blueprint("health", __name__)
 
 
+@attrs.frozen
+class HealthStatus:
+    """What /health tells a caller without the API key when SERVICE_API_KEY is set:
+    whether the service can answer, nothing about what it runs."""
+
+    status: Literal["ok", "degraded"]
+
+
+def health_answer(schemas: Schemas) -> dict[str, Any]:
+    """/health's body: the whole Health, or the status alone (nothing else in it)."""
+    return {
+        "description": "The whole Health with the API key (or with no SERVICE_API_KEY "
+        "set); without it, only the status",
+        "oneOf": [schemas.ref(Health), schemas.ref(HealthStatus, closed=True)],
+    }
+
+
 @blueprint.get("/health")
-@operation(Reply(200, "The service's state", Health), open=True)
-async def health() -> Health:
-    """Health, version, database, mode, active providers and the knowledge graph"""
+@operation(Reply(200, "The service's state", health_answer), open=True)
+async def health() -> Health | HealthStatus:
+    """Health; with the API key also the version, database, mode, providers and graph"""
     svc = service()
     reachable = await svc.database.reachable()
     space = svc.embedder.space
@@ -31,6 +53,8 @@ async def health() -> Health:
     graph = svc.graph.status()
     healthy = reachable and graph.status != "degraded"
     status: Literal["ok", "degraded"] = "ok" if healthy else "degraded"
+    if not holds_the_key():  # a stranger learns no version, provider or model name
+        return HealthStatus(status)
     return Health(
         status,
         __version__,

@@ -10,7 +10,7 @@ method outside HTTP's own ``OTHER``.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from werkzeug.routing import MapAdapter
 from ragcore.api.operations import Reply, operation
 from ragio import metrics
 from ragio.http.context import service
+from ragio.http.routes import fixed_routes
 from ragio.http.webhooks import INTAKE
 from ragio.service import Service
 
@@ -97,11 +98,16 @@ class RequestMetrics:
         self.app = app
         self.routes = routes  # the Quart app's url_map
         self._adapter: MapAdapter | None = None
+        self._fixed: Mapping[str, frozenset[str]] = {}
 
     def route(self, method: str, path: str) -> str:
-        """The template of the route ``path`` matches (for a 405: of any method)."""
+        """The template of the route ``path`` matches (for a 405: of any method); a route
+        of its own, whatever the method (``ragio.http.routes``)."""
         if self._adapter is None:  # every blueprint is registered by the first request
             self._adapter = self.routes.bind("localhost")
+            self._fixed = fixed_routes(self.routes)
+        if path in self._fixed:
+            return path
         try:
             rule, _ = self._adapter.match(path, method, return_rule=True)
         except MethodNotAllowed as refused:

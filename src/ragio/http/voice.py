@@ -16,7 +16,13 @@ from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
 from ragcore.api.voice import CallsQuery, VoiceCalls, incoming_call
-from ragcore.voice.media import CALL_PARAMETER, CALLER_PARAMETER, connect_stream, stream_url
+from ragcore.voice.media import (
+    CALL_PARAMETER,
+    CALLER_PARAMETER,
+    check_parameter,
+    connect_stream,
+    stream_url,
+)
 from ragio.http.context import service
 from ragio.http.problems import Problem
 from ragio.http.webhooks import SIGNED_FORM, XML, telco_form
@@ -28,7 +34,7 @@ blueprint = Blueprint("voice", __name__)
 @blueprint.post("/webhook/voice")
 @operation(
     Reply(200, "<Response><Connect><Stream url=…> with the Parameters caller and call_sid", *XML),
-    *(400, 403, 503),
+    *(400, 403, 422, 503),
     **SIGNED_FORM,
 )
 async def voice_webhook() -> Response:
@@ -38,7 +44,8 @@ async def voice_webhook() -> Response:
     /webhook/whatsapp (403 otherwise, unless VOICE_ALLOW_UNSIGNED=true). Answered with
     TwiML that connects the call to the media stream at VOICE_PUBLIC_URL, else
     wss://<PUBLIC_BASE_URL's host, else this request's>:VOICE_PORT (ws:// for http), with
-    the caller and the call id as <Parameter>s. 503 without VOICEAI_API_KEY."""
+    the caller and the call id as <Parameter>s. 503 without VOICEAI_API_KEY; 422 naming a
+    field with a NUL, or a caller or call id with a control character."""
     settings = service().settings
     params = await telco_form("voice", settings.voice_allow_unsigned, "VOICE_ALLOW_UNSIGNED")
     if not settings.voiceai_api_key:
@@ -46,6 +53,8 @@ async def voice_webhook() -> Response:
             503, "the voice channel needs VOICEAI_API_KEY (the speech provider's key) to answer"
         )
     caller, call = incoming_call(params)
+    check_parameter(caller, "From")
+    check_parameter(call, "CallSid")
     target = stream_url(
         settings.voice_public_url, settings.public_base_url, request.host_url, settings.voice_port
     )

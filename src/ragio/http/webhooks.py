@@ -1,7 +1,9 @@
 """POST /webhook/telegram, /webhook/whatsapp and /webhook/discord.
 
 Each request is verified by the platform's own secret or signature (never the API key)
-before anything else; then its body is read (400 when it is not the platform's shape),
+before anything else (Telegram's secret header before the body is even read); then its
+body is read (400 when it is not the platform's shape; 422 naming a form field with a
+NUL, as on every route),
 the delivery is claimed and acknowledged at once, and answered in the background
 (``ragio.channels.intake``).
 """
@@ -18,6 +20,7 @@ from ragcore.api.operations import JSON, Reply, operation
 from ragcore.channels import discord, telco, telegram, whatsapp
 from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
 from ragcore.channels.required import missing_settings
+from ragcore.inputs import check_text_input
 from ragio.channels.intake import Intake
 from ragio.http.context import service
 from ragio.http.problems import Problem
@@ -50,8 +53,10 @@ async def telegram_webhook() -> dict[str, Any]:
     through sendMessage; the same update_id is answered once. Other update kinds are
     acknowledged and ignored."""
     settings = service().settings
-    body = await request.get_data()
     given = request.headers.get(telegram.SECRET_HEADER)
+    # checked on the headers alone, before the body is read: a stranger is refused at
+    # once, however slowly it sends a body (a signature over the body, as Discord's or
+    # the telephony provider's, can only be checked once it is all there)
     _verified(
         telegram.check_secret(
             settings.telegram_webhook_secret, given, settings.telegram_allow_unsigned
@@ -60,12 +65,13 @@ async def telegram_webhook() -> dict[str, Any]:
         "TELEGRAM_ALLOW_UNSIGNED",
         403,
     )
+    body = await request.get_data()
     await _take(_parsed(telegram.parse_update, body))
     return {}
 
 
 @blueprint.post("/webhook/whatsapp")
-@operation(Reply(200, "Taken: an empty TwiML <Response/>", *XML), 400, 403, 503, **SIGNED_FORM)
+@operation(Reply(200, "Taken: an empty TwiML <Response/>", *XML), 400, 403, 422, 503, **SIGNED_FORM)
 async def whatsapp_webhook() -> Response:
     """Incoming WhatsApp messages from the telephony provider
 
@@ -122,7 +128,8 @@ async def telco_form(
 ) -> list[tuple[str, str]]:
     """The form of a request from the telephony provider (WhatsApp, the voice webhook),
     once its signature over PUBLIC_BASE_URL (or this request's URL) and the form has
-    passed; 403 otherwise, unless ``allow_unsigned``."""
+    passed; 403 otherwise, unless ``allow_unsigned``; then 422 naming a field that holds
+    text that cannot be stored (a NUL)."""
     settings = service().settings
     params = telco.form_params(await request.get_data(), request.mimetype)
     url = telco.public_url(
@@ -133,6 +140,9 @@ async def telco_form(
     )
     verdict = telco.check_signature(settings.telco_auth_token, url, params, given, allow_unsigned)
     _verified(verdict, channel, unsigned_setting, 403)
+    for name, value in params:  # text that cannot be stored: 422, as on every route
+        check_text_input(name, "form field names")
+        check_text_input(value, name)
     return params
 
 

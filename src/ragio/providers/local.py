@@ -27,9 +27,12 @@ question's embedding is not stuck behind a whole corpus.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import logging
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,7 +42,7 @@ import numpy as np
 import trio
 
 from ragcore.knowledge.embedding_space import EmbeddingSpace
-from ragio.providers.minilm_graph import fast_model, kept_model
+from ragio.providers.minilm_graph import fast_model, kept_model, work_folder
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +96,10 @@ class MiniLM:
     """all-MiniLM-L6-v2 int8 on onnxruntime. ``encode`` is thread-safe (onnxruntime's run is).
 
     ``cache_dir`` keeps the rewritten graph (``minilm_graph``). Until it is built, in a
-    background thread, the shipped graph answers (their vectors agree to a cosine of
-    0.99); when the rewrite is not possible (``onnx`` missing, a graph it does not know)
-    the shipped one stays. A kept file that does not load is built again."""
+    process of its own (``_GraphBuild``), the shipped graph answers (their vectors agree
+    to a cosine of 0.99); the next ``encode`` once it is built uses it. When the rewrite
+    is not possible (``onnx`` missing, a graph it does not know) the shipped one stays. A
+    kept file that does not load is built again."""
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         import onnxruntime as ort
@@ -116,7 +120,10 @@ class MiniLM:
             )
 
         self.rewritten = False
-        self._rewriting: threading.Thread | None = None
+        #: the faster graph's build, in a process of its own (``_GraphBuild``)
+        self._build: _GraphBuild | None = None
+        self._swap = threading.Lock()
+        self._session = session
         try:
             kept = kept_model(model, cache_dir)
             if kept is not None:
@@ -127,27 +134,42 @@ class MiniLM:
         if not self.rewritten:
             # The shipped graph answers at once; the faster one replaces it when built.
             self.session = session(str(model))
-
-            def rewrite() -> None:
-                try:
-                    faster = session(fast_model(model, cache_dir))
-                except Exception as error:  # an optimisation: never a reason not to embed
-                    log.warning("local embedder: keeping the shipped graph: %s", error)
-                    return
-                self.session, self.rewritten = faster, True
-
-            # Not a daemon (not even when started from one of trio's worker threads, which
-            # are): onnxruntime aborts the process if it exits in the middle of a run.
-            self._rewriting = threading.Thread(target=rewrite, name="minilm-rewrite", daemon=False)
-            self._rewriting.start()
+            self._build = _GraphBuild(model, cache_dir)
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def wait_for_rewrite(self, timeout: float | None = None) -> bool:
         """Whether the faster graph is in use, once its build (if any) is over: for
         measurements, which must not mix the two graphs' vectors."""
-        if self._rewriting is not None:
-            self._rewriting.join(timeout)
+        self._take_build(timeout)
         return self.rewritten
+
+    def _take_build(self, timeout: float | None = 0) -> None:
+        """The faster graph in use once its build is over (waiting up to about ``timeout``
+        s; None: as long as it takes). One thread at a time reads the build's result;
+        another one meanwhile goes on with the graph in use (timeout 0) or waits."""
+        if self._build is None:
+            return
+        if timeout == 0:
+            acquired = self._swap.acquire(blocking=False)
+        else:
+            acquired = self._swap.acquire(timeout=-1 if timeout is None else timeout)
+        if not acquired:
+            return
+        try:
+            build = self._build
+            if build is None or not build.done(timeout):
+                return
+            self._build = None
+            graph, failure = build.result()
+            if graph is not None:
+                try:
+                    self.session, self.rewritten = self._session(graph), True
+                    return
+                except Exception as error:  # an optimisation: never a reason not to embed
+                    failure = str(error)
+            log.warning("local embedder: keeping the shipped graph: %s", failure)
+        finally:
+            self._swap.release()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
@@ -160,6 +182,7 @@ class MiniLM:
         for row, tokens in enumerate(token_ids):
             ids[row, : len(tokens)] = tokens
             mask[row, : len(tokens)] = 1
+        self._take_build()  # here, in a thread the caller waits for: never at exit
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -168,6 +191,73 @@ class MiniLM:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+class _GraphBuild:
+    """The faster MiniLM graph built in a process of its own (``fast_model``), its bytes
+    sent back when done.
+
+    Not a thread: a thread in the middle of an onnxruntime run when the process exits
+    aborts it (SIGABRT), and a thread the process waits for at exit (not a daemon) kept
+    a stopped ``ragchat serve`` alive for as long as the build took: beyond its grace
+    period on a busy machine, its embedded PostgreSQL orphaned when it was then killed.
+    The process is ended when this one exits, its work files removed; the next start
+    builds again."""
+
+    def __init__(self, source: Path, cache_dir: Path | None) -> None:
+        import multiprocessing
+
+        # the build's work files, in a folder of its own: removed whatever happens to it
+        self.work = Path(tempfile.mkdtemp(prefix="building-", dir=work_folder(cache_dir)))
+        context = multiprocessing.get_context("spawn")  # no fork of a threaded process
+        self._received, sending = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=_build_graph,
+            args=(source, cache_dir, self.work, sending),
+            name="minilm-rewrite",
+            daemon=True,
+        )
+        self.process.start()
+        sending.close()  # the child's end: when it ends, receiving sees the end of the pipe
+        atexit.register(self.stop)
+
+    def done(self, timeout: float | None = 0) -> bool:
+        """Whether the build is over (waiting up to ``timeout`` s; None: as long as it takes)."""
+        return bool(self._received.poll(timeout))
+
+    def result(self) -> tuple[bytes | None, str]:
+        """(the graph, "") once ``done``, or (None, why not)."""
+        try:
+            graph, failure = self._received.recv()
+        except EOFError:
+            failure = f"its build ended without a result (exit code {self.process.exitcode})"
+            graph = None
+        finally:
+            self._received.close()
+        self.stop()
+        atexit.unregister(self.stop)
+        return graph, failure
+
+    def stop(self) -> None:
+        """End the build (at once: it is only ever redone) and remove its work files."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _build_graph(source: Path, cache_dir: Path | None, work: Path, sending: Any) -> None:
+    """In the build's own process: the faster graph's bytes (kept in ``cache_dir`` too)
+    or why not, sent back."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the service, which ends us
+    try:
+        sending.send((fast_model(source, cache_dir, work), ""))
+    except Exception as error:  # an optimisation: never a reason not to embed
+        sending.send((None, str(error)))
+    finally:
+        sending.close()
 
 
 class WordLlama:

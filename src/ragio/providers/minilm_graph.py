@@ -74,12 +74,12 @@ def kept_model(source: Path, cache_dir: Path | None) -> bytes | None:
     return cached.read_bytes() if cached.is_file() else None
 
 
-def fast_model(source: Path, cache_dir: Path | None) -> bytes:
+def fast_model(source: Path, cache_dir: Path | None, work: Path | None = None) -> bytes:
     """The rewritten model's bytes, built now (and kept in ``cache_dir`` when given and
-    writable, its work files there too: a process stopped while building leaves them
-    where the next build clears them)."""
+    writable, its work files there too, or under ``work``: a process stopped while
+    building leaves them where the next build clears them)."""
     cached = kept_path(source, cache_dir) if cache_dir is not None else None
-    model = build(source, _work_folder(cache_dir))
+    model = build(source, work or work_folder(cache_dir))
     if cached is not None:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,7 @@ def fast_model(source: Path, cache_dir: Path | None) -> bytes:
     return model
 
 
-def _work_folder(cache_dir: Path | None) -> Path | None:
+def work_folder(cache_dir: Path | None) -> Path | None:
     """Where a build writes its work files (about 200 MB): under ``cache_dir``, cleared
     of what a stopped build left there an hour ago or more; None: the system's."""
     if cache_dir is None:
