@@ -148,7 +148,9 @@ class EmbeddedPostgres:
 
     def drop_database(self, name: str) -> None:
         with psycopg.connect(self.admin_url(), autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
     def stop(self) -> None:
         """Leave the server; it stops when no other process of ours uses it."""
