@@ -208,7 +208,7 @@ def body_schema(*, new: bool) -> dict[str, Any]:
     return schema
 
 
-UPLOAD_SCHEMA = {
+UPLOAD_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "file": {

@@ -160,8 +160,9 @@ class LiveActionFields:
 @listing(read_only=READ_ONLY)
 @attrs.frozen
 class LiveActionPatch:
-    """The fields to change; {} changes nothing. The template is checked again, against
-    the (new) source's kind."""
+    """The fields to change; {} changes nothing. The action as changed is checked again:
+    its template against the (new) source's kind, and it must still be able to run (a
+    trigger phrase, or auto_match; a write template needs a trigger)."""
 
     name: Annotated[str | None, NAME] = unless_sent(check_name)
     source_id: Annotated[int | None, SOURCE] = unless_sent(check_source_id)
@@ -343,7 +344,8 @@ def _values(value: dict[str, str]) -> dict[str, str]:
 @attrs.frozen
 class DryRun:
     """The values to run with: by name, or extracted from a message as a customer would
-    write it (with who writes, for {caller}); a value given by name wins."""
+    write it (with who writes, for {caller}); a value given by name wins. Each
+    placeholder of the action's template needs one (422 naming values otherwise)."""
 
     values: Annotated[
         dict[str, str],

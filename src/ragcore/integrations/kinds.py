@@ -328,9 +328,9 @@ def _credentials(kind: Kind, body: Mapping[str, Any]) -> dict[str, str | None]:
 
 def _missing(kind: Kind, given: Mapping[str, str | None]) -> list[str]:
     """The fields ``given`` still lacks of the alternative it follows most (of those
-    alike, the one closest to complete)."""
+    alike, the one closest to complete); none when one of them is whole."""
 
-    def closeness(option: tuple[str, ...]) -> tuple[int, int]:
+    def closeness(option: tuple[str, ...]) -> tuple[bool, int, int]:
         sent = sum(1 for name in option if given.get(name))
         return sent < len(option), -sent, len(option) - sent  # a whole one first
 
@@ -345,18 +345,18 @@ def _user_field(value: Any) -> str:
 def _interval(value: Any) -> int | None:
     if value is None:
         return None
-    value = whole_number(value)
-    if value is None or not 1 <= value <= MAX_INTERVAL_MINUTES:
+    minutes = whole_number(value)
+    if minutes is None or not 1 <= minutes <= MAX_INTERVAL_MINUTES:
         raise InvalidInput(
             "sync_interval_minutes", f"must be a whole number from 1 to {MAX_INTERVAL_MINUTES}"
         )
-    return value
+    return minutes
 
 
 def _port(value: Any, name: str) -> int:
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip())
-    value = whole_number(value)
-    if value is None or not 1 <= value <= MAX_PORT:
+    port = whole_number(value)
+    if port is None or not 1 <= port <= MAX_PORT:
         raise InvalidInput(name, f"must be a port: a whole number from 1 to {MAX_PORT}")
-    return value
+    return port

@@ -126,7 +126,8 @@ async def patch_integration(id: str) -> Integration:  # noqa: A002 (the path's n
     """Change a data source's name, user field, interval or credential fields
 
     A credential field sent replaces the stored one (null removes an optional one); the
-    rest are kept. source_type cannot change."""
+    rest are kept. Only the source's own kind's fields are taken, and source_type cannot
+    change (422 otherwise)."""
     source = await _found(id)
     return _shown(await sources.update(service(), source, await json_body(required=True)))
 
