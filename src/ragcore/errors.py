@@ -44,13 +44,13 @@ def refuse_unknown_fields(
 
 
 def check_text(value: Any, field: str, limit: int) -> str:
-    """``value`` as a text field: stripped, not blank, at most ``limit`` characters;
-    InvalidInput naming ``field`` otherwise."""
+    """``value`` as a text field: not blank, at most ``limit`` characters as sent (the
+    schema's ``maxLength``), then stripped; InvalidInput naming ``field`` otherwise."""
     if not isinstance(value, str):
         raise InvalidInput(field, "must be text")
     text = value.strip()
     if not text:
         raise InvalidInput(field, "must not be blank")
-    if len(text) > limit:
-        raise InvalidInput(field, f"has {len(text)} characters; the limit is {limit}")
+    if len(value) > limit:
+        raise InvalidInput(field, f"has {len(value)} characters; the limit is {limit}")
     return text

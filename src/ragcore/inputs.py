@@ -26,6 +26,76 @@ MAX_JSON_DEPTH = 32
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def character_class(codes: list[int]) -> str:
+    """The code points ``codes`` (ascending) as the inside of a regular expression's
+    character class, runs as ranges, each end a ``\\uXXXX`` escape (read alike by
+    Python and ECMA-262, the dialect of JSON Schema)."""
+    runs: list[list[int]] = []
+    for code in codes:
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+
+    def one(code: int) -> str:
+        return chr(code) if chr(code).isascii() and chr(code).isalnum() else f"\\u{code:04x}"
+
+    return "".join(
+        one(first) if first == last else f"{one(first)}-{one(last)}" for first, last in runs
+    )
+
+
+#: the characters ``str.strip()`` removes and ``str.isspace()`` sees (all in the BMP), as
+#: a character class's inside: a pattern's ``\\s`` means another set in every dialect
+SPACE = character_class([code for code in range(0x10000) if chr(code).isspace()])
+#: text storage can hold, as a JSON Schema pattern: no NUL. (A lone surrogate cannot be
+#: stored either, but no JSON Schema tool reads one: their strings are UTF-8.)
+STORABLE = "^[^\\u0000]*$"
+#: storable text with a character that is not blank (``check_text``'s "not blank")
+NOT_BLANK = f"^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$"
+#: storable text with a letter or a digit in it (``str.isalnum``: Unicode's L and N)
+HAS_WORD = "^[^\\u0000]*[\\p{L}\\p{N}][^\\u0000]*$"
+
+
+def whole_number(value: Any) -> int | None:
+    """``value`` as a whole number, or None when it is none: JSON has one number type, so
+    ``5.0`` is 5 (as JSON Schema's ``integer`` says), while ``true`` and ``"5"`` are not."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def number_pattern(low: int, high: int) -> str:
+    """A regular expression (unanchored, a group) for the decimal numbers from ``low`` to
+    ``high`` (``0 <= low <= high``), written without leading zeros."""
+    options = ["0"] if low == 0 else []
+    start = max(low, 1)
+    while start <= high:
+        power = 0  # the block [start, start + 10**power) of the numbers after a prefix
+        while start % 10 ** (power + 1) == 0 and start + 10 ** (power + 1) - 1 <= high:
+            power += 1
+        end = start + 10**power - 1
+        last = (start // 10 ** (power + 1) + 1) * 10 ** (power + 1) - 1
+        while end + 10**power <= min(high, last):
+            end += 10**power
+        first, final = str(start), str(end)
+        at = len(first) - power - 1
+        digit = first[at] if first[at] == final[at] else f"[{first[at]}-{final[at]}]"
+        tail = "" if not power else "[0-9]" if power == 1 else f"[0-9]{{{power}}}"
+        options.append(first[:at] + digit + tail)
+        start = end + 1
+    return "(?:" + "|".join(options) + ")"
+
+
+def blank_or(pattern: str) -> str:
+    """``pattern`` (anchored at both ends), or the empty text."""
+    return f"^(?:{pattern.removeprefix('^').removesuffix('$')})?$"
+
+
 class NotJSON(ValueError):
     """The bytes are not a JSON text; the message says where it went wrong."""
 

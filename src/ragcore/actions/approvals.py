@@ -24,12 +24,25 @@ import attrs
 from ragcore.actions.autonomy import AutonomyConfig
 from ragcore.actions.kinds import describe
 from ragcore.actions.records import ActionRecord, short_preview
+from ragcore.inputs import SPACE, character_class
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base32
 ID_LENGTH = 10  # 50 bits
 ID_BYTES = 7  # random bytes an id is made from (56 bits, 50 used)
 ID_PATTERN = re.compile(rf"^[{ALPHABET}]{{{ID_LENGTH}}}$")
 _LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", "-": None, " ": None})
+
+
+def _spelled(text: str) -> str:
+    return text.upper().translate(_LOOKALIKES)
+
+
+_ID_CHARACTERS = character_class(
+    [code for code in range(128) if chr(code).isalnum() and _spelled(chr(code)) in ALPHABET]
+)
+#: an id as ``normalize_id`` reads it, as a pattern: its characters in any case (with the
+#: lookalikes), dashes and spaces between them ignored, blank space around it dropped
+ID_TEXT = f"^[{SPACE}]*(?:[- ]*[{_ID_CHARACTERS}]){{{ID_LENGTH}}}[- ]*[{SPACE}]*$"
 _COMMAND = re.compile(
     r"^\s*/?(yes|y|approve|no|n|reject)\b[\s:#]*([0-9A-Za-z-]{8,14})\s*[.!]?\s*$",
     re.IGNORECASE,
@@ -52,8 +65,11 @@ def approval_id(random: bytes) -> str:
 
 def normalize_id(text: str) -> str | None:
     """The id ``text`` spells, or None when it cannot be one."""
-    candidate = text.strip().upper().translate(_LOOKALIKES)
-    return candidate if ID_PATTERN.match(candidate) else None
+    candidate = text.strip()
+    if not candidate.isascii():  # "ß".upper() is "SS": only ASCII spells an id
+        return None
+    candidate = _spelled(candidate)
+    return candidate if ID_PATTERN.fullmatch(candidate) else None
 
 
 def expiry(now: datetime, ttl_hours: float) -> datetime:

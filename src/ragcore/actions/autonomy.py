@@ -26,14 +26,16 @@ import attrs
 
 from ragcore.actions.kinds import KINDS, Action, Catalog
 from ragcore.api.converter import listing, refusal, structure_body, unless_sent
-from ragcore.api.schema import described
+from ragcore.api.schema import described, whole
 from ragcore.employees.roles import AUTONOMY_LEVELS, Autonomy, Role, autonomy_rank
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity, effective_autonomy
 from ragcore.errors import InvalidInput
+from ragcore.inputs import SPACE, whole_number
 
 APPROVAL_CHANNELS = ("telegram", "whatsapp", "discord")
 SENSITIVE_LEVELS: tuple[Autonomy, ...] = ("semi", "off")
 CHANNEL_REFUSAL = f"must be one of: {', '.join(APPROVAL_CHANNELS)}"
+OWNER_CHANNEL_NEEDED = f"is needed with approval_target: one of {', '.join(APPROVAL_CHANNELS)}"
 KINDS_REFUSAL = f"must be a list of: {', '.join(KINDS)}"
 OWNER = "the owner's Telegram chat id, WhatsApp number (+E.164) or Discord user id"
 SENSITIVE = "what sensitive roles are held to, whatever the mode"
@@ -51,6 +53,50 @@ _TARGETS = {
         "a Discord user id (digits; Developer Mode, Copy User ID)",
     ),
 }
+_AROUND = f"[{SPACE}]*"
+#: ``approval_target`` for each channel as ``normalize_target`` takes it, as a schema: the
+#: chat and user ids as text or a whole number, the number as text (whatsapp: and
+#: spaces and dashes in it dropped, its + added)
+TARGET_SCHEMAS: dict[str, dict[str, Any]] = {
+    "telegram": {
+        "type": ["string", "integer"],
+        "pattern": f"^{_AROUND}-?[0-9]{{1,20}}{_AROUND}$",
+        "minimum": -(10**20 - 1),
+        "maximum": 10**20 - 1,
+    },
+    "whatsapp": {
+        "type": "string",
+        "pattern": (
+            f"^{_AROUND}(?:whatsapp:)?[ -]*\\+?[ -]*[1-9](?:[ -]*[0-9]){{6,14}}[ -]*{_AROUND}$"
+        ),
+    },
+    "discord": {
+        "type": ["string", "integer"],
+        "pattern": f"^{_AROUND}[0-9]{{5,21}}{_AROUND}$",
+        "minimum": 10**4,
+        "maximum": 10**21 - 1,
+    },
+}
+NO_OWNER = [None, ""]
+#: which owner fields go together: none, the channel cleared (null or ""), or a channel
+#: with its target
+OWNER_TOGETHER = [
+    {"properties": {"approval_channel": False, "approval_target": False}},
+    {
+        "required": ["approval_channel"],
+        "properties": {
+            "approval_channel": {"enum": NO_OWNER},
+            "approval_target": {"enum": NO_OWNER},
+        },
+    },
+    *(
+        {
+            "required": ["approval_channel", "approval_target"],
+            "properties": {"approval_channel": {"const": channel}, "approval_target": schema},
+        }
+        for channel, schema in TARGET_SCHEMAS.items()
+    ),
+]
 
 
 @attrs.frozen
@@ -75,16 +121,18 @@ def _levels(allowed: tuple[Autonomy, ...]) -> Any:
 
 
 @listing(words="allowed")
+@whole(anyOf=OWNER_TOGETHER)
 @attrs.frozen
 class AutonomyUpdate:
     """The fields to change; unknown fields and values are 422, naming the allowed ones.
-    approval_channel null clears the owner (decisions through the API only)."""
+    approval_channel and approval_target are sent together: null (or "") for the channel
+    clears the owner (decisions through the API only)."""
 
     mode: Autonomy | None = _levels(AUTONOMY_LEVELS)
-    approval_channel: Annotated[str | None, described(enum=[*APPROVAL_CHANNELS, None])] = (
+    approval_channel: Annotated[str | None, described(enum=[*APPROVAL_CHANNELS, *NO_OWNER])] = (
         attrs.field(default=None, metadata=refusal(CHANNEL_REFUSAL))
     )
-    approval_target: Annotated[Any, described(OWNER, type=["string", "null"])] = None
+    approval_target: Annotated[Any, described(OWNER, type=["string", "integer", "null"])] = None
     allowed_kinds: Annotated[tuple[Any, ...] | None, described(items={"enum": list(KINDS)})] = (
         unless_sent(lambda value: _kinds(value), KINDS_REFUSAL)
     )
@@ -94,8 +142,9 @@ class AutonomyUpdate:
 
 
 def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyConfig:
-    """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value.
-    InvalidInput (422) for an unknown field or value, naming the allowed ones."""
+    """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value;
+    the owner's two fields are given together (``OWNER_TOGETHER``), or neither. InvalidInput
+    (422) for an unknown field or value, naming the allowed ones."""
     owner = ("approval_channel", "approval_target")  # null clears them, as "" does
     update = structure_body(
         {name: "" if name in owner and value is None else value for name, value in body.items()},
@@ -106,16 +155,13 @@ def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyCo
         for name in ("mode", "sensitive_roles", "allowed_kinds")
         if getattr(update, name) is not None
     }
-    channel = (
-        current.approval_channel if update.approval_channel is None else update.approval_channel
-    )
-    target = current.approval_target if update.approval_target is None else update.approval_target
-    if channel in (None, ""):  # no owner: both cleared (approvals only through the API)
-        if update.approval_target not in (None, ""):
-            raise InvalidInput(
-                "approval_channel",
-                f"is needed with approval_target: one of {', '.join(APPROVAL_CHANNELS)}",
-            )
+    channel, target = update.approval_channel, update.approval_target
+    if "approval_channel" not in body:
+        if "approval_target" in body:  # its form is the channel's
+            raise InvalidInput("approval_channel", OWNER_CHANNEL_NEEDED)
+    elif channel == "":  # no owner: both cleared (approvals only through the API)
+        if target not in (None, ""):
+            raise InvalidInput("approval_channel", OWNER_CHANNEL_NEEDED)
         changes["approval_channel"] = changes["approval_target"] = None
     else:
         if channel not in APPROVAL_CHANNELS:
@@ -140,13 +186,14 @@ def normalize_target(channel: str, value: Any) -> str:
     """The owner's address on ``channel`` as approvals compare it: a WhatsApp number is
     kept as ``+digits`` (``whatsapp:`` and spaces dropped)."""
     pattern, what = _TARGETS[channel]
-    if not isinstance(value, str | int) or isinstance(value, bool):
+    number = None if channel == "whatsapp" else whole_number(value)  # a number's + is text
+    if not isinstance(value, str) and number is None:
         raise InvalidInput("approval_target", f"must be {what}")
-    text = str(value).strip()
+    text = value.strip() if isinstance(value, str) else str(number)
     if channel == "whatsapp":
         text = text.removeprefix("whatsapp:").replace(" ", "").replace("-", "")
         text = text if text.startswith("+") else f"+{text}"
-    if not pattern.match(text):
+    if not pattern.fullmatch(text):
         raise InvalidInput("approval_target", f"must be {what}")
     return text
 

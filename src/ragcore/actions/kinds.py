@@ -27,6 +27,7 @@ import attrs
 
 from ragcore.api.converter import listing, refusal, structure_body
 from ragcore.errors import InvalidInput, check_text
+from ragcore.inputs import SPACE, character_class
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
@@ -45,6 +46,20 @@ _ADDRESS = re.compile(
 )
 
 
+_LINE_BREAKS = "\r\n\x0b\x0c\x85\u2028\u2029"
+_SPACES = [code for code in range(0x10000) if chr(code).isspace()]
+#: blank space that is not a line break: what may surround a recipient or a subject
+_EDGE = character_class([code for code in _SPACES if chr(code) not in _LINE_BREAKS])
+#: what a subject may not hold: control characters, line breaks and commas
+_NOT_IN_SUBJECT = character_class(sorted({*range(32), 127, *map(ord, _LINE_BREAKS + ",")}))
+#: what ``check_target``, ``check_recipient`` and ``check_subject`` take, as patterns
+TARGET_TEXT = f"^[{SPACE}]*[A-Za-z0-9_-]{{1,64}}[{SPACE}]*$"
+RECIPIENT = f"^[{_EDGE}]*{_ADDRESS.pattern[1:-1]}[{_EDGE}]*$"
+SUBJECT = (
+    f"^[{_EDGE}]*[^{_NOT_IN_SUBJECT}{SPACE}]"
+    f"(?:[^{_NOT_IN_SUBJECT}]*[^{_NOT_IN_SUBJECT}{SPACE}])?[{_EDGE}]*$"
+)
+
 TARGET_REFUSAL = (
     "must be the NAME of a webhook target in WEBHOOK_TARGETS (lowercase letters, digits, _ "
     "and -), never a URL"
@@ -53,9 +68,10 @@ TEXT = refusal("must be text")
 
 
 def check_target(value: Any) -> str:
-    if not isinstance(value, str) or not _TARGET.match(value.strip().lower()):
+    name = value.strip() if isinstance(value, str) else ""
+    if not name.isascii() or not _TARGET.fullmatch(name.lower()):  # "K".lower() is "k"
         raise InvalidInput("target", TARGET_REFUSAL)
-    return value.strip().lower()
+    return name.lower()
 
 
 def check_data(value: Any) -> dict[str, Any]:
@@ -79,7 +95,7 @@ def check_recipient(value: Any) -> str:
     if _has_line_break(value) or "," in value or ";" in value:
         raise InvalidInput("to", "must be one address: newlines, commas and semicolons are refused")
     address = value.strip()
-    if len(address) > MAX_ADDRESS_CHARS or not _ADDRESS.match(address):
+    if len(value) > MAX_ADDRESS_CHARS or not _ADDRESS.fullmatch(address):
         raise InvalidInput("to", f"{address[:100]!r} is not a plain e-mail address")
     local, _, domain = address.rpartition("@")
     return f"{local}@{domain.lower()}"
@@ -95,9 +111,9 @@ def check_subject(value: Any) -> str:
     subject = value.strip()
     if not subject:
         raise InvalidInput("subject", "must not be blank")
-    if len(subject) > MAX_SUBJECT_CHARS:
+    if len(value) > MAX_SUBJECT_CHARS:
         raise InvalidInput(
-            "subject", f"has {len(subject)} characters; the limit is {MAX_SUBJECT_CHARS}"
+            "subject", f"has {len(value)} characters; the limit is {MAX_SUBJECT_CHARS}"
         )
     if any(ord(c) < 32 or ord(c) == 127 for c in subject):
         raise InvalidInput("subject", "must not contain control characters")

@@ -7,15 +7,18 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.actions.approvals import AlreadyDecided, Approve, Expired, Reject
+from ragcore.actions.approvals import ID_TEXT, AlreadyDecided, Approve, Expired, Reject
 from ragcore.actions.autonomy import APPROVAL_CHANNELS, OWNER, SENSITIVE, AutonomyConfig, reach
 from ragcore.actions.autonomy import AutonomyUpdate as AutonomyUpdate  # the body, by its rules
 from ragcore.actions.kinds import (
-    _TARGET,
     KINDS,
+    MAX_ADDRESS_CHARS,
     MAX_BODY_CHARS,
     MAX_SUBJECT_CHARS,
     MAX_TEXT_CHARS,
+    RECIPIENT,
+    SUBJECT,
+    TARGET_TEXT,
     Catalog,
     action_json,
     describe,
@@ -23,10 +26,13 @@ from ragcore.actions.kinds import (
 from ragcore.actions.lifecycle import STATUSES
 from ragcore.actions.records import ActionRecord, LogEntry
 from ragcore.api.problems import ProblemError
-from ragcore.api.schema import described
-from ragcore.employees.roles import Autonomy
+from ragcore.api.schema import OneOf, described, text
+from ragcore.api.schema import text as text_schema
+from ragcore.employees.roles import _IDENTIFIER, Autonomy
+from ragcore.inputs import blank_or
 from ragcore.settings import Settings
 
+IDENTIFIER = _IDENTIFIER.pattern
 Kind = Literal[KINDS]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]
 ApprovalChannel = Literal[APPROVAL_CHANNELS]  # type: ignore[valid-type]
@@ -69,19 +75,48 @@ class AutonomySetting:
         )
 
 
-@attrs.frozen
-class NewAction:
-    """webhook: target (a NAME from WEBHOOK_TARGETS) and data; email: to, subject, body;
-    chatops: text. role: act as that role (its autonomy and sensitivity apply)."""
+ROLE = "act as this role: its autonomy and sensitivity apply too"
+Role = Annotated[str | None, described(ROLE, pattern=IDENTIFIER)]
 
-    kind: Kind
-    role: str = ""
-    target: Annotated[str, described(pattern=_TARGET.pattern)] = ""
-    data: Annotated[dict[str, Any], described()] = attrs.field(factory=dict)
-    to: Annotated[str, described(format="email")] = ""
-    subject: Annotated[str, described(maxLength=MAX_SUBJECT_CHARS)] = ""
-    body: Annotated[str, described(maxLength=MAX_BODY_CHARS)] = ""
-    text: Annotated[str, described(maxLength=MAX_TEXT_CHARS)] = ""
+
+@attrs.frozen
+class NewWebhookAction:
+    """POST data (a JSON object, at most 16 KB as JSON) to the webhook target named target
+    (a NAME of WEBHOOK_TARGETS)."""
+
+    kind: Literal["webhook"]
+    target: Annotated[str, described(pattern=TARGET_TEXT)]
+    data: dict[str, Any] = attrs.field(factory=dict)
+    role: Role = None
+
+
+@attrs.frozen
+class NewEmailAction:
+    """Mail subject and body (plain text) to to, one address."""
+
+    kind: Literal["email"]
+    to: Annotated[str, described(maxLength=MAX_ADDRESS_CHARS, pattern=RECIPIENT)]
+    subject: Annotated[str, described(maxLength=MAX_SUBJECT_CHARS, pattern=SUBJECT)]
+    body: Annotated[str, text(MAX_BODY_CHARS)]
+    role: Role = None
+
+
+@attrs.frozen
+class NewChatopsAction:
+    """Post text to the chat-ops channel (CHATOPS_WEBHOOK_URL)."""
+
+    kind: Literal["chatops"]
+    text: Annotated[str, text_schema(MAX_TEXT_CHARS)]
+    role: Role = None
+
+
+NEW_ACTION = OneOf(
+    "NewAction",
+    (NewWebhookAction, NewEmailAction, NewChatopsAction),
+    "An action, by its kind: webhook, email or chatops. One the settings cannot send (no "
+    "such target, e-mail not configured, a recipient not allowed) is refused (422) and "
+    "recorded as refused.",
+)
 
 
 @attrs.frozen
@@ -171,7 +206,7 @@ class ActionLogQuery:
             maximum=MAX_LOG_ID,
         ),
     ] = 0
-    action: Annotated[str, described("only this action's entries")] = ""
+    action: Annotated[str, described("only this action's entries", pattern=blank_or(ID_TEXT))] = ""
 
 
 def submitted(record: ActionRecord) -> int:

@@ -3,63 +3,89 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
 import attrs
 
 from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem
-from ragcore.api.schema import OneOf, Schemas, described
+from ragcore.api.schema import OneOf, Schemas, described, text
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
 from ragcore.employees.learning import ASKER_REFUSAL, MAX_ASKER_CHARS, check_asker
-from ragcore.employees.roles import IDENTIFIER_RULE
+from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE
 from ragcore.errors import InvalidInput
+from ragcore.inputs import NOT_BLANK, blank_or
+
+IDENTIFIER = _IDENTIFIER.pattern
 
 ASKER = "who is asking, kept as a hash; roles learn from questions many users ask"
 CONVERSATION = (
     "continue this conversation (the conversation_id of an earlier answer): a follow-up "
     "question is read with it; leave it out to begin one"
 )
-MAX_CONVERSATION_ID = 2**62
+MAX_CONVERSATION_ID = 10**18  # a power of ten: in a query string, at most 18 digits
+#: ``?conversation_id=`` as a pattern: what ``query_conversation_id`` takes
+CONVERSATION_ID_QUERY = f"^(?:[1-9][0-9]{{0,{len(str(MAX_CONVERSATION_ID)) - 2}}})?$"
+CONVERSATION_REFUSAL = "must be the conversation_id of an earlier answer"
+#: the question, as ``check_question`` takes it
+QUESTION = text(MAX_QUESTION_CHARS)
 
 
 def check_conversation_id(value: Any) -> int | None:
-    """A conversation's id: a positive integer (digits in a query string); None when not
-    given."""
-    if value is None or value == "":
+    """A conversation's id: a positive integer; None when not given."""
+    if value is None:
         return None
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < MAX_CONVERSATION_ID:
-        raise InvalidInput("conversation_id", "must be the conversation_id of an earlier answer")
+        raise InvalidInput("conversation_id", CONVERSATION_REFUSAL)
     return value
+
+
+def query_conversation_id(raw: str) -> int | None:
+    """``?conversation_id=``: its digits (``CONVERSATION_ID_QUERY``); None when empty."""
+    if not re.fullmatch(CONVERSATION_ID_QUERY, raw):
+        raise InvalidInput("conversation_id", CONVERSATION_REFUSAL)
+    return int(raw) if raw else None
+
+
+ROLE = blank_or(IDENTIFIER)
+ASKER_TEXT = blank_or(NOT_BLANK)
 
 
 @listing(words="allowed")
 @attrs.frozen
-class ChatQuestion:  # the question checked; role and user None (or null) when not given
-    question: Annotated[str, described(maxLength=MAX_QUESTION_CHARS)] = attrs.field(
-        converter=check_question
+class ChatQuestion:
+    """The question checked; role and user None (or null) when not given. The question is
+    required here or as ?question= (which wins, as every field given in the query does)."""
+
+    question: Annotated[str, QUESTION] = attrs.field(default=None, converter=check_question)
+    role: Annotated[str | None, described("answer as this AI employee", pattern=ROLE)] = (
+        attrs.field(default=None, metadata=refusal(f"must be a role identifier: {IDENTIFIER_RULE}"))
     )
-    role: Annotated[str | None, described("answer as this AI employee")] = attrs.field(
-        default=None, metadata=refusal(f"must be a role identifier: {IDENTIFIER_RULE}")
-    )
-    user: Annotated[str | None, described(ASKER, maxLength=MAX_ASKER_CHARS)] = attrs.field(
-        default=None, converter=check_asker, metadata=refusal(ASKER_REFUSAL)
+    user: Annotated[str | None, described(ASKER, maxLength=MAX_ASKER_CHARS, pattern=ASKER_TEXT)] = (
+        attrs.field(default=None, converter=check_asker, metadata=refusal(ASKER_REFUSAL))
     )
     conversation_id: Annotated[
-        int | None, described(CONVERSATION, minimum=1, maximum=MAX_CONVERSATION_ID)
+        int | None, described(CONVERSATION, minimum=1, maximum=MAX_CONVERSATION_ID - 1)
     ] = attrs.field(default=None, converter=check_conversation_id)
 
 
 @attrs.frozen
 class ChatQuery:
-    """The same fields as query parameters (a JSON body with them also works)."""
+    """The same fields as query parameters (a JSON body with them also works); an empty
+    one is not given."""
 
-    question: Annotated[str, described("the question (or send it in the JSON body)")] = ""
-    role: Annotated[str, described("answer as this AI employee")] = ""
-    user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS)] = ""
-    conversation_id: Annotated[str, described(CONVERSATION)] = ""
+    question: Annotated[
+        str,
+        described(
+            "the question (or send it in the JSON body)",
+            maxLength=MAX_QUESTION_CHARS,
+            pattern=blank_or(NOT_BLANK),
+        ),
+    ] = ""
+    role: Annotated[str, described("answer as this AI employee", pattern=ROLE)] = ""
+    user: Annotated[str, described(ASKER, maxLength=MAX_ASKER_CHARS, pattern=ASKER_TEXT)] = ""
+    conversation_id: Annotated[str, described(CONVERSATION, pattern=CONVERSATION_ID_QUERY)] = ""
 
 
 @attrs.frozen

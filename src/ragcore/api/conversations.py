@@ -16,6 +16,8 @@ DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100
 MAX_CONVERSATION_ID = 2**62
 CHANNELS = ("chat", "openai", "telegram", "whatsapp", "discord", "voice")
+#: since and until: a date, a date and time (RFC 3339), or empty (``instant``)
+INSTANT = {"anyOf": [{"format": "date"}, {"format": "date-time"}, {"const": ""}]}
 
 
 @attrs.frozen
@@ -82,12 +84,19 @@ class ConversationsQuery:
             maximum=MAX_CONVERSATION_ID,
         ),
     ] = 0
-    channel: Annotated[str, described(f"only this channel: {', '.join(CHANNELS)}")] = ""
+    channel: Annotated[str, described("only this channel", enum=["", *CHANNELS])] = ""
     role: Annotated[str, described("only those answered by this role")] = ""
     since: Annotated[
-        str, described("only those active from this instant (ISO 8601; a date is its midnight UTC)")
+        str,
+        described(
+            "only those active from this instant (a date is its midnight UTC, a time without "
+            "an offset is UTC)",
+            **INSTANT,
+        ),
     ] = ""
-    until: Annotated[str, described("only those last active before this instant (ISO 8601)")] = ""
+    until: Annotated[
+        str, described("only those last active before this instant, later than since", **INSTANT)
+    ] = ""
 
     def filters(self) -> dict[str, Any]:
         """The query's filters for the store, checked: InvalidInput naming a bad one."""
@@ -110,7 +119,7 @@ def instant(raw: str, name: str) -> datetime | None:
     if not raw:
         return None
     try:
-        value = datetime.fromisoformat(raw)
+        value = datetime.fromisoformat(raw.upper())  # RFC 3339 allows "t" and "z"
     except ValueError:
         raise InvalidInput(name, "must be an ISO 8601 date or date-time") from None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -1,6 +1,6 @@
 """The one converter between the API's JSON and its attrs shapes: times as ISO 8601,
-JSON types taken as they are (5 is never quietly "5"), and a body with a field its shape
-does not have is refused, never half-read.
+JSON types taken as they are (5 is never quietly "5"; 5.0 is 5, as JSON has one kind of
+number), and a body with a field its shape does not have is refused, never half-read.
 
 ``structure_body`` is the one path a request body takes into its shape. What cattrs
 refuses becomes ``InvalidInput`` naming the field, in the API's words: an unknown field
@@ -24,6 +24,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from ragcore.api.schema import UNLESS_SENT, field_schema, without_none
 from ragcore.errors import InvalidInput, refuse_unknown_fields
+from ragcore.inputs import whole_number
 
 Shape = TypeVar("Shape")
 REFUSAL = "refusal"
@@ -59,8 +60,16 @@ def _strict(*types: type) -> Callable[[Any, Any], Any]:
     return structure
 
 
-for _kind in (str, int, bool):
+def _whole(value: Any, _: Any) -> int:
+    number = whole_number(value)  # 5.0 is 5 in JSON, as in JSON Schema's "integer"
+    if number is None:
+        raise WrongType(f"{value!r} is not a whole number")
+    return number
+
+
+for _kind in (str, bool):
     converter.register_structure_hook(_kind, _strict(_kind))
+converter.register_structure_hook(int, _whole)
 converter.register_structure_hook(float, _strict(float, int))
 
 

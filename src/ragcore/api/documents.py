@@ -13,7 +13,9 @@ import attrs
 from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.schema import described
+from ragcore.api.schema import text as text_schema
 from ragcore.errors import InvalidInput
+from ragcore.inputs import HAS_WORD
 from ragcore.jobs import JobStatus
 from ragcore.knowledge.documents import (
     MAX_NAME_CHARS,
@@ -31,10 +33,8 @@ from ragcore.knowledge.documents import (
 @listing(words="allowed")
 @attrs.frozen
 class NewDocument:
-    name: Annotated[str, described(maxLength=MAX_NAME_CHARS)] = attrs.field(
-        metadata=refusal(NAME_REFUSAL)
-    )
-    text: Annotated[str, described("plain text or markdown")] = attrs.field(
+    name: Annotated[str, text_schema(MAX_NAME_CHARS)] = attrs.field(metadata=refusal(NAME_REFUSAL))
+    text: Annotated[str, described("plain text or markdown", pattern=HAS_WORD)] = attrs.field(
         metadata=refusal(TEXT_REFUSAL)
     )
 

@@ -9,20 +9,22 @@ from typing import Annotated, Literal
 import attrs
 
 from ragcore.api.converter import unless_sent
-from ragcore.api.schema import described
+from ragcore.api.schema import described, text
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
 from ragcore.employees import memory
 from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CHARS
 from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
-from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, Source
+from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, TAGS_QUERY, Source
 from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
 from ragcore.employees.profile import LearnedBy, Profile
 from ragcore.employees.profile import ProfilePatch as ProfilePatch  # the body, by its rules
-from ragcore.employees.roles import _IDENTIFIER, Autonomy, Role
+from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, Autonomy, Role
 from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
 from ragcore.errors import InvalidInput
 
 IDENTIFIER = _IDENTIFIER.pattern
+#: the schema of {role} in a path (``check_role_identifier``)
+ROLE_PATH = {"role": {"type": "string", "pattern": IDENTIFIER, "description": IDENTIFIER_RULE}}
 IMPORTANCE = {"minimum": MIN_IMPORTANCE, "maximum": MAX_IMPORTANCE}
 MAX_MEMORY_LIMIT = 500
 
@@ -140,7 +142,12 @@ class MemoryItem:
 @attrs.frozen
 class MemoryQuery:
     query: Annotated[str, described("nearest in meaning first", maxLength=MAX_QUESTION_CHARS)] = ""
-    tags: Annotated[str, described("comma-separated: items with at least one of the tags")] = ""
+    tags: Annotated[
+        str,
+        described(
+            "tags separated by commas: items with at least one of the tags", pattern=TAGS_QUERY
+        ),
+    ] = ""
     limit: Annotated[int, described(minimum=1, maximum=MAX_MEMORY_LIMIT)] = 100
 
 
@@ -152,9 +159,7 @@ class Memory:
 
 @attrs.frozen
 class ContextQuery:
-    query: Annotated[
-        str, described("the question the context is for", maxLength=MAX_QUESTION_CHARS)
-    ]
+    query: Annotated[str, text(MAX_QUESTION_CHARS, "the question the context is for")]
 
 
 @attrs.frozen
@@ -203,7 +208,7 @@ def check_query(raw: str | None, *, required: bool) -> str | None:
         if required:
             raise InvalidInput("query", "send the question as ?query=…")
         return None
-    if len(query) > MAX_QUESTION_CHARS:
-        detail = f"query has {len(query)} characters; the limit is {MAX_QUESTION_CHARS}"
+    if len(raw or "") > MAX_QUESTION_CHARS:
+        detail = f"query has {len(raw or '')} characters; the limit is {MAX_QUESTION_CHARS}"
         raise InvalidInput("query", detail)
     return query

@@ -12,11 +12,15 @@ import attrs
 from ragcore.api.queries import MAX_STORED_ID
 from ragcore.api.schema import described
 from ragcore.errors import InvalidInput
+from ragcore.inputs import NOT_BLANK, SPACE, number_pattern
 from ragcore.integrations.kinds import (
+    COMMON,
     KINDS,
     MASK,
     MAX_INTERVAL_MINUTES,
     MAX_NAME_CHARS,
+    MAX_PORT,
+    MAX_USER_FIELD_CHARS,
     SOURCE_TYPES,
     Kind,
     shown_credentials,
@@ -98,69 +102,136 @@ class Records:
 @attrs.frozen
 class RecordsQuery:
     user: Annotated[
-        str, described("the user key: the value of the source's user_field (an e-mail address)")
-    ] = ""
+        str,
+        described(
+            "the user key: the value of the source's user_field (an e-mail address)",
+            pattern=NOT_BLANK,
+        ),
+    ]
     after: Annotated[int, described(minimum=0, maximum=MAX_STORED_ID)] = 0
     limit: Annotated[int, described(minimum=1, maximum=MAX_RECORDS_PAGE)] = 100
 
 
-def _field_schema(name: str) -> dict[str, Any]:
-    meanings = sorted(
-        {
-            f"{kind.name}: {field.meaning}"
-            for kind in KINDS.values()
-            for field in kind.fields
-            if field.name == name
+USER_FIELD = (
+    "the dotted path of the field naming a record's user (default: the kind's, e.g. email "
+    "or properties.email)"
+)
+INTERVAL = (
+    "synced (as a job) once this long has passed since the last sync ended; null: only on demand"
+)
+#: ``sync_interval_minutes`` as a form field: digits of 1 to MAX_INTERVAL_MINUTES, or empty
+INTERVAL_TEXT = f"^[{SPACE}]*(?:0*{number_pattern(1, MAX_INTERVAL_MINUTES)})?[{SPACE}]*$"
+
+
+def _field(name: str) -> dict[str, Any]:
+    """A credential field's schema, as ``ragcore.integrations.kinds`` checks it in every
+    kind that has it: text (a port: digits, or a whole number), or null to remove it.
+    What it holds is said by each kind (``_kind``): fields alike share one schema."""
+    fields = [field for kind in KINDS.values() for field in kind.fields if field.name == name]
+    if any(field.integer for field in fields):
+        return {
+            "type": ["string", "integer", "null"],
+            "minimum": 1,
+            "maximum": MAX_PORT,
+            "pattern": f"^[{SPACE}]*0*{number_pattern(1, MAX_PORT)}[{SPACE}]*$",
         }
-    )
-    integer = any(
-        field.integer for kind in KINDS.values() for field in kind.fields if field.name == name
-    )
-    schema: dict[str, Any] = {
-        "type": ["string", "integer", "null"] if integer else ["string", "null"]
+    return {
+        "type": ["string", "null"],
+        "maxLength": max(field.max_chars for field in fields),
+        "pattern": NOT_BLANK,
     }
-    schema["description"] = "; ".join(meanings)
+
+
+def _kind(kind: Kind, *, new: bool) -> dict[str, Any]:
+    """What one kind adds to the body: its source_type, only its own fields, and (``new``)
+    one of the alternatives of its required fields, each given (not null); a field every
+    alternative needs is never removed (null)."""
+    fields = [field.name for field in kind.fields]
+    limits = {
+        field.name: {"maxLength": field.max_chars}
+        for field in kind.fields
+        if not field.integer and field.max_chars < _field(field.name)["maxLength"]
+    }
+    meanings = "; ".join(f"{field.name}: {field.meaning}" for field in kind.fields)
+    schema: dict[str, Any] = {
+        "title": kind.name,
+        "description": f"{kind.description}. {meanings}",
+        "properties": {"source_type": {"const": kind.name}, **limits},
+        "propertyNames": {"enum": [*COMMON, *fields]},
+    }
+    if new:
+        schema["anyOf"] = [
+            {
+                "required": list(option),
+                "properties": {name: {"type": ["string", "integer"]} for name in option},
+            }
+            for option in kind.required
+        ]
+    else:
+        needed = set.intersection(*(set(option) for option in kind.required))
+        for name in sorted(needed):
+            schema["properties"][name] = {**limits.get(name, {}), "type": "string"}
     return schema
 
 
 def body_schema(*, new: bool) -> dict[str, Any]:
-    """The JSON body of POST (``new``) or PATCH: the common fields and every kind's
-    credential fields (which a kind takes: docs/api.md; others are refused by name)."""
+    """The JSON body of POST (``new``) or PATCH: the common fields, and those of one kind,
+    by its source_type (required to create). A PATCH changes a source of its own kind: a
+    field of another kind, or another source_type, is refused (422), and a field removed
+    (null) must leave one of the alternatives of its required fields whole."""
+    names = sorted({field.name for kind in KINDS.values() for field in kind.fields})
     properties: dict[str, Any] = {
-        "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+        "name": {"type": "string", "maxLength": MAX_NAME_CHARS, "pattern": NOT_BLANK},
         "source_type": {"enum": list(SOURCE_TYPES)},
         "user_field": {
             "type": "string",
-            "description": "the dotted path of the field naming a record's user "
-            "(default: the kind's, e.g. email or properties.email)",
+            "maxLength": MAX_USER_FIELD_CHARS,
+            "pattern": NOT_BLANK,
+            "description": USER_FIELD,
         },
         "sync_interval_minutes": {
             "type": ["integer", "null"],
             "minimum": 1,
             "maximum": MAX_INTERVAL_MINUTES,
-            "description": "synced (as a job) once this long has passed since the last sync "
-            "ended; null: only on demand",
+            "description": INTERVAL,
         },
+        **{name: _field(name) for name in names},
     }
-    names = sorted({field.name for kind in KINDS.values() for field in kind.fields})
-    for name in names:
-        properties[name] = _field_schema(name)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "anyOf": [_kind(kind, new=new) for kind in KINDS.values()],
+    }
     if new:
         schema["required"] = ["name", "source_type"]
     return schema
 
 
-UPLOAD_SCHEMA = {
+UPLOAD_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "file": {"type": "string", "format": "binary", "description": "the CSV file"},
-        "name": {"type": "string", "minLength": 1},
+        "file": {
+            "type": "string",
+            "format": "binary",
+            "description": "the CSV file, as text; its first row names the columns",
+        },
+        "name": {"type": "string", "maxLength": MAX_NAME_CHARS, "pattern": NOT_BLANK},
         "source_type": {"enum": ["csv"]},
-        "user_field": {"type": "string"},
-        "sync_interval_minutes": {"type": "string"},
+        "user_field": {
+            "type": "string",
+            "maxLength": MAX_USER_FIELD_CHARS,
+            "pattern": NOT_BLANK,
+            "description": USER_FIELD,
+        },
+        "sync_interval_minutes": {
+            "type": "string",
+            "pattern": INTERVAL_TEXT,
+            "description": INTERVAL + "; empty: not given",
+        },
     },
     "required": ["file", "name"],
+    "additionalProperties": False,
 }
 
 
@@ -183,6 +254,6 @@ def upload_body(form: Mapping[str, str], content: str) -> dict[str, Any]:
     interval = body.get("sync_interval_minutes")
     if isinstance(interval, str) and not interval.strip():
         del body["sync_interval_minutes"]  # a form's empty field: not given
-    elif isinstance(interval, str) and interval.strip().isdigit():
-        body["sync_interval_minutes"] = int(interval)
+    elif isinstance(interval, str) and interval.strip().isascii() and interval.strip().isdigit():
+        body["sync_interval_minutes"] = int(interval.strip())
     return body

@@ -19,8 +19,10 @@ import attrs
 
 from ragcore.api.converter import listing, refusal, structure_body, unless_sent
 from ragcore.api.queries import MAX_STORED_ID
-from ragcore.api.schema import described
+from ragcore.api.schema import described, whole
+from ragcore.api.schema import text as text_schema
 from ragcore.errors import InvalidInput, check_text
+from ragcore.inputs import HAS_WORD, NOT_BLANK
 from ragcore.integrations.kinds import SOURCE_TYPES
 from ragcore.live.extraction import PLACEHOLDERS, caller_value, extract
 from ragcore.live.matching import normal_words
@@ -62,6 +64,15 @@ TRIGGERS = (
 )
 AUTO_MATCH = "also run it when a message is about the names its template mentions (reads only)"
 CHANNELS_MEANING = "the channels it runs on; empty: every channel"
+NAME = text_schema(MAX_NAME_CHARS)
+SOURCE = described(SOURCE_ID, minimum=1, maximum=MAX_STORED_ID)
+#: a trigger phrase, as ``check_triggers`` takes it: text with a word in it
+TRIGGER = {"type": "string", "maxLength": MAX_TRIGGER_CHARS, "pattern": HAS_WORD}
+#: an action that can run: one with a trigger phrase, or auto-matched (the default)
+RUNNABLE = [
+    {"properties": {"auto_match": {"const": True}}},
+    {"required": ["triggers"], "properties": {"triggers": {"minItems": 1}}},
+]
 
 
 def check_name(value: Any) -> str:
@@ -96,7 +107,7 @@ def check_triggers(value: Any) -> tuple[str, ...]:
     for item in value:
         phrase = check_text(item, "triggers", MAX_TRIGGER_CHARS)
         words = normal_words(phrase).strip()
-        if not words:
+        if not words or not any(char.isalnum() for char in phrase):  # HAS_WORD
             raise InvalidInput("triggers", f"{phrase[:40]!r} has no word a message could hold")
         if words not in seen:
             seen.add(words)
@@ -125,12 +136,11 @@ def check_channel(value: Any, field: str = "channel") -> str:
 
 
 def check_description(value: str) -> str:
-    text = value.strip()
-    if len(text) > MAX_DESCRIPTION_CHARS:
+    if len(value) > MAX_DESCRIPTION_CHARS:
         raise InvalidInput(
-            "description", f"has {len(text)} characters; the limit is {MAX_DESCRIPTION_CHARS}"
+            "description", f"has {len(value)} characters; the limit is {MAX_DESCRIPTION_CHARS}"
         )
-    return text
+    return value.strip()
 
 
 @attrs.frozen
@@ -150,19 +160,19 @@ class LiveActionFields:
 @listing(read_only=READ_ONLY)
 @attrs.frozen
 class LiveActionPatch:
-    """The fields to change; {} changes nothing. The template is checked again, against
-    the (new) source's kind."""
+    """The fields to change; {} changes nothing. The action as changed is checked again:
+    its template against the (new) source's kind, and it must still be able to run (a
+    trigger phrase, or auto_match; a write template needs a trigger)."""
 
-    name: Annotated[str | None, described(minLength=1, maxLength=MAX_NAME_CHARS)] = unless_sent(
-        check_name
-    )
-    source_id: Annotated[int | None, described(SOURCE_ID, minimum=1)] = unless_sent(check_source_id)
-    template: Annotated[Any, described(TEMPLATE, type=["string", "object"])] = unless_sent(
+    name: Annotated[str | None, NAME] = unless_sent(check_name)
+    source_id: Annotated[int | None, SOURCE] = unless_sent(check_source_id)
+    template: Annotated[
+        Any, described(TEMPLATE, type=["string", "object"], maxLength=MAX_TEMPLATE_CHARS)
+    ] = unless_sent(
         check_template_value, "must be text (SQL, a path, a search) or an object (a filter)"
     )
     triggers: Annotated[
-        tuple[Any, ...] | None,
-        described(TRIGGERS, items={"type": "string"}, maxItems=MAX_TRIGGERS),
+        tuple[Any, ...] | None, described(TRIGGERS, items=TRIGGER, maxItems=MAX_TRIGGERS)
     ] = unless_sent(check_triggers, "must be a list of phrases")
     auto_match: Annotated[bool | None, described(AUTO_MATCH)] = unless_sent()
     channels: Annotated[
@@ -177,16 +187,21 @@ class LiveActionPatch:
         return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}
 
 
+@whole(anyOf=RUNNABLE)
 @attrs.frozen
 class NewLiveAction:
-    """Unknown and read-only fields are refused (422) by name."""
+    """Unknown and read-only fields are refused (422) by name. An action runs on a trigger
+    phrase or auto-matched: one with neither is refused (422), as is a write template
+    (UPDATE, INSERT or DELETE) without a trigger."""
 
-    name: Annotated[str, described(minLength=1, maxLength=MAX_NAME_CHARS)]
-    source_id: Annotated[int, described(SOURCE_ID, minimum=1)]
-    template: Annotated[Any, described(TEMPLATE, type=["string", "object"])]
-    triggers: Annotated[list[str], described(TRIGGERS, maxItems=MAX_TRIGGERS, default=[])] = (
-        attrs.field(factory=list)
-    )
+    name: Annotated[str, NAME]
+    source_id: Annotated[int, SOURCE]
+    template: Annotated[
+        Any, described(TEMPLATE, type=["string", "object"], maxLength=MAX_TEMPLATE_CHARS)
+    ]
+    triggers: Annotated[
+        list[str], described(TRIGGERS, items=TRIGGER, maxItems=MAX_TRIGGERS, default=[])
+    ] = attrs.field(factory=list)
     auto_match: Annotated[bool, described(AUTO_MATCH)] = True
     channels: Annotated[
         list[str], described(CHANNELS_MEANING, items={"enum": list(CHANNELS)}, default=[])
@@ -329,11 +344,20 @@ def _values(value: dict[str, str]) -> dict[str, str]:
 @attrs.frozen
 class DryRun:
     """The values to run with: by name, or extracted from a message as a customer would
-    write it (with who writes, for {caller}); a value given by name wins."""
+    write it (with who writes, for {caller}); a value given by name wins. Each
+    placeholder of the action's template needs one (422 naming values otherwise)."""
 
     values: Annotated[
         dict[str, str],
-        described("the placeholders' values by name", propertyNames={"enum": list(PLACEHOLDERS)}),
+        described(
+            "the placeholders' values by name",
+            propertyNames={"enum": list(PLACEHOLDERS)},
+            additionalProperties={
+                "type": "string",
+                "maxLength": MAX_VALUE_CHARS,
+                "pattern": NOT_BLANK,
+            },
+        ),
     ] = attrs.field(
         factory=dict,
         converter=_values,

@@ -23,6 +23,7 @@ from ragcore.api.converter import converter
 from ragcore.chat.followup import Exchange
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer
 from ragcore.employees.learning import MAX_ASKER_CHARS
+from ragcore.inputs import NOT_BLANK
 
 SERVICE_MODEL = "ragchat"
 OWNER = "ragchat"
@@ -42,6 +43,54 @@ ERROR_TYPES = {
     429: "rate_limit_error",
 }
 
+
+_TEXT_PART = {
+    "type": "object",
+    "required": ["type", "text"],
+    "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+}
+#: the schema of a chat completion's request, as ``read_messages`` and ``read_options`` read
+#: it; any other field (temperature, max_tokens …) is taken and ignored
+REQUEST_SCHEMA = {
+    "type": "object",
+    "required": ["model", "messages"],
+    "properties": {
+        "model": {
+            "type": "string",
+            "pattern": NOT_BLANK,
+            "description": "ragchat, or ragchat-<role> (GET /v1/models); another is 404",
+        },
+        "messages": {
+            "type": "array",
+            "minItems": 1,
+            "description": (
+                "the conversation; the last message must be the user's question, with text "
+                f"(at most {MAX_QUESTION_CHARS} characters): 400 otherwise. The latest "
+                f"{MAX_MESSAGES} are read"
+            ),
+            "items": {
+                "type": "object",
+                "required": ["role"],
+                "properties": {
+                    "role": {"enum": list(ROLES)},
+                    "content": {
+                        "anyOf": [
+                            {"type": ["string", "null"]},
+                            {"type": "array", "items": _TEXT_PART},
+                        ]
+                    },
+                },
+            },
+        },
+        "stream": {"type": ["boolean", "null"]},
+        "stream_options": {
+            "type": ["object", "null"],
+            "properties": {"include_usage": {"type": "boolean"}},
+        },
+        "n": {"enum": [1, None], "description": "one choice is answered"},
+        "user": {"type": ["string", "null"], "maxLength": MAX_ASKER_CHARS},
+    },
+}
 
 #: the schema of an error's body, for /openapi.json
 ERROR_SCHEMA = {
@@ -213,7 +262,8 @@ def read_options(body: Mapping[str, Any]) -> tuple[bool, bool, str | None]:
         stream = False
     if not isinstance(stream, bool):
         raise OpenAIError(400, "stream must be a boolean", param="stream")
-    options = body.get("stream_options") or {}
+    options = body.get("stream_options")
+    options = {} if options is None else options
     if not isinstance(options, Mapping):
         raise OpenAIError(400, "stream_options must be an object", param="stream_options")
     include_usage = options.get("include_usage", False)
@@ -222,7 +272,7 @@ def read_options(body: Mapping[str, Any]) -> tuple[bool, bool, str | None]:
             400, "stream_options.include_usage must be a boolean", param="stream_options"
         )
     n = body.get("n", 1)
-    if n not in (1, None):
+    if isinstance(n, bool) or n not in (1, None):
         raise OpenAIError(400, "n: one choice is answered; send n 1 or leave it out", param="n")
     user = body.get("user")
     if user is not None and (not isinstance(user, str) or len(user) > MAX_ASKER_CHARS):

@@ -16,7 +16,7 @@ from typing import Any, ParamSpec
 import attrs
 
 from ragcore.api.problems import Problem
-from ragcore.api.schema import Schemas
+from ragcore.api.schema import OneOf, Schemas
 
 JSON = "application/json"
 P = ParamSpec("P")
@@ -38,7 +38,7 @@ class Reply:
 class Operation:
     replies: tuple[Reply, ...]
     errors: tuple[int, ...] = ()
-    body: type | None = None  # a JSON request body, structured by the converter
+    body: type | OneOf | None = None  # a JSON request body (of one of several shapes)
     body_required: bool = True
     other_bodies: tuple[tuple[str, Any], ...] = ()  # (media type, schema or class)
     query: type | None = None  # its fields are the query parameters
@@ -115,7 +115,7 @@ def _operation(path: str, route: Callable[..., Any], op: Operation, schemas: Sch
             "name": name,
             "in": "path",
             "required": True,
-            "schema": op.path.get(name, {"type": "string"}),
+            "schema": schemas.request(op.path.get(name, {"type": "string"})),
         }
         for name in _PATH_PARAMETER.findall(path)
     ]
@@ -127,9 +127,9 @@ def _operation(path: str, route: Callable[..., Any], op: Operation, schemas: Sch
     ]
     if parameters:
         described["parameters"] = parameters
-    content = {media: _body_schema(shape, schemas) for media, shape in op.other_bodies}
+    content = {media: _request_body(shape, schemas) for media, shape in op.other_bodies}
     if op.body is not None:
-        content = {JSON: schemas.ref(op.body, closed=True), **content}
+        content = {JSON: schemas.body(op.body), **content}
     if content:
         described["requestBody"] = {
             "required": op.body_required,
@@ -139,12 +139,14 @@ def _operation(path: str, route: Callable[..., Any], op: Operation, schemas: Sch
     if not op.open:
         errors.add(401)
     responses: dict[str, Any] = {}
-    for reply in op.replies:
-        answer: dict[str, Any] = {"description": reply.description}
+    for reply in op.replies:  # replies of one status in several media types: one answer
+        answer: dict[str, Any] = responses.setdefault(str(reply.status), {})
+        answer["description"] = "; ".join(
+            filter(None, (answer.get("description"), reply.description))
+        )
         if reply.shape is not None:
             schema = _body_schema(reply.shape, schemas)
-            answer["content"] = {reply.media_type: {"schema": schema}}
-        responses[str(reply.status)] = answer
+            answer.setdefault("content", {})[reply.media_type] = {"schema": schema}
     for status in sorted(errors):
         if op.error_body is not None:
             media, shape = op.error_body
@@ -168,12 +170,20 @@ def _body_schema(shape: Any, schemas: Schemas) -> dict[str, Any]:
     return schemas.of(shape)
 
 
+def _request_body(shape: Any, schemas: Schemas) -> dict[str, Any]:
+    """A request body's schema: an attrs class as a closed shape, the others as given;
+    either way, with what the service takes of its text (``Schemas.request``)."""
+    if attrs.has(shape) or isinstance(shape, OneOf):
+        return schemas.body(shape)
+    return schemas.request(_body_schema(shape, schemas))
+
+
 def _query_parameters(cls: type, schemas: Schemas) -> list[dict[str, Any]]:
     described = schemas.object(cls)
     required = set(described.get("required", ()))
     parameters = []
     for name, schema in described["properties"].items():
-        schema = dict(schema)
+        schema = schemas.request(schema)
         parameter = {"name": name, "in": "query", "required": name in required}
         if "description" in schema:
             parameter["description"] = schema.pop("description")

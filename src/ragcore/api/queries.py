@@ -18,17 +18,23 @@ MAX_STORED_ID = 2**63 - 1  # ids are PostgreSQL bigints
 
 
 def read_query(shape: type[Shape], args: Mapping[str, str]) -> Shape:
-    """``args`` as ``shape``: a parameter not given keeps its default, a whole-number one
-    must lie within its field's ``minimum`` and ``maximum``, a text one be at most its
-    ``maxLength`` characters and one of its ``enum`` when it has one (InvalidInput naming
-    it otherwise). Parameters the shape does not have are left to the route."""
+    """``args`` as ``shape``: a parameter not given keeps its default (one without is
+    required), a whole-number one must lie within its field's ``minimum`` and ``maximum``,
+    a text one be at most its ``maxLength`` characters and one of its ``enum`` when it has
+    one (InvalidInput naming it otherwise). Parameters the shape does not have are left
+    to the route."""
     hints = typing.get_type_hints(shape, include_extras=True)
     given: dict[str, Any] = {}
     for field in attrs.fields(shape):  # type: ignore[arg-type]
         raw = args.get(field.name)
-        if raw is None:
-            continue
         kind, limits = field_schema(hints[field.name])
+        if raw is None:
+            if field.default is attrs.NOTHING:
+                meaning = limits.get("description")
+                raise InvalidInput(
+                    field.name, f"is required: {meaning}" if meaning else "is required"
+                )
+            continue
         if kind is int:
             given[field.name] = _whole(raw, field.name, limits["minimum"], limits["maximum"])
         else:

@@ -2,7 +2,12 @@
 shapes are described by the classes that carry them and never restated by hand.
 
 A field's type gives its schema; ``Annotated[type, described(…)]`` adds what a type cannot say (a
-description, a limit, a pattern), taken from the constants the rules enforce.
+description, a limit, a pattern), taken from the constants the rules enforce, and
+``@whole(…)`` what no one field can say (which fields go together).
+
+What a request may hold is said in full (``Schemas.request``): every text in it, keys of
+free-form objects too, is text storage can hold (``ragcore.inputs``), as the service
+checks where it reads input.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from ragcore.inputs import NOT_BLANK, STORABLE
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -47,6 +54,26 @@ def described(description: str = "", /, **keywords: Any) -> Schema:
     if description:
         keywords["description"] = description
     return Schema(keywords)
+
+
+_WHOLE: dict[type, dict[str, Any]] = {}
+
+
+def whole(**keywords: Any) -> Any:
+    """Class decorator: schema keywords about the shape as a whole, which no one field's
+    can say (``anyOf`` of the fields that go together, ``minProperties``)."""
+
+    def register(shape: Any) -> Any:
+        _WHOLE[shape] = keywords
+        return shape
+
+    return register
+
+
+def text(limit: int, description: str = "", /, **keywords: Any) -> Schema:
+    """A text field as ``ragcore.errors.check_text`` takes it: not blank, at most
+    ``limit`` characters as sent."""
+    return described(description, maxLength=limit, pattern=NOT_BLANK, **keywords)
 
 
 def field_schema(hint: Any) -> tuple[Any, dict[str, Any]]:
@@ -86,17 +113,79 @@ class Schemas:
     def __init__(self) -> None:
         self.components: dict[str, dict[str, Any]] = {}
         self.closed: set[type] = set()
+        self._closing = False
 
     def ref(self, cls: type, *, closed: bool = False) -> dict[str, Any]:
         """``{"$ref": …}`` to ``cls``'s component, described on first use; a ``closed``
-        class (a request body) admits no other properties."""
-        if closed:
+        class (a request body, and the classes in it) admits no other properties, and
+        says what its text may hold (``request``)."""
+        if closed or self._closing:
             self.closed.add(cls)
         name = cls.__name__
         if name not in self.components:
             self.components[name] = {}  # taken: a class that refers to itself stops here
-            self.components[name] = self.object(cls)
+            closing, self._closing = self._closing, cls in self.closed
+            try:
+                self.components[name] = self.object(cls)
+            finally:
+                self._closing = closing
         return {"$ref": f"#/components/schemas/{name}"}
+
+    def body(self, shape: type | OneOf) -> dict[str, Any]:
+        """The schema of a request body of ``shape`` (an attrs class, or one of several):
+        closed, each class in it too."""
+        closing, self._closing = self._closing, True
+        try:
+            return self.ref(shape, closed=True) if isinstance(shape, type) else self.of(shape)
+        finally:
+            self._closing = closing
+
+    def request(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` (of a request's part) with what the service takes of any text said:
+        a text without a pattern of its own gets ``STORABLE`` (a pattern of our own says
+        it already), a free-form object's keys too, and a value of any type is
+        ``StorableJSON``. References are left as they are: a closed class's component is
+        made so itself."""
+        if not isinstance(schema, dict):
+            return schema  # true or false
+        if schema == {}:
+            return self._storable_json()
+        made = dict(schema)
+        kinds = made.get("type", [])
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if "string" in kinds and not {"pattern", "enum", "const", "format"} & made.keys():
+            made["pattern"] = STORABLE
+        if "object" in kinds and made.get("additionalProperties") is not False:
+            made.setdefault("propertyNames", {"pattern": STORABLE})
+            made.setdefault("additionalProperties", {})
+        for key in ("items", "additionalProperties"):
+            if isinstance(made.get(key), dict):
+                made[key] = self.request(made[key])
+        if "properties" in made:
+            made["properties"] = {k: self.request(v) for k, v in made["properties"].items()}
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            if key in made:
+                made[key] = [self.request(option) for option in made[key]]
+        return made
+
+    def _storable_json(self) -> dict[str, Any]:
+        """``{"$ref": …}`` to StorableJSON: any JSON value whose texts can be stored."""
+        name = "StorableJSON"
+        ref = {"$ref": f"#/components/schemas/{name}"}
+        self.components[name] = {
+            "description": "any JSON value, each text in it (keys too) without a NUL",
+            "anyOf": [
+                {"type": "string", "pattern": STORABLE},
+                {"type": ["number", "boolean", "null"]},
+                {"type": "array", "items": ref},
+                {
+                    "type": "object",
+                    "propertyNames": {"pattern": STORABLE},
+                    "additionalProperties": ref,
+                },
+            ],
+        }
+        return ref
 
     def object(self, cls: type) -> dict[str, Any]:
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -115,8 +204,10 @@ class Schemas:
             schema["description"] = " ".join(cls.__doc__.split())
         if required:
             schema["required"] = required
+        schema.update(_WHOLE.get(cls, {}))
         if cls in self.closed:
             schema["additionalProperties"] = False
+            schema = self.request(schema)
         return schema
 
     def of(self, hint: Any) -> dict[str, Any]:

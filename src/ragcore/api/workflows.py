@@ -6,17 +6,9 @@ from typing import Annotated
 
 import attrs
 
-from ragcore.api.schema import described
-from ragcore.workflows.definitions import MAX_NAME_CHARS, MAX_URL_CHARS, Channel, Workflow
+from ragcore.api.schema import described, text
+from ragcore.workflows.definitions import CHANNELS, MAX_NAME_CHARS, URL, Channel, Workflow
 from ragcore.workflows.definitions import WorkflowPatch as WorkflowPatch  # the body, by its rules
-
-NAME = {"minLength": 1, "maxLength": MAX_NAME_CHARS}
-CHANNELS = {"minItems": 1}
-TARGET = (
-    "http:// or https://, with a host and no user:password; never a metadata, link-local or "
-    "unspecified address, nor the service itself; loopback and private addresses only with "
-    "WORKFLOW_ALLOW_PRIVATE_TARGETS=true (422 otherwise)"
-)
 
 
 @attrs.frozen
@@ -28,8 +20,8 @@ class Workflows:
 class NewWorkflow:
     """Unknown and read-only fields are refused (422) by name."""
 
-    name: Annotated[str, described(**NAME)]
-    webhook_url: Annotated[str, described(TARGET, maxLength=MAX_URL_CHARS)]
+    name: Annotated[str, text(MAX_NAME_CHARS)]
+    webhook_url: Annotated[str, described(**URL)]
     channels: Annotated[
         list[Channel],
         described(

@@ -13,8 +13,9 @@ from typing import Annotated, Any
 import attrs
 
 from ragcore.api.converter import listing, structure_body, unless_sent
-from ragcore.api.schema import described
+from ragcore.api.schema import described, text
 from ragcore.employees.roles import (
+    _IDENTIFIER,
     AUTONOMY_LEVELS,
     IDENTIFIER_RULE,
     Autonomy,
@@ -40,6 +41,12 @@ MAX_DISPLAY_NAME_CHARS = 100
 MAX_PERSONALITY_CHARS = 8000
 MAX_LIST_ITEMS = 32
 IDENTIFIERS_REFUSAL = "must be a list of identifiers"
+#: the schema of channels and skill_tags (``_identifiers``)
+IDENTIFIERS = {
+    "type": "array",
+    "items": {"type": "string", "pattern": _IDENTIFIER.pattern},
+    "maxItems": MAX_LIST_ITEMS,
+}
 AUTONOMY_REFUSAL = f"must be one of: {', '.join(AUTONOMY_LEVELS)}"
 
 
@@ -49,18 +56,18 @@ class EmployeePatch:
     """The fields to change; display_name and personality are required to create a
     runtime role. Unknown fields are refused (422)."""
 
-    display_name: Annotated[str | None, described(maxLength=MAX_DISPLAY_NAME_CHARS)] = unless_sent(
+    display_name: Annotated[str | None, text(MAX_DISPLAY_NAME_CHARS)] = unless_sent(
         lambda value: check_text(value, "display_name", MAX_DISPLAY_NAME_CHARS)
     )
-    personality: Annotated[str | None, described(maxLength=MAX_PERSONALITY_CHARS)] = unless_sent(
+    personality: Annotated[str | None, text(MAX_PERSONALITY_CHARS)] = unless_sent(
         lambda value: check_text(value, "personality", MAX_PERSONALITY_CHARS)
     )
-    channels: Annotated[
-        tuple[Any, ...] | None, described(maxItems=MAX_LIST_ITEMS, items={"type": "string"})
-    ] = unless_sent(lambda value: _identifiers(value, "channels"), IDENTIFIERS_REFUSAL)
-    skill_tags: Annotated[
-        tuple[Any, ...] | None, described(maxItems=MAX_LIST_ITEMS, items={"type": "string"})
-    ] = unless_sent(lambda value: _identifiers(value, "skill_tags"), IDENTIFIERS_REFUSAL)
+    channels: Annotated[tuple[Any, ...] | None, described(**IDENTIFIERS)] = unless_sent(
+        lambda value: _identifiers(value, "channels"), IDENTIFIERS_REFUSAL
+    )
+    skill_tags: Annotated[tuple[Any, ...] | None, described(**IDENTIFIERS)] = unless_sent(
+        lambda value: _identifiers(value, "skill_tags"), IDENTIFIERS_REFUSAL
+    )
     autonomy: Autonomy | None = unless_sent(check_autonomy, AUTONOMY_REFUSAL)
 
     def given(self) -> dict[str, Any]:

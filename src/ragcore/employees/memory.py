@@ -29,6 +29,7 @@ import attrs
 
 from ragcore.api.converter import listing, refusal, structure_body
 from ragcore.api.schema import described
+from ragcore.api.schema import text as text_schema
 from ragcore.effects import Effect
 from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text
@@ -48,6 +49,9 @@ MAX_IMPORTANCE = 5
 DEFAULT_IMPORTANCE = 3
 IMPORTANCE_REFUSAL = f"must be a whole number from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}"
 TAGS_REFUSAL = "must be a list of tags"
+_TAG = _IDENTIFIER.pattern.removeprefix("^").removesuffix("$")
+#: ``?tags=`` as a pattern: what ``parse_tags`` takes
+TAGS_QUERY = f"^(?:{_TAG}(?:,{_TAG}){{0,{MAX_TAGS - 1}}})?$"
 #: the size of the role context, in characters of the text injected into the prompt
 CONTEXT_BUDGET_CHARS = 2000
 #: how many learned patterns, most relevant first, are considered for the context
@@ -99,7 +103,7 @@ class NewMemory:
     """Unknown fields are refused (422). The same text (ignoring case and whitespace)
     twice for one role is 409."""
 
-    text: Annotated[str, described(maxLength=MAX_MEMORY_CHARS)] = attrs.field(
+    text: Annotated[str, text_schema(MAX_MEMORY_CHARS)] = attrs.field(
         converter=_memory_text, metadata=refusal("is required, as text")
     )
     tags: Annotated[
@@ -174,10 +178,11 @@ def check_memory(body: Mapping[str, Any]) -> NewMemory:
 
 
 def parse_tags(value: str | None) -> tuple[str, ...]:
-    """``?tags=a,b`` as a tuple of tags (blank items ignored)."""
+    """``?tags=a,b`` as a tuple of tags: identifiers separated by commas, at most
+    ``MAX_TAGS`` (``TAGS_QUERY``, as a pattern)."""
     if not value:
         return ()
-    return check_tags([part.strip() for part in value.split(",") if part.strip()])
+    return check_tags(value.split(","))
 
 
 def seed_memories(seeds: Sequence[str]) -> list[NewMemory]:

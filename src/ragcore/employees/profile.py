@@ -19,11 +19,12 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.api.converter import refusal, sent, structure_body
-from ragcore.api.schema import described
+from ragcore.api.schema import described, whole
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.prompts import Prompt
 from ragcore.employees.memory import MemoryItem
 from ragcore.errors import InvalidInput
+from ragcore.inputs import SPACE
 from ragcore.language import NAMES, language_name
 from ragcore.metering import metered_generate
 from ragcore.usage import Caps
@@ -35,7 +36,15 @@ OWNER_FIELDS: dict[str, int] = {
     "tone": 200,
     "language": 2,
 }
+#: the owner's text fields' limits, in characters as sent (language is a code)
+LIMITS = {field: limit for field, limit in OWNER_FIELDS.items() if field != "language"}
 READ_ONLY_FIELDS = ("learned_summary", "learned_at", "updated_at")
+#: ``language`` as a pattern: a code of ``NAMES`` in any case, or none, spaces around it
+LANGUAGE = (
+    f"^[{SPACE}]*(?:"
+    + "|".join("".join(f"[{c.upper()}{c}]" for c in code) for code in sorted(NAMES))
+    + f")?[{SPACE}]*$"
+)
 MAX_SUMMARY_CHARS = 600
 #: what the summary is built from, at most
 MAX_DOCUMENTS = 12
@@ -63,24 +72,25 @@ def _owner_field(field: str) -> Any:
     """A field of ProfilePatch: None when not sent; text sent is tidied and checked."""
 
     def check(value: str) -> str:
+        if len(value) > LIMITS.get(field, len(value)):
+            raise InvalidInput(
+                field, f"{field} has {len(value)} characters; the limit is {OWNER_FIELDS[field]}"
+            )
         value = " ".join(value.split()) if field != "description" else value.strip()
         if field == "language":
-            value = value.lower()
-            if value and value not in NAMES:
+            if not value.isascii() or (value and value.lower() not in NAMES):
                 raise InvalidInput(
                     "language",
                     f"language {value!r} is not an ISO 639-1 code we know, like en, de or fr",
                 )
-        elif len(value) > OWNER_FIELDS[field]:
-            raise InvalidInput(
-                field, f"{field} has {len(value)} characters; the limit is {OWNER_FIELDS[field]}"
-            )
+            value = value.lower()
         return value
 
     refused = refusal(f"{field} must be text (or null to clear it)")
     return attrs.field(default=None, converter=sent(check), metadata=refused)
 
 
+@whole(minProperties=1)
 @attrs.frozen
 class ProfilePatch:
     """The owner's fields to change (null or "" clears one); the learned ones are
@@ -93,7 +103,9 @@ class ProfilePatch:
         "products"
     )
     tone: Annotated[str | None, described(maxLength=OWNER_FIELDS["tone"])] = _owner_field("tone")
-    language: Annotated[str | None, described("ISO 639-1 code, or ''")] = _owner_field("language")
+    language: Annotated[str | None, described("ISO 639-1 code, or ''", pattern=LANGUAGE)] = (
+        _owner_field("language")
+    )
 
     def given(self) -> dict[str, str]:
         return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}

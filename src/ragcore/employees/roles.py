@@ -43,7 +43,7 @@ AUTONOMY_MEANINGS = {
 
 
 def check_role_identifier(value: object) -> str:
-    if not isinstance(value, str) or not _IDENTIFIER.match(value):
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
         raise InvalidInput("role", f"must be a role identifier: {IDENTIFIER_RULE}")
     return value
 

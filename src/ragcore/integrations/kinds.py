@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
+from ragcore.inputs import whole_number
 
 MAX_NAME_CHARS = 200
 MAX_FIELD_CHARS = 4096
@@ -24,6 +25,8 @@ MASK = "********"
 COMMON = ("name", "source_type", "user_field", "sync_interval_minutes")
 READ_ONLY = ("id", "created_at", "updated_at", "credentials", "sync")
 MAX_INTERVAL_MINUTES = 7 * 24 * 60
+MAX_USER_FIELD_CHARS = 200
+MAX_PORT = 65535
 
 
 @attrs.frozen
@@ -325,37 +328,35 @@ def _credentials(kind: Kind, body: Mapping[str, Any]) -> dict[str, str | None]:
 
 def _missing(kind: Kind, given: Mapping[str, str | None]) -> list[str]:
     """The fields ``given`` still lacks of the alternative it follows most (of those
-    alike, the one closest to complete)."""
+    alike, the one closest to complete); none when one of them is whole."""
 
-    def closeness(option: tuple[str, ...]) -> tuple[int, int]:
+    def closeness(option: tuple[str, ...]) -> tuple[bool, int, int]:
         sent = sum(1 for name in option if given.get(name))
-        return -sent, len(option) - sent
+        return sent < len(option), -sent, len(option) - sent  # a whole one first
 
     option = min(kind.required, key=closeness)
     return [name for name in option if not given.get(name)]
 
 
 def _user_field(value: Any) -> str:
-    return check_text(value, "user_field", 200)
+    return check_text(value, "user_field", MAX_USER_FIELD_CHARS)
 
 
 def _interval(value: Any) -> int | None:
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 1 <= value <= MAX_INTERVAL_MINUTES
-    ):
+    minutes = whole_number(value)
+    if minutes is None or not 1 <= minutes <= MAX_INTERVAL_MINUTES:
         raise InvalidInput(
             "sync_interval_minutes", f"must be a whole number from 1 to {MAX_INTERVAL_MINUTES}"
         )
-    return value
+    return minutes
 
 
 def _port(value: Any, name: str) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        raise InvalidInput(name, "must be a port: a whole number from 1 to 65535")
-    return value
+    port = whole_number(value)
+    if port is None or not 1 <= port <= MAX_PORT:
+        raise InvalidInput(name, f"must be a port: a whole number from 1 to {MAX_PORT}")
+    return port

@@ -239,13 +239,13 @@ TEXT_REFUSAL = "is required: the document's text"
 def check_document(name: Any, text: Any) -> tuple[str, str]:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", NAME_REFUSAL)
-    if len(name.strip()) > MAX_NAME_CHARS:
+    if len(name) > MAX_NAME_CHARS:
         raise InvalidInput("name", f"is longer than {MAX_NAME_CHARS} characters")
     if not isinstance(text, str):
         raise InvalidInput("text", TEXT_REFUSAL)
     check_text_input(name, "name")
     check_text_input(text, "text")  # text read from a file (UTF-16 may hold NUL) too
-    if not any(ch.isalnum() for ch in text):
+    if not any(ch.isalnum() for ch in text):  # ragcore.inputs.HAS_WORD, as a pattern
         raise InvalidInput("text", NO_WORDS)
     return name.strip(), text
 

@@ -18,8 +18,9 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.api.converter import listing, structure_body, unless_sent
-from ragcore.api.schema import described
+from ragcore.api.schema import described, text
 from ragcore.errors import InvalidInput, check_text
+from ragcore.inputs import SPACE, number_pattern
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
@@ -38,7 +39,26 @@ FILTERS = ("channel", "is_active")
 MAX_NAME_CHARS = 200
 MAX_URL_CHARS = 2048
 URL_REFUSAL = "must be text: an http:// or https:// URL"
+_LABEL = "[A-Za-z0-9-]{1,63}"
+_PORT = number_pattern(0, 65535)
+#: ``check_webhook_url``'s URL as a pattern: http or https (any case), a host (a name
+#: whose last label begins with a letter, or an IPv4 address), an optional port, then a
+#: path, query or fragment without spaces or control characters; spaces around it are
+#: dropped. (It takes an IPv6 address in brackets and an internationalised name too.)
+URL_PATTERN = (
+    f"^[{SPACE}]*[Hh][Tt][Tt][Pp][Ss]?://"
+    f"(?:(?:{_LABEL}\\.)*[A-Za-z][A-Za-z0-9-]{{0,62}}\\.?|(?:[0-9]{{1,3}}\\.){{3}}[0-9]{{1,3}})"
+    f"(?::{_PORT})?(?:[/?#][^{SPACE}\\u0000-\\u001f\\u007f]*)?[{SPACE}]*$"
+)
 CHANNELS_REFUSAL = f"must be a list of {', '.join(WIRED_CHANNELS)}"
+TARGET = (
+    "http:// or https://, with a host and no user:password; never a metadata, link-local or "
+    "unspecified address, nor the service itself; loopback and private addresses only with "
+    "WORKFLOW_ALLOW_PRIVATE_TARGETS=true (422 otherwise)"
+)
+#: the schemas of webhook_url and channels
+URL = {"description": TARGET, "maxLength": MAX_URL_CHARS, "pattern": URL_PATTERN}
+CHANNELS = {"items": {"enum": list(WIRED_CHANNELS)}, "minItems": 1}
 
 
 @attrs.frozen
@@ -47,7 +67,7 @@ class Workflow:
 
     id: int
     name: str
-    webhook_url: Annotated[str, described(format="uri")]
+    webhook_url: Annotated[str, described("as saved: the URL sent, without spaces around it")]
     channels: tuple[Channel, ...] = attrs.field(converter=tuple)
     is_active: bool = True
     created_at: datetime | None = None
@@ -59,15 +79,13 @@ class Workflow:
 class WorkflowPatch:
     """The fields to change, as in NewWorkflow; {} changes nothing."""
 
-    name: Annotated[str | None, described(minLength=1, maxLength=MAX_NAME_CHARS)] = unless_sent(
-        lambda value: check_name(value)
-    )
-    webhook_url: Annotated[str | None, described(maxLength=MAX_URL_CHARS)] = unless_sent(
+    name: Annotated[str | None, text(MAX_NAME_CHARS)] = unless_sent(lambda value: check_name(value))
+    webhook_url: Annotated[str | None, described(**URL)] = unless_sent(
         lambda value: check_webhook_url(value), URL_REFUSAL
     )
-    channels: Annotated[
-        tuple[Any, ...] | None, described(items={"enum": list(WIRED_CHANNELS)}, minItems=1)
-    ] = unless_sent(lambda value: check_channels(value), CHANNELS_REFUSAL)
+    channels: Annotated[tuple[Any, ...] | None, described(**CHANNELS)] = unless_sent(
+        lambda value: check_channels(value), CHANNELS_REFUSAL
+    )
     is_active: bool | None = unless_sent()
 
     def given(self) -> dict[str, Any]:
@@ -111,9 +129,9 @@ def check_webhook_url(value: object) -> str:
     authorization header."""
     if not isinstance(value, str):
         raise InvalidInput("webhook_url", URL_REFUSAL)
-    value = value.strip()
     if len(value) > MAX_URL_CHARS:
         raise InvalidInput("webhook_url", f"is longer than {MAX_URL_CHARS} characters")
+    value = value.strip()
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
         raise InvalidInput("webhook_url", "must not contain spaces or control characters")
     try:

@@ -20,13 +20,13 @@ from ragcore.actions.kinds import check_action
 from ragcore.actions.records import ActionRecord
 from ragcore.api.actions import (
     ACTION_ID,
+    NEW_ACTION,
     Action,
     ActionLog,
     ActionLogEntry,
     ActionLogQuery,
     AutonomySetting,
     AutonomyUpdate,
-    NewAction,
     PendingActions,
     decided,
     submitted,
@@ -79,7 +79,7 @@ async def post_autonomy() -> AutonomySetting:
     Reply(200, "Executed (full autonomy)", Action),
     Reply(202, "Held for the owner's approval (semi)", Action),
     *(403, 404, 422, 502),
-    body=NewAction,
+    body=NEW_ACTION,
 )
 async def post_action() -> tuple[Action, int, dict[str, str]]:
     """Submit an outbound action; it goes through the autonomy gate

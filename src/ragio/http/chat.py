@@ -13,8 +13,8 @@ from quart import Blueprint, Response, current_app, request
 from ragcore.api.chat import (
     ChatQuery,
     ChatQuestion,
-    check_conversation_id,
     event_stream,
+    query_conversation_id,
     sse,
 )
 from ragcore.api.converter import converter, structure_body
@@ -86,9 +86,13 @@ async def chat_turn() -> Turn:
     questions many users ask, not from one user asking many times. ``conversation_id``
     continues a conversation (an unknown one is 404): its exchanges are the history a
     follow-up is read with."""
-    args: dict[str, Any] = {k: v for k, v in request.args.to_dict().items() if k in ASKED_FIELDS}
+    args: dict[str, Any] = {
+        name: value
+        for name, value in request.args.to_dict().items()
+        if name in ASKED_FIELDS and value != ""  # an empty one is not given
+    }
     if "conversation_id" in args:  # digits in a query string
-        args["conversation_id"] = check_conversation_id(args["conversation_id"])
+        args["conversation_id"] = query_conversation_id(args["conversation_id"])
     asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
     question, asker, role = asked.question, asked.user, asked.role or None
     history: tuple[Exchange, ...] = ()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from quart import Blueprint, request
 
 from ragcore.api.employees import (
+    ROLE_PATH,
     ContextQuery,
     Employee,
     EmployeePatch,
@@ -70,7 +71,7 @@ async def found_role(role: str) -> store.StoredRole:
 
 
 @blueprint.get("/employees/<role>")
-@operation(Reply(200, "The role", Employee), 404, 422)
+@operation(Reply(200, "The role", Employee), 404, 422, path=ROLE_PATH)
 async def get_employee(role: str) -> Employee:
     """One AI employee"""
     return shown(await found_role(role))
@@ -82,6 +83,7 @@ async def get_employee(role: str) -> Employee:
     Reply(201, "Created (Location: /employees/{role})", Employee),
     422,
     body=EmployeePatch,
+    path=ROLE_PATH,
 )
 async def patch_employee(role: str) -> tuple[Employee, int, dict[str, str]]:
     """Change a role's fields, or create a runtime role"""
@@ -94,7 +96,7 @@ async def patch_employee(role: str) -> tuple[Employee, int, dict[str, str]]:
 
 
 @blueprint.get("/employees/<role>/memory")
-@operation(Reply(200, "The items", Memory), 404, 422, query=MemoryQuery)
+@operation(Reply(200, "The items", Memory), 404, 422, query=MemoryQuery, path=ROLE_PATH)
 async def list_memory(role: str) -> Memory:
     """A role's memory; search it by meaning and by tags"""
     identifier = (await found_role(role)).role.identifier
@@ -111,7 +113,14 @@ async def list_memory(role: str) -> Memory:
 
 
 @blueprint.post("/employees/<role>/memory")
-@operation(Reply(201, "Stored (Location: its URL)", MemoryItem), 404, 409, 422, body=NewMemory)
+@operation(
+    Reply(201, "Stored (Location: its URL)", MemoryItem),
+    404,
+    409,
+    422,
+    body=NewMemory,
+    path=ROLE_PATH,
+)
 async def add_memory(role: str) -> tuple[MemoryItem, int, dict[str, str]]:
     """Add a memory item to a role"""
     identifier = (await found_role(role)).role.identifier
@@ -134,7 +143,7 @@ async def add_memory(role: str) -> tuple[MemoryItem, int, dict[str, str]]:
 
 
 @blueprint.delete("/employees/<role>/memory/<id>")
-@operation(Reply(204, "Deleted"), 404, 422, path={"id": {"type": "integer"}})
+@operation(Reply(204, "Deleted"), 404, 422, path={**ROLE_PATH, "id": {"type": "integer"}})
 async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (the path's name)
     """Delete a memory item"""
     identifier = (await found_role(role)).role.identifier
@@ -145,7 +154,13 @@ async def delete_memory(role: str, id: str) -> tuple[str, int]:  # noqa: A002 (t
 
 
 @blueprint.get("/employees/<role>/context")
-@operation(Reply(200, "The text and the items it holds", RoleContext), 404, 422, query=ContextQuery)
+@operation(
+    Reply(200, "The text and the items it holds", RoleContext),
+    404,
+    422,
+    query=ContextQuery,
+    path=ROLE_PATH,
+)
 async def get_context(role: str) -> RoleContext:
     """The role context the role injects into a prompt for the query"""
     identifier = (await found_role(role)).role.identifier

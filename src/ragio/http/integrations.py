@@ -92,10 +92,14 @@ async def create_integration() -> tuple[Integration, int, dict[str, str]]:
     never shown. A CSV file may be sent as a multipart upload (field file). 409: the name
     is taken."""
     if request.mimetype == "multipart/form-data":
-        body = await _upload_body()
+        try:
+            created = await sources.create(service(), await _upload_body())
+        except InvalidInput as refused:
+            if refused.field != "content":
+                raise
+            raise InvalidInput("file", refused.message) from None  # the file's text
     else:
-        body = await json_body(required=True)
-    created = await sources.create(service(), body)
+        created = await sources.create(service(), await json_body(required=True))
     return _shown(created), 201, {"Location": f"{PATH}/{created.id}"}
 
 
@@ -122,7 +126,8 @@ async def patch_integration(id: str) -> Integration:  # noqa: A002 (the path's n
     """Change a data source's name, user field, interval or credential fields
 
     A credential field sent replaces the stored one (null removes an optional one); the
-    rest are kept. source_type cannot change."""
+    rest are kept. Only the source's own kind's fields are taken, and source_type cannot
+    change (422 otherwise)."""
     source = await _found(id)
     return _shown(await sources.update(service(), source, await json_body(required=True)))
 
@@ -186,7 +191,7 @@ async def sync_integration(id: str) -> tuple[Integration, int, dict[str, str]]: 
 )
 async def integration_records(id: str) -> Records:  # noqa: A002 (the path's name)
     """What the syncs stored for one user (user=), oldest first, paged with after="""
-    query = read_query(RecordsQuery, request.args)
+    query = read_query(RecordsQuery, request.args)  # user is required
     user = user_key({"user": query.user}, "user")
     if user is None:
         raise InvalidInput("user", "required: the user key (the value of the source's user_field)")

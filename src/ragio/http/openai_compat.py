@@ -20,6 +20,7 @@ from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.openai_compat import (
     ERROR_BODY,
+    REQUEST_SCHEMA,
     Completion,
     OpenAIError,
     extras,
@@ -29,9 +30,10 @@ from ragcore.api.openai_compat import (
     read_options,
     role_of_model,
 )
-from ragcore.api.operations import Reply, operation
+from ragcore.api.operations import JSON, Reply, operation
 from ragcore.chat.history import continuation
 from ragcore.chat.pipeline import ChatRequest, answer_question
+from ragcore.inputs import NestedTooDeep, NotJSON, parse_json
 from ragio import conversations
 from ragio.chat.policy import chat_policy
 from ragio.employees import store
@@ -119,7 +121,14 @@ async def _turn(body: dict[str, Any], user: str | None) -> tuple[Turn, str]:
 
 
 async def _body() -> dict[str, Any]:
-    body = await request.get_json(force=True, silent=True)
+    """The JSON object sent, whatever its declared type (as OpenAI's API reads it), its
+    text storable (422 naming the field otherwise: ``ragcore.inputs.parse_json``)."""
+    try:
+        body = parse_json(await request.get_data(as_text=False))
+    except NotJSON:
+        body = None
+    except NestedTooDeep as error:
+        raise OpenAIError(413, str(error)) from None
     if not isinstance(body, dict):
         raise OpenAIError(400, "the body must be a JSON object with model and messages")
     return body
@@ -127,10 +136,12 @@ async def _body() -> dict[str, Any]:
 
 @blueprint.post("/v1/chat/completions")
 @operation(
+    Reply(200, "A chat.completion", dict),
     Reply(
         200,
-        "A chat.completion; with stream: true, chat.completion.chunk events then [DONE]",
-        dict,
+        "with stream: true, chat.completion.chunk events then [DONE]",
+        {"type": "string"},
+        "text/event-stream",
     ),
     400,
     404,
@@ -138,6 +149,7 @@ async def _body() -> dict[str, Any]:
     422,
     502,
     503,
+    other_bodies=((JSON, REQUEST_SCHEMA),),
     error_body=ERROR_BODY,
 )
 async def chat_completions() -> Any:

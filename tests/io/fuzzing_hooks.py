@@ -1,0 +1,174 @@
+"""Schemathesis hooks of tests/io/test_api_fuzzing.py, loaded by its run through
+SCHEMATHESIS_HOOKS: the refusals of schema-valid requests that are not the schema's
+fault, because they follow from a rule no JSON Schema can state. Each is named below
+with its reason, and recognised by its operation, status and the field its problem
+names; every other failure fails the run. Each rule is stated in its operation's
+description (or its field's) in /openapi.json."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import schemathesis
+from schemathesis.core.failures import AcceptedNegativeData
+from schemathesis.openapi.checks import RejectedPositiveData
+
+from ragcore.errors import InvalidInput
+from ragcore.workflows.definitions import check_webhook_url
+
+
+def _problem(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _field(response: Any) -> str:
+    return str(_problem(response).get("field", ""))
+
+
+def _detail(response: Any) -> str:
+    return str(_problem(response).get("detail", ""))
+
+
+def _body(case: Any) -> dict[str, Any]:
+    return case.body if isinstance(case.body, dict) else {}
+
+
+def question_in_neither_place(case: Any, response: Any) -> bool:
+    """/chat and /chat/stream take the question as ?question= or in the JSON body: one of
+    the two is required, and a schema can require neither across them."""
+    asked = (case.query or {}).get("question") or _body(case).get("question")
+    return response.status_code == 422 and _field(response) == "question" and not asked
+
+
+def a_live_action_against_its_source(case: Any, response: Any) -> bool:
+    """A live action's template is a query in the language of its source's kind (SQL,
+    a path, a filter, a search), checked against the stored source source_id names: a
+    template the schema admits may not fit the source, or source_id name no source. A
+    change is checked with the action as stored: one left without trigger and without
+    auto-matching, or a write without a trigger, cannot run."""
+    kept_by_the_stored_action = case.method == "PATCH" and _field(response) == "triggers"
+    return response.status_code == 422 and (
+        _field(response) in ("template", "source_id") or kept_by_the_stored_action
+    )
+
+
+def values_the_template_needs(case: Any, response: Any) -> bool:
+    """A dry run needs the values its stored template's placeholders name."""
+    return (
+        response.status_code == 422
+        and _field(response) == "values"
+        and (_detail(response).startswith("missing "))
+    )
+
+
+def a_change_to_a_source_of_another_kind(case: Any, response: Any) -> bool:
+    """A PATCH changes a data source of the kind it was made as: the schema admits every
+    kind's fields (the document cannot know the stored one's), and a required field
+    removed with null must leave one of the stored kind's alternatives whole."""
+    detail = _detail(response)
+    return response.status_code == 422 and (
+        "cannot change" in detail or "; the fields of " in detail or " required for " in detail
+    )
+
+
+def a_file_that_cannot_be_read(case: Any, response: Any) -> bool:
+    """An uploaded file is read by its content: a document's format and its words, a CSV
+    file's text. A schema describes the part, not what the file holds."""
+    return case.media_type == "multipart/form-data" and (
+        response.status_code == 415 or (response.status_code == 422 and _field(response) == "file")
+    )
+
+
+def a_role_made_by_its_first_change(case: Any, response: Any) -> bool:
+    """PATCH /employees/{role} creates a role it does not find: then display_name and
+    personality are required; a role that exists takes any of its fields."""
+    return response.status_code == 422 and "required to create the new role" in _detail(response)
+
+
+def an_action_the_settings_cannot_send(case: Any, response: Any) -> bool:
+    """An action is checked against the settings as it is submitted (WEBHOOK_TARGETS,
+    the e-mail settings and allow list, CHATOPS_WEBHOOK_URL): refused (422) and recorded
+    as refused when they cannot send it."""
+    return response.status_code == 422 and _problem(response).get("action_status") == "refused"
+
+
+def a_span_that_ends_before_it_begins(case: Any, response: Any) -> bool:
+    """GET /conversations: until must be later than since, a comparison of two values."""
+    return (
+        response.status_code == 422
+        and _field(response) == "until"
+        and ("later than since" in _detail(response))
+    )
+
+
+def the_last_message_of_a_completion(case: Any, response: Any) -> bool:
+    """POST /v1/chat/completions: the last message is the question, so it must be the
+    user's, with text within the question's limit; a schema cannot single out the last
+    item of an array."""
+    error = _problem(response).get("error")
+    param = error.get("param") if isinstance(error, dict) else None
+    return response.status_code == 400 and str(param).startswith("messages[")
+
+
+def an_address_a_workflow_may_not_call(case: Any, response: Any) -> bool:
+    """A workflow's webhook_url is judged by where it leads as it is saved: its host is
+    resolved, and an address that is the service itself, link-local, cloud metadata or
+    unspecified is refused whatever its spelling (private ones too, without
+    WORKFLOW_ALLOW_PRIVATE_TARGETS). The schema's pattern is the URL's form; a URL of that
+    form refused for where it leads is this rule, not a mismatch."""
+    url = _body(case).get("webhook_url")
+    if response.status_code != 422 or _field(response) != "webhook_url" or not url:
+        return False
+    try:
+        check_webhook_url(url)
+    except InvalidInput:
+        return False  # refused for its form: the schema's pattern should have said so
+    return True
+
+
+RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
+    "POST /chat": (question_in_neither_place,),
+    "POST /chat/stream": (question_in_neither_place,),
+    "POST /live-actions": (a_live_action_against_its_source,),
+    "PATCH /live-actions/{id}": (a_live_action_against_its_source,),
+    "POST /live-actions/{id}/dry-run": (values_the_template_needs,),
+    "PATCH /integrations/{id}": (a_change_to_a_source_of_another_kind,),
+    "POST /integrations": (a_file_that_cannot_be_read,),
+    "POST /documents": (a_file_that_cannot_be_read,),
+    "PATCH /employees/{role}": (a_role_made_by_its_first_change,),
+    "POST /actions": (an_action_the_settings_cannot_send,),
+    "GET /conversations": (a_span_that_ends_before_it_begins,),
+    "POST /v1/chat/completions": (the_last_message_of_a_completion,),
+    "POST /automation-workflows": (an_address_a_workflow_may_not_call,),
+    "PATCH /automation-workflows/{id}": (an_address_a_workflow_may_not_call,),
+}
+
+
+def a_form_field_is_text(case: Any) -> bool:
+    """A multipart form's fields are text on the wire: a field's type changed (to a number,
+    say) is sent as its text, which may well be valid text. Schemathesis counts it as a
+    request the schema refuses; what was sent is not one."""
+    data = case.meta.phase.data if case.meta is not None else None
+    mutations = getattr(data, "mutations", ())
+    scenario = getattr(data, "scenario", None)
+    return case.media_type == "multipart/form-data" and (
+        (mutations and all(mutation.keywords == ("type",) for mutation in mutations))
+        or scenario == "incorrect_type"
+    )
+
+
+@schemathesis.hook
+def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
+    """Keep every failure but a schema-valid request refused by one of the rules above,
+    and a form whose fields were sent as text after all."""
+    if isinstance(failure, AcceptedNegativeData):
+        return not a_form_field_is_text(case)
+    if not isinstance(failure, RejectedPositiveData):
+        return True
+    rules = RULES.get(case.operation.label, ())
+    return not any(rule(case, response) for rule in rules)
