@@ -15,6 +15,7 @@ from schemathesis.core.failures import AcceptedNegativeData
 from schemathesis.openapi.checks import RejectedPositiveData
 
 from ragcore.errors import InvalidInput
+from ragcore.integrations.addresses import URL_FIELDS
 from ragcore.workflows.definitions import check_webhook_url
 
 
@@ -131,14 +132,53 @@ def an_address_a_workflow_may_not_call(case: Any, response: Any) -> bool:
     return True
 
 
+def an_owner_field_judged_with_the_stored_one(case: Any, response: Any) -> bool:
+    """POST /autonomy: approval_channel or approval_target sent alone is judged with the
+    other as stored: a target with no owner stored, or a channel whose form the stored
+    target does not have, is refused."""
+    body = _body(case)
+    alone = ("approval_channel" in body) != ("approval_target" in body)
+    return (
+        alone
+        and response.status_code == 422
+        and _field(response) in ("approval_channel", "approval_target")
+    )
+
+
+#: the fields that name where a data source connects (``ragcore.integrations.addresses``)
+SOURCE_HOSTS = {
+    "url",
+    "host",
+    "service_account_json",
+    *(f for fs in URL_FIELDS.values() for f in fs),
+}
+
+
+def a_host_a_source_may_not_reach(case: Any, response: Any) -> bool:
+    """A data source's host, as its fields spell it, is judged as it is saved by the
+    address rules of workflows and actions (an address or name that leads to loopback,
+    private, link-local or metadata addresses, the service's own database, a name IDNA
+    cannot read): 422 naming the field, its detail led by the field's name."""
+    field = _field(response)
+    return (
+        response.status_code == 422
+        and field in SOURCE_HOSTS
+        and _detail(response).startswith(f"{field}: ")
+    )
+
+
 RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
+    "POST /autonomy": (an_owner_field_judged_with_the_stored_one,),
     "POST /chat": (question_in_neither_place,),
     "POST /chat/stream": (question_in_neither_place,),
     "POST /live-actions": (a_live_action_against_its_source,),
     "PATCH /live-actions/{id}": (a_live_action_against_its_source,),
     "POST /live-actions/{id}/dry-run": (values_the_template_needs,),
-    "PATCH /integrations/{id}": (a_change_to_a_source_of_another_kind,),
-    "POST /integrations": (a_file_that_cannot_be_read,),
+    "PATCH /integrations/{id}": (
+        a_change_to_a_source_of_another_kind,
+        a_host_a_source_may_not_reach,
+    ),
+    "POST /integrations": (a_file_that_cannot_be_read, a_host_a_source_may_not_reach),
     "POST /documents": (a_file_that_cannot_be_read,),
     "PATCH /employees/{role}": (a_role_made_by_its_first_change,),
     "POST /actions": (an_action_the_settings_cannot_send,),

@@ -78,10 +78,26 @@ TARGET_SCHEMAS: dict[str, dict[str, Any]] = {
     },
 }
 NO_OWNER = [None, ""]
-#: which owner fields go together: none, the channel cleared (null or ""), or a channel
-#: with its target
+#: which owner fields go together: none, the channel cleared (null or ""), a channel with
+#: its target, or one of them alone, judged with the other as stored (refused when what is
+#: stored does not fit: no owner for a target alone, a stored target of another channel's
+#: form for a channel alone)
 OWNER_TOGETHER = [
     {"properties": {"approval_channel": False, "approval_target": False}},
+    {
+        "required": ["approval_channel"],
+        "properties": {
+            "approval_channel": {"enum": list(APPROVAL_CHANNELS)},
+            "approval_target": False,
+        },
+    },
+    {
+        "required": ["approval_target"],
+        "properties": {
+            "approval_channel": False,
+            "approval_target": {"anyOf": list(TARGET_SCHEMAS.values())},
+        },
+    },
     {
         "required": ["approval_channel"],
         "properties": {
@@ -125,8 +141,8 @@ def _levels(allowed: tuple[Autonomy, ...]) -> Any:
 @attrs.frozen
 class AutonomyUpdate:
     """The fields to change; unknown fields and values are 422, naming the allowed ones.
-    approval_channel and approval_target are sent together: null (or "") for the channel
-    clears the owner (decisions through the API only)."""
+    approval_channel null (or "") clears the owner (decisions through the API only); a
+    channel or a target sent alone is judged with the other as stored."""
 
     mode: Autonomy | None = _levels(AUTONOMY_LEVELS)
     approval_channel: Annotated[str | None, described(enum=[*APPROVAL_CHANNELS, *NO_OWNER])] = (
@@ -142,9 +158,10 @@ class AutonomyUpdate:
 
 
 def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyConfig:
-    """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value;
-    the owner's two fields are given together (``OWNER_TOGETHER``), or neither. InvalidInput
-    (422) for an unknown field or value, naming the allowed ones."""
+    """A ``POST /autonomy`` body applied to ``current``: fields not given keep their value
+    (the owner's two fields are judged together, a field not given as stored; see
+    ``OWNER_TOGETHER``). InvalidInput (422) for an unknown field or value, naming the
+    allowed ones."""
     owner = ("approval_channel", "approval_target")  # null clears them, as "" does
     update = structure_body(
         {name: "" if name in owner and value is None else value for name, value in body.items()},
@@ -155,12 +172,15 @@ def check_update(body: Mapping[str, Any], current: AutonomyConfig) -> AutonomyCo
         for name in ("mode", "sensitive_roles", "allowed_kinds")
         if getattr(update, name) is not None
     }
-    channel, target = update.approval_channel, update.approval_target
-    if "approval_channel" not in body:
-        if "approval_target" in body:  # its form is the channel's
-            raise InvalidInput("approval_channel", OWNER_CHANNEL_NEEDED)
-    elif channel == "":  # no owner: both cleared (approvals only through the API)
-        if target not in (None, ""):
+    # a field not given is the stored one's: a new target for the stored channel, or a
+    # new channel for the stored target (the rule no schema can state: it depends on
+    # what is stored)
+    channel = (
+        current.approval_channel if update.approval_channel is None else update.approval_channel
+    )
+    target = current.approval_target if update.approval_target is None else update.approval_target
+    if channel in (None, ""):  # no owner: both cleared (approvals only through the API)
+        if update.approval_target not in (None, ""):
             raise InvalidInput("approval_channel", OWNER_CHANNEL_NEEDED)
         changes["approval_channel"] = changes["approval_target"] = None
     else:

@@ -33,6 +33,7 @@ from ragcore.api.schema import text as text_schema
 from ragcore.effects import Effect
 from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text
+from ragcore.inputs import SPACE
 from ragcore.knowledge.effects import Embed
 
 Source = Literal["owner", "profile", "learned"]
@@ -50,8 +51,10 @@ DEFAULT_IMPORTANCE = 3
 IMPORTANCE_REFUSAL = f"must be a whole number from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}"
 TAGS_REFUSAL = "must be a list of tags"
 _TAG = _IDENTIFIER.pattern.removeprefix("^").removesuffix("$")
-#: ``?tags=`` as a pattern: what ``parse_tags`` takes
-TAGS_QUERY = f"^(?:{_TAG}(?:,{_TAG}){{0,{MAX_TAGS - 1}}})?$"
+_BLANK = f"[{SPACE}]*"
+#: ``?tags=`` as a pattern: what ``parse_tags`` takes (tags between commas, blanks around
+#: them and blank items ignored, at most MAX_TAGS items)
+TAGS_QUERY = f"^{_BLANK}(?:{_TAG}{_BLANK})?(?:,{_BLANK}(?:{_TAG}{_BLANK})?){{0,{MAX_TAGS - 1}}}$"
 #: the size of the role context, in characters of the text injected into the prompt
 CONTEXT_BUDGET_CHARS = 2000
 #: how many learned patterns, most relevant first, are considered for the context
@@ -178,11 +181,15 @@ def check_memory(body: Mapping[str, Any]) -> NewMemory:
 
 
 def parse_tags(value: str | None) -> tuple[str, ...]:
-    """``?tags=a,b`` as a tuple of tags: identifiers separated by commas, at most
-    ``MAX_TAGS`` (``TAGS_QUERY``, as a pattern)."""
+    """``?tags=a, b`` as a tuple of tags: identifiers separated by commas (blanks around
+    them and blank items ignored), at most ``MAX_TAGS`` items (``TAGS_QUERY``, as a
+    pattern)."""
     if not value:
         return ()
-    return check_tags(value.split(","))
+    items = value.split(",")
+    if len(items) > MAX_TAGS:
+        raise InvalidInput("tags", f"has {len(items)} items; the limit is {MAX_TAGS}")
+    return check_tags([item.strip() for item in items if item.strip()])
 
 
 def seed_memories(seeds: Sequence[str]) -> list[NewMemory]:
