@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.schema import described
+from ragcore.api.schema import Schemas, described
 from ragcore.usage import Caps, Totals
 
 
@@ -54,6 +54,23 @@ class Health:
     mode: str
     providers: Providers
     graph: Graph = Graph("off")
+
+
+@attrs.frozen
+class HealthStatus:
+    """What /health tells a caller without the API key when SERVICE_API_KEY is set:
+    whether the service can answer, nothing about what it runs."""
+
+    status: Literal["ok", "degraded"]
+
+
+def health_answer(schemas: Schemas) -> dict[str, Any]:
+    """/health's body: the whole Health, or the status alone (nothing else in it)."""
+    return {
+        "description": "The whole Health with the API key (or with no SERVICE_API_KEY "
+        "set); without it, only the status",
+        "oneOf": [schemas.ref(Health), schemas.ref(HealthStatus, closed=True)],
+    }
 
 
 @attrs.frozen

@@ -4,37 +4,28 @@ SERVICE_API_KEY is set. The probes /health/live and /health/ready are open to al
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-import attrs
 from quart import Blueprint
 
 from ragcore import __version__
 from ragcore.api.operations import Reply, operation
-from ragcore.api.schema import Schemas
-from ragcore.api.service import Database, Embedder, Graph, Health, Probe, Provider, Providers
+from ragcore.api.service import (
+    Database,
+    Embedder,
+    Graph,
+    Health,
+    HealthStatus,
+    Probe,
+    Provider,
+    Providers,
+    health_answer,
+)
 from ragio.http.access import holds_the_key
 from ragio.http.context import service
 from ragio.http.problems import Problem
 
 blueprint = Blueprint("health", __name__)
-
-
-@attrs.frozen
-class HealthStatus:
-    """What /health tells a caller without the API key when SERVICE_API_KEY is set:
-    whether the service can answer, nothing about what it runs."""
-
-    status: Literal["ok", "degraded"]
-
-
-def health_answer(schemas: Schemas) -> dict[str, Any]:
-    """/health's body: the whole Health, or the status alone (nothing else in it)."""
-    return {
-        "description": "The whole Health with the API key (or with no SERVICE_API_KEY "
-        "set); without it, only the status",
-        "oneOf": [schemas.ref(Health), schemas.ref(HealthStatus, closed=True)],
-    }
 
 
 @blueprint.get("/health")
