@@ -17,10 +17,10 @@ history read, the follow-up joined to the question before it): the difference is
 cost of follow-ups offline. With ``--role``, also POST /chat as that role, each question
 from another ``user``: the role context is fetched and the answer recorded for learning
 (``ragcore.employees.learning``). With ``--live``, also "where is my order N?" with a
-live-data action on a PostgreSQL table of 100,000 orders (a second database of the same
-server): without the action, with it uncached (a new order each time: the query runs on
-a new connection), and cached (asked again within 5 minutes); the differences are the
-latency a live action adds.
+live-data action on a PostgreSQL table of 100,000 orders (on a second embedded server,
+the owner's: a data source never reads the service's own): without the action, with it
+uncached (a new order each time: the query runs on a new connection), and cached (asked
+again within 5 minutes); the differences are the latency a live action adds.
 
 The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
 sentences drawn from SciFact abstracts (realistic words and term statistics),
@@ -205,6 +205,7 @@ async def bench(
     env = {"DATABASE_URL": url, "DATA_DIR": str(data_dir), "EMBEDDING_PROVIDER": "local"}
     if live_url is not None:
         env["ADDON_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
+        env["INTEGRATIONS_ALLOW_UNIX_SOCKETS"] = "true"  # the owner's embedded server
     settings = load_settings(env)
     passes = iter(
         questions[start : start + per_pass] for start in range(WARM_UP, len(questions), per_pass)
@@ -398,6 +399,7 @@ async def run(args: argparse.Namespace) -> None:
             for name in ("shared_buffers", "io_method")
         ]
         print("PostgreSQL: " + ", ".join(shown))
+    owner: EmbeddedPostgres | None = None
     try:
         for count in args.chunks:
             name = f"bench_{count}"
@@ -415,14 +417,19 @@ async def run(args: argparse.Namespace) -> None:
             if args.prewarm:
                 await trio.to_thread.run_sync(prewarm, server.admin_url(name))
             live_url = None
-            if args.live:
-                live_url = await eval_retrieval.fresh_database(server, "bench_live_shop")
+            if args.live:  # on a server of the owner's: never the service's own database
+                if owner is None:
+                    owner = EmbeddedPostgres(cache / "owner-pg")
+                    await trio.to_thread.run_sync(owner.start)
+                live_url = await eval_retrieval.fresh_database(owner, "bench_live_shop")
             results = await bench(
                 url, questions, args.questions, cache / "data", args.role, live_url
             )
             for what, timing in results.items():
                 print(f"   {what:36s} {timing}", flush=True)
     finally:
+        if owner is not None:
+            await trio.to_thread.run_sync(owner.stop)
         await trio.to_thread.run_sync(server.stop)
 
 
