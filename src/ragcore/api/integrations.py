@@ -174,6 +174,16 @@ def _kind(kind: Kind, *, new: bool) -> dict[str, Any]:
     return schema
 
 
+#: a data source's name and user_field, whatever the form that sends them
+NAME_SCHEMA: dict[str, Any] = {"type": "string", "maxLength": MAX_NAME_CHARS, "pattern": NOT_BLANK}
+USER_FIELD_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "maxLength": MAX_USER_FIELD_CHARS,
+    "pattern": NOT_BLANK,
+    "description": USER_FIELD,
+}
+
+
 def body_schema(*, new: bool) -> dict[str, Any]:
     """The JSON body of POST (``new``) or PATCH: the common fields, and those of one kind,
     by its source_type (required to create). A PATCH changes a source of its own kind: a
@@ -181,14 +191,9 @@ def body_schema(*, new: bool) -> dict[str, Any]:
     (null) must leave one of the alternatives of its required fields whole."""
     names = sorted({field.name for kind in KINDS.values() for field in kind.fields})
     properties: dict[str, Any] = {
-        "name": {"type": "string", "maxLength": MAX_NAME_CHARS, "pattern": NOT_BLANK},
+        "name": NAME_SCHEMA,
         "source_type": {"enum": list(SOURCE_TYPES)},
-        "user_field": {
-            "type": "string",
-            "maxLength": MAX_USER_FIELD_CHARS,
-            "pattern": NOT_BLANK,
-            "description": USER_FIELD,
-        },
+        "user_field": USER_FIELD_SCHEMA,
         "sync_interval_minutes": {
             "type": ["integer", "null"],
             "minimum": 1,
@@ -216,14 +221,9 @@ UPLOAD_SCHEMA: dict[str, Any] = {
             "format": "binary",
             "description": "the CSV file, as text; its first row names the columns",
         },
-        "name": {"type": "string", "maxLength": MAX_NAME_CHARS, "pattern": NOT_BLANK},
+        "name": NAME_SCHEMA,
         "source_type": {"enum": ["csv"]},
-        "user_field": {
-            "type": "string",
-            "maxLength": MAX_USER_FIELD_CHARS,
-            "pattern": NOT_BLANK,
-            "description": USER_FIELD,
-        },
+        "user_field": USER_FIELD_SCHEMA,
         "sync_interval_minutes": {
             "type": "string",
             "pattern": INTERVAL_TEXT,
