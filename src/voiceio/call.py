@@ -24,7 +24,8 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from ragcore.channels.routing import default_role
 from ragcore.chat import history
-from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
+from ragcore.chat.pipeline import ChatRequest
+from ragcore.chat.turn import TurnRequest, take_turn
 from ragcore.employees.roles import Role
 from ragcore.voice import media
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, frames
@@ -58,7 +59,6 @@ from ragcore.voice.call import (
     finish_within,
 )
 from ragcore.voice.greeting import greeting
-from ragio.chat.handlers import load_conversation, record_turn
 from ragio.chat.policy import chat_policy
 from ragio.employees.profile import get_profile
 from ragio.employees.store import list_roles
@@ -324,15 +324,6 @@ class PhoneCall:
         caller = self.call.caller if self.call else ""
         # the call is a conversation: a follow-up is read with the turns before it
         sid = self.call.call_sid if self.call is not None else ""
-        key = history.place_key("voice", sid) if sid else None
-        ongoing = history.Ongoing(None, (), self.service.clock.now())
-        try:
-            if key is not None:
-                ongoing = await load_conversation(
-                    history.LoadConversation("voice", key, 0), self.service
-                )
-        except Exception:  # answered without it
-            log.warning("call %s: could not read its conversation", self._sid(), exc_info=True)
         request = ChatRequest(
             question,
             employee=self.role,
@@ -340,37 +331,23 @@ class PhoneCall:
             spoken=True,
             channel="voice",
             user_identifier=caller or None,  # {caller}: the caller's number
-            history=ongoing.history,
         )
-        policy = chat_policy(self.service)
-
-        async def remember(answer: ChatAnswer | None) -> None:
-            record = history.turn_record(
-                "voice",
-                ongoing.conversation_id,
-                request,
-                answer,
-                participant=caller,
-                key=key,
-                started=ongoing.started,
-            )
-            try:
-                await record_turn(history.RecordTurn(record), self.service)
-            except Exception:  # the caller has their answer; the log says it
-                log.warning("call %s: could not record its turn", self._sid(), exc_info=True)
+        place = history.place_key("voice", sid) if sid else None
+        asked = TurnRequest(request, "voice", caller, place=place, idle_minutes=0)
 
         async def piece(text: str) -> None:
             self.feed(AnswerPiece(turn, text, self.now()))
 
+        policy = chat_policy(self.service)
         try:
-            answer = await run(answer_question(request, policy), self.service, on_delta=piece)
+            outcome = await run(take_turn(asked, policy), self.service, on_delta=piece)
         except Exception as error:  # every failure is said as an apology; the call goes on
             log.warning("call %s: answering failed: %s", self._sid(), error, exc_info=True)
             self.feed(AnswerFailed(turn, f"{type(error).__name__}: {error}", self.now()))
-            await remember(None)
             return
-        self.feed(Answered(turn, answer, self.now()))
-        await remember(answer)
+        for failure in outcome.failures:  # the caller has their answer; the log says it
+            log.warning("call %s: its conversation: %s", self._sid(), failure, exc_info=failure)
+        self.feed(Answered(turn, outcome.answer, self.now()))
 
     async def _say(self, turn: int, sentences: trio.MemoryReceiveChannel[tuple[int, str]]) -> None:
         """Synthesize the turn's sentences in order, each streamed as it arrives."""

@@ -26,8 +26,9 @@ from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, Sen
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
 from ragcore.channels.replies import render_reply, split_text
 from ragcore.channels.routing import ReplyWith, plan_reply
-from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, place_key, turn_record
-from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
+from ragcore.chat.history import place_key
+from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest
+from ragcore.chat.turn import TurnRequest, take_turn
 from ragcore.errors import InvalidInput
 
 #: UTF-16 units per message on each channel
@@ -88,12 +89,6 @@ def _reply(
         yield SendReply(message, tuple(split_text(plan.text, limit)))
         return Handled(stranger=stranger)
     # the chat's conversation so far: a follow-up is read with it (ragcore.chat.followup)
-    key = place_key(message.channel, message.conversation)
-    failures: tuple[Exception, ...] = ()
-    try:
-        ongoing: Ongoing | None = yield LoadConversation(message.channel, key)
-    except Exception as error:  # answered without it
-        ongoing, failures = None, (error,)
     request = ChatRequest(
         plan.question,
         employee=plan.role,
@@ -101,45 +96,33 @@ def _reply(
         origin=message.channel,
         channel=message.channel,
         user_identifier=message.sender,
-        history=ongoing.history if ongoing is not None else (),
     )
-    try:
-        answer: ChatAnswer = yield from answer_question(request, policy)
-    except InvalidInput as error:  # the question is too long, say
-        text = f"Sorry, I can't answer that: the question {error.message}."
-        yield SendReply(message, tuple(split_text(text, limit)))
-        return Handled(stranger=stranger, failures=failures)
-    except Exception as error:
-        yield SendReply(message, (FAILED_REPLY,))
-        failures += yield from _record(message, request, None, ongoing, key)
-        return Handled(stranger=stranger, failures=(*failures, error))
-    yield SendReply(message, tuple(render_reply(answer.answer, answer.citations, limit)))
-    failures += yield from _record(message, request, answer, ongoing, key)
-    return Handled(answer, plan.role.identifier, stranger, failures)
-
-
-def _record(
-    message: InboundMessage,
-    request: ChatRequest,
-    answer: ChatAnswer | None,
-    ongoing: Ongoing | None,
-    key: str,
-) -> Generator[Any, Any, tuple[Exception, ...]]:
-    """Record the turn in the chat's conversation; what went wrong, if anything."""
-    record = turn_record(
-        message.channel,
-        ongoing.conversation_id if ongoing is not None else None,
+    turn = TurnRequest(
         request,
-        answer,
+        message.channel,
         participant=message.sender or message.conversation,
-        key=key,
-        started=ongoing.started if ongoing is not None else None,
+        place=place_key(message.channel, message.conversation),
     )
     try:
-        yield RecordTurn(record)
-    except Exception as error:  # the customer has their answer; the log says it
-        return (error,)
-    return ()
+        outcome = yield from take_turn(turn, policy, deliver=lambda done: _send(message, done))
+    except InvalidInput:  # the customer was told what to change; not the service's failure
+        return Handled(stranger=stranger)
+    except Exception as error:  # the customer was told (when a send could), and it is recorded
+        return Handled(stranger=stranger, failures=(error,))
+    return Handled(outcome.answer, plan.role.identifier, stranger, outcome.failures)
+
+
+def _send(message: InboundMessage, outcome: ChatAnswer | Exception) -> Generator[Any, Any, None]:
+    """The reply to ``message``: the answer with its sources, or what went wrong in words
+    the customer can act on (a question too long), or that it could not be answered."""
+    limit = LIMITS[message.channel]
+    if isinstance(outcome, ChatAnswer):
+        yield SendReply(message, tuple(render_reply(outcome.answer, outcome.citations, limit)))
+    elif isinstance(outcome, InvalidInput):
+        text = f"Sorry, I can't answer that: the question {outcome.message}."
+        yield SendReply(message, tuple(split_text(text, limit)))
+    else:
+        yield SendReply(message, (FAILED_REPLY,))
 
 
 def _failed(handled: Handled, error: Exception) -> Handled:

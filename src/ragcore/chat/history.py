@@ -63,16 +63,19 @@ class Ongoing:
 @attrs.frozen
 class LoadConversation(Effect[Ongoing]):
     """The conversation on ``channel`` whose key is ``key`` (kept only as a hash), when its
-    last turn is less than ``idle_minutes`` old (0: however old). Result: ``Ongoing``."""
+    last turn is less than ``idle_minutes`` old (0: however old); or the conversation
+    ``conversation_id`` (a 404 problem when there is none). Neither: the turn begins
+    one. Result: ``Ongoing``."""
 
     channel: str
-    key: str
+    key: str | None = None
     idle_minutes: int = IDLE_MINUTES
+    conversation_id: int | None = None
 
 
 @attrs.frozen
 class RecordTurn(Effect[int]):
-    """Record ``record`` (``ragio.conversations``). Result: the conversation's id."""
+    """Record ``record`` (``ragio.chat.conversations``). Result: the conversation's id."""
 
     record: TurnRecord
 

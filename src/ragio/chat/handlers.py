@@ -7,7 +7,7 @@ from __future__ import annotations
 from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn
 from ragcore.language import DetectLanguage, LanguageGuess
-from ragio import conversations
+from ragio.chat import conversations
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback
 from ragio.service import HandlerTable, Service, StreamHandlerTable
 
@@ -31,6 +31,11 @@ async def detect_language(effect: DetectLanguage, service: Service) -> list[Lang
 
 async def load_conversation(effect: LoadConversation, service: Service) -> Ongoing:
     now = service.clock.now()
+    if effect.conversation_id is not None:  # an unknown one is a 404 problem
+        named = await service.database.run(conversations.load_history, effect.conversation_id)
+        return Ongoing(effect.conversation_id, tuple(named), now)
+    if effect.key is None:
+        return Ongoing(None, (), now)
     found, history = await service.database.run(
         conversations.ongoing, effect.channel, effect.key, effect.idle_minutes, now
     )

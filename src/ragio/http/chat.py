@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Any
 
-import attrs
 from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.chat import (
@@ -19,18 +17,14 @@ from ragcore.api.chat import (
 )
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
-from ragcore.chat.followup import Exchange
-from ragcore.chat.history import RecordTurn, turn_record
-from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
-from ragio import conversations
-from ragio.chat.handlers import record_turn
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
+from ragcore.chat.turn import TurnOutcome, TurnRequest, take_turn
 from ragio.chat.policy import chat_policy
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.problems import problem_for
 from ragio.runner import run, stream
-from ragio.service import Service
 
 blueprint = Blueprint("chat", __name__)
 log = logging.getLogger(__name__)
@@ -39,44 +33,15 @@ ANSWER_FAILURES = (404, 422, 502, 503)
 ASKED_FIELDS = ("question", "role", "user", "conversation_id")
 
 
-@attrs.frozen
-class Turn:
-    """A question on its way to an answer, and where the answer is recorded: the
-    conversation ``conversation_id`` on ``channel`` (None: one begins with this turn);
-    ``started``, when the turn began (the service's clock)."""
-
-    request: ChatRequest
-    channel: str
-    started: datetime
-    conversation_id: int | None = None
-    participant: str | None = None
+def answered(outcome: TurnOutcome, channel: str) -> ChatAnswer:
+    """The turn's answer; what went wrong on its way (its conversation not loaded or the
+    turn not recorded) is logged: the asker still has their answer."""
+    for failure in outcome.failures:
+        log.error("a turn of a conversation on %s: %s", channel, failure, exc_info=failure)
+    return outcome.answer
 
 
-async def record(svc: Service, turn: Turn, outcome: ChatAnswer | Exception) -> int | None:
-    """Record the turn (answered or failed) in its conversation; the conversation's id.
-    Recording never fails the answer: a failure is logged and None returned."""
-    answer = outcome if isinstance(outcome, ChatAnswer) else None
-    kept = turn_record(
-        turn.channel,
-        turn.conversation_id,
-        turn.request,
-        answer,
-        participant=turn.participant,
-        started=turn.started,
-    )
-    try:
-        return await record_turn(RecordTurn(kept), svc)
-    except Exception:
-        log.exception("could not record a turn of a conversation on %s", turn.channel)
-        return None
-
-
-async def answered(svc: Service, turn: Turn, answer: ChatAnswer) -> ChatAnswer:
-    """``answer``, recorded, with the id of the conversation it was recorded in."""
-    return attrs.evolve(answer, conversation_id=await record(svc, turn, answer))
-
-
-async def chat_turn() -> Turn:
+async def chat_turn() -> TurnRequest:
     """Query parameters ``question``, ``role``, ``user`` and ``conversation_id``; a JSON
     body with the same fields also works.
 
@@ -94,33 +59,20 @@ async def chat_turn() -> Turn:
     if "conversation_id" in args:  # digits in a query string
         args["conversation_id"] = query_conversation_id(args["conversation_id"])
     asked = structure_body({**await json_body(required=False), **args}, ChatQuestion)
-    question, asker, role = asked.question, asked.user, asked.role or None
-    history: tuple[Exchange, ...] = ()
-    if asked.conversation_id is not None:  # an unknown one is 404
-        found = await service().database.run(conversations.load_history, asked.conversation_id)
-        history = tuple(found)
-    # live-data actions see /chat as the channel "chat", and ``user`` as {caller}
-    if role is None:
-        req = ChatRequest(
-            question=question,
-            asker=asker,
-            channel="chat",
-            user_identifier=asker,
-            history=history,
-        )
-    else:
-        employee = await stored_role(service().database, role)  # an unknown one is 404
-        # origin "chat": the API's callers hold its key; a proposal still meets the gate
-        req = ChatRequest(
-            question=question,
-            employee=employee,
-            asker=asker,
-            origin="chat",
-            channel="chat",
-            user_identifier=asker,
-            history=history,
-        )
-    return Turn(req, "chat", service().clock.now(), asked.conversation_id, asker)
+    employee = None
+    if asked.role:  # an unknown one is 404
+        employee = await stored_role(service().database, asked.role)
+    # live-data actions see /chat as the channel "chat", and ``user`` as {caller}; with a
+    # role, origin "chat": the API's callers hold its key, and a proposal still meets the gate
+    req = ChatRequest(
+        question=asked.question,
+        employee=employee,
+        asker=asked.user,
+        origin="chat" if employee is not None else None,
+        channel="chat",
+        user_identifier=asked.user,
+    )
+    return TurnRequest(req, "chat", asked.user, conversation_id=asked.conversation_id)
 
 
 @blueprint.post("/chat")
@@ -132,12 +84,7 @@ async def chat() -> ChatAnswer:
     conversation_id back with the next question to follow up ("and for shoes?")."""
     turn = await chat_turn()
     svc = service()
-    try:
-        answer = await run(answer_question(turn.request, chat_policy(svc)), svc)
-    except Exception as error:
-        await record(svc, turn, error)
-        raise
-    return await answered(svc, turn, answer)
+    return answered(await run(take_turn(turn, chat_policy(svc)), svc), "chat")
 
 
 @blueprint.post("/chat/stream")
@@ -160,32 +107,26 @@ async def chat_stream() -> Response:
     whose data is a problem."""
     turn = await chat_turn()
     svc = service()
-    pipeline = answer_question(turn.request, chat_policy(svc))
     # a failure before the first event raises here: the app's error handlers answer
-    try:
-        answer = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
-    except Exception as error:
-        await record(svc, turn, error)
-        raise
+    pieces = await stream(take_turn(turn, chat_policy(svc)), svc, current_app.nursery)  # type: ignore[attr-defined]
 
     async def events() -> AsyncIterator[bytes]:
         streamed = False
         try:
-            async for _, payload in answer:
+            async for _, payload in pieces:
                 if isinstance(payload, str):
                     streamed = True
                     yield sse("token", {"text": payload})
                 elif isinstance(payload, Exception):
                     log.error("chat stream failed", exc_info=payload)
-                    await record(svc, turn, payload)
                     yield sse("error", problem_for(payload).body())
                 else:
-                    if not streamed and payload.answer:  # nothing generated: say it anyway
-                        yield sse("token", {"text": payload.answer})
-                    payload = await answered(svc, turn, payload)
-                    yield sse("done", converter.unstructure(payload))
+                    answer = answered(payload, "chat")
+                    if not streamed and answer.answer:  # nothing generated: say it anyway
+                        yield sse("token", {"text": answer.answer})
+                    yield sse("done", converter.unstructure(answer))
         finally:
-            answer.cancel()  # the client went away, or we are done
+            pieces.cancel()  # the client went away, or we are done
 
     return Response(
         events(),

@@ -1,5 +1,5 @@
 """GET /conversations and GET /conversations/{id}: the owner reads what the service was
-asked and what it answered (``ragio.conversations`` records them)."""
+asked and what it answered (``ragio.chat.conversations`` records them)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ragcore.api.conversations import Conversation, Conversations, Conversations
 from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import no_such, path_id, read_query
-from ragio import conversations
+from ragio.chat import conversations
 from ragio.http.context import service
 
 blueprint = Blueprint("conversations", __name__)

@@ -31,14 +31,13 @@ from ragcore.api.openai_compat import (
     role_of_model,
 )
 from ragcore.api.operations import JSON, Reply, operation
-from ragcore.chat.history import continuation
-from ragcore.chat.pipeline import ChatRequest, answer_question
+from ragcore.chat.pipeline import ChatRequest
+from ragcore.chat.turn import TurnRequest, take_turn
 from ragcore.inputs import NestedTooDeep, NotJSON, parse_json
-from ragio import conversations
 from ragio.chat.policy import chat_policy
 from ragio.employees import store
 from ragio.employees.store import StoredRole
-from ragio.http.chat import Turn, answered, record
+from ragio.http.chat import answered
 from ragio.http.context import service
 from ragio.http.problems import problem_for
 from ragio.runner import run, stream
@@ -99,13 +98,12 @@ async def one_model(model: str) -> dict[str, Any]:
     return next(entry for entry in _listed(roles)["data"] if entry["id"] == wanted)
 
 
-async def _turn(body: dict[str, Any], user: str | None) -> tuple[Turn, str]:
-    """The question as a turn of its conversation, and the model name answered as."""
-    svc = service()
+async def _turn(body: dict[str, Any], user: str | None) -> tuple[TurnRequest, str]:
+    """The question as a turn of its conversation (the one its history continues), and
+    the model name answered as."""
     roles = await _roles()
     role = role_of_model(body.get("model"), list(roles))
     question, history = read_messages(body.get("messages"))
-    known = await svc.database.run(conversations.find_continued, CHANNEL, continuation(history))
     employee = roles[role].role if role is not None else None
     # the API's callers hold its key, as on /chat: a proposal still meets the gate
     req = ChatRequest(
@@ -117,7 +115,7 @@ async def _turn(body: dict[str, Any], user: str | None) -> tuple[Turn, str]:
         user_identifier=user,
         history=history,
     )
-    return Turn(req, CHANNEL, svc.clock.now(), known, user), model_id(role)
+    return TurnRequest(req, CHANNEL, user), model_id(role)
 
 
 async def _body() -> dict[str, Any]:
@@ -166,18 +164,16 @@ async def chat_completions() -> Any:
         raise openai_error(error) from error
     svc = service()
     made = Completion(f"chatcmpl-{secrets.token_hex(12)}", int(svc.clock.now().timestamp()), model)
-    pipeline = answer_question(turn.request, chat_policy(svc))
+    pipeline = take_turn(turn, chat_policy(svc))
     if not streamed:
         try:
-            answer = await run(pipeline, svc)
+            outcome = await run(pipeline, svc)
         except Exception as error:
-            await record(svc, turn, error)
             raise openai_error(error) from error
-        return made.whole(await answered(svc, turn, answer))
+        return made.whole(answered(outcome, CHANNEL))
     try:
         pieces = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
     except Exception as error:
-        await record(svc, turn, error)
         raise openai_error(error) from error
 
     def event(data: dict[str, Any]) -> bytes:
@@ -195,10 +191,9 @@ async def chat_completions() -> Any:
                     yield event(made.chunk({"content": payload}, **usage_field))
                 elif isinstance(payload, Exception):
                     log.error("chat completion stream failed", exc_info=payload)
-                    await record(svc, turn, payload)
                     yield event(openai_error(payload).body())
                 else:
-                    answer = await answered(svc, turn, payload)
+                    answer = answered(payload, CHANNEL)
                     if not streamed_text and answer.answer:  # nothing generated: say it now
                         yield event(made.chunk({"content": answer.answer}, **usage_field))
                     yield event(made.chunk({}, "stop", **usage_field, **extras(answer)))
