@@ -554,7 +554,8 @@ SETTINGS: tuple[Setting, ...] = (
         "GRAPH_URI",
         "",
         "optional Neo4j for the knowledge graph: bolt://, bolt+s://, neo4j:// or neo4j+s:// "
-        "host:port; blank: the graph's tables in the service's database",
+        "host:port (needs the graph extra: pip install 'ragchat[graph]'); blank: the graph's "
+        "tables in the service's database",
         _graph_uri,
     ),
     Setting("GRAPH_USER", "", "knowledge graph user"),

@@ -287,6 +287,7 @@ async def startup_errors() -> AsyncIterator[None]:
     from ragio.db.embedded import PasswordsLost
     from ragio.db.embedding_space import EmbeddingSpaceMismatch
     from ragio.db.pool import DatabaseUnreachable
+    from ragio.graph.service import GraphDriverMissing
     from ragio.providers import ProviderUnavailable
     from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 
@@ -298,6 +299,7 @@ async def startup_errors() -> AsyncIterator[None]:
         AnswerFailed,
         EmbeddingFailed,
         PasswordsLost,
+        GraphDriverMissing,
     ) as error:
         raise StartupError(str(error)) from None
     except (DatabaseUnreachable, PoolTimeout) as error:
@@ -466,6 +468,11 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
     if args.action == "list" and args.limit is not None and args.limit < 1:
         print("ragchat: --limit must be a whole number of at least 1", file=sys.stderr)
         return 2
+    if args.action == "delete":
+        from ragio.graph.service import check_graph_driver
+
+        async with startup_errors():
+            check_graph_driver(settings)  # before deleting: the graph is told of it below
     async with startup_errors(), open_database(settings) as database:
         await database.run(apply_migrations)
         if args.action == "list":

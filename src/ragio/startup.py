@@ -20,7 +20,7 @@ from ragio.db.embedding_space import prepare_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
 from ragio.employees.store import follow_built_in_defaults
-from ragio.graph.service import build_graph
+from ragio.graph.service import build_graph, check_graph_driver
 from ragio.language import LanguageDetection
 from ragio.providers import aclose_all, build_answerers, build_embedder
 from ragio.registry import HANDLERS
@@ -55,7 +55,10 @@ async def open_database(settings: Settings) -> AsyncIterator[Database]:
 @asynccontextmanager
 async def open_service(settings: Settings) -> AsyncIterator[Service]:
     """The database migrated and shaped for the active embedder, and the providers;
-    the providers' connections are closed on the way out."""
+    the providers' connections are closed on the way out. A store the settings choose and
+    this install cannot use (Neo4j without the graph extra) stops it before anything
+    starts (``GraphDriverMissing``)."""
+    check_graph_driver(settings)
     embedder = build_embedder(settings)
     answerer = build_answerers(settings)
     outbound = outbound_client()

@@ -217,7 +217,11 @@ def test_ragchat_services_wait_for_a_healthy_database_and_read_an_optional_doten
     service = compose()["services"][name]
     assert service["depends_on"]["db"]["condition"] == "service_healthy"
     assert service["env_file"] == [{"path": "../.env", "required": False}]
-    assert service["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+    assert service["build"] == {
+        "context": "..",
+        "dockerfile": "deploy/Dockerfile",
+        "args": {"EXTRAS": "${RAGCHAT_EXTRAS:-}"},
+    }
     assert (DEPLOY / service["build"]["context"] / service["build"]["dockerfile"]).is_file()
 
 
@@ -339,8 +343,36 @@ def test_the_compose_schema_refuses_a_spoilt_file():
 
 def test_the_image_is_python_311_slim_and_installs_the_project():
     assert dockerfile()[0] == ("FROM", "python:3.11-slim")
+    assert installed_by_the_image("") == "."
+
+
+def installed_by_the_image(extras: str) -> str:
+    """What the image's `pip install` installs, built with ``--build-arg EXTRAS=extras``:
+    its argument as the image's shell (POSIX sh) expands it."""
     runs = [arguments for keyword, arguments in dockerfile() if keyword == "RUN"]
-    assert any("pip install ." in run for run in runs)
+    [install] = [run for run in runs if "pip install " in run]
+    target = install.split("pip install ", 1)[1].split(" ", 1)[0]
+    expanded = subprocess.run(
+        ["sh", "-c", f'printf "%s" {target}'],
+        env={"EXTRAS": extras},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return expanded.stdout
+
+
+def test_the_image_has_the_graph_extra_only_when_built_with_it():
+    """The Neo4j driver is the graph extra's: left out by default (GRAPH_URI is then a
+    start-up error naming it), in with --build-arg EXTRAS=graph, or from compose with
+    RAGCHAT_EXTRAS=graph in .env."""
+    assert ("ARG", 'EXTRAS=""') in dockerfile()
+    assert installed_by_the_image("graph") == ".[graph]"
+    compose_arg = compose()["services"]["app"]["build"]["args"]["EXTRAS"]
+    assert installed_by_the_image(interpolate(compose_arg, {})) == "."
+    assert installed_by_the_image(interpolate(compose_arg, {"RAGCHAT_EXTRAS": "graph"})) == (
+        ".[graph]"
+    )
 
 
 def test_the_image_command_is_ragchat_serve():

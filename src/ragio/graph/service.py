@@ -15,6 +15,10 @@ documents, records what the graph lacks and forgets what is gone. It runs when t
 service starts, so what was stored or deleted while the graph was off or down is caught
 up, whenever the store answers again after documents could not reach it
 (``keep_level``), and by ``ragchat graph rebuild`` after clearing the store.
+
+Neo4j's driver is an extra (``pip install 'ragchat[graph]'``): nothing here imports it
+unless GRAPH_URI chooses that store, and then ``check_graph_driver`` (first thing when the
+service opens) turns its absence into ``GraphDriverMissing``, a start-up error.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 import psycopg
@@ -43,6 +47,9 @@ from ragcore.settings import Settings, graph_store_kind
 from ragio.db.pool import Database
 from ragio.graph.postgres import PostgresGraphStore
 from ragio.graph.store import GraphStore, GraphUnavailable
+
+if TYPE_CHECKING:
+    from ragio.graph.neo4j import Neo4jGraphStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -282,16 +289,46 @@ class Graph:
             await trio.to_thread.run_sync(self.store.close)
 
 
+#: the start-up error when GRAPH_URI chooses Neo4j and its driver is not installed
+DRIVER_MISSING = (
+    "GRAPH_URI: the knowledge graph on Neo4j needs its driver, which is not installed: "
+    "pip install 'ragchat[graph]' (or leave GRAPH_URI blank for the graph in PostgreSQL)"
+)
+
+
+class GraphDriverMissing(Exception):
+    """GRAPH_URI chooses the Neo4j store, and the ``neo4j`` package (the graph extra) is
+    not installed; ``str()`` says what to do."""
+
+
+def check_graph_driver(settings: Settings) -> None:
+    """Raise ``GraphDriverMissing`` when the settings choose Neo4j and its driver is absent:
+    before anything starts, so the service never comes up half-configured."""
+    if graph_store_kind(settings) == "neo4j":
+        _neo4j_store()
+
+
+def _neo4j_store() -> type[Neo4jGraphStore]:
+    """The Neo4j store's class; importing it imports the driver, only when it is used."""
+    try:
+        from ragio.graph.neo4j import Neo4jGraphStore
+    except ModuleNotFoundError as error:
+        # only the driver's own absence: a module missing inside it is a broken install
+        if error.name != "neo4j":
+            raise
+        raise GraphDriverMissing(DRIVER_MISSING) from None
+    return Neo4jGraphStore
+
+
 def build_graph(settings: Settings, database: Database) -> Graph:
-    """The graph GRAPH_ENABLED and GRAPH_URI ask for: off, in PostgreSQL, or in Neo4j."""
+    """The graph GRAPH_ENABLED and GRAPH_URI ask for: off, in PostgreSQL, or in Neo4j.
+    Raises ``GraphDriverMissing`` (see ``check_graph_driver``)."""
     kind = graph_store_kind(settings)
     if kind is None:
         return Graph.off()
     store: GraphStore
     if kind == "neo4j":
-        from ragio.graph.neo4j import Neo4jGraphStore  # the driver only when it is used
-
-        store = Neo4jGraphStore(
+        store = _neo4j_store()(
             settings.graph_uri,
             settings.graph_user,
             settings.graph_password,
