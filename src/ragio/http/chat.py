@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
-from quart import Blueprint, Response, current_app, request
+import attrs
+from quart import Blueprint, Response, request
 
 from ragcore.api.chat import (
     ChatQuery,
@@ -18,27 +17,38 @@ from ragcore.api.chat import (
 from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
-from ragcore.chat.turn import TurnOutcome, TurnRequest, take_turn
-from ragio.chat.policy import chat_policy
+from ragcore.chat.turn import TurnRequest
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.problems import problem_for
-from ragio.runner import run, stream
+from ragio.http.turns import answer_turn, stream_turn
 
 blueprint = Blueprint("chat", __name__)
-log = logging.getLogger(__name__)
 ASKED = {"body": ChatQuestion, "body_required": False, "query": ChatQuery}
 ANSWER_FAILURES = (404, 422, 502, 503)
 ASKED_FIELDS = ("question", "role", "user", "conversation_id")
 
 
-def answered(outcome: TurnOutcome, channel: str) -> ChatAnswer:
-    """The turn's answer; what went wrong on its way (its conversation not loaded or the
-    turn not recorded) is logged: the asker still has their answer."""
-    for failure in outcome.failures:
-        log.error("a turn of a conversation on %s: %s", channel, failure, exc_info=failure)
-    return outcome.answer
+@attrs.frozen
+class ChatWire:
+    """/chat/stream's events: ``token``, then ``done`` (the ChatAnswer) or ``error``."""
+
+    def opening(self) -> list[bytes]:
+        return []
+
+    def token(self, text: str) -> bytes:
+        return sse("token", {"text": text})
+
+    def failed(self, error: Exception) -> bytes:
+        return sse("error", problem_for(error).body())
+
+    def done(self, answer: ChatAnswer, streamed: bool) -> list[bytes]:
+        said = [] if streamed or not answer.answer else [self.token(answer.answer)]
+        return [*said, sse("done", converter.unstructure(answer))]  # nothing streamed: say it
+
+    def closing(self) -> list[bytes]:
+        return []
 
 
 async def chat_turn() -> TurnRequest:
@@ -82,9 +92,7 @@ async def chat() -> ChatAnswer:
 
     Each answer is recorded as a turn of a conversation (GET /conversations); send its
     conversation_id back with the next question to follow up ("and for shoes?")."""
-    turn = await chat_turn()
-    svc = service()
-    return answered(await run(take_turn(turn, chat_policy(svc)), svc), "chat")
+    return await answer_turn(await chat_turn())
 
 
 @blueprint.post("/chat/stream")
@@ -105,31 +113,5 @@ async def chat_stream() -> Response:
     data is the ChatAnswer /chat returns (citations, usage, language). A failure before
     the first event is an ordinary problem+json response; after it, an `error` event
     whose data is a problem."""
-    turn = await chat_turn()
-    svc = service()
     # a failure before the first event raises here: the app's error handlers answer
-    pieces = await stream(take_turn(turn, chat_policy(svc)), svc, current_app.nursery)  # type: ignore[attr-defined]
-
-    async def events() -> AsyncIterator[bytes]:
-        streamed = False
-        try:
-            async for _, payload in pieces:
-                if isinstance(payload, str):
-                    streamed = True
-                    yield sse("token", {"text": payload})
-                elif isinstance(payload, Exception):
-                    log.error("chat stream failed", exc_info=payload)
-                    yield sse("error", problem_for(payload).body())
-                else:
-                    answer = answered(payload, "chat")
-                    if not streamed and answer.answer:  # nothing generated: say it anyway
-                        yield sse("token", {"text": answer.answer})
-                    yield sse("done", converter.unstructure(answer))
-        finally:
-            pieces.cancel()  # the client went away, or we are done
-
-    return Response(
-        events(),
-        content_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return await stream_turn(await chat_turn(), ChatWire())

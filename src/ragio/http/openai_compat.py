@@ -11,12 +11,11 @@ sending the same history back continues the conversation it began
 from __future__ import annotations
 
 import json
-import logging
 import secrets
-from collections.abc import AsyncIterator
 from typing import Any
 
-from quart import Blueprint, Response, current_app, request
+import attrs
+from quart import Blueprint, Response, request
 
 from ragcore.api.openai_compat import (
     ERROR_BODY,
@@ -31,19 +30,16 @@ from ragcore.api.openai_compat import (
     role_of_model,
 )
 from ragcore.api.operations import JSON, Reply, operation
-from ragcore.chat.pipeline import ChatRequest
-from ragcore.chat.turn import TurnRequest, take_turn
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
+from ragcore.chat.turn import TurnRequest
 from ragcore.inputs import NestedTooDeep, NotJSON, parse_json
-from ragio.chat.policy import chat_policy
 from ragio.employees import store
 from ragio.employees.store import StoredRole
-from ragio.http.chat import answered
 from ragio.http.context import service
 from ragio.http.problems import problem_for
-from ragio.runner import run, stream
+from ragio.http.turns import answer_turn, stream_turn
 
 blueprint = Blueprint("openai", __name__)
-log = logging.getLogger(__name__)
 CHANNEL = "openai"
 
 
@@ -162,49 +158,47 @@ async def chat_completions() -> Any:
         turn, model = await _turn(body, user)
     except Exception as error:
         raise openai_error(error) from error
-    svc = service()
-    made = Completion(f"chatcmpl-{secrets.token_hex(12)}", int(svc.clock.now().timestamp()), model)
-    pipeline = take_turn(turn, chat_policy(svc))
-    if not streamed:
-        try:
-            outcome = await run(pipeline, svc)
-        except Exception as error:
-            raise openai_error(error) from error
-        return made.whole(answered(outcome, CHANNEL))
+    made = Completion(
+        f"chatcmpl-{secrets.token_hex(12)}", int(service().clock.now().timestamp()), model
+    )
     try:
-        pieces = await stream(pipeline, svc, current_app.nursery)  # type: ignore[attr-defined]
-    except Exception as error:
+        if not streamed:
+            return made.whole(await answer_turn(turn))
+        return await stream_turn(turn, CompletionWire(made, include_usage))
+    except Exception as error:  # before any event: an OpenAI error body
         raise openai_error(error) from error
 
-    def event(data: dict[str, Any]) -> bytes:
+
+@attrs.frozen
+class CompletionWire:
+    """A streamed completion's events: ``chat.completion.chunk`` data lines (the usage
+    chunk last when asked for), an error body when it failed, then ``[DONE]``."""
+
+    made: Completion
+    include_usage: bool
+
+    def _event(self, data: dict[str, Any]) -> bytes:
         return f"data: {json.dumps(data)}\n\n".encode()
 
-    usage_field = {"usage": None} if include_usage else {}
+    def _chunk(
+        self, delta: dict[str, Any], finish: str | None = None, fields: dict[str, Any] | None = None
+    ) -> bytes:
+        usage_field = {"usage": None} if self.include_usage else {}
+        return self._event(self.made.chunk(delta, finish, **usage_field, **(fields or {})))
 
-    async def events() -> AsyncIterator[bytes]:
-        streamed_text = False
-        try:
-            yield event(made.chunk({"role": "assistant", "content": ""}, **usage_field))
-            async for _, payload in pieces:
-                if isinstance(payload, str):
-                    streamed_text = True
-                    yield event(made.chunk({"content": payload}, **usage_field))
-                elif isinstance(payload, Exception):
-                    log.error("chat completion stream failed", exc_info=payload)
-                    yield event(openai_error(payload).body())
-                else:
-                    answer = answered(payload, CHANNEL)
-                    if not streamed_text and answer.answer:  # nothing generated: say it now
-                        yield event(made.chunk({"content": answer.answer}, **usage_field))
-                    yield event(made.chunk({}, "stop", **usage_field, **extras(answer)))
-                    if include_usage:
-                        yield event(made.usage_chunk(answer))
-            yield b"data: [DONE]\n\n"
-        finally:
-            pieces.cancel()  # the client went away, or we are done
+    def opening(self) -> list[bytes]:
+        return [self._chunk({"role": "assistant", "content": ""})]
 
-    return Response(
-        events(),
-        content_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    def token(self, text: str) -> bytes:
+        return self._chunk({"content": text})
+
+    def failed(self, error: Exception) -> bytes:
+        return self._event(openai_error(error).body())
+
+    def done(self, answer: ChatAnswer, streamed: bool) -> list[bytes]:
+        said = [] if streamed or not answer.answer else [self.token(answer.answer)]
+        usage = [self._event(self.made.usage_chunk(answer))] if self.include_usage else []
+        return [*said, self._chunk({}, "stop", extras(answer)), *usage]
+
+    def closing(self) -> list[bytes]:
+        return [b"data: [DONE]\n\n"]
