@@ -1,6 +1,7 @@
 """The lists in the docs that drift as the code grows are checked against the code: the
-migrations, the commands, the settings. (The roles' prompts are generated:
-tests/core/test_role_prompts.py; the routes and effects have their own checks.)"""
+migrations, the commands, the settings, the routes open without the key. (The roles'
+prompts are generated: tests/core/test_role_prompts.py; the routes and effects have their
+own checks; tests/io/test_docs_examples.py runs the /chat examples.)"""
 
 from __future__ import annotations
 
@@ -126,3 +127,21 @@ def _resolves(dotted: str) -> bool:
             found = getattr(found, attribute)
         return True
     return False
+
+
+def test_the_routes_open_without_the_key_are_the_ones_the_docs_name():
+    """Where the docs say which routes need no SERVICE_API_KEY, they name each one the app
+    leaves open (``ragio.http.app.OPEN_PATHS`` and ``OPEN_PREFIXES``)."""
+    from ragio.http import metrics
+    from ragio.http.app import OPEN_PATHS, OPEN_PREFIXES
+
+    open_routes = {*OPEN_PATHS, *(prefix + "*" for prefix in OPEN_PREFIXES)}
+    authentication = _section(_doc("api.md"), "## Authentication").split("```")[0]
+    named = set(re.findall(r"`(/[^`\s]*)`", authentication))
+    assert named == open_routes | {metrics.PATH}  # /metrics: with METRICS_PUBLIC=true
+    for name in ("../README.md", "operations.md", "../deploy/README.md"):
+        for paragraph in re.split(r"\n\s*\n|\n- |\n\| ", _doc(name)):
+            if re.search(r"every\s+route\s+(but|except)", paragraph):
+                named = set(re.findall(r"`(/[^`\s]*)`", paragraph))
+                unnamed = open_routes - named - {"/health/live", "/health/ready"}
+                assert not unnamed, f"{name} leaves {unnamed} out of: {paragraph!r}"
