@@ -5,6 +5,7 @@ own checks; tests/io/test_docs_examples.py runs the /chat examples.)"""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -145,3 +146,19 @@ def test_the_routes_open_without_the_key_are_the_ones_the_docs_name():
                 named = set(re.findall(r"`(/[^`\s]*)`", paragraph))
                 unnamed = open_routes - named - {"/health/live", "/health/ready"}
                 assert not unnamed, f"{name} leaves {unnamed} out of: {paragraph!r}"
+
+
+def test_the_readme_names_every_debian_package_the_test_command_installs():
+    tree = ast.parse((ROOT / "scripts" / "dev.py").read_text(encoding="utf-8"))
+    [packages] = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["TEST_PACKAGES"]
+    ]
+    readme = " ".join(_doc("../README.md").split())
+    said = readme[readme.index("also installs the Debian packages") :].split(". ")[0]
+    missing = {
+        p for p in packages.values() if not re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", said)
+    }
+    assert not missing, f"README.md's test command installs {sorted(missing)} too"
