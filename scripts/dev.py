@@ -7,8 +7,9 @@
 Needs only Python 3.11+ and the package registries. Creates .venv beside this
 folder and installs the project into it (again only when pyproject.toml changed).
 For the tests, installs the Debian packages espeak-ng and sox (the voice tests synthesise
-speech with them) and mariadb-server (the mysql data source's tests start a MariaDB of
-their own) when they are missing and this is a root shell with apt-get.
+speech with them), mariadb-server (the mysql data source's tests start a MariaDB of
+their own), and chromium and chromium-driver (the console's tests drive a real browser)
+when they are missing and this is a root shell with apt-get.
 """
 
 from __future__ import annotations

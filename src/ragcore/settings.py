@@ -386,7 +386,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "POSTGRES_PASSWORD",
         "",
-        "database password of the compose deployment (letters and digits only)",
+        "database password of the compose deployment, which builds DATABASE_URL from it; "
+        "the service only checks it (letters and digits only)",
         _alphanumeric,
         secret=True,
     ),

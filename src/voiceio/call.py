@@ -35,6 +35,7 @@ from ragcore.voice.call import (
     AnswerPiece,
     Ask,
     Call,
+    CallEvent,
     Cancel,
     Ended,
     HangUp,
@@ -53,9 +54,11 @@ from ragcore.voice.call import (
     SpeechDone,
     SpeechFailed,
     Started,
+    State,
     Stopping,
     Tick,
     Transcript,
+    UnexpectedEvent,
     finish_within,
 )
 from ragcore.voice.greeting import greeting
@@ -101,6 +104,7 @@ class PhoneCall:
         self._turns: dict[int, TurnWork] = {}
         self._dropped_audio = 0
         self._hung_up: str | None = None  # why this side ended the call
+        self._unexpected: set[tuple[State, type]] = set()  # (state, event type) logged
 
     def now(self) -> float:
         return trio.current_time() - self._began
@@ -138,10 +142,20 @@ class PhoneCall:
 
     # ------------------------------------------------------------ the machine
 
-    def feed(self, event: Any) -> None:
-        """Give the machine ``event`` and carry out its effects, in order, at once."""
+    def feed(self, event: CallEvent) -> None:
+        """Give the machine ``event`` and carry out its effects, in order, at once. An event
+        the machine did not expect is dropped, logged once a call for its state and type:
+        the call goes on as it was."""
         assert self.call is not None
-        for effect in self.call.receive(event):
+        try:
+            effects = self.call.receive(event)
+        except UnexpectedEvent as unexpected:
+            seen = (unexpected.state, type(event))
+            if seen not in self._unexpected:
+                self._unexpected.add(seen)
+                log.warning("call %s: %s; dropped", self._sid(), unexpected)
+            return
+        for effect in effects:
             self._carry_out(effect)
 
     def _carry_out(self, effect: Any) -> None:

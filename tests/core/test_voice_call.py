@@ -16,16 +16,19 @@ from ragcore.voice.call import (
     GOODBYE,
     KEEP_ALIVE_SECONDS,
     LEAD_SECONDS,
+    MAX_LISTENER_FAILURES,
     MISSED,
     SHUTDOWN_REASON,
     SHUTTING_DOWN,
     SILENCE_SECONDS,
     STILL_THERE,
+    TURN_EVENTS,
     Answered,
     AnswerFailed,
     AnswerPiece,
     Ask,
     Call,
+    CallEvent,
     Cancel,
     Ended,
     HangUp,
@@ -48,6 +51,7 @@ from ragcore.voice.call import (
     Stopping,
     Tick,
     Transcript,
+    UnexpectedEvent,
     finish_within,
 )
 
@@ -622,3 +626,101 @@ def test_the_sentence_under_way_gets_what_the_grace_leaves_beside_the_closing_wo
     grace: float, within: float
 ) -> None:
     assert finish_within(grace) == within
+
+
+# ---------------------------------------------------------------- events out of place
+
+
+def a_mark_before_the_start(phone: Phone) -> CallEvent:
+    return MarkPlayed("1.0", phone.now)
+
+
+def words_before_the_start(phone: Phone) -> CallEvent:
+    return Transcript("what are your opening hours", True, True, phone.now)
+
+
+def a_second_start(phone: Phone) -> CallEvent:
+    phone.greet()
+    return Started("MZ1", "CA1", "+15551234567", phone.now)
+
+
+def an_answer_to_the_goodbye(phone: Phone) -> CallEvent:
+    phone.greet()
+    for _ in range(MAX_LISTENER_FAILURES):
+        effects = phone.feed(ListenerFailed("closed", phone.now))
+    [goodbye] = of(effects, Speak)
+    assert phone.call.state is State.CLOSING
+    return Answered(goodbye.turn, chat_answer("We open at nine."), phone.now)
+
+
+@pytest.mark.parametrize(
+    "happened",
+    [a_mark_before_the_start, words_before_the_start, a_second_start, an_answer_to_the_goodbye],
+)
+def test_an_event_its_state_does_not_expect_raises_and_changes_nothing(happened: Any) -> None:
+    phone = Phone()
+    event = happened(phone)
+    state, turn = phone.call.state, phone.call.turn
+    with pytest.raises(UnexpectedEvent) as raised:
+        phone.feed(event)
+    assert raised.value.state is state and raised.value.event is event
+    # the message names the event's type and the state, never what the event carries
+    assert str(raised.value) == f"{type(event).__name__} while {state.value}: not expected"
+    assert phone.call.state is state and phone.call.turn is turn
+    phone.ticks(0.1)  # and the call goes on
+
+
+def late_news(kind: type, turn: int, at: float) -> CallEvent:
+    """An event of ``kind`` for ``turn``."""
+    events: dict[type, CallEvent] = {
+        AnswerPiece: AnswerPiece(turn, "And on Saturdays at ten. ", at),
+        Answered: Answered(turn, chat_answer("We open at nine."), at),
+        AnswerFailed: AnswerFailed(turn, "every provider failed", at),
+        SpeechAudio: SpeechAudio(turn, 0, tone(0.2), at),
+        SpeechDone: SpeechDone(turn, 0, at),
+        SpeechFailed: SpeechFailed(turn, 0, "HTTP 500", at),
+    }
+    return events[kind]
+
+
+@pytest.mark.parametrize("kind", TURN_EVENTS)
+def test_a_turn_no_longer_under_way_has_its_late_news_dropped_without_complaint(
+    kind: type,
+) -> None:
+    """Whatever the state: listening after a barge-in, the next turn under way, the end."""
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("what are your opening hours")
+    [speak] = of(phone.answer(ask, "We open at nine every weekday. "), Speak)
+    phone.synthesize(speak, tone(3.0))
+    phone.ticks(0.5)
+    phone.say(tone(0.2, amplitude=8000, hertz=300))  # a barge-in
+    assert phone.call.state is State.LISTENING
+    assert phone.feed(late_news(kind, ask.turn, phone.now)) == []
+    [again] = of(phone.feed(Transcript("and on Saturdays", True, True, phone.now)), Ask)
+    assert phone.call.state is State.ANSWERING
+    assert phone.feed(late_news(kind, ask.turn, phone.now)) == []
+    phone.feed(Ended("the caller hung up", phone.now))
+    assert phone.call.state is State.ENDED
+    assert phone.feed(late_news(kind, again.turn, phone.now)) == []
+
+
+def test_after_the_end_what_was_still_under_way_is_taken_without_complaint() -> None:
+    """The runner's tasks and the provider's socket deliver what was in flight until the
+    call's nursery is cancelled: the stream's end after a hang-up among it."""
+    phone = Phone()
+    phone.greet()
+    phone.feed(Ended("the caller hung up", phone.now))
+    at = phone.now
+    for event in (
+        Inbound(tone(0.02), True, at),
+        MarkPlayed("1.0", at),
+        KeyPressed("1", at),
+        Tick(at),
+        Transcript("goodbye", True, True, at),
+        ListenerFailed("closed", at),
+        Stopping(at + 8.0, at),
+        Ended("the media stream closed", at),
+    ):
+        assert phone.feed(event) == []
+    assert phone.call.state is State.ENDED

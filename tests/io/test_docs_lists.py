@@ -1,9 +1,11 @@
 """The lists in the docs that drift as the code grows are checked against the code: the
-migrations, the commands, the settings. (The roles' prompts are generated:
-tests/core/test_role_prompts.py; the routes and effects have their own checks.)"""
+migrations, the commands, the settings, the routes open without the key. (The roles'
+prompts are generated: tests/core/test_role_prompts.py; the routes and effects have their
+own checks; tests/io/test_docs_examples.py runs the /chat examples.)"""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -126,3 +128,37 @@ def _resolves(dotted: str) -> bool:
             found = getattr(found, attribute)
         return True
     return False
+
+
+def test_the_routes_open_without_the_key_are_the_ones_the_docs_name():
+    """Where the docs say which routes need no SERVICE_API_KEY, they name each one the app
+    leaves open (``ragio.http.app.OPEN_PATHS`` and ``OPEN_PREFIXES``)."""
+    from ragio.http import metrics
+    from ragio.http.app import OPEN_PATHS, OPEN_PREFIXES
+
+    open_routes = {*OPEN_PATHS, *(prefix + "*" for prefix in OPEN_PREFIXES)}
+    authentication = _section(_doc("api.md"), "## Authentication").split("```")[0]
+    named = set(re.findall(r"`(/[^`\s]*)`", authentication))
+    assert named == open_routes | {metrics.PATH}  # /metrics: with METRICS_PUBLIC=true
+    for name in ("../README.md", "operations.md", "../deploy/README.md"):
+        for paragraph in re.split(r"\n\s*\n|\n- |\n\| ", _doc(name)):
+            if re.search(r"every\s+route\s+(but|except)", paragraph):
+                named = set(re.findall(r"`(/[^`\s]*)`", paragraph))
+                unnamed = open_routes - named - {"/health/live", "/health/ready"}
+                assert not unnamed, f"{name} leaves {unnamed} out of: {paragraph!r}"
+
+
+def test_the_readme_names_every_debian_package_the_test_command_installs():
+    tree = ast.parse((ROOT / "scripts" / "dev.py").read_text(encoding="utf-8"))
+    [packages] = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["TEST_PACKAGES"]
+    ]
+    readme = " ".join(_doc("../README.md").split())
+    said = readme[readme.index("also installs the Debian packages") :].split(". ")[0]
+    missing = {
+        p for p in packages.values() if not re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", said)
+    }
+    assert not missing, f"README.md's test command installs {sorted(missing)} too"

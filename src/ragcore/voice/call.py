@@ -1,6 +1,10 @@
 """A phone call as a state machine, in the h11 style: ``Call.receive(event)`` takes what
 happened and returns the effects to run; voiceio only moves bytes and runs the effects.
-Every transition is in ``TRANSITIONS`` at the bottom of this file.
+Every transition is in ``TRANSITIONS`` at the bottom of this file, the events a state
+ignores on purpose too: an event with no entry for the call's state is a mistake of
+whoever fed it, and ``receive`` raises ``UnexpectedEvent`` (the runner logs it and goes
+on). A turn's late news (the events of a turn no longer under way) is dropped before the
+table is looked at.
 
 Time is the call's own clock (seconds since the stream started), carried by each event;
 voiceio ticks the call every 20 ms (``Tick``) so it can pace its audio and notice silence.
@@ -32,7 +36,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -202,6 +206,37 @@ class Ended:
 
 
 TURN_EVENTS = (AnswerPiece, Answered, AnswerFailed, SpeechAudio, SpeechDone, SpeechFailed)
+#: everything ``Call.receive`` takes
+CallEvent: TypeAlias = (
+    Started
+    | Inbound
+    | MarkPlayed
+    | KeyPressed
+    | Tick
+    | Transcript
+    | AnswerPiece
+    | Answered
+    | AnswerFailed
+    | SpeechAudio
+    | SpeechDone
+    | SpeechFailed
+    | ListenerFailed
+    | Stopping
+    | Ended
+)
+
+
+class UnexpectedEvent(Exception):
+    """``event`` came in ``state``, where the call has no transition for it (not even one
+    that ignores it): whoever fed it (the runner, a test) has it wrong. The call is left
+    as it was. The message names the event's type and the state only: an event may carry
+    the caller's words or audio."""
+
+    def __init__(self, state: State, event: CallEvent) -> None:
+        super().__init__(f"{type(event).__name__} while {state.value}: not expected")
+        self.state = state
+        self.event = event
+
 
 # ---------------------------------------------------------------- effects (out)
 
@@ -303,6 +338,21 @@ class HangUp:
     reason: str
 
 
+#: everything ``Call.receive`` returns
+CallEffect: TypeAlias = (
+    SendAudio
+    | SendMark
+    | SendClear
+    | Listen
+    | KeepListening
+    | Ask
+    | Speak
+    | Cancel
+    | RecordTurn
+    | HangUp
+)
+
+
 # ---------------------------------------------------------------- the call
 
 
@@ -356,14 +406,19 @@ class Call:
         self._stopping_by: float | None = None  # the service stops: finish by then
         self._since_mark = 0  # frames sent since the last mark
 
-    def receive(self, event: Any) -> list[Any]:
-        """The effects of ``event``, in the order to run them."""
+    def receive(self, event: CallEvent) -> list[CallEffect]:
+        """The effects of ``event``, in the order to run them; ``UnexpectedEvent`` when the
+        call's state has no transition for it."""
         if isinstance(event, TURN_EVENTS) and (self.turn is None or event.turn != self.turn.number):
             return []  # a cancelled turn's late news
         handler = TRANSITIONS.get((self.state, type(event)))
         if handler is None:
-            return []
+            raise UnexpectedEvent(self.state, event)
         return handler(self, event)
+
+    def _ignore(self, event: CallEvent) -> list[Any]:
+        """An event this state takes and does nothing with (see ``TRANSITIONS``)."""
+        return []
 
     # ------------------------------------------------------------ the stream
 
@@ -746,8 +801,34 @@ _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], .
     (_SAYING, SpeechAudio, Call._audio),
     (_SAYING, SpeechDone, Call._speech_done),
     (_SAYING, SpeechFailed, Call._speech_failed),
+    # ignored on purpose:
+    # before the stream starts there is nothing to pace and no one to listen to
+    ((State.CONNECTING,), Tick, Call._ignore),
+    ((State.CONNECTING,), Inbound, Call._ignore),
+    # a key stops the bot talking; listening, it means nothing, and it does not cut the
+    # last words
+    ((State.LISTENING, State.CLOSING), KeyPressed, Call._ignore),
+    # the caller takes the floor by barging in (the audio decides); what speech-to-text
+    # makes of the line while the bot's audio plays, or its last words, is not a question
+    ((State.SPEAKING, State.CLOSING), Transcript, Call._ignore),
+    # the call is over; the runner's tasks and the provider's socket may still deliver
+    # what was under way (the stream's end after a hang-up, a tick, a mark, a stop)
+    *(
+        ((State.ENDED,), event, Call._ignore)
+        for event in (
+            Inbound,
+            MarkPlayed,
+            KeyPressed,
+            Tick,
+            Transcript,
+            ListenerFailed,
+            Stopping,
+            Ended,
+        )
+    ),
 )
-#: (state, event type) -> handler; a pair not listed is ignored
+#: (state, event type) -> handler; a pair not listed is unexpected (``UnexpectedEvent``).
+#: A turn's events need no row for ENDED: with no turn under way they never reach it.
 TRANSITIONS: dict[tuple[State, type], Callable[[Call, Any], list[Any]]] = {
     (state, event): handler for states, event, handler in _ROWS for state in states
 }
