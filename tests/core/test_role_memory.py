@@ -10,14 +10,19 @@ from ragcore.chat.pipeline import ChatRequest, answer_question
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import (
     CONTEXT_BUDGET_CHARS,
+    AddMemory,
+    AlreadyRemembered,
     FetchRoleMemory,
+    FindDuplicateMemory,
     FindUnembeddedMemory,
     MemoryItem,
+    NewMemory,
     StoreMemoryVectors,
     assemble_context,
     check_memory,
     content_hash,
     normalise_text,
+    remember,
     role_context,
     seed_memories,
 )
@@ -167,3 +172,48 @@ def test_the_chat_pipeline_injects_the_same_context_text():
 def test_without_a_role_no_memory_is_fetched():
     _, effects = drive(answer_question(ChatRequest("return?"), POLICY), recorded())
     assert not any(isinstance(e, FetchRoleMemory) for e in effects)
+
+
+def _remembering(stored_meanwhile=False, held=None):
+    found = iter([held, 12] if stored_meanwhile else [held])
+
+    def answer(effect):
+        match effect:
+            case FindDuplicateMemory():
+                return next(found)
+            case Embed(texts=texts):
+                return [[0.5] * 3 for _ in texts]
+            case AddMemory(role=role, memory=memory, vector=vector):
+                if stored_meanwhile:
+                    return None
+                assert vector == (0.5, 0.5, 0.5)
+                return MemoryItem(7, role, memory.text, memory.tags, memory.source, 3)
+        raise AssertionError(effect)
+
+    return answer
+
+
+def test_remembering_embeds_the_text_and_stores_it():
+    item, effects = drive(remember("support", NewMemory(text="Be brief.")), _remembering())
+    assert item.id == 7 and item.text == "Be brief."
+    assert Embed(("Be brief.",), "document") in effects
+    assert any(isinstance(e, AddMemory) for e in effects)
+
+
+def test_a_text_already_remembered_is_refused_before_embedding_naming_the_item():
+    seen = []
+
+    def answer(effect):
+        seen.append(effect)
+        return _remembering(held=4)(effect)
+
+    with pytest.raises(AlreadyRemembered, match="memory item 4") as refused:
+        drive(remember("support", NewMemory(text="be   BRIEF.")), answer)
+    assert refused.value.existing_id == 4
+    assert not any(isinstance(e, Embed) for e in seen)
+
+
+def test_a_text_stored_meanwhile_by_another_request_is_refused_naming_that_item():
+    with pytest.raises(AlreadyRemembered) as refused:
+        drive(remember("support", NewMemory(text="Be brief.")), _remembering(stored_meanwhile=True))
+    assert refused.value.existing_id == 12

@@ -175,6 +175,49 @@ class FetchRoleMemory(Effect[list[MemoryItem]]):
     learned_limit: int
 
 
+@attrs.frozen
+class FindDuplicateMemory(Effect[int | None]):
+    """The id of ``role``'s item whose normalised text hashes to ``digest``, if any."""
+
+    role: str
+    digest: str
+
+
+@attrs.frozen
+class AddMemory(Effect["MemoryItem | None"]):
+    """Store ``memory`` for ``role`` with its ``vector``. Result: the stored item, or None
+    when the role already holds the same normalised text (stored meanwhile)."""
+
+    role: str
+    memory: NewMemory
+    vector: tuple[float, ...]
+
+
+class AlreadyRemembered(Exception):
+    """The role already holds this text (the same once normalised): item ``existing_id``."""
+
+    def __init__(self, role: str, existing_id: int | None):
+        super().__init__(
+            f"role {role!r} already remembers this text (memory item {existing_id}); "
+            "texts that differ only in case or spacing are the same"
+        )
+        self.existing_id = existing_id
+
+
+def remember(role: str, new: NewMemory) -> Generator[Any, Any, MemoryItem]:
+    """Add ``new`` to ``role``'s memory, embedded; AlreadyRemembered when the role holds
+    the same text, found before embedding or, when another request stored it meanwhile,
+    on inserting (nothing is stored twice: the hash is unique per role)."""
+    duplicate = yield FindDuplicateMemory(role, new.content_hash)
+    if duplicate is None:
+        [vector] = yield Embed((new.text,), "document")
+        item: MemoryItem | None = yield AddMemory(role, new, tuple(vector))
+        if item is not None:
+            return item
+        duplicate = yield FindDuplicateMemory(role, new.content_hash)
+    raise AlreadyRemembered(role, duplicate)
+
+
 def check_memory(body: Mapping[str, Any]) -> NewMemory:
     """The body checked: known fields only (others are refused by name), ``text`` required."""
     return structure_body(body, NewMemory)

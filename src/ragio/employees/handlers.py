@@ -7,7 +7,9 @@ import logging
 
 from ragcore.employees.learning import History, LearnPattern, RecordInteraction
 from ragcore.employees.memory import (
+    AddMemory,
     FetchRoleMemory,
+    FindDuplicateMemory,
     FindUnembeddedMemory,
     MemoryItem,
     StoreMemoryVectors,
@@ -31,6 +33,14 @@ async def store_memory_vectors(effect: StoreMemoryVectors, service: Service) -> 
 
 async def fetch_role_memory(effect: FetchRoleMemory, service: Service) -> list[MemoryItem]:
     return await service.database.run(memory.context_items, effect)
+
+
+async def find_duplicate_memory(effect: FindDuplicateMemory, service: Service) -> int | None:
+    return await service.database.run(memory.find_duplicate, effect.role, effect.digest)
+
+
+async def add_memory(effect: AddMemory, service: Service) -> MemoryItem | None:
+    return await service.database.run(memory.add_memory, effect.role, effect.memory, effect.vector)
 
 
 # Learning never costs anyone their answer: a failure is logged and learns nothing.
@@ -60,6 +70,8 @@ HANDLERS: HandlerTable = {
     FindUnembeddedMemory: find_unembedded_memory,
     StoreMemoryVectors: store_memory_vectors,
     FetchRoleMemory: fetch_role_memory,
+    FindDuplicateMemory: find_duplicate_memory,
+    AddMemory: add_memory,
     RecordInteraction: record_interaction,
     LearnPattern: learn_pattern,
 }

@@ -24,9 +24,11 @@ from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query, stored_id
 from ragcore.employees.editing import check_patch
 from ragcore.employees.memory import (
+    AlreadyRemembered,
     check_memory,
     embed_missing,
     parse_tags,
+    remember,
     role_context,
 )
 from ragcore.employees.roles import check_role_identifier
@@ -125,21 +127,11 @@ async def add_memory(role: str) -> tuple[MemoryItem, int, dict[str, str]]:
     """Add a memory item to a role"""
     identifier = (await found_role(role)).role.identifier
     new = check_memory(await json_body(required=True))
-    svc = service()
-    duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
-    if duplicate is None:
-        [vector] = await embed(svc.embedder, [new.text], "document")
-        item = await svc.database.run(memory.add_memory, identifier, new, vector)
-        if item is not None:
-            url = f"/employees/{identifier}/memory/{item.id}"
-            return MemoryItem.of(item), 201, {"Location": url}
-        duplicate = await svc.database.run(memory.find_duplicate, identifier, new.content_hash)
-    raise Problem(
-        409,
-        f"role {identifier!r} already remembers this text (memory item {duplicate}); "
-        "texts that differ only in case or spacing are the same",
-        existing_id=duplicate,
-    )
+    try:
+        item = await run(remember(identifier, new), service())
+    except AlreadyRemembered as duplicate:
+        raise Problem(409, str(duplicate), existing_id=duplicate.existing_id) from None
+    return MemoryItem.of(item), 201, {"Location": f"/employees/{identifier}/memory/{item.id}"}
 
 
 @blueprint.delete("/employees/<role>/memory/<id>")
