@@ -16,13 +16,18 @@ from ragcore.api.live_actions import (
     check_new,
     check_patch,
     check_runnable,
+    dry_run,
     dry_run_values,
     json_value,
     switches_off,
     template_facts,
 )
 from ragcore.errors import InvalidInput
+from ragcore.live.answers import RecordLive
+from ragcore.live.matching import LiveAction
+from ragcore.live.pipeline import LiveRows, RunLiveQuery
 from ragcore.live.templates import SqlTemplate
+from tests.core.drive import drive
 
 READ = "SELECT status FROM orders WHERE id = {order_id}"
 CANCEL = "UPDATE orders SET status = 'cancelled' WHERE id = {order_id}"
@@ -184,3 +189,51 @@ def test_turning_an_action_off_alone_is_not_checked_again() -> None:
     assert not switches_off(check_patch({"enabled": True}))
     assert not switches_off(check_patch({"enabled": False, "template": "SELECT 1"}))
     assert not switches_off(check_patch({"description": "x"}))
+
+
+ORDER_STATUS = LiveAction(
+    5, "Order status", 3, "postgresql", check_runnable(check_new(BODY), "postgresql")
+)
+
+
+def dry(action, body, answer):
+    seen = []
+
+    def record(effect):
+        seen.append(effect)
+        return answer(effect)
+
+    shown, _ = drive(dry_run(action, check_dry_run(body)), record)
+    return shown, seen
+
+
+def test_a_dry_run_binds_the_values_shows_the_rows_and_logs_the_run() -> None:
+    def answer(effect):
+        if isinstance(effect, RunLiveQuery):
+            rows = tuple({"status": "shipped", "n": i} for i in range(60))
+            return LiveRows(rows, None, duration_ms=12)
+        return None
+
+    shown, (query, logged) = dry(ORDER_STATUS, {"values": {"order_id": "4411"}}, answer)
+    assert query.dry_run and query.values == (("order_id", "4411"),)
+    assert len(shown.rows) == 50 and shown.rows[0] == {"status": "shipped", "n": 0}
+    assert (shown.duration_ms, shown.failed, shown.values) == (12, False, {"order_id": "4411"})
+    assert isinstance(logged, RecordLive) and logged.channel == "chat"
+    assert (logged.run.outcome, logged.run.row_count, logged.run.duration_ms) == ("dry_run", 60, 12)
+
+
+def test_a_dry_run_whose_query_fails_unexpectedly_shows_its_kind_only_and_is_logged() -> None:
+    def answer(effect):
+        if isinstance(effect, RunLiveQuery):
+            raise KeyError("4411 is the customer's value")
+        return None
+
+    shown, (_, logged) = dry(ORDER_STATUS, {"message": "where is 4411?"}, answer)
+    assert shown.failed and shown.reason == "the query failed unexpectedly (KeyError)"
+    assert "4411" not in logged.run.reason and logged.run.outcome == "dry_run"
+
+
+def test_a_dry_run_missing_a_value_runs_nothing() -> None:
+    with pytest.raises(InvalidInput) as missing:
+        dry(ORDER_STATUS, {}, lambda effect: None)
+    assert missing.value.field == "values"

@@ -11,7 +11,7 @@ auto-matched) is refused with the reason, never stored to stay silent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -24,8 +24,10 @@ from ragcore.api.schema import text as text_schema
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import HAS_WORD, NOT_BLANK
 from ragcore.integrations.kinds import SOURCE_TYPES
+from ragcore.live.answers import LiveRun, RecordLive
 from ragcore.live.extraction import PLACEHOLDERS, caller_value, extract
-from ragcore.live.matching import normal_words
+from ragcore.live.matching import LiveAction, normal_words
+from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
 from ragcore.live.templates import FIELD, MAX_TEMPLATE_CHARS, Template, check_template
 
 CHANNELS = ("chat", "telegram", "whatsapp", "discord", "voice")
@@ -431,6 +433,41 @@ class DryRunResult:
 
 
 # --- the execution log ----------------------------------------------------------------
+
+
+def dry_run(action: LiveAction, asked: DryRun) -> Generator[Any, Any, DryRunResult]:
+    """Run ``action`` now with the values ``asked`` gives (a write's transaction rolled
+    back), and log the run with outcome ``dry_run``. The source failing, or the query
+    failing unexpectedly, is a result too: the owner sees why."""
+    template = action.template
+    values = dry_run_values(tuple(template.params), asked)
+    bound = tuple(sorted(values.items()))
+    query = RunLiveQuery(action.id, action.source_id, action.kind, template, bound, dry_run=True)
+    try:
+        result: LiveRows | LiveFailure = yield query
+    except Exception as error:  # its name only: a driver's message may hold the values
+        result = LiveFailure(f"the query failed unexpectedly ({type(error).__name__})")
+    if isinstance(result, LiveFailure):
+        shown = DryRunResult(
+            [], None, result.duration_ms, values, template.writes, True, result.reason
+        )
+        rows_count: int | None = None
+    else:
+        rows = [json_value(dict(row)) for row in result.rows[:DRY_RUN_ROWS]]
+        shown = DryRunResult(rows, result.affected, result.duration_ms, values, template.writes)
+        rows_count = len(result.rows)
+    run = LiveRun(
+        action.id,
+        action.name,
+        bound,
+        "dry_run",
+        rows_count,
+        shown.affected,
+        shown.duration_ms,
+        shown.reason,
+    )
+    yield RecordLive(asked.channel, None, run)
+    return shown
 
 
 @attrs.frozen

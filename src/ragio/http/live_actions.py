@@ -13,11 +13,9 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import trio
 from quart import Blueprint, request
 
 from ragcore.api.live_actions import (
-    DRY_RUN_ROWS,
     DryRun,
     DryRunResult,
     LiveActionFields,
@@ -32,23 +30,18 @@ from ragcore.api.live_actions import (
     check_new,
     check_patch,
     check_runnable,
-    dry_run_values,
-    json_value,
+    dry_run,
     switches_off,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id, read_query
 from ragcore.errors import InvalidInput, refuse_unknown_fields
-from ragcore.live.answers import LiveRun
-from ragcore.live.log import values_hash
-from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
 from ragcore.live.templates import Template
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.live import store
-from ragio.live.keys import live_hash_key
-from ragio.runner import execute
+from ragio.runner import run
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("live_actions", __name__)
@@ -188,37 +181,12 @@ async def dry_run_live_action(id: str) -> DryRunResult:  # noqa: A002 (the path'
     The values come from values (by name) or from a message as a customer would write
     it; 422 names the missing ones. At most 50 rows are shown. 200 when the source fails
     too, with failed and its reason. The run is logged with outcome dry_run."""
-    action = await _found(id)
+    stored = await _found(id)
     asked = check_dry_run(await json_body(required=False))
-    svc = service()
     try:
-        template = action.live_action().template
+        action = stored.live_action()
     except InvalidInput as refused:
         raise InvalidInput(
             "template", f"the saved template no longer passes its check: {refused.message}"
         ) from None
-    values = dry_run_values(tuple(template.params), asked)
-    bound = tuple(sorted(values.items()))
-    key = live_hash_key(svc.settings)
-    effect = RunLiveQuery(action.id, action.source_id, action.kind, template, bound, dry_run=True)
-    started = trio.current_time()
-    try:
-        result: LiveRows | LiveFailure = await execute(effect, svc)
-    except Exception as error:  # noqa: BLE001 (the owner sees why, as for a failure)
-        log.error("dry run of live action %s failed: %s", action.id, type(error).__name__)
-        result = LiveFailure(f"the query failed unexpectedly ({type(error).__name__})")
-    measured = round((trio.current_time() - started) * 1000)
-    duration = result.duration_ms or measured
-    if isinstance(result, LiveFailure):
-        shown = DryRunResult([], None, duration, values, template.writes, True, result.reason)
-        rows_count: int | None = None
-    else:
-        rows = [json_value(dict(row)) for row in result.rows[:DRY_RUN_ROWS]]
-        shown = DryRunResult(rows, result.affected, duration, values, template.writes)
-        rows_count = len(result.rows)
-    run = LiveRun(
-        action.id, action.name, bound, "dry_run", rows_count, shown.affected, duration, shown.reason
-    )
-    hashed = values_hash(bound, key)
-    await svc.database.run(store.log_run, run, asked.channel, hashed, svc.clock.now())
-    return shown
+    return await run(dry_run(action, asked), service())

@@ -68,7 +68,11 @@ class Searchable(Protocol):
 
 async def run_live_query(effect: RunLiveQuery, service: Service) -> LiveRows | LiveFailure:
     started = service.clock.now()
-    outcome = await _outcome(effect, service)
+    try:
+        outcome = await _outcome(effect, service)
+    except Exception as error:  # a bug or a driver's surprise: its kind only (values in it)
+        log.error("live action %s failed unexpectedly: %s", effect.action_id, type(error).__name__)
+        raise
     elapsed = service.clock.now() - started
     return attrs.evolve(outcome, duration_ms=max(0, round(elapsed.total_seconds() * 1000)))
 
