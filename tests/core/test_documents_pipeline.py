@@ -3,16 +3,19 @@ import pytest
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     EMBED_BATCH,
+    DeleteDocument,
     FindDocuments,
     FindNamed,
     StoredDocument,
     StoreDocuments,
     add_document,
     content_hash,
+    forget_document,
     prepare_document,
     store_new_documents,
 )
 from ragcore.knowledge.effects import Embed
+from ragcore.knowledge.graph import TeachGraph
 from tests.core.drive import drive
 
 
@@ -36,8 +39,9 @@ def stored_one(effects):
 
 def test_a_new_document_is_chunked_embedded_and_stored():
     outcome, effects = drive(add_document(" faq.md ", "# FAQ\n\nWe open at 9."), recorded)
-    find, named, embed, stores = effects
+    find, named, embed, stores, taught = effects
     [store] = stores.documents
+    assert taught == TeachGraph((7,), ())  # the graph learns it once it is stored
     assert find.content_hashes == (content_hash("# FAQ\n\nWe open at 9."),)
     assert named.names == ("faq.md",)
     assert store.replaces == ()
@@ -181,6 +185,7 @@ def test_a_new_version_replaces_every_document_holding_its_name():
     outcome, effects = drive(add_document("refunds.md", "Refunds take 30 days."), answer)
     assert stored_one(effects).replaces == (1, 3)
     assert outcome.created and outcome.replaced == (older, old)
+    assert effects[-1] == TeachGraph((7,), (1, 3))  # the graph forgets what it replaced
 
 
 def test_the_same_content_again_replaces_nothing_and_stores_nothing():
@@ -218,3 +223,10 @@ def test_a_content_stored_meanwhile_replaces_nothing():
 
     outcome, _ = drive(add_document("a.md", "Stored by another upload."), answer)
     assert (outcome.id, outcome.created, outcome.replaced) == (9, False, ())
+
+
+def test_a_deleted_document_leaves_the_graph_too_and_a_missing_one_teaches_nothing():
+    deleted, effects = drive(forget_document(4), lambda effect: True)
+    assert deleted and effects == [DeleteDocument(4), TeachGraph((), (4,))]
+    missing, effects = drive(forget_document(5), lambda effect: False)
+    assert not missing and effects == [DeleteDocument(5)]

@@ -27,6 +27,7 @@ from ragcore.knowledge.chunking import (
     count_tokens_lazily,
 )
 from ragcore.knowledge.effects import Embed
+from ragcore.knowledge.graph import TeachGraph
 
 MAX_NAME_CHARS = 255
 NO_WORDS = "has no words to index"
@@ -337,7 +338,9 @@ def check_distinct_names(docs: Sequence[NewDocument]) -> None:
 
 def store_new_documents(
     docs: Sequence[NewDocument],
-) -> Generator[FindDocuments | FindNamed | Embed | StoreDocuments, Any, list[StoredDocument]]:
+) -> Generator[
+    FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph, Any, list[StoredDocument]
+]:
     """Store each of ``docs`` unless the same content is stored already (then: that one),
     replacing the documents holding its name (``replacing``).
 
@@ -396,6 +399,15 @@ def store_new_documents(
             if result.created:  # not when the same content was stored meanwhile
                 result = attrs.evolve(result, replaced=replaces[id(doc)])
             stored[doc.content_hash] = result
+        # the graph learns the new ones, and forgets the versions they replaced
+        created = [
+            (doc, result) for doc, result in zip(to_store, saved, strict=True) if result.created
+        ]
+        if created:
+            yield TeachGraph(
+                tuple(result.id for _, result in created),
+                tuple(old for doc, _ in created for old in doc.replaces),
+            )
     results: list[StoredDocument] = []
     firsts = {id(doc) for doc in new}
     for doc, existing in zip(docs, found, strict=True):
@@ -406,9 +418,27 @@ def store_new_documents(
     return results
 
 
+@attrs.frozen
+class DeleteDocument(Effect[bool]):
+    """Delete document ``document_id`` and its chunks. Result: False when there was none."""
+
+    document_id: int
+
+
+def forget_document(document_id: int) -> Generator[DeleteDocument | TeachGraph, Any, bool]:
+    """Delete the document, and what it gave the knowledge graph; False when there was
+    no such document."""
+    deleted = yield DeleteDocument(document_id)
+    if deleted:
+        yield TeachGraph((), (document_id,))
+    return bool(deleted)
+
+
 def store_new_document(
     doc: NewDocument,
-) -> Generator[FindDocuments | FindNamed | Embed | StoreDocuments, Any, StoredDocument]:
+) -> Generator[
+    FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph, Any, StoredDocument
+]:
     """``store_new_documents`` for one document."""
     [stored] = yield from store_new_documents([doc])
     return stored
@@ -416,6 +446,8 @@ def store_new_document(
 
 def add_document(
     name: Any, text: Any, **options: Any
-) -> Generator[FindDocuments | FindNamed | Embed | StoreDocuments, Any, StoredDocument]:
+) -> Generator[
+    FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph, Any, StoredDocument
+]:
     """``prepare_document`` then ``store_new_document``, in one pipeline (small texts)."""
     return (yield from store_new_document(prepare_document(name, text, **options)))

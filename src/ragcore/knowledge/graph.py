@@ -198,6 +198,17 @@ def rank_graph_chunks(reached: Neighbourhood, depth: int, decay: float = HOP_DEC
 
 
 @attrs.frozen
+class TeachGraph(Effect[None]):
+    """Record the documents ``stored`` in the knowledge graph and forget those ``gone``
+    (deleted, or replaced by a new version), at once: a document is in the graph when
+    its request returns. Never fails the store: what the graph could not record is caught
+    up once it answers again. Result: None (nothing happens when the graph is off)."""
+
+    stored: tuple[int, ...]
+    gone: tuple[int, ...] = ()
+
+
+@attrs.frozen
 class ReachGraph(Effect[Neighbourhood]):
     """Reach from the entities named by ``keys`` (a question's candidate keys,
     ``ragcore.knowledge.entities.question_keys``) up to ``hops`` hops. Result: the

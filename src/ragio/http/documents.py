@@ -31,7 +31,12 @@ from ragcore.api.documents import (
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.queries import no_such, path_id, read_query, stored_id
-from ragcore.knowledge.documents import StoredDocument, prepare_document, store_new_document
+from ragcore.knowledge.documents import (
+    StoredDocument,
+    forget_document,
+    prepare_document,
+    store_new_document,
+)
 from ragcore.knowledge.jobs import INGEST, ingested_as_job
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -192,8 +197,6 @@ async def get_document(id: str) -> DocumentWithText:
 @operation(Reply(204, "Deleted"), 404, path={"id": DOCUMENT_ID})
 async def delete_document(id: str) -> tuple[str, int]:
     """Delete a document and its chunks; answers cite it no more"""
-    document_id = path_id(id, *DOCUMENTS)
-    if not await service().database.run(store.delete_document, document_id):
+    if not await run(forget_document(path_id(id, *DOCUMENTS)), service()):
         raise no_such(id, *DOCUMENTS)
-    await service().graph.learn([], [document_id])  # what it gave the graph goes too
     return "", 204

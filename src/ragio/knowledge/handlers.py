@@ -1,16 +1,17 @@
 """Handlers of the knowledge effects (``ragcore.knowledge.effects``, and the graph's
-``ReachGraph``)."""
+``ReachGraph`` and ``TeachGraph``)."""
 
 from __future__ import annotations
 
 from ragcore.knowledge.documents import (
+    DeleteDocument,
     FindDocuments,
     FindNamed,
     StoredDocument,
     StoreDocuments,
 )
 from ragcore.knowledge.effects import Embed, SearchChunks, Vector
-from ragcore.knowledge.graph import Neighbourhood, ReachGraph
+from ragcore.knowledge.graph import Neighbourhood, ReachGraph, TeachGraph
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragio.knowledge import search, store
 from ragio.providers.chain import embed
@@ -34,14 +35,15 @@ async def find_named(effect: FindNamed, service: Service) -> list[list[StoredDoc
 
 
 async def store_documents(effect: StoreDocuments, service: Service) -> list[StoredDocument]:
-    stored = await service.database.run(store.store_documents, effect.documents)
-    # the knowledge graph learns them, and forgets the versions they replaced (it never
-    # fails the store: what it could not record is caught up once it answers again)
-    created = [(new, doc) for new, doc in zip(effect.documents, stored, strict=True) if doc.created]
-    await service.graph.learn(
-        [doc.id for _, doc in created], [old for new, _ in created for old in new.replaces]
-    )
-    return stored
+    return await service.database.run(store.store_documents, effect.documents)
+
+
+async def delete_document(effect: DeleteDocument, service: Service) -> bool:
+    return await service.database.run(store.delete_document, effect.document_id)
+
+
+async def teach_graph(effect: TeachGraph, service: Service) -> None:
+    await service.graph.learn(effect.stored, effect.gone)
 
 
 async def reach_graph(effect: ReachGraph, service: Service) -> Neighbourhood:
@@ -55,4 +57,6 @@ HANDLERS: HandlerTable = {
     FindDocuments: find_documents,
     FindNamed: find_named,
     StoreDocuments: store_documents,
+    DeleteDocument: delete_document,
+    TeachGraph: teach_graph,
 }
