@@ -3,7 +3,6 @@ rebuild the auto-learned summary from current activity with POST /profile/learn.
 
 from __future__ import annotations
 
-import trio
 from quart import Blueprint
 
 from ragcore.api.converter import converter
@@ -18,6 +17,7 @@ from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.jobs import poke_worker, shown
 from ragio.jobs import store as jobs_store
+from ragio.jobs.waiting import wait_for_job
 
 blueprint = Blueprint("profile", __name__)
 LEARN_WAIT_SECONDS = 60.0  # how long POST /profile/learn waits for its job
@@ -59,11 +59,7 @@ async def learn_profile() -> ProfileLearned | tuple[Job, int, dict[str, str]]:
         lambda conn: jobs_store.enqueue(conn, LEARN, {}, svc.clock.now(), key=PROFILE_KEY)
     )
     poke_worker()
-    with trio.move_on_after(LEARN_WAIT_SECONDS):
-        while job.status not in ("done", "failed"):
-            await trio.sleep(0.1)
-            latest: jobs_store.Job | None = await svc.database.run(jobs_store.get_job, job.id)
-            job = latest or job
+    job = await wait_for_job(svc.database, job, LEARN_WAIT_SECONDS)
     if job.status == "done" and job.result is not None:
         return converter.structure(job.result, ProfileLearned)
     if job.status == "failed" and job.problem is not None:  # its last attempt's problem

@@ -40,6 +40,15 @@ class Job:
     heartbeat_at: datetime | None
 
 
+#: the channel a job's end is announced on (its id as the payload), at the commit of the
+#: change that ended it: a request waiting for the job hears it (``ragio.jobs.waiting``)
+FINISHED_CHANNEL = "ragchat_job_finished"
+
+
+def _announce_finished(conn: psycopg.Connection, job_id: int) -> None:
+    conn.execute("SELECT pg_notify(%s, %s)", (FINISHED_CHANNEL, str(job_id)))
+
+
 _JOB = """id, kind, key, status, payload, attempts, max_attempts, run_after, progress_done,
           progress_total, result, problem, claimed_by, created_at, started_at, finished_at,
           heartbeat_at"""
@@ -168,6 +177,7 @@ def finish(
         ).fetchone()
         if row is not None:
             conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
+            _announce_finished(conn, job_id)
     return row is not None
 
 
@@ -197,6 +207,7 @@ def fail(
         ).fetchone()
         if row is not None:
             conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
+            _announce_finished(conn, job_id)
 
 
 def hand_back(conn: psycopg.Connection, job_ids: Sequence[int], process: str, now: datetime) -> int:
@@ -238,6 +249,7 @@ def requeue_stale(conn: psycopg.Connection, now: datetime) -> list[Job]:
             )
             if last:
                 conn.execute("DELETE FROM job_files WHERE job_id = %s", (job.id,))
+                _announce_finished(conn, job.id)
     return found
 
 

@@ -1,0 +1,95 @@
+"""Waiting for a job inside a request: the end of the job is heard the moment another
+process commits it (PostgreSQL NOTIFY), and the wait asks the database nothing meanwhile;
+a job still running when the wait is over comes back as it stands."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+import psycopg
+import trio
+
+from ragio.db.pool import Database
+from ragio.jobs import store
+from ragio.jobs.waiting import wait_for_job
+
+NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
+
+
+@asynccontextmanager
+async def opened(database: Database) -> AsyncIterator[Database]:
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+def statements_so_far(url: str) -> int:
+    """Transactions the database has committed (every statement of an autocommit
+    connection is one), read on a connection of its own."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def running_job(url: str) -> store.Job:
+    with psycopg.connect(url, autocommit=True) as conn:
+        store.enqueue(conn, "learn_profile", {}, NOW)
+        job = store.claim(conn, ["learn_profile"], "elsewhere", NOW)
+    assert job is not None
+    return job
+
+
+async def finished_after(url: str, job: store.Job, seconds: float, ended: list[float]) -> None:
+    await trio.sleep(seconds)
+    with psycopg.connect(url, autocommit=True) as conn:  # "another process" ends it
+        assert store.finish(conn, job.id, "elsewhere", {"learned": True}, NOW)
+    ended.append(trio.current_time())
+
+
+async def test_the_end_of_a_job_another_process_finishes_is_heard_without_asking_again(
+    database_url,
+):
+    # the database's own count of the same 1.5 s with nobody waiting: the baseline
+    before = statements_so_far(database_url)
+    await finished_after(database_url, running_job(database_url), 1.5, [])
+    baseline = statements_so_far(database_url) - before
+
+    job = running_job(database_url)
+    ended_at: list[float] = []
+    before = statements_so_far(database_url)
+    async with opened(Database(database_url)) as database, trio.open_nursery() as nursery:
+        nursery.start_soon(finished_after, database_url, job, 1.5, ended_at)
+        ended = await wait_for_job(database, job, 30)
+    heard_after = trio.current_time() - ended_at[0]
+    waiting = statements_so_far(database_url) - before - baseline
+    assert (ended.status, ended.result) == ("done", {"learned": True})
+    assert heard_after < 0.5  # not at the end of a poll, nor of the 30 s
+    # LISTEN, a read as it begins and a read when the end is heard: polling every 0.1 s
+    # for 1.5 s would be 15 reads or more
+    assert waiting <= 6, (waiting, baseline)
+
+
+async def test_a_job_still_running_when_the_wait_is_over_comes_back_as_it_stands(database_url):
+    job = running_job(database_url)
+    started = trio.current_time()
+    async with opened(Database(database_url)) as database:
+        still = await wait_for_job(database, job, 0.5)
+    assert still.status == "running" and 0.5 <= trio.current_time() - started < 2
+
+
+async def test_a_job_that_ended_before_the_wait_began_is_seen_at_once(database_url):
+    job = running_job(database_url)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        store.fail(conn, job.id, "elsewhere", {"status": 502, "detail": "no"}, NOW, None)
+    started = trio.current_time()
+    async with opened(Database(database_url)) as database:
+        ended = await wait_for_job(database, job, 30)
+    assert ended.status == "failed" and trio.current_time() - started < 2
