@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.chat.effects import Generate, Reply
+from ragcore.generation import Generate, Reply
 from ragcore.usage import (
     Capped,
     Caps,

@@ -23,9 +23,7 @@ from ragcore.actions.proposals import (
     split_proposal,
 )
 from ragcore.actions.records import ProposedAction
-from ragcore.api.schema import described
 from ragcore.chat.citations import Citation, resolve_citations
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.followup import (
     REWRITE_OUTPUT_TOKENS,
     REWRITE_TEMPERATURE,
@@ -44,9 +42,8 @@ from ragcore.chat.grounding import (
     parse_verdict,
     with_caveat,
 )
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, build_prompt
+from ragcore.chat.prompts import build_prompt
 from ragcore.chat.reasoning import final_answer
-from ragcore.chat.sources import Hit, Source, number_sources, trim_hits
 from ragcore.chat.support import supports_answer
 from ragcore.employees.layering import role_instructions
 from ragcore.employees.learning import LearningPolicy, interaction, learn_from
@@ -54,6 +51,7 @@ from ragcore.employees.memory import role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
+from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.graph_rules import GraphPolicy, graph_ranked
 from ragcore.knowledge.retrieval import relevant_hits
@@ -68,7 +66,9 @@ from ragcore.language import (
 from ragcore.live.answers import live_data
 from ragcore.live.pipeline import AskFor, LiveData, LiveFailed, LiveOutcome, NoMatch, live_hit
 from ragcore.metering import metered_generate
+from ragcore.schema import described
 from ragcore.settings import Settings
+from ragcore.sources import Hit, Source, number_sources, trim_hits
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,
@@ -150,7 +150,11 @@ class ChatPolicy:
             temperature=settings.default_temperature,
             usage_ledger=settings.usage_ledger,
             caps=Caps.from_settings(settings),
-            language=LanguagePolicy.from_settings(settings),
+            language=LanguagePolicy(
+                default=settings.default_language,
+                threshold=settings.language_detection_confidence_threshold,
+                supported=settings.language_detection_supported_languages,
+            ),
             sensitive_extra=tuple(settings.sensitive_roles_extra),
             reviewed_safe=tuple(settings.sensitive_roles_reviewed_safe),
             actions=ActionPolicy.from_settings(settings),

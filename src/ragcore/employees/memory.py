@@ -27,14 +27,14 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.converter import listing, refusal, structure_body
-from ragcore.api.schema import described
-from ragcore.api.schema import text as text_schema
+from ragcore.converter import listing, refusal, structure_body
 from ragcore.effects import Effect
 from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import SPACE
 from ragcore.knowledge.effects import Embed
+from ragcore.schema import described
+from ragcore.schema import text as text_schema
 
 Source = Literal["owner", "profile", "learned"]
 SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")

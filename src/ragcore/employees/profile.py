@@ -18,15 +18,14 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.converter import refusal, sent, structure_body
-from ragcore.api.schema import described, whole
-from ragcore.chat.effects import Generate, Reply
-from ragcore.chat.prompts import Prompt
+from ragcore.converter import refusal, sent, structure_body
 from ragcore.employees.memory import MemoryItem
 from ragcore.errors import InvalidInput
+from ragcore.generation import Generate, Prompt, Reply
 from ragcore.inputs import SPACE
 from ragcore.language import NAMES, language_name
 from ragcore.metering import metered_generate
+from ragcore.schema import described, whole
 from ragcore.usage import Caps
 
 #: the fields the owner writes, with their length limits in characters

@@ -10,8 +10,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.chat.effects import Generate, Reply
-from ragcore.chat.prompts import Prompt
+from ragcore.generation import Generate, Prompt, Reply
 from ragcore.knowledge.entities import (
     chunk_graph,
     document_aliases,
