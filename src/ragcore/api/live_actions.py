@@ -435,7 +435,9 @@ class DryRunResult:
 # --- the execution log ----------------------------------------------------------------
 
 
-def dry_run(action: LiveAction, asked: DryRun) -> Generator[Any, Any, DryRunResult]:
+def dry_run(
+    action: LiveAction, asked: DryRun
+) -> Generator[RunLiveQuery | RecordLive, Any, DryRunResult]:
     """Run ``action`` now with the values ``asked`` gives (a write's transaction rolled
     back), and log the run with outcome ``dry_run``. The source failing, or the query
     failing unexpectedly, is a result too: the owner sees why."""

@@ -8,13 +8,13 @@ needs and returns a ``ChatAnswer``. The runner in ragio executes the effects;
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
 import attrs
 
 from ragcore.actions.autonomy import ActingRole, AutonomyConfig
 from ragcore.actions.effects import LoadAutonomy
-from ragcore.actions.flow import ActionPolicy, Submission, submit_action
+from ragcore.actions.flow import ActionPolicy, Submission, SubmitEffect, submit_action
 from ragcore.actions.proposals import (
     Offer,
     offer_for,
@@ -46,13 +46,14 @@ from ragcore.chat.prompts import build_prompt
 from ragcore.chat.reasoning import final_answer
 from ragcore.chat.support import supports_answer
 from ragcore.employees.layering import role_instructions
-from ragcore.employees.learning import LearningPolicy, interaction, learn_from
-from ragcore.employees.memory import role_context
+from ragcore.employees.learning import LearnEffect, LearningPolicy, interaction, learn_from
+from ragcore.employees.memory import RoleContextEffect, role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
 from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.knowledge.graph import ReachGraph
 from ragcore.knowledge.graph_rules import GraphPolicy, graph_ranked
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import (
@@ -63,9 +64,9 @@ from ragcore.language import (
     not_found,
     worth_detecting,
 )
-from ragcore.live.answers import live_data
+from ragcore.live.answers import LiveDataEffect, live_data
 from ragcore.live.pipeline import AskFor, LiveData, LiveFailed, LiveOutcome, NoMatch, live_hit
-from ragcore.metering import metered_generate
+from ragcore.metering import MeteredEffect, metered_generate
 from ragcore.schema import described
 from ragcore.settings import Settings
 from ragcore.sources import Hit, Source, number_sources, trim_hits
@@ -78,6 +79,23 @@ from ragcore.usage import (
     TokenUsage,
     estimate_tokens,
     measured_usage,
+)
+
+#: what answering a question asks for, its sub-pipelines' effects included: the budget,
+#: the language, live data, the standalone question and every other model call
+#: (metered), retrieval, the role's context, the action it may propose, and learning
+ChatEffect: TypeAlias = (
+    CheckBudget
+    | DetectLanguage
+    | LiveDataEffect
+    | MeteredEffect
+    | Embed
+    | ReachGraph
+    | SearchChunks
+    | RoleContextEffect
+    | LoadAutonomy
+    | SubmitEffect
+    | LearnEffect
 )
 
 MAX_QUESTION_CHARS = 4000
@@ -220,7 +238,9 @@ def check_question(question: Any) -> str:
     return check_text(question, "question", MAX_QUESTION_CHARS)
 
 
-def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, Any, ChatAnswer]:
+def answer_question(
+    request: ChatRequest, policy: ChatPolicy
+) -> Generator[ChatEffect, Any, ChatAnswer]:
     """The grounded answer, metered by the usage ledger and held to the budgets (rule 14):
     a request that could not fit even its least prompt under a cap asks no provider at all
     (``CheckBudget``); the model call is held to the caps itself (``metered_generate``)."""
@@ -239,7 +259,7 @@ def limited(request: ChatRequest) -> ChatAnswer:
 
 def _grounded_answer(
     question: str, request: ChatRequest, policy: ChatPolicy
-) -> Generator[Any, Any, ChatAnswer]:
+) -> Generator[ChatEffect, Any, ChatAnswer]:
     guesses = (yield DetectLanguage(question)) if worth_detecting(question) else ()
     language = choose_language(guesses, policy.language, question)
     question_language = asked_in(question, guesses, policy.language)
@@ -352,7 +372,7 @@ def _grounded_answer(
 
 def standalone_question(
     question: str, request: ChatRequest, policy: ChatPolicy, language: str
-) -> Generator[Any, Any, str]:
+) -> Generator[MeteredEffect, Any, str]:
     """The question to search: as asked, unless it is a follow-up that leans on the
     conversation (``is_follow_up``: a cheap test, so that a question standing alone costs
     no call); then the model's standalone rewrite when a model answers (metered like every
@@ -382,7 +402,7 @@ def standalone_question(
 
 def action_offer(
     request: ChatRequest, policy: ChatPolicy
-) -> Generator[Any, Any, tuple[Offer | None, AutonomyConfig | None]]:
+) -> Generator[LoadAutonomy, Any, tuple[Offer | None, AutonomyConfig | None]]:
     """What the answering role may propose here, and the autonomy setting it was read
     under: nothing without an origin, a role, or a configured kind the owner allows."""
     actions = policy.actions
@@ -407,7 +427,7 @@ def propose(
     offer: Offer,
     autonomy: AutonomyConfig,
     proposal: str | None,
-) -> Generator[Any, Any, ProposedAction | None]:
+) -> Generator[SubmitEffect, Any, ProposedAction | None]:
     """The reply's proposal, if it is a valid one on offer, through the gate."""
     assert policy.actions is not None and request.origin is not None
     action = read_proposal(proposal, offer, policy.actions.catalog)
@@ -435,7 +455,7 @@ def check_grounding(
     reply: Reply,
     request: ChatRequest,
     policy: ChatPolicy,
-) -> Generator[Any, Any, tuple[bool, TokenUsage | None]]:
+) -> Generator[MeteredEffect, Any, tuple[bool, TokenUsage | None]]:
     """The grounding check of ``answer`` (``ragcore.chat.grounding``): the verdict and the
     judge's tokens. The judge's call is metered as a call of its own (rule 14). Quoted
     answers pass without a judge; an empty answer, a judge that cannot be reached or is
