@@ -56,8 +56,8 @@ from tests.io.conftest import serve_app  # noqa: E402
 
 import eval_retrieval  # noqa: E402
 import ragio.runner  # noqa: E402
-from ragcore.chat.effects import Generate, Reply  # noqa: E402
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question  # noqa: E402
+from ragcore.generation import Generate, Reply  # noqa: E402
 from ragcore.knowledge.effects import SearchChunks  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres, size_shared_buffers  # noqa: E402

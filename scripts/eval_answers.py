@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from tests.io.conftest import serve_app  # noqa: E402
 
 import eval_retrieval  # noqa: E402
-from ragcore.chat.effects import Generate, Reply  # noqa: E402
+from ragcore.generation import Generate, Reply  # noqa: E402
 from ragcore.language import NOT_FOUND  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
 from ragcore.usage import TokenUsage  # noqa: E402

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 
 from ragcore.effects import Effect
-
-if TYPE_CHECKING:
-    from ragcore.settings import Settings
 
 #: messages with fewer letters than this fall back to the default language
 MIN_LETTERS = 12
@@ -42,14 +38,6 @@ class LanguagePolicy:
     default: str = "en"
     threshold: float = 0.7
     supported: tuple[str, ...] = ()  # empty: any language
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LanguagePolicy:
-        return cls(
-            default=settings.default_language,
-            threshold=settings.language_detection_confidence_threshold,
-            supported=settings.language_detection_supported_languages,
-        )
 
 
 def worth_detecting(text: str) -> bool:

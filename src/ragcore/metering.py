@@ -6,11 +6,11 @@ answer, the grounding check's judge, the profile summary. How the hold is sized 
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
-from ragcore.chat.effects import Generate, Reply
+from ragcore.generation import Generate, Reply
 from ragcore.usage import (
     Capped,
     Caps,
@@ -21,6 +21,9 @@ from ragcore.usage import (
     measured_usage,
 )
 
+#: what one metered model call asks for
+MeteredEffect: TypeAlias = ReserveTokens | Generate | SettleTokens | ReleaseTokens
+
 
 def metered_generate(
     request: Generate,
@@ -29,7 +32,7 @@ def metered_generate(
     ledger: bool,
     *,
     min_output_tokens: int | None = None,
-) -> Generator[Any, Any, Reply | Capped]:
+) -> Generator[MeteredEffect, Any, Reply | Capped]:
     """The reply to ``request``, or ``Capped`` (and no call) when it does not fit under a
     cap. With ``min_output_tokens``, the call is sent with less output than asked for when
     only that much is left (an answer); without, it gets all it asked for or is not made (a

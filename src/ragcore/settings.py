@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.language import NAMES as DETECTABLE_LANGUAGES
-from ragcore.workflows.payload import MIN_KEY_BYTES, signing_key
 
 LLM_PROVIDERS = ("genai", "openai", "anthropic", "extractive")
 EMBEDDING_PROVIDERS = ("genai", "openai", "local")
@@ -269,6 +268,33 @@ def _fernet_key(raw: str) -> str:
     if len(decoded) != 32:
         raise _Bad("must be a Fernet key (32 url-safe base64 bytes); `ragchat keygen` prints one")
     return value
+
+
+#: WORKFLOW_SIGNING_SECRET in the Standard Webhooks form: this prefix, then the key in base64
+SECRET_PREFIX = "whsec_"  # noqa: S105 - the standard prefix, not a secret
+MIN_KEY_BYTES = 16
+
+
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a WORKFLOW_SIGNING_SECRET; ValueError saying what to change."""
+    value = secret.strip()
+    if value.startswith(SECRET_PREFIX):
+        encoded = value[len(SECRET_PREFIX) :]
+        try:
+            key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(
+                f"{SECRET_PREFIX}… must be followed by base64 (e.g. whsec_ and the output of "
+                "`openssl rand -base64 32`)"
+            ) from None
+    else:
+        key = value.encode("utf-8")
+    if len(key) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"is {len(key)} bytes; use at least {MIN_KEY_BYTES} (Standard Webhooks "
+            "secrets are 24 to 64 random bytes, e.g. whsec_ and `openssl rand -base64 32`)"
+        )
+    return key
 
 
 @_needs(

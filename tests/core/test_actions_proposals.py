@@ -18,13 +18,13 @@ from ragcore.actions.effects import (
 )
 from ragcore.actions.flow import ActionPolicy
 from ragcore.actions.kinds import Catalog, ChatopsAction
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.chat.sources import Hit
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage
+from ragcore.sources import Hit
 from tests.core.drive import drive
 from tests.core.test_autonomy import NOW
 

@@ -10,13 +10,13 @@ import pytest
 
 from ragcore.actions.kinds import ChatopsAction, check_action
 from ragcore.api.chat import ChatQuestion
-from ragcore.api.converter import converter, listing, refusal, structure_body
 from ragcore.api.documents import NewDocument
 from ragcore.api.employees import MemoryItem
-from ragcore.api.schema import described
+from ragcore.converter import converter, listing, refusal, structure_body
 from ragcore.employees import memory
 from ragcore.employees.editing import EmployeePatch
 from ragcore.errors import InvalidInput
+from ragcore.schema import described
 
 
 @listing(read_only=("id",), words="the fields you can change")

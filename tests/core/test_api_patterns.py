@@ -25,7 +25,6 @@ from ragcore.actions.kinds import (
 )
 from ragcore.api.chat import CONVERSATION_ID_QUERY, query_conversation_id
 from ragcore.api.integrations import INTERVAL_TEXT, upload_body
-from ragcore.api.schema import Schemas
 from ragcore.employees.memory import TAGS_QUERY, parse_tags
 from ragcore.employees.profile import LANGUAGE, check_profile_patch
 from ragcore.errors import InvalidInput, check_text
@@ -38,6 +37,7 @@ from ragcore.inputs import (
     whole_number,
 )
 from ragcore.integrations.kinds import check_new
+from ragcore.schema import Schemas
 from ragcore.workflows.definitions import URL_PATTERN, check_webhook_url
 
 EXAMPLES = settings(

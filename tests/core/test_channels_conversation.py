@@ -10,11 +10,11 @@ import ragcore.actions.effects as action_effects
 from ragcore.channels.conversation import Handled, converse
 from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
-from ragcore.chat.effects import Generate
 from ragcore.chat.followup import Exchange
 from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, place_key
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.learning import RecordInteraction, asker_hash
+from ragcore.generation import Generate
 from ragcore.knowledge.effects import SearchChunks
 from ragcore.live.answers import LiveContext, LoadLive
 from tests.core.drive import drive

@@ -2,16 +2,16 @@
 
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, REMINDER
-from ragcore.chat.sources import Hit
+from ragcore.chat.prompts import REMINDER
 from ragcore.employees.learning import History, RecordInteraction
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
+from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
+from ragcore.sources import Hit
 from tests.core.drive import drive
 
 POLICY = ChatPolicy(max_context_chars=12000, max_output_tokens=256, temperature=0.2)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from ragcore.api.problems import ProblemError
-from ragcore.chat.effects import Generate
 from ragcore.chat.followup import Exchange
 from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, continuation, place_key
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest, take_turn
+from ragcore.generation import Generate
 from tests.core.drive import drive
 from tests.core.test_autonomy import NOW
 from tests.core.test_chat_pipeline import POLICY, recorded

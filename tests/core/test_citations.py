@@ -1,5 +1,5 @@
 from ragcore.chat.citations import resolve_citations
-from ragcore.chat.sources import Hit, number_sources, trim_hits
+from ragcore.sources import Hit, number_sources, trim_hits
 
 
 def hit(i: int, text: str = "text", score: float = 0.5) -> Hit:

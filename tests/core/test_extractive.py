@@ -1,8 +1,8 @@
 from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.prompts import build_prompt
-from ragcore.chat.sources import Hit, number_sources
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import not_found
+from ragcore.sources import Hit, number_sources
 
 
 def prompt(question: str, *texts: str):

@@ -4,7 +4,6 @@ the pipeline searching their standalone form."""
 import attrs
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.followup import (
     Exchange,
     is_follow_up,
@@ -14,6 +13,7 @@ from ragcore.chat.followup import (
 )
 from ragcore.chat.history import continuation, turn_outcome
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import not_found
 from tests.core.drive import drive

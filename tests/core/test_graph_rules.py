@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragcore.chat.effects import Generate, Reply
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.graph import (
     Neighbourhood,
     ReachedEntity,

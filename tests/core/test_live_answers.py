@@ -5,10 +5,9 @@ failed source said, the pending question kept and resumed, and the offline answe
 from datetime import UTC, datetime
 from typing import Any
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.chat.sources import Hit
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
@@ -16,6 +15,7 @@ from ragcore.live.answers import PENDING_TTL, LiveContext, LiveRun, LoadLive, Re
 from ragcore.live.matching import LiveAction, Pending
 from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
 from ragcore.live.templates import check_template
+from ragcore.sources import Hit
 from tests.core.drive import drive
 
 NOW = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)

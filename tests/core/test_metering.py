@@ -2,8 +2,7 @@
 
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
-from ragcore.chat.prompts import Prompt
+from ragcore.generation import Generate, Prompt, Reply
 from ragcore.metering import metered_generate
 from ragcore.usage import (
     Capped,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.employees.memory import MemoryItem, assemble_context
 from ragcore.employees.profile import (
     MAX_SUMMARY_CHARS,
@@ -19,6 +18,7 @@ from ragcore.employees.profile import (
     profile_items,
 )
 from ragcore.errors import InvalidInput
+from ragcore.generation import Generate, Reply
 from tests.core.drive import drive
 
 ACTIVITY = Activity(

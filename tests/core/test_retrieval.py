@@ -2,9 +2,8 @@
 
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.chat.sources import Hit
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.knowledge.retrieval import (
@@ -18,6 +17,7 @@ from ragcore.knowledge.retrieval import (
     similarity_floor,
 )
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
+from ragcore.sources import Hit
 from tests.core.drive import drive
 
 POLICY = ChatPolicy(max_context_chars=12000, max_output_tokens=256, temperature=0.2)

@@ -2,11 +2,9 @@
 
 import pytest
 
-from ragcore.api.converter import converter
 from ragcore.api.employees import Employee
-from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
+from ragcore.converter import converter
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.editing import (
     EDITABLE_FIELDS,
@@ -19,6 +17,7 @@ from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import assess_sensitivity
 from ragcore.errors import InvalidInput
+from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
 

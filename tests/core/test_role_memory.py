@@ -5,7 +5,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ragcore.chat.effects import Generate
 from ragcore.chat.pipeline import ChatRequest, answer_question
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import (
@@ -27,6 +26,7 @@ from ragcore.employees.memory import (
     seed_memories,
 )
 from ragcore.errors import InvalidInput
+from ragcore.generation import Generate
 from ragcore.knowledge.effects import Embed
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded

@@ -2,7 +2,6 @@ from pathlib import Path
 
 import pytest
 
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.doc import render_roles_doc
 from ragcore.employees.layering import (
@@ -12,6 +11,7 @@ from ragcore.employees.layering import (
 )
 from ragcore.employees.roles import BUILT_IN_ROLES, Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
+from ragcore.generation import GROUNDING_INSTRUCTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 CITATION_RULE = (

@@ -3,11 +3,11 @@ and a second, low-temperature pass judges that answer against the sources."""
 
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.grounding import CAVEATS, CHECK_INSTRUCTIONS, parse_verdict
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.reasoning import final_answer
 from ragcore.employees.roles import Role
+from ragcore.generation import Generate, Reply
 from ragcore.usage import (
     Allowed,
     Capped,

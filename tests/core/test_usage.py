@@ -4,11 +4,11 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.chat.sources import Hit
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage
+from ragcore.sources import Hit
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,

@@ -6,8 +6,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from ragcore.api.converter import converter
 from ragcore.api.queries import stored_id
+from ragcore.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.retry import Outcome, RetryPolicy, next_delay, retry_after_seconds
 from ragcore.workflows.definitions import (

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from ragcore.settings import SettingsError, load_settings
-from ragcore.workflows.payload import request_headers, signature, signing_key, workflow_body
+from ragcore.settings import SettingsError, load_settings, signing_key
+from ragcore.workflows.payload import request_headers, signature, workflow_body
 
 KEY = bytes(range(32))
 WHSEC = "whsec_" + base64.b64encode(KEY).decode()

@@ -17,8 +17,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from ragcore.chat.effects import Generate
-from ragcore.chat.prompts import Prompt
+from ragcore.generation import Generate, Prompt
 from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.migrations import apply_migrations
 from ragio.http.app import create_app

@@ -10,7 +10,7 @@ import anthropic
 import pytest
 import trio
 
-from ragcore.chat.effects import Generate
+from ragcore.generation import Generate
 from ragcore.usage import TokenUsage
 from ragio.providers.anthropic import MAX_RETRIES, AnthropicAnswerer
 from tests.conftest import make_settings

@@ -155,3 +155,31 @@ def test_a_store_running_a_pipeline_breaks_the_contract(tmp_path):
     assert result.returncode != 0
     assert "the areas' SQL stores run no pipeline" in result.stdout
     assert "ragio.knowledge.store -> ragio.runner" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted"),
+    [
+        ("ragcore/knowledge/retrieval.py", "ragcore.chat.pipeline"),  # an area using one above
+        ("ragcore/sources.py", "ragcore.knowledge.retrieval"),  # the base using an area
+        ("ragcore/language.py", "ragcore.settings"),  # inside the base, up
+        ("ragcore/employees/memory.py", "ragcore.api.employees"),  # an area using the API
+    ],
+)
+def test_an_upward_import_in_the_core_breaks_its_layers(tmp_path, module, planted):
+    tree = copy_tree(tmp_path)
+    path = tree / "src" / module
+    path.write_text(f"import {planted}  # planted\n" + path.read_text())
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "ragcore is layered" in result.stdout and "BROKEN" in result.stdout
+    importer = module.removesuffix(".py").replace("/", ".")
+    assert f"{importer} -> {planted}" in result.stdout
+
+
+def test_a_core_module_in_no_layer_breaks_the_layers(tmp_path):
+    tree = copy_tree(tmp_path)
+    (tree / "src" / "ragcore" / "stray.py").write_text('"""In no layer."""\n')
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "ragcore is layered" in result.stdout and "ragcore.stray" in result.stdout

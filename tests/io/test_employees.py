@@ -10,10 +10,10 @@ import pytest
 import trio
 
 from ragcore.chat.grounding import CHECK_INSTRUCTIONS
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.layering import REASONING_INSTRUCTIONS
 from ragcore.employees.roles import BUILT_IN_ROLES
+from ragcore.generation import GROUNDING_INSTRUCTIONS
 from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_http_errors import assert_problem

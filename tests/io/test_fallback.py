@@ -21,9 +21,8 @@ import pytest
 import trio
 from google.genai import errors, types
 
-from ragcore.chat.effects import Generate
 from ragcore.chat.fallback import Attempt, FailureKind
-from ragcore.chat.prompts import Prompt
+from ragcore.generation import Generate, Prompt
 from ragio.providers import ProviderUnavailable, build_answerers
 from ragio.providers.chain import open_stream
 from ragio.providers.failures import AllProvidersFailed, AnswerBroken, classify_failure

@@ -6,8 +6,8 @@ import attrs
 import pytest
 
 import ragcore
-from ragcore.chat.effects import Generate
 from ragcore.effects import Effect
+from ragcore.generation import Generate
 from ragcore.knowledge.effects import Embed
 from ragcore.usage import ReleaseTokens
 from ragio.registry import HANDLERS, HandlerTableError, effects_declared_in, merge_handlers

@@ -25,12 +25,12 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.actions.kinds import KINDS, Action, Catalog
-from ragcore.api.converter import listing, refusal, structure_body, unless_sent
-from ragcore.api.schema import described, whole
+from ragcore.converter import listing, refusal, structure_body, unless_sent
 from ragcore.employees.roles import AUTONOMY_LEVELS, Autonomy, Role, autonomy_rank
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity, effective_autonomy
 from ragcore.errors import InvalidInput
 from ragcore.inputs import SPACE, whole_number
+from ragcore.schema import described, whole
 
 APPROVAL_CHANNELS = ("telegram", "whatsapp", "discord")
 SENSITIVE_LEVELS: tuple[Autonomy, ...] = ("semi", "off")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -54,6 +54,19 @@ from ragcore.actions.lifecycle import EXPIRE, INTERRUPT, NEW, move
 from ragcore.actions.records import INTERRUPTED, ActionRecord, stale_after
 from ragcore.settings import Settings
 
+#: what sending an allowed or approved action asks for
+PerformEffect: TypeAlias = PerformAction | FinishAction
+#: what submitting an action asks for: the gate, then the send or the owner's question
+SubmitEffect: TypeAlias = (
+    LoadAutonomy | NewTicket | SaveAction | NotifyOwner | NoteAction | PerformEffect
+)
+#: what deciding a held action asks for
+DecideEffect: TypeAlias = LoadAction | ClaimAction | PerformEffect
+#: what reading a channel message as the owner's YES/NO asks for
+OwnerReplyEffect: TypeAlias = LoadAutonomy | NoteAction | DecideEffect
+#: what settling stale actions asks for
+SettleEffect: TypeAlias = ExpireOverdue | FailInterrupted
+
 
 @attrs.frozen
 class ActionPolicy:
@@ -86,7 +99,7 @@ class Submission:
 
 def submit_action(
     submission: Submission, policy: ActionPolicy, autonomy: AutonomyConfig | None = None
-) -> Generator[Any, Any, ActionRecord]:
+) -> Generator[SubmitEffect, Any, ActionRecord]:
     """Gate ``submission`` and do what the gate says; the stored record. ``autonomy`` is
     loaded when not given."""
     if autonomy is None:
@@ -136,7 +149,9 @@ def _moved(record: ActionRecord, event: str, **changes: Any) -> ActionRecord:
     return attrs.evolve(record, status=move(record.status, event).after, **changes)
 
 
-def _ask_owner(record: ActionRecord, autonomy: AutonomyConfig) -> Generator[Any, Any, None]:
+def _ask_owner(
+    record: ActionRecord, autonomy: AutonomyConfig
+) -> Generator[NotifyOwner | NoteAction, Any, None]:
     if not autonomy.owner_set:
         detail = "no approval_channel is set: decide it through POST /autonomy/pending/{id}"
         yield NoteAction(record.id, "not_notified", detail)
@@ -149,7 +164,7 @@ def _ask_owner(record: ActionRecord, autonomy: AutonomyConfig) -> Generator[Any,
         yield NoteAction(record.id, "not_notified", f"{channel}: {sent.detail}")
 
 
-def _perform(record: ActionRecord) -> Generator[Any, Any, ActionRecord]:
+def _perform(record: ActionRecord) -> Generator[PerformEffect, Any, ActionRecord]:
     sent: Sent = yield PerformAction(record)
     end = move(record.status, "executed" if sent.ok else "failed")
     detail = sent.detail or ("sent" if sent.ok else "the send failed")
@@ -169,7 +184,7 @@ class Decision:
 
 def decide_action(
     raw_id: str, verdict: str, by: str, now: datetime
-) -> Generator[Any, Any, Decision]:
+) -> Generator[DecideEffect, Any, Decision]:
     """Approve (``verdict`` "approve": the action is sent) or reject a held action, as
     ``by`` (``api`` or the owner's channel), at ``now``."""
     action_id = normalize_id(raw_id)
@@ -215,7 +230,7 @@ class OwnerReply:
 
 def owner_reply(
     channel: str, sender: str, text: str, now: datetime
-) -> Generator[Any, Any, OwnerReply]:
+) -> Generator[OwnerReplyEffect, Any, OwnerReply]:
     """Read ``text`` from ``sender`` on ``channel`` as the approval owner's ``YES <id>`` /
     ``NO <id>`` and decide it. A command from anyone but the sender matching
     ``approval_channel`` and ``approval_target`` is not accepted: that sender is answered
@@ -235,7 +250,9 @@ def owner_reply(
     return OwnerReply(decision_reply(command.action_id, decision.judgement, result_text(decision)))
 
 
-def _note_stranger(channel: str, action_id: str, verdict: str) -> Generator[Any, Any, None]:
+def _note_stranger(
+    channel: str, action_id: str, verdict: str
+) -> Generator[LoadAction | NoteAction, Any, None]:
     word = "YES" if verdict == "approve" else "NO"
     try:
         record: ActionRecord | None = yield LoadAction(action_id)
@@ -246,7 +263,7 @@ def _note_stranger(channel: str, action_id: str, verdict: str) -> Generator[Any,
         return
 
 
-def settle_stale(now: datetime, timeout_seconds: float) -> Generator[Any, Any, None]:
+def settle_stale(now: datetime, timeout_seconds: float) -> Generator[SettleEffect, Any, None]:
     """Before actions are shown: those held past their expiry are expired, and those still
     ``executing`` long after their send must have ended (ACTIONS_TIMEOUT_SECONDS,
     ``stale_after``) were cut off by a stop and are failed as ``INTERRUPTED``."""

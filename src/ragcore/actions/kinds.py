@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.api.converter import listing, refusal, structure_body
+from ragcore.converter import listing, refusal, structure_body
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import SPACE, character_class
 from ragcore.settings import Settings

@@ -26,10 +26,10 @@ from ragcore.actions.kinds import (
 from ragcore.actions.lifecycle import STATUSES
 from ragcore.actions.records import ActionRecord, LogEntry
 from ragcore.api.problems import ProblemError
-from ragcore.api.schema import OneOf, described, text
-from ragcore.api.schema import text as text_schema
 from ragcore.employees.roles import _IDENTIFIER, Autonomy
 from ragcore.inputs import blank_or
+from ragcore.schema import OneOf, described, text
+from ragcore.schema import text as text_schema
 from ragcore.settings import Settings
 
 IDENTIFIER = _IDENTIFIER.pattern

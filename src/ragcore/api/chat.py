@@ -8,14 +8,14 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem
-from ragcore.api.schema import OneOf, Schemas, described, text
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
+from ragcore.converter import listing, refusal
 from ragcore.employees.learning import ASKER_REFUSAL, MAX_ASKER_CHARS, check_asker
 from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NOT_BLANK, blank_or
+from ragcore.schema import OneOf, Schemas, described, text
 
 IDENTIFIER = _IDENTIFIER.pattern
 

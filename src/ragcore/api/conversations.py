@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.schema import described
 from ragcore.chat.citations import Citation
 from ragcore.errors import InvalidInput
+from ragcore.schema import described
 
 DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100

@@ -10,10 +10,8 @@ from urllib.parse import urlencode
 
 import attrs
 
-from ragcore.api.converter import listing, refusal
 from ragcore.api.problems import Problem, ProblemError
-from ragcore.api.schema import described
-from ragcore.api.schema import text as text_schema
+from ragcore.converter import listing, refusal
 from ragcore.errors import InvalidInput
 from ragcore.inputs import HAS_WORD
 from ragcore.jobs import JobStatus
@@ -28,6 +26,8 @@ from ragcore.knowledge.documents import (
     supported_formats,
     upload_name,
 )
+from ragcore.schema import described
+from ragcore.schema import text as text_schema
 
 
 @listing(words="allowed")

@@ -8,9 +8,8 @@ from typing import Annotated, Literal
 
 import attrs
 
-from ragcore.api.converter import unless_sent
-from ragcore.api.schema import described, text
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS
+from ragcore.converter import unless_sent
 from ragcore.employees import memory
 from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CHARS
 from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
@@ -21,6 +20,7 @@ from ragcore.employees.profile import ProfilePatch as ProfilePatch  # the body, 
 from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, Autonomy, Role
 from ragcore.employees.sensitivity import Sensitivity, effective_autonomy
 from ragcore.errors import InvalidInput
+from ragcore.schema import described, text
 
 IDENTIFIER = _IDENTIFIER.pattern
 #: the schema of {role} in a path (``check_role_identifier``)

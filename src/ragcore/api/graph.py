@@ -8,8 +8,8 @@ from typing import Annotated
 import attrs
 
 from ragcore.api.problems import ProblemError
-from ragcore.api.schema import described
 from ragcore.knowledge.graph import EntitySummary
+from ragcore.schema import described
 
 MAX_ENTITIES_PAGE = 200
 MAX_OFFSET = 1_000_000

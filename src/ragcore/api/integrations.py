@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import attrs
 
 from ragcore.api.queries import MAX_STORED_ID
-from ragcore.api.schema import described
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NOT_BLANK, SPACE, number_pattern
 from ragcore.integrations.kinds import (
@@ -26,6 +25,7 @@ from ragcore.integrations.kinds import (
     shown_credentials,
 )
 from ragcore.integrations.records import STATUSES, Status
+from ragcore.schema import described
 
 MAX_RECORDS_PAGE = 500
 

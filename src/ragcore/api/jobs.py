@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 import attrs
 
 from ragcore.api.problems import Problem
-from ragcore.api.schema import described
 from ragcore.jobs import JobStatus
+from ragcore.schema import described
 
 MAX_JOBS_PAGE = 200
 MAX_OFFSET = 1_000_000

@@ -17,10 +17,8 @@ from typing import Annotated, Any
 
 import attrs
 
-from ragcore.api.converter import listing, refusal, structure_body, unless_sent
 from ragcore.api.queries import MAX_STORED_ID
-from ragcore.api.schema import described, whole
-from ragcore.api.schema import text as text_schema
+from ragcore.converter import listing, refusal, structure_body, unless_sent
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import HAS_WORD, NOT_BLANK
 from ragcore.integrations.kinds import SOURCE_TYPES
@@ -29,6 +27,8 @@ from ragcore.live.extraction import PLACEHOLDERS, caller_value, extract
 from ragcore.live.matching import LiveAction, normal_words
 from ragcore.live.pipeline import LiveFailure, LiveRows, RunLiveQuery
 from ragcore.live.templates import FIELD, MAX_TEMPLATE_CHARS, Template, check_template
+from ragcore.schema import described, whole
+from ragcore.schema import text as text_schema
 
 CHANNELS = ("chat", "telegram", "whatsapp", "discord", "voice")
 OUTCOMES = ("ran", "cached", "failed", "asked", "dry_run")
@@ -435,7 +435,9 @@ class DryRunResult:
 # --- the execution log ----------------------------------------------------------------
 
 
-def dry_run(action: LiveAction, asked: DryRun) -> Generator[Any, Any, DryRunResult]:
+def dry_run(
+    action: LiveAction, asked: DryRun
+) -> Generator[RunLiveQuery | RecordLive, Any, DryRunResult]:
     """Run ``action`` now with the values ``asked`` gives (a write's transaction rolled
     back), and log the run with outcome ``dry_run``. The source failing, or the query
     failing unexpectedly, is a result too: the owner sees why."""

@@ -19,9 +19,9 @@ from typing import Any
 
 import attrs
 
-from ragcore.api.converter import converter
 from ragcore.chat.followup import Exchange
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer
+from ragcore.converter import converter
 from ragcore.employees.learning import MAX_ASKER_CHARS
 from ragcore.inputs import NOT_BLANK
 

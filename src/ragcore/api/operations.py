@@ -16,7 +16,7 @@ from typing import Any, ParamSpec
 import attrs
 
 from ragcore.api.problems import Problem
-from ragcore.api.schema import OneOf, Schemas
+from ragcore.schema import OneOf, Schemas
 
 JSON = "application/json"
 P = ParamSpec("P")

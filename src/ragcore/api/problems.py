@@ -7,8 +7,8 @@ from typing import Annotated
 
 import attrs
 
-from ragcore.api.schema import described
 from ragcore.chat.fallback import FailureKind
+from ragcore.schema import described
 
 FAILURES = tuple(kind.value for kind in FailureKind)
 

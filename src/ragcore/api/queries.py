@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 import attrs
 
 from ragcore.api.problems import ProblemError
-from ragcore.api.schema import field_schema
 from ragcore.errors import InvalidInput
+from ragcore.schema import field_schema
 
 Shape = TypeVar("Shape")
 MAX_STORED_ID = 2**63 - 1  # ids are PostgreSQL bigints

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.schema import Schemas, described
+from ragcore.schema import Schemas, described
 from ragcore.usage import Caps, Totals
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import attrs
 
 from ragcore.api.problems import ProblemError
-from ragcore.api.schema import described
+from ragcore.schema import described
 
 DEFAULT_CALLS = 20
 MAX_CALLS = 100

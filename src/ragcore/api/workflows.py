@@ -6,7 +6,7 @@ from typing import Annotated
 
 import attrs
 
-from ragcore.api.schema import described, text
+from ragcore.schema import described, text
 from ragcore.workflows.definitions import CHANNELS, MAX_NAME_CHARS, URL, Channel, Workflow
 from ragcore.workflows.definitions import WorkflowPatch as WorkflowPatch  # the body, by its rules
 

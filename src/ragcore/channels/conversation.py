@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
-from ragcore.actions.flow import owner_reply
+from ragcore.actions.flow import OwnerReplyEffect, owner_reply
 from ragcore.channels import discord, telegram, whatsapp
 from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
@@ -28,8 +28,14 @@ from ragcore.channels.replies import render_reply, split_text
 from ragcore.channels.routing import ReplyWith, plan_reply
 from ragcore.chat.history import place_key
 from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest
-from ragcore.chat.turn import TurnRequest, take_turn
+from ragcore.chat.turn import TurnEffect, TurnRequest, take_turn
 from ragcore.errors import InvalidInput
+
+#: what answering a channel message asks for: the owner's YES/NO, the roles, the turn,
+#: the replies sent, the delivery marked answered, the workflows called
+ConverseEffect: TypeAlias = (
+    OwnerReplyEffect | LoadRoles | TurnEffect | SendReply | MarkAnswered | FireWorkflows
+)
 
 #: UTF-16 units per message on each channel
 LIMITS = {"telegram": telegram.LIMIT, "whatsapp": whatsapp.LIMIT, "discord": discord.LIMIT}
@@ -50,7 +56,7 @@ class Handled:
 
 def converse(
     message: InboundMessage, policy: ChatPolicy, now: datetime
-) -> Generator[Any, Any, Handled]:
+) -> Generator[ConverseEffect, Any, Handled]:
     """Reply to ``message`` on its channel, mark its delivery answered, and after an AI
     answer call the channel's workflows. Never raises: a failure is reported in
     ``Handled.failures`` and what follows it still happens."""
@@ -75,7 +81,7 @@ def converse(
 
 def _reply(
     message: InboundMessage, policy: ChatPolicy, now: datetime
-) -> Generator[Any, Any, Handled]:
+) -> Generator[ConverseEffect, Any, Handled]:
     limit = LIMITS[message.channel]
     stranger = False
     if message.kind == "text":  # the owner's YES/NO to a held action goes no further
@@ -112,7 +118,9 @@ def _reply(
     return Handled(outcome.answer, plan.role.identifier, stranger, outcome.failures)
 
 
-def _send(message: InboundMessage, outcome: ChatAnswer | Exception) -> Generator[Any, Any, None]:
+def _send(
+    message: InboundMessage, outcome: ChatAnswer | Exception
+) -> Generator[SendReply, Any, None]:
     """The reply to ``message``: the answer with its sources, or what went wrong in words
     the customer can act on (a question too long), or that it could not be answered."""
     limit = LIMITS[message.channel]

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import attrs
 
-from ragcore.api.schema import described
-from ragcore.chat.sources import Source
+from ragcore.schema import described
+from ragcore.sources import Source
 
 _MARKER = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
 SNIPPET_CHARS = 240

@@ -5,19 +5,19 @@ question and returns them, each cited, in source order. When no sentence
 shares a content word with the question, or the sources do not support an answer
 (``ragcore.chat.support``, the rule the pipeline also applies before a model), it
 says the documents do not answer.
-Live data (``Prompt.live``) is quoted first, record by record: records found are the
-answer; a source that could not be reached is said, then the documents are quoted.
+Live data is quoted first, record by record (``Prompt.live``, what
+``ragcore.live.pipeline.offline_live_answer`` says of it): records found are the answer; a
+source that could not be reached is said, then the documents are quoted.
 """
 
 from __future__ import annotations
 
 import math
 
-from ragcore.chat.prompts import Prompt
-from ragcore.chat.sources import Source
 from ragcore.chat.support import holds, sentences_of, supports_answer, words
+from ragcore.generation import Prompt
 from ragcore.language import function_word_language, not_found
-from ragcore.live.pipeline import LiveData, offline_live_answer
+from ragcore.sources import Source
 
 MAX_SENTENCES = 3
 MAX_ANSWER_CHARS = 900
@@ -29,13 +29,11 @@ def extractive_answer(prompt: Prompt) -> str:
     documents = [s for s in prompt.sources if s.hit.live_action_id is None]
     asked = function_word_language(prompt.question) or prompt.language
     quoted = _quoted(prompt.question, documents, asked)
-    live = [s for s in prompt.sources if s.hit.live_action_id is not None]
-    if prompt.live is None or not live:
+    if prompt.live is None:
         return quoted or not_found(prompt.language)
-    said = offline_live_answer(prompt.live, live[0].number, prompt.language)
-    if isinstance(prompt.live, LiveData) or not quoted:
-        return said
-    return f"{said} {quoted}"
+    if prompt.live.found or not quoted:
+        return prompt.live.text
+    return f"{prompt.live.text} {quoted}"
 
 
 def _quoted(question: str, sources: list[Source], language: str) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from ragcore.chat.prompts import Prompt
+from ragcore.generation import Prompt
 
 #: the exchanges a rewrite (and the answer's prompt) sees: the latest ones
 HISTORY_TURNS = 3

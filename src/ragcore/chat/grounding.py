@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ragcore.chat.prompts import Prompt
-from ragcore.chat.sources import Source
+from ragcore.generation import Prompt
+from ragcore.sources import Source
 
 CHECK_TEMPERATURE = 0.0
 #: the verdict is one word, but a thinking model (Gemini 2.5 thinks by default) spends

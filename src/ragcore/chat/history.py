@@ -18,9 +18,9 @@ from typing import Any
 
 import attrs
 
-from ragcore.api.converter import converter
 from ragcore.chat.followup import Exchange
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
+from ragcore.converter import converter
 from ragcore.effects import Effect
 from ragcore.language import not_found
 

@@ -8,13 +8,13 @@ needs and returns a ``ChatAnswer``. The runner in ragio executes the effects;
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
 import attrs
 
 from ragcore.actions.autonomy import ActingRole, AutonomyConfig
 from ragcore.actions.effects import LoadAutonomy
-from ragcore.actions.flow import ActionPolicy, Submission, submit_action
+from ragcore.actions.flow import ActionPolicy, Submission, SubmitEffect, submit_action
 from ragcore.actions.proposals import (
     Offer,
     offer_for,
@@ -23,9 +23,7 @@ from ragcore.actions.proposals import (
     split_proposal,
 )
 from ragcore.actions.records import ProposedAction
-from ragcore.api.schema import described
 from ragcore.chat.citations import Citation, resolve_citations
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.followup import (
     REWRITE_OUTPUT_TOKENS,
     REWRITE_TEMPERATURE,
@@ -44,17 +42,18 @@ from ragcore.chat.grounding import (
     parse_verdict,
     with_caveat,
 )
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS, build_prompt
+from ragcore.chat.prompts import build_prompt
 from ragcore.chat.reasoning import final_answer
-from ragcore.chat.sources import Hit, Source, number_sources, trim_hits
 from ragcore.chat.support import supports_answer
 from ragcore.employees.layering import role_instructions
-from ragcore.employees.learning import LearningPolicy, interaction, learn_from
-from ragcore.employees.memory import role_context
+from ragcore.employees.learning import LearnEffect, LearningPolicy, interaction, learn_from
+from ragcore.employees.memory import RoleContextEffect, role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
+from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, Reply
 from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.knowledge.graph import ReachGraph
 from ragcore.knowledge.graph_rules import GraphPolicy, graph_ranked
 from ragcore.knowledge.retrieval import relevant_hits
 from ragcore.language import (
@@ -65,10 +64,12 @@ from ragcore.language import (
     not_found,
     worth_detecting,
 )
-from ragcore.live.answers import live_data
+from ragcore.live.answers import LiveDataEffect, live_data
 from ragcore.live.pipeline import AskFor, LiveData, LiveFailed, LiveOutcome, NoMatch, live_hit
-from ragcore.metering import metered_generate
+from ragcore.metering import MeteredEffect, metered_generate
+from ragcore.schema import described
 from ragcore.settings import Settings
+from ragcore.sources import Hit, Source, number_sources, trim_hits
 from ragcore.usage import (
     LIMIT_REACHED,
     MIN_ANSWER_TOKENS,
@@ -78,6 +79,23 @@ from ragcore.usage import (
     TokenUsage,
     estimate_tokens,
     measured_usage,
+)
+
+#: what answering a question asks for, its sub-pipelines' effects included: the budget,
+#: the language, live data, the standalone question and every other model call
+#: (metered), retrieval, the role's context, the action it may propose, and learning
+ChatEffect: TypeAlias = (
+    CheckBudget
+    | DetectLanguage
+    | LiveDataEffect
+    | MeteredEffect
+    | Embed
+    | ReachGraph
+    | SearchChunks
+    | RoleContextEffect
+    | LoadAutonomy
+    | SubmitEffect
+    | LearnEffect
 )
 
 MAX_QUESTION_CHARS = 4000
@@ -150,7 +168,11 @@ class ChatPolicy:
             temperature=settings.default_temperature,
             usage_ledger=settings.usage_ledger,
             caps=Caps.from_settings(settings),
-            language=LanguagePolicy.from_settings(settings),
+            language=LanguagePolicy(
+                default=settings.default_language,
+                threshold=settings.language_detection_confidence_threshold,
+                supported=settings.language_detection_supported_languages,
+            ),
             sensitive_extra=tuple(settings.sensitive_roles_extra),
             reviewed_safe=tuple(settings.sensitive_roles_reviewed_safe),
             actions=ActionPolicy.from_settings(settings),
@@ -216,7 +238,9 @@ def check_question(question: Any) -> str:
     return check_text(question, "question", MAX_QUESTION_CHARS)
 
 
-def answer_question(request: ChatRequest, policy: ChatPolicy) -> Generator[Any, Any, ChatAnswer]:
+def answer_question(
+    request: ChatRequest, policy: ChatPolicy
+) -> Generator[ChatEffect, Any, ChatAnswer]:
     """The grounded answer, metered by the usage ledger and held to the budgets (rule 14):
     a request that could not fit even its least prompt under a cap asks no provider at all
     (``CheckBudget``); the model call is held to the caps itself (``metered_generate``)."""
@@ -235,7 +259,7 @@ def limited(request: ChatRequest) -> ChatAnswer:
 
 def _grounded_answer(
     question: str, request: ChatRequest, policy: ChatPolicy
-) -> Generator[Any, Any, ChatAnswer]:
+) -> Generator[ChatEffect, Any, ChatAnswer]:
     guesses = (yield DetectLanguage(question)) if worth_detecting(question) else ()
     language = choose_language(guesses, policy.language, question)
     question_language = asked_in(question, guesses, policy.language)
@@ -348,7 +372,7 @@ def _grounded_answer(
 
 def standalone_question(
     question: str, request: ChatRequest, policy: ChatPolicy, language: str
-) -> Generator[Any, Any, str]:
+) -> Generator[MeteredEffect, Any, str]:
     """The question to search: as asked, unless it is a follow-up that leans on the
     conversation (``is_follow_up``: a cheap test, so that a question standing alone costs
     no call); then the model's standalone rewrite when a model answers (metered like every
@@ -378,7 +402,7 @@ def standalone_question(
 
 def action_offer(
     request: ChatRequest, policy: ChatPolicy
-) -> Generator[Any, Any, tuple[Offer | None, AutonomyConfig | None]]:
+) -> Generator[LoadAutonomy, Any, tuple[Offer | None, AutonomyConfig | None]]:
     """What the answering role may propose here, and the autonomy setting it was read
     under: nothing without an origin, a role, or a configured kind the owner allows."""
     actions = policy.actions
@@ -403,7 +427,7 @@ def propose(
     offer: Offer,
     autonomy: AutonomyConfig,
     proposal: str | None,
-) -> Generator[Any, Any, ProposedAction | None]:
+) -> Generator[SubmitEffect, Any, ProposedAction | None]:
     """The reply's proposal, if it is a valid one on offer, through the gate."""
     assert policy.actions is not None and request.origin is not None
     action = read_proposal(proposal, offer, policy.actions.catalog)
@@ -431,7 +455,7 @@ def check_grounding(
     reply: Reply,
     request: ChatRequest,
     policy: ChatPolicy,
-) -> Generator[Any, Any, tuple[bool, TokenUsage | None]]:
+) -> Generator[MeteredEffect, Any, tuple[bool, TokenUsage | None]]:
     """The grounding check of ``answer`` (``ragcore.chat.grounding``): the verdict and the
     judge's tokens. The judge's call is metered as a call of its own (rule 14). Quoted
     answers pass without a judge; an empty answer, a judge that cannot be reached or is

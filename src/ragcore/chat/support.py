@@ -25,9 +25,9 @@ from collections.abc import Set as AbstractSet
 
 import attrs
 
-from ragcore.chat.sources import Source
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import FUNCTION_WORDS
+from ragcore.sources import Source
 
 #: The share of the question's term weight one sentence, read with its context, must
 #: cover for the words alone to support an answer (see the module's docstring). Chosen

@@ -18,7 +18,7 @@ in the error's notes) for the driver's log.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
@@ -30,10 +30,14 @@ from ragcore.chat.history import (
     continuation,
     turn_record,
 )
-from ragcore.chat.pipeline import ChatAnswer, ChatPolicy, ChatRequest, answer_question
+from ragcore.chat.pipeline import ChatAnswer, ChatEffect, ChatPolicy, ChatRequest, answer_question
 
+#: what a turn asks for: its conversation, the answer's effects, the turn recorded
+TurnEffect: TypeAlias = LoadConversation | RecordTurn | ChatEffect
+#: the effects of a channel's delivery step (a text channel's ``SendReply``)
+D = TypeVar("D")
 #: a channel's own step between answering and recording: sending the reply
-Deliver = Callable[[ChatAnswer | Exception], Generator[Any, Any, None]]
+Deliver: TypeAlias = Callable[[ChatAnswer | Exception], Generator[D, Any, None]]
 
 
 @attrs.frozen
@@ -77,12 +81,13 @@ class TurnOutcome:
 
 
 def take_turn(
-    turn: TurnRequest, policy: ChatPolicy, deliver: Deliver | None = None
-) -> Generator[Any, Any, TurnOutcome]:
+    turn: TurnRequest, policy: ChatPolicy, deliver: Deliver[D] | None = None
+) -> Generator[TurnEffect | D, Any, TurnOutcome]:
     """Answer ``turn`` in its conversation, deliver the answer (``deliver``, when the
     channel has that step) and record the turn. A failure to answer is delivered,
     recorded as a failed turn, then raised; so is a failure to deliver, once the turn is
-    recorded; an unknown ``conversation_id`` is raised before anything else happens."""
+    recorded; an unknown ``conversation_id`` is raised before anything else happens.
+    Its effects are ``TurnEffect`` and the delivery's own."""
     failures: list[Exception] = []
     ongoing: Ongoing | None = None
     try:
@@ -118,8 +123,8 @@ def _note(error: Exception, failures: list[Exception]) -> Exception:
 
 
 def _deliver(
-    deliver: Deliver | None, outcome: ChatAnswer | Exception
-) -> Generator[Any, Any, list[Exception]]:
+    deliver: Deliver[D] | None, outcome: ChatAnswer | Exception
+) -> Generator[D, Any, list[Exception]]:
     if deliver is None:
         return []
     try:
@@ -131,7 +136,7 @@ def _deliver(
 
 def _record(
     turn: TurnRequest, request: ChatRequest, answer: ChatAnswer | None, ongoing: Ongoing | None
-) -> Generator[Any, Any, tuple[int | None, list[Exception]]]:
+) -> Generator[RecordTurn, Any, tuple[int | None, list[Exception]]]:
     """Record the turn: the conversation's id, or what went wrong."""
     record = turn_record(
         turn.channel,

@@ -8,7 +8,6 @@ Regenerate with::
 
 from __future__ import annotations
 
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.layering import REASONING_INSTRUCTIONS, system_instructions
 from ragcore.employees.roles import AUTONOMY_LEVELS, AUTONOMY_MEANINGS
@@ -20,6 +19,7 @@ from ragcore.employees.sensitivity import (
     assess_sensitivity,
     effective_autonomy,
 )
+from ragcore.generation import GROUNDING_INSTRUCTIONS
 
 CONTEXT_PLACEHOLDER = (
     "(the role's context for the question: its owner instructions, the business profile "

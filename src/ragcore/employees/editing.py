@@ -12,8 +12,7 @@ from typing import Annotated, Any
 
 import attrs
 
-from ragcore.api.converter import listing, structure_body, unless_sent
-from ragcore.api.schema import described, text
+from ragcore.converter import listing, structure_body, unless_sent
 from ragcore.employees.roles import (
     _IDENTIFIER,
     AUTONOMY_LEVELS,
@@ -24,6 +23,7 @@ from ragcore.employees.roles import (
     check_role_identifier,
 )
 from ragcore.errors import InvalidInput, check_text
+from ragcore.schema import described, text
 
 EDITABLE_FIELDS = ("display_name", "personality", "channels", "skill_tags", "autonomy")
 # Fields the API shows but derives or fixes itself: sending them back is refused by name.

@@ -8,9 +8,9 @@ and language lines. Without a role, the grounding instructions apply alone.
 
 from __future__ import annotations
 
-from ragcore.chat.prompts import GROUNDING_INSTRUCTIONS
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity
+from ragcore.generation import GROUNDING_INSTRUCTIONS
 
 ROLE_PREAMBLE = (
     "You are answering as {display_name}, one of the business's AI employees. "

@@ -32,7 +32,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Generator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -192,9 +192,13 @@ def lesson(history: History, policy: LearningPolicy) -> Lesson | None:
     return Lesson(memory, earliest.id, spent)
 
 
+#: what learning from an answered question asks for
+LearnEffect: TypeAlias = RecordInteraction | LearnPattern
+
+
 def learn_from(
     record: Interaction, policy: LearningPolicy
-) -> Generator[Any, Any, MemoryItem | None]:
+) -> Generator[LearnEffect, Any, MemoryItem | None]:
     """Record ``record`` and learn the pattern it completes, if any: the learned item."""
     history: History = yield RecordInteraction(record, policy)
     found = lesson(history, policy)

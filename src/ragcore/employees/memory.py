@@ -23,18 +23,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Generator, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 import attrs
 
-from ragcore.api.converter import listing, refusal, structure_body
-from ragcore.api.schema import described
-from ragcore.api.schema import text as text_schema
+from ragcore.converter import listing, refusal, structure_body
 from ragcore.effects import Effect
 from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE, check_role_identifier
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import SPACE
 from ragcore.knowledge.effects import Embed
+from ragcore.schema import described
+from ragcore.schema import text as text_schema
 
 Source = Literal["owner", "profile", "learned"]
 SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")
@@ -204,7 +204,11 @@ class AlreadyRemembered(Exception):
         self.existing_id = existing_id
 
 
-def remember(role: str, new: NewMemory) -> Generator[Any, Any, MemoryItem]:
+#: what remembering a new item asks for
+RememberEffect: TypeAlias = FindDuplicateMemory | Embed | AddMemory
+
+
+def remember(role: str, new: NewMemory) -> Generator[RememberEffect, Any, MemoryItem]:
     """Add ``new`` to ``role``'s memory, embedded; AlreadyRemembered when the role holds
     the same text, found before embedding or, when another request stored it meanwhile,
     on inserting (nothing is stored twice: the hash is unique per role)."""
@@ -292,7 +296,13 @@ def assemble_context(
     return RoleContext(text, tuple(kept), budget_chars, dropped=len(ordered) - len(kept))
 
 
-def embed_missing(role: str) -> Generator[Any, Any, None]:
+#: what embedding a role's unembedded items asks for
+EmbedMissingEffect: TypeAlias = FindUnembeddedMemory | Embed | StoreMemoryVectors
+#: what fetching a role context asks for
+RoleContextEffect: TypeAlias = EmbedMissingEffect | FetchRoleMemory
+
+
+def embed_missing(role: str) -> Generator[EmbedMissingEffect, Any, None]:
     """Embed the items of ``role`` that have no vector in the active embedder's space
     (starter seeds, items from before the space changed), so a search by meaning finds
     them."""
@@ -309,7 +319,7 @@ def role_context(
     query: str,
     vector: Sequence[float] | None = None,
     budget_chars: int = CONTEXT_BUDGET_CHARS,
-) -> Generator[Any, Any, RoleContext]:
+) -> Generator[RoleContextEffect, Any, RoleContext]:
     """Fetch and assemble the role context of ``role`` for ``query`` (embedded here unless
     its ``vector`` is given): owner and profile items, and the learned ones nearest it."""
     yield from embed_missing(role)

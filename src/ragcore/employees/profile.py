@@ -18,15 +18,14 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.converter import refusal, sent, structure_body
-from ragcore.api.schema import described, whole
-from ragcore.chat.effects import Generate, Reply
-from ragcore.chat.prompts import Prompt
+from ragcore.converter import refusal, sent, structure_body
 from ragcore.employees.memory import MemoryItem
 from ragcore.errors import InvalidInput
+from ragcore.generation import Generate, Prompt, Reply
 from ragcore.inputs import SPACE
 from ragcore.language import NAMES, language_name
-from ragcore.metering import metered_generate
+from ragcore.metering import MeteredEffect, metered_generate
+from ragcore.schema import described, whole
 from ragcore.usage import Caps
 
 #: the fields the owner writes, with their length limits in characters
@@ -249,7 +248,7 @@ def learn_summary(
     use_llm: bool,
     caps: Caps = Caps(),
     ledger: bool = False,
-) -> Generator[Any, Any, tuple[str, LearnedBy]]:
+) -> Generator[MeteredEffect, Any, tuple[str, LearnedBy]]:
     """The new summary and how it was made (``"llm"`` or ``"extractive"``): through one
     ``Generate``, metered like every model call (rule 14), when ``use_llm``; by
     ``extractive_summary`` when the model fails, answers nothing or a cap is reached."""

@@ -10,8 +10,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.chat.effects import Generate, Reply
-from ragcore.chat.prompts import Prompt
+from ragcore.generation import Generate, Prompt, Reply
 from ragcore.knowledge.entities import (
     chunk_graph,
     document_aliases,
@@ -27,7 +26,7 @@ from ragcore.knowledge.graph import (
     rank_graph_chunks,
 )
 from ragcore.knowledge.retrieval import candidate_depth
-from ragcore.metering import metered_generate
+from ragcore.metering import MeteredEffect, metered_generate
 from ragcore.settings import Settings, graph_store_kind
 from ragcore.usage import Caps
 
@@ -88,7 +87,7 @@ class ModelExtraction:
 
 def with_model(
     graph: DocumentGraph, texts: Sequence[str], policy: ModelExtraction
-) -> Generator[Any, Any, DocumentGraph]:
+) -> Generator[MeteredEffect, Any, DocumentGraph]:
     """``graph`` (the offline rules' reading) with what a language model adds for each
     chunk: entities the rules missed and typed relations (``acquired``, ``part_of``), only
     as far as the chunk's text bears them out (``read_graph_reply``). One call a chunk,

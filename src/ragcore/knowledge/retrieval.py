@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from ragcore.chat.sources import Hit
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.sources import Hit
 
 #: Reciprocal rank fusion constant. 60 is the usual value (Cormack et al. 2009); a
 #: smaller one lets each list's first places count for more. Measured with the local

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -25,6 +25,7 @@ from ragcore.live.pipeline import (
     LiveFailed,
     LiveOutcome,
     NoMatch,
+    RunLiveQuery,
     match_and_execute_action,
 )
 
@@ -80,13 +81,17 @@ class RecordLive(Effect[None]):
     expires_at: datetime | None = None
 
 
+#: what finding a question's live data asks for
+LiveDataEffect: TypeAlias = LoadLive | RunLiveQuery | RecordLive
+
+
 def live_data(
     channel: str,
     asker: str | None,
     user_identifier: str | None,
     question: str,
     language: str | None,
-) -> Generator[Any, Any, LiveOutcome]:
+) -> Generator[LiveDataEffect, Any, LiveOutcome]:
     """The live data ``question`` calls for (``match_and_execute_action``), logged."""
     context: LiveContext = yield LoadLive(channel, asker)
     if not context.actions:

@@ -17,7 +17,6 @@ from typing import Any
 
 import attrs
 
-from ragcore.chat.sources import Hit
 from ragcore.effects import Effect
 from ragcore.live.cache import Cache, Rows, cache_key, cached_rows, record
 from ragcore.live.extraction import caller_value, extract
@@ -30,6 +29,7 @@ from ragcore.live.matching import (
     resume,
 )
 from ragcore.live.templates import Template
+from ragcore.sources import Hit
 
 MAX_ROWS = 20
 MAX_VALUE_CHARS = 300

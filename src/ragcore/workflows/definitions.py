@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.api.converter import listing, structure_body, unless_sent
-from ragcore.api.schema import described, text
+from ragcore.converter import listing, structure_body, unless_sent
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import SPACE, number_pattern
+from ragcore.schema import described, text
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 

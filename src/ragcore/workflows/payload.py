@@ -6,13 +6,13 @@ The signature is HMAC-SHA256 over ``"{webhook-id}.{webhook-timestamp}.{body}"``,
 sent as ``webhook-signature: v1,<signature>``. The secret is either the standard
 ``whsec_<base64>`` form (the key is the decoded bytes, so any Standard Webhooks library
 verifies it as given) or plain text (the key is its UTF-8 bytes). The id and the time
-are passed in: the runner makes them.
+are passed in: the runner makes them. The key is read from the secret by
+``ragcore.settings.signing_key``, which also checks the setting.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -20,8 +20,6 @@ from typing import Any
 
 from ragcore import __version__
 
-SECRET_PREFIX = "whsec_"  # noqa: S105 - the standard prefix, not a secret
-MIN_KEY_BYTES = 16
 CONTENT_TYPE = "application/json"
 USER_AGENT = f"ragchat/{__version__} (workflow call)"
 
@@ -31,28 +29,6 @@ def workflow_body(channel: str, message: str, ai_reply: str, context: Any) -> by
     text rather than failing the call."""
     payload = {"channel": channel, "message": message, "ai_reply": ai_reply, "context": context}
     return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
-
-
-def signing_key(secret: str) -> bytes:
-    """The HMAC key of a WORKFLOW_SIGNING_SECRET; ValueError saying what to change."""
-    value = secret.strip()
-    if value.startswith(SECRET_PREFIX):
-        encoded = value[len(SECRET_PREFIX) :]
-        try:
-            key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError(
-                f"{SECRET_PREFIX}… must be followed by base64 (e.g. whsec_ and the output of "
-                "`openssl rand -base64 32`)"
-            ) from None
-    else:
-        key = value.encode("utf-8")
-    if len(key) < MIN_KEY_BYTES:
-        raise ValueError(
-            f"is {len(key)} bytes; use at least {MIN_KEY_BYTES} (Standard Webhooks "
-            "secrets are 24 to 64 random bytes, e.g. whsec_ and `openssl rand -base64 32`)"
-        )
-    return key
 
 
 def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:

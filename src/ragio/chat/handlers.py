@@ -4,8 +4,8 @@ the language of a question (``ragcore.language``)."""
 
 from __future__ import annotations
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn
+from ragcore.generation import Generate, Reply
 from ragcore.language import DetectLanguage, LanguageGuess
 from ragio.chat import conversations
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragcore.api.converter import converter
 from ragcore.api.employees import ProfileLearned
+from ragcore.converter import converter
 from ragcore.employees.profile import learn_summary
 from ragcore.usage import Caps
 from ragio.chat.policy import answers_with_model

@@ -12,8 +12,8 @@ from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from ragcore.api.converter import converter
 from ragcore.api.openai_compat import OpenAIError
+from ragcore.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NestedTooDeep
 from ragio.employees.lookup import UnknownRole

@@ -14,10 +14,10 @@ from ragcore.api.chat import (
     query_conversation_id,
     sse,
 )
-from ragcore.api.converter import converter, structure_body
 from ragcore.api.operations import Reply, operation
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest
+from ragcore.converter import converter, structure_body
 from ragio.employees.lookup import stored_role
 from ragio.http.context import service
 from ragio.http.inputs import json_body

@@ -8,9 +8,9 @@ import functools
 from quart import Blueprint, request
 
 from ragcore.api.conversations import Conversation, Conversations, ConversationsQuery
-from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import no_such, path_id, read_query
+from ragcore.converter import converter
 from ragio.chat import conversations
 from ragio.http.context import service
 

@@ -10,7 +10,6 @@ from typing import Any
 import trio
 from quart import Blueprint, request
 
-from ragcore.api.converter import converter, refuse_unknown, structure_body
 from ragcore.api.documents import (
     Document,
     DocumentAdded,
@@ -31,6 +30,7 @@ from ragcore.api.documents import (
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.queries import no_such, path_id, read_query, stored_id
+from ragcore.converter import converter, refuse_unknown, structure_body
 from ragcore.knowledge.documents import (
     StoredDocument,
     forget_document,

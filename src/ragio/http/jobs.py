@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from quart import Blueprint, current_app, request
 
-from ragcore.api.converter import converter
 from ragcore.api.jobs import Job, Jobs, JobsQuery, next_jobs_page
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.queries import read_query, stored_id
+from ragcore.converter import converter
 from ragio.http.context import service
 from ragio.http.problems import problem_for
 from ragio.jobs import store

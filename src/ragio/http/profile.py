@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from quart import Blueprint
 
-from ragcore.api.converter import converter
 from ragcore.api.employees import ProfileLearned, ProfilePatch
 from ragcore.api.jobs import Job
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
+from ragcore.converter import converter
 from ragcore.employees.profile import Profile, check_profile_patch
 from ragio.employees import profile
 from ragio.employees.profile_learning import LEARN, PROFILE_KEY

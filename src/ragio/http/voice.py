@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from quart import Blueprint, Response, request
 
-from ragcore.api.converter import converter
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import read_query
 from ragcore.api.voice import CallsQuery, VoiceCalls, incoming_call
+from ragcore.converter import converter
 from ragcore.voice.media import (
     CALL_PARAMETER,
     CALLER_PARAMETER,

@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 import trio
 
-from ragcore.api.converter import converter
 from ragcore.api.documents import DocumentAdded, said_of_the_file
+from ragcore.converter import converter
 from ragcore.knowledge.documents import FORMAT_NAMED, prepare_document, store_new_document
 from ragcore.knowledge.effects import Embed, Vector
 from ragio.jobs.worker import Running

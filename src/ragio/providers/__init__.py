@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.fallback import answering_order
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.settings import Settings, answering_provider, embedding_provider
 from ragcore.usage import TokenUsage

@@ -29,7 +29,7 @@ from typing import Any
 from anthropic import AnthropicError, AsyncAnthropic, BadRequestError, DefaultAsyncHttpxClient
 from anthropic.types import Message, MessageParam
 
-from ragcore.chat.effects import Generate, Reply
+from ragcore.generation import Generate, Reply
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text

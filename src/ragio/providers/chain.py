@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 import trio
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_attempt
+from ragcore.generation import Generate, Reply
 from ragcore.usage import TokenUsage, measured_usage
 from ragio import metrics
 from ragio.providers.failures import (

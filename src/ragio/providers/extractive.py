@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ragcore.chat.effects import Generate, Reply
 from ragcore.chat.extractive import extractive_answer
+from ragcore.generation import Generate, Reply
 from ragcore.usage import TokenUsage
 
 

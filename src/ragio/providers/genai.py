@@ -33,7 +33,7 @@ import trio
 from google import genai
 from google.genai import errors, types
 
-from ragcore.chat.effects import Generate, Reply
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.retry import retry_after_seconds
 from ragcore.settings import Settings

@@ -39,7 +39,7 @@ from openai import (
 )
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
-from ragcore.chat.effects import Generate, Reply
+from ragcore.generation import Generate, Reply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, is_count, reported_usage

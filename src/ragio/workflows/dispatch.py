@@ -23,10 +23,11 @@ import attrs
 import trio
 
 from ragcore.retry import Outcome, RetryPolicy, next_delay
+from ragcore.settings import signing_key
 from ragcore.targets.addresses import Reach
 from ragcore.workflows.definitions import Workflow, workflow_reach
 from ragcore.workflows.matching import firing
-from ragcore.workflows.payload import request_headers, signing_key, workflow_body
+from ragcore.workflows.payload import request_headers, workflow_body
 from ragio.clock import Clock
 from ragio.service import Service
 from ragio.targets.post import interfaces, post

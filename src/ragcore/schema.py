@@ -36,7 +36,7 @@ _PRIMITIVES: dict[Any, dict[str, Any]] = {
 
 
 #: attrs field metadata: the field's None stands for "not sent" (a PATCH body's field
-#: left as it is), never for a JSON null (``ragcore.api.converter.unless_sent``)
+#: left as it is), never for a JSON null (``ragcore.converter.unless_sent``)
 UNLESS_SENT = "unless sent"
 
 

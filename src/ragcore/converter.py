@@ -22,9 +22,9 @@ from cattrs.cols import homogenous_tuple_structure_factory, list_structure_facto
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ragcore.api.schema import UNLESS_SENT, field_schema, without_none
 from ragcore.errors import InvalidInput, refuse_unknown_fields
 from ragcore.inputs import whole_number
+from ragcore.schema import UNLESS_SENT, field_schema, without_none
 
 Shape = TypeVar("Shape")
 REFUSAL = "refusal"
