@@ -57,7 +57,7 @@ from tests.io.conftest import serve_app  # noqa: E402
 import eval_retrieval  # noqa: E402
 import ragio.runner  # noqa: E402
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question  # noqa: E402
-from ragcore.generation import Generate, Reply  # noqa: E402
+from ragcore.generation import Generate, ModelReply  # noqa: E402
 from ragcore.knowledge.effects import SearchChunks  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres, size_shared_buffers  # noqa: E402
@@ -80,8 +80,10 @@ class InstantAnswerer:
     name = "instant"
     model = "instant"
 
-    async def generate(self, request: Generate) -> Reply:
-        return Reply("Here is what the documents say [1].", provider=self.name, model=self.model)
+    async def generate(self, request: Generate) -> ModelReply:
+        return ModelReply(
+            "Here is what the documents say [1].", provider=self.name, model=self.model
+        )
 
 
 # ------------------------------------------------------------------ the knowledge base

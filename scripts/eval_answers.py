@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from tests.io.conftest import serve_app  # noqa: E402
 
 import eval_retrieval  # noqa: E402
-from ragcore.generation import Generate, Reply  # noqa: E402
+from ragcore.generation import Generate, ModelReply  # noqa: E402
 from ragcore.language import NOT_FOUND  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
 from ragcore.usage import TokenUsage  # noqa: E402
@@ -147,9 +147,9 @@ class Recorder:
     model: str = "recorder"
     prompts: list[Any] = field(default_factory=list)
 
-    async def generate(self, request: Generate) -> Reply:
+    async def generate(self, request: Generate) -> ModelReply:
         self.prompts.append(request.prompt)
-        return Reply(ANSWER, provider=self.name, model=self.model)
+        return ModelReply(ANSWER, provider=self.name, model=self.model)
 
     async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
         self.prompts.append(request.prompt)

@@ -1,6 +1,6 @@
 """A model call, the shapes every area that asks a model uses: the prompt (with the
 grounding instructions every answer starts from), the request (``Generate``, the effect
-that asks the answering provider; rule 6 picks which) and its ``Reply``. The chat answer
+that asks the answering provider; rule 6 picks which) and its ``ModelReply``. The chat answer
 builds its prompt in ``ragcore.chat.prompts``; the profile summary, the grounding check
 and the knowledge graph's extraction build their own.
 """
@@ -51,7 +51,7 @@ class Prompt:
 
 
 @attrs.frozen
-class Reply:
+class ModelReply:
     text: str
     provider: str
     model: str
@@ -60,8 +60,8 @@ class Reply:
 
 
 @attrs.frozen
-class Generate(Effect[Reply]):
-    """Ask the answering provider. Result: a ``Reply``."""
+class Generate(Effect[ModelReply]):
+    """Ask the answering provider. Result: a ``ModelReply``."""
 
     prompt: Prompt
     max_output_tokens: int

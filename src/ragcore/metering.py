@@ -10,7 +10,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.usage import (
     Capped,
     Caps,
@@ -32,7 +32,7 @@ def metered_generate(
     ledger: bool,
     *,
     min_output_tokens: int | None = None,
-) -> Generator[MeteredEffect, Any, Reply | Capped]:
+) -> Generator[MeteredEffect, Any, ModelReply | Capped]:
     """The reply to ``request``, or ``Capped`` (and no call) when it does not fit under a
     cap. With ``min_output_tokens``, the call is sent with less output than asked for when
     only that much is left (an answer); without, it gets all it asked for or is not made (a
@@ -41,7 +41,7 @@ def metered_generate(
     if request.role != role:
         request = attrs.evolve(request, role=role)
     if not ledger:
-        unmetered: Reply = yield request
+        unmetered: ModelReply = yield request
         return unmetered
     prompt = request.prompt
     wanted = request.max_output_tokens
@@ -57,7 +57,7 @@ def metered_generate(
     if decision.output_tokens < wanted:
         request = attrs.evolve(request, max_output_tokens=decision.output_tokens)
     try:
-        reply: Reply = yield request
+        reply: ModelReply = yield request
     except Exception:
         yield ReleaseTokens(decision.id)
         raise

@@ -21,7 +21,7 @@ from ragcore.actions.kinds import Catalog, ChatopsAction
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage
 from ragcore.sources import Hit
@@ -57,7 +57,7 @@ def world(reply, autonomy):
                 return []
             case Generate():
                 log["generate"].append(effect)
-                return Reply(reply, provider="recorded", model="m")
+                return ModelReply(reply, provider="recorded", model="m")
             case LoadAutonomy():
                 return autonomy
             case NewTicket():

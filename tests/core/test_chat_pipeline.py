@@ -7,7 +7,7 @@ from ragcore.chat.prompts import REMINDER
 from ragcore.employees.learning import History, RecordInteraction
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
-from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, Reply
+from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
@@ -31,7 +31,7 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
             case SearchChunks():
                 return list(hits)
             case Generate():
-                return Reply(reply, provider="recorded", model="m1")
+                return ModelReply(reply, provider="recorded", model="m1")
             case FindUnembeddedMemory():
                 return []  # every memory item has its vector
             case FetchRoleMemory():

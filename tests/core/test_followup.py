@@ -13,7 +13,7 @@ from ragcore.chat.followup import (
 )
 from ragcore.chat.history import continuation, turn_outcome
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest, answer_question
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import not_found
 from tests.core.drive import drive
@@ -93,7 +93,7 @@ def test_with_a_model_the_follow_up_is_rewritten_by_it_first():
 
     def answer(effect):
         if isinstance(effect, Generate) and effect.task == "rewrite":
-            return Reply("How long do I have to return shoes?", "recorded", "m1")
+            return ModelReply("How long do I have to return shoes?", "recorded", "m1")
         return base(effect)
 
     request = ChatRequest("and for shoes?", history=(SHIRTS,))

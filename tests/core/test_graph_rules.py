@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.graph import (
     Neighbourhood,
     ReachedEntity,
@@ -74,8 +74,8 @@ def test_a_question_reaches_the_graph_with_its_keys_and_ranks_what_came_back():
     assert drive(graph_ranked("why?", GraphPolicy(0.5), 8), lambda e: reached) == ((), [])
 
 
-def reply_for(text: str) -> Reply:
-    return Reply(text, "openai", "gpt-4o-mini")
+def reply_for(text: str) -> ModelReply:
+    return ModelReply(text, "openai", "gpt-4o-mini")
 
 
 ACQUIRED = (

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
@@ -56,7 +56,7 @@ def recorded(
             case SearchChunks():
                 return list(hits)
             case Generate():
-                return Reply(reply, provider="recorded", model="m1")
+                return ModelReply(reply, provider="recorded", model="m1")
         raise AssertionError(effect)
 
     return answer

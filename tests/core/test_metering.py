@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragcore.generation import Generate, Prompt, Reply
+from ragcore.generation import Generate, ModelReply, Prompt
 from ragcore.metering import metered_generate
 from ragcore.usage import (
     Capped,
@@ -33,7 +33,7 @@ def answering(reply):
 
 
 def test_a_call_is_reserved_then_settled_with_what_it_used():
-    reply = Reply("a summary", "p", "m", usage=TokenUsage(40, 2))
+    reply = ModelReply("a summary", "p", "m", usage=TokenUsage(40, 2))
     outcome, effects = drive(metered_generate(REQUEST, None, Caps(), True), answering(reply))
     reserve, call, settle = effects
     # the prompt as sent ("system" + "user words here", 4 characters a token), all its output
@@ -43,7 +43,7 @@ def test_a_call_is_reserved_then_settled_with_what_it_used():
 
 
 def test_a_call_that_may_write_less_is_sent_with_the_output_the_caps_leave():
-    reply = Reply("a short summary", "p", "m", usage=TokenUsage(6, 3))
+    reply = ModelReply("a short summary", "p", "m", usage=TokenUsage(6, 3))
     gen = metered_generate(REQUEST, "sales", Caps(daily=50), True, min_output_tokens=32)
     reserve = next(gen)
     assert (reserve.max_output_tokens, reserve.min_output_tokens) == (100, 32)
@@ -55,7 +55,7 @@ def test_a_call_that_may_write_less_is_sent_with_the_output_the_caps_leave():
 @pytest.mark.parametrize("ledger", [True, False])
 def test_the_call_names_the_role_it_is_made_for(ledger):
     """For the metrics (tokens by role); the providers never see it."""
-    reply = Reply("an answer", "p", "m", usage=TokenUsage(6, 3))
+    reply = ModelReply("an answer", "p", "m", usage=TokenUsage(6, 3))
     _, effects = drive(metered_generate(REQUEST, "sales", Caps(), ledger), answering(reply))
     [call] = [effect for effect in effects if isinstance(effect, Generate)]
     assert call.role == "sales" and call.prompt is REQUEST.prompt
@@ -79,6 +79,6 @@ def test_at_a_cap_nothing_is_called():
 
 
 def test_without_the_ledger_the_call_is_made_alone():
-    reply = Reply("a summary", "p", "m")
+    reply = ModelReply("a summary", "p", "m")
     outcome, effects = drive(metered_generate(REQUEST, None, Caps(), False), answering(reply))
     assert effects == [REQUEST] and outcome is reply

@@ -18,7 +18,7 @@ from ragcore.employees.profile import (
     profile_items,
 )
 from ragcore.errors import InvalidInput
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from tests.core.drive import drive
 
 ACTIVITY = Activity(
@@ -85,7 +85,7 @@ def test_learning_offline_asks_nothing():
 
 def test_learning_with_an_llm_sends_one_short_prompt():
     profile = Profile(description="A bike shop.", language="fr")
-    reply = Reply("  Un magasin de vélos.\n", "openai", "m")
+    reply = ModelReply("  Un magasin de vélos.\n", "openai", "m")
     (summary, how), effects = drive(learn_summary(ACTIVITY, profile, use_llm=True), lambda e: reply)
     assert (summary, how) == ("Un magasin de vélos.", "llm")
     [generate] = effects

@@ -3,7 +3,7 @@
 import pytest
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.knowledge.retrieval import (
@@ -83,7 +83,7 @@ def recorded(hits, reply="Within 30 days [1]."):
             case SearchChunks():
                 return list(hits)
             case Generate():
-                return Reply(reply, provider="recorded", model="m1")
+                return ModelReply(reply, provider="recorded", model="m1")
         raise AssertionError(effect)
 
     return answer

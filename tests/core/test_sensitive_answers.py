@@ -7,7 +7,7 @@ from ragcore.chat.grounding import CAVEATS, CHECK_INSTRUCTIONS, parse_verdict
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.reasoning import final_answer
 from ragcore.employees.roles import Role
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.usage import (
     Allowed,
     Capped,
@@ -33,7 +33,7 @@ def judged(answer_reply, verdict, usage=None):
         if isinstance(effect, Generate) and effect.task == "check":
             if isinstance(verdict, Exception):
                 raise verdict
-            return Reply(verdict, provider="recorded", model="judge", usage=usage)
+            return ModelReply(verdict, provider="recorded", model="judge", usage=usage)
         return base(effect)
 
     return answer
@@ -108,7 +108,9 @@ def test_reasoning_alone_is_never_shown():
 def test_a_quoted_extractive_answer_needs_no_judge():
     def extractive(effect):
         if isinstance(effect, Generate):
-            return Reply("Returns are accepted within 30 days [1].", "extractive", "extractive")
+            return ModelReply(
+                "Returns are accepted within 30 days [1].", "extractive", "extractive"
+            )
         return recorded()(effect)
 
     outcome, effects = drive(
@@ -141,7 +143,7 @@ def test_the_check_is_a_call_of_its_own_in_the_usage_ledger():
         if isinstance(effect, SettleTokens):
             return None
         if isinstance(effect, Generate) and effect.task == "answer":
-            return Reply(REASONED, "recorded", "m1", usage=TokenUsage(500, 40))
+            return ModelReply(REASONED, "recorded", "m1", usage=TokenUsage(500, 40))
         return base(effect)
 
     outcome, effects = drive(answer_question(ChatRequest("return?", employee=TAX), policy), answer)

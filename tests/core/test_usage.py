@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import DetectLanguage
 from ragcore.sources import Hit
@@ -137,7 +137,10 @@ HIT = Hit(1, 1, "faq.md", "We open at 9.", 0.9)
 
 
 def responder(
-    decision, reply=Reply("At 9 [1].", "openai", "gpt", TokenUsage(40, 5)), hits=(HIT,), room=None
+    decision,
+    reply=ModelReply("At 9 [1].", "openai", "gpt", TokenUsage(40, 5)),
+    hits=(HIT,),
+    room=None,
 ):
     def answer(effect):
         match effect:

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.actions.kinds import KINDS, Action, Catalog
+from ragcore.channel_names import TEXT_CHANNELS
 from ragcore.converter import listing, refusal, structure_body, unless_sent
 from ragcore.employees.roles import AUTONOMY_LEVELS, Autonomy, Role, autonomy_rank
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity, effective_autonomy
@@ -32,7 +33,7 @@ from ragcore.errors import InvalidInput
 from ragcore.inputs import SPACE, whole_number
 from ragcore.schema import described, whole
 
-APPROVAL_CHANNELS = ("telegram", "whatsapp", "discord")
+APPROVAL_CHANNELS = TEXT_CHANNELS
 SENSITIVE_LEVELS: tuple[Autonomy, ...] = ("semi", "off")
 CHANNEL_REFUSAL = f"must be one of: {', '.join(APPROVAL_CHANNELS)}"
 OWNER_CHANNEL_NEEDED = f"is needed with approval_target: one of {', '.join(APPROVAL_CHANNELS)}"

@@ -21,13 +21,14 @@ from typing import Any
 import attrs
 
 from ragcore.actions.kinds import Action, check_action, preview
+from ragcore.channel_names import TEXT_CHANNELS
 
 INTERRUPTED = (
     "interrupted: the service stopped while sending it, so it may or may not have arrived; "
     "check with the receiver before submitting it again"
 )
 #: origins of a customer's conversation on a public channel
-PUBLIC_ORIGINS = frozenset({"telegram", "whatsapp", "discord"})
+PUBLIC_ORIGINS = frozenset(TEXT_CHANNELS)
 
 
 @attrs.frozen

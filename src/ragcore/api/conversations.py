@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.channel_names import CONVERSATION_CHANNELS
 from ragcore.chat.citations import Citation
 from ragcore.errors import InvalidInput
 from ragcore.schema import described
@@ -15,7 +16,7 @@ from ragcore.schema import described
 DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100
 MAX_CONVERSATION_ID = 2**62
-CHANNELS = ("chat", "openai", "telegram", "whatsapp", "discord", "voice")
+CHANNELS = CONVERSATION_CHANNELS
 #: since and until: a date, a date and time (RFC 3339), or empty (``instant``)
 INSTANT = {"anyOf": [{"format": "date"}, {"format": "date-time"}, {"const": ""}]}
 

@@ -13,7 +13,7 @@ from ragcore.converter import unless_sent
 from ragcore.employees import memory
 from ragcore.employees.editing import MAX_DISPLAY_NAME_CHARS, MAX_PERSONALITY_CHARS
 from ragcore.employees.editing import EmployeePatch as EmployeePatch  # the body, beside its rules
-from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, TAGS_QUERY, Source
+from ragcore.employees.memory import MAX_IMPORTANCE, MIN_IMPORTANCE, TAGS_QUERY, MemorySource
 from ragcore.employees.memory import NewMemory as NewMemory  # the body, beside its rules
 from ragcore.employees.profile import LearnedBy, Profile
 from ragcore.employees.profile import ProfilePatch as ProfilePatch  # the body, by its rules
@@ -117,7 +117,7 @@ class MemoryItem:
     role: str
     text: str
     tags: list[str]
-    source: Source
+    source: MemorySource
     importance: Annotated[int, described(**IMPORTANCE)]
     created_at: datetime | None
     similarity: Annotated[

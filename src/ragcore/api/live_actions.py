@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import attrs
 
 from ragcore.api.queries import MAX_STORED_ID
+from ragcore.channel_names import ASKING_CHANNELS
 from ragcore.converter import listing, refusal, structure_body, unless_sent
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import HAS_WORD, NOT_BLANK
@@ -30,7 +31,7 @@ from ragcore.live.templates import FIELD, MAX_TEMPLATE_CHARS, Template, check_te
 from ragcore.schema import described, whole
 from ragcore.schema import text as text_schema
 
-CHANNELS = ("chat", "telegram", "whatsapp", "discord", "voice")
+CHANNELS = ASKING_CHANNELS
 OUTCOMES = ("ran", "cached", "failed", "asked", "dry_run")
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000
@@ -117,7 +118,7 @@ def check_triggers(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_channels(value: Any) -> tuple[str, ...]:
+def check_asking_channels(value: Any) -> tuple[str, ...]:
     """Channels from ``CHANNELS``, each once; none: every channel."""
     if not isinstance(value, list | tuple):
         raise InvalidInput("channels", f"must be a list of {', '.join(CHANNELS)}")
@@ -179,7 +180,7 @@ class LiveActionPatch:
     auto_match: Annotated[bool | None, described(AUTO_MATCH)] = unless_sent()
     channels: Annotated[
         tuple[Any, ...] | None, described(CHANNELS_MEANING, items={"enum": list(CHANNELS)})
-    ] = unless_sent(check_channels, f"must be a list of {', '.join(CHANNELS)}")
+    ] = unless_sent(check_asking_channels, f"must be a list of {', '.join(CHANNELS)}")
     description: Annotated[
         str | None, described("what the data is, for the answer", maxLength=MAX_DESCRIPTION_CHARS)
     ] = unless_sent(check_description)

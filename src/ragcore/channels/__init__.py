@@ -9,4 +9,6 @@ the pipeline that answers one message (its effects in ``effects``). No I/O here:
 webhooks, senders and ``ragio.channels.handlers`` do that.
 """
 
-CHANNELS = ("telegram", "whatsapp", "discord")
+from ragcore.channel_names import TEXT_CHANNELS as CHANNELS
+
+__all__ = ["CHANNELS"]

@@ -81,7 +81,7 @@ def rewrite_prompt(question: str, history: Sequence[Exchange], language: str) ->
     system = (
         "You rewrite the last question of a conversation so that it can be understood "
         "without the conversation: replace words that point back (it, that, and for …) "
-        "with what they mean. Keep its language and meaning; do not answer it. Reply "
+        "with what they mean. Keep its language and meaning; do not answer it. ModelReply "
         "with the rewritten question only."
     )
     lines = []

@@ -51,7 +51,7 @@ from ragcore.employees.memory import RoleContextEffect, role_context
 from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
-from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, Reply
+from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.graph import ReachGraph
 from ragcore.knowledge.graph_rules import GraphPolicy, graph_ranked
@@ -395,7 +395,7 @@ def standalone_question(
             )
         except Exception:  # noqa: BLE001 (no rewrite: the rule's is searched)
             reply = None
-        if isinstance(reply, Reply):
+        if isinstance(reply, ModelReply):
             return read_rewrite(reply.text, question)
     return standalone_by_rule(question, history)
 
@@ -452,7 +452,7 @@ def check_grounding(
     question: str,
     sources: tuple[Source, ...],
     answer: str,
-    reply: Reply,
+    reply: ModelReply,
     request: ChatRequest,
     policy: ChatPolicy,
 ) -> Generator[MeteredEffect, Any, tuple[bool, TokenUsage | None]]:
@@ -475,7 +475,7 @@ def check_grounding(
         verdict = yield from metered_generate(judge, request.role, policy.caps, policy.usage_ledger)
     except Exception:  # noqa: BLE001 (no judge: the answer goes out with the caveat)
         return False, None
-    if not isinstance(verdict, Reply):  # a cap: the judge is not asked
+    if not isinstance(verdict, ModelReply):  # a cap: the judge is not asked
         return False, None
     prompt = judge.prompt
     usage = measured_usage(verdict.usage, prompt.system + prompt.user, verdict.text)

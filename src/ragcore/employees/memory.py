@@ -36,8 +36,8 @@ from ragcore.knowledge.effects import Embed
 from ragcore.schema import described
 from ragcore.schema import text as text_schema
 
-Source = Literal["owner", "profile", "learned"]
-SOURCES: tuple[Source, ...] = ("owner", "profile", "learned")
+MemorySource = Literal["owner", "profile", "learned"]
+SOURCES: tuple[MemorySource, ...] = ("owner", "profile", "learned")
 SOURCE_TITLES = {
     "owner": "Owner instructions",
     "profile": "Business profile",
@@ -113,7 +113,7 @@ class NewMemory:
         tuple[Any, ...],
         described(maxItems=MAX_TAGS, items={"type": "string", "pattern": _IDENTIFIER.pattern}),
     ] = attrs.field(default=(), converter=check_tags, metadata=refusal(TAGS_REFUSAL))
-    source: Source = attrs.field(
+    source: MemorySource = attrs.field(
         default="owner", metadata=refusal(f"must be one of: {', '.join(SOURCES)}")
     )
     importance: Annotated[int, described(minimum=MIN_IMPORTANCE, maximum=MAX_IMPORTANCE)] = (
@@ -135,7 +135,7 @@ class MemoryItem:
     role: str
     text: str
     tags: tuple[str, ...]
-    source: Source
+    source: MemorySource
     importance: int
     created_at: datetime | None = None
     similarity: float | None = None

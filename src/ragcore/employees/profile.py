@@ -21,7 +21,7 @@ import attrs
 from ragcore.converter import refusal, sent, structure_body
 from ragcore.employees.memory import MemoryItem
 from ragcore.errors import InvalidInput
-from ragcore.generation import Generate, Prompt, Reply
+from ragcore.generation import Generate, ModelReply, Prompt
 from ragcore.inputs import SPACE
 from ragcore.language import NAMES, language_name
 from ragcore.metering import MeteredEffect, metered_generate
@@ -263,7 +263,7 @@ def learn_summary(
             reply = yield from metered_generate(request, None, caps, ledger)
         except Exception:  # noqa: BLE001 (any provider failure: summarise offline)
             reply = None
-        text = " ".join(reply.text.split()) if isinstance(reply, Reply) else ""
+        text = " ".join(reply.text.split()) if isinstance(reply, ModelReply) else ""
         if text:
             return _clip(text, MAX_SUMMARY_CHARS), "llm"
     return extractive_summary(activity), "extractive"

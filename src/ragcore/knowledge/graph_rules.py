@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from ragcore.generation import Generate, Prompt, Reply
+from ragcore.generation import Generate, ModelReply, Prompt
 from ragcore.knowledge.entities import (
     chunk_graph,
     document_aliases,
@@ -32,7 +32,7 @@ from ragcore.usage import Caps
 
 #: what a model's extraction of one chunk may write (about 40 entities and relations)
 GRAPH_OUTPUT_TOKENS = 800
-GRAPH_SYSTEM = "You extract knowledge graphs from business documents. Reply with JSON only."
+GRAPH_SYSTEM = "You extract knowledge graphs from business documents. ModelReply with JSON only."
 
 
 @attrs.frozen
@@ -111,7 +111,7 @@ def with_model(
             reply = yield from metered_generate(request, None, policy.caps, policy.ledger)
         except Exception:  # noqa: BLE001 (the rules' reading stands)
             reply = None
-        if not isinstance(reply, Reply):
+        if not isinstance(reply, ModelReply):
             stopped = True
             chunks.append(chunk)
             continue

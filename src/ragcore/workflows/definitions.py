@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ragcore.channel_names import TEXT_CHANNELS
 from ragcore.converter import listing, structure_body, unless_sent
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import SPACE, number_pattern
@@ -24,7 +25,7 @@ from ragcore.schema import described, text
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
-WIRED_CHANNELS = ("telegram", "whatsapp", "discord")
+WIRED_CHANNELS = TEXT_CHANNELS
 Channel = Literal[WIRED_CHANNELS]  # type: ignore[valid-type]
 #: channel identifiers roles use that never call workflows, and why
 UNWIRED_CHANNELS = {
@@ -84,7 +85,7 @@ class WorkflowPatch:
         lambda value: check_webhook_url(value), URL_REFUSAL
     )
     channels: Annotated[tuple[Any, ...] | None, described(**CHANNELS)] = unless_sent(
-        lambda value: check_channels(value), CHANNELS_REFUSAL
+        lambda value: check_workflow_channels(value), CHANNELS_REFUSAL
     )
     is_active: bool | None = unless_sent()
 
@@ -172,7 +173,7 @@ def workflow_reach(settings: Settings, interfaces: Iterable[str] = ()) -> Reach:
     )
 
 
-def check_channels(value: Any) -> tuple[str, ...]:
+def check_workflow_channels(value: Any) -> tuple[str, ...]:
     """At least one wired channel, each once (order kept; case ignored)."""
     if not isinstance(value, list | tuple):
         raise InvalidInput("channels", CHANNELS_REFUSAL)

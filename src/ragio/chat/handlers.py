@@ -5,19 +5,19 @@ the language of a question (``ragcore.language``)."""
 from __future__ import annotations
 
 from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.language import DetectLanguage, LanguageGuess
 from ragio.chat import conversations
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback
 from ragio.service import HandlerTable, Service, StreamHandlerTable
 
 
-async def generate(effect: Generate, service: Service) -> Reply:
+async def generate(effect: Generate, service: Service) -> ModelReply:
     timeout = service.settings.provider_timeout_seconds
     return await generate_with_fallback(service.answerer, effect, timeout)
 
 
-async def stream(effect: Generate, service: Service, on_delta: OnDelta) -> Reply:
+async def stream(effect: Generate, service: Service, on_delta: OnDelta) -> ModelReply:
     """The reply streamed to ``on_delta``; whole, unless the effect holds it back."""
     if not effect.stream:
         return await generate(effect, service)

@@ -16,7 +16,7 @@ import attrs
 import trio
 
 from ragcore.chat.fallback import answering_order
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.settings import Settings, answering_provider, embedding_provider
 from ragcore.usage import TokenUsage
@@ -37,7 +37,7 @@ class Answerer(Protocol):
     name: str
     model: str
 
-    async def generate(self, request: Generate) -> Reply: ...
+    async def generate(self, request: Generate) -> ModelReply: ...
 
     def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]: ...
 

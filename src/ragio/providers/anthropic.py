@@ -29,7 +29,7 @@ from typing import Any
 from anthropic import AnthropicError, AsyncAnthropic, BadRequestError, DefaultAsyncHttpxClient
 from anthropic.types import Message, MessageParam
 
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, reported_usage
 from ragio.providers.failures import BadReply, no_text, stream_without_text
@@ -104,8 +104,8 @@ class AnthropicAnswerer:
                 self.sends_temperature = False
         return await self.client.messages.create(**arguments)
 
-    async def generate(self, request: Generate) -> Reply:
-        """The whole reply: its text blocks joined; ``Reply.model`` is the model that answered."""
+    async def generate(self, request: Generate) -> ModelReply:
+        """The whole reply, its text blocks joined; its ``model`` is the model that answered."""
         message: Message = await self._create(request)
         if isinstance(message, str):  # the SDK's answer to a body that is not JSON
             raise BadReply("a body that is not JSON")
@@ -117,7 +117,7 @@ class AnthropicAnswerer:
             getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", 0)
         )
         model = message.model if isinstance(message.model, str) and message.model else self.model
-        return Reply(text, provider=self.name, model=model, usage=counts)
+        return ModelReply(text, provider=self.name, model=model, usage=counts)
 
     async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
         """The reply's text as the server produces it: each ``text_delta``, when not empty;

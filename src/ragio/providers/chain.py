@@ -17,7 +17,7 @@ import attrs
 import trio
 
 from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_attempt
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.usage import TokenUsage, measured_usage
 from ragio import metrics
 from ragio.providers.failures import (
@@ -56,7 +56,9 @@ async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[
     return vectors
 
 
-async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeout: float) -> Reply:
+async def generate_with_fallback(
+    chain: Iterable[Any], request: Generate, timeout: float
+) -> ModelReply:
     """The first reply of the chain's providers, tried in order; each attempt, retries
     included, gets at most ``timeout`` seconds. A reply without any text is a failure of its
     provider like any other. Raises AllProvidersFailed or ProviderRejected."""
@@ -68,7 +70,7 @@ async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeou
         started = _called(answerer.name, request.task)
         try:
             with trio.fail_after(timeout):
-                reply: Reply = await answerer.generate(request)
+                reply: ModelReply = await answerer.generate(request)
             if not reply.text.strip():
                 raise BadReply("no text", status=None)  # a provider that did not say so itself
         except Exception as error:
@@ -83,7 +85,7 @@ async def generate_with_fallback(chain: Iterable[Any], request: Generate, timeou
 
 async def stream_with_fallback(
     chain: Iterable[Any], request: Generate, timeout: float, on_delta: OnDelta
-) -> Reply:
+) -> ModelReply:
     """Stream the reply to ``on_delta``; return it whole, with the token counts the provider
     reported while streaming (None when it reported none: the pipeline then estimates them)."""
     pieces: list[str] = []
@@ -91,7 +93,9 @@ async def stream_with_fallback(
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
-    reply = Reply("".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage)
+    reply = ModelReply(
+        "".join(pieces), provider=opened.provider, model=opened.model, usage=opened.usage
+    )
     _count_tokens(request, reply)
     return reply
 
@@ -238,7 +242,7 @@ def _ended(provider: str, task: str, started: float, failed: Attempt | None = No
         metrics.PROVIDER_FAILURES.labels(provider, task, failed.failure.value).inc()
 
 
-def _count_tokens(request: Generate, reply: Reply) -> None:
+def _count_tokens(request: Generate, reply: ModelReply) -> None:
     """The reply's tokens, as reported, else estimated as the usage ledger estimates them."""
     prompt = request.prompt
     usage = measured_usage(reply.usage, prompt.system + prompt.user, reply.text)

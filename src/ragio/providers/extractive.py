@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragcore.chat.extractive import extractive_answer
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.usage import TokenUsage
 
 
@@ -12,7 +12,7 @@ class ExtractiveAnswerer:
     model = "extractive"
     tasks = ("answer",)  # it quotes sources; it cannot judge an answer or write a summary
 
-    async def generate(self, request: Generate) -> Reply:
+    async def generate(self, request: Generate) -> ModelReply:
         text = extractive_answer(request.prompt)
         # No model runs, so no tokens are spent: the ledger records the call at zero.
-        return Reply(text, provider=self.name, model=self.model, usage=TokenUsage(0, 0))
+        return ModelReply(text, provider=self.name, model=self.model, usage=TokenUsage(0, 0))

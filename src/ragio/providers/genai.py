@@ -33,7 +33,7 @@ import trio
 from google import genai
 from google.genai import errors, types
 
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.retry import retry_after_seconds
 from ragcore.settings import Settings
@@ -122,8 +122,8 @@ class GenaiAnswerer(_GenaiProvider):
     def configure(self, settings: Settings) -> None:
         self.model = settings.genai_chat_model
 
-    async def generate(self, request: Generate) -> Reply:
-        """The whole reply; ``Reply.model`` is the model version the server says answered."""
+    async def generate(self, request: Generate) -> ModelReply:
+        """The whole reply; ``ModelReply.model`` is the model version the server says answered."""
         response = await self._retrying(
             lambda: self.client.aio.models.generate_content(
                 model=self.model, contents=request.prompt.user, config=_config(request)
@@ -132,7 +132,7 @@ class GenaiAnswerer(_GenaiProvider):
         text = _text(response)
         if not text.strip():
             raise _without_text(response)
-        return Reply(
+        return ModelReply(
             text,
             provider=self.name,
             model=response.model_version or self.model,

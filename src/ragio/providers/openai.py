@@ -39,7 +39,7 @@ from openai import (
 )
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
-from ragcore.generation import Generate, Reply
+from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, is_count, reported_usage
@@ -92,8 +92,8 @@ class OpenAIAnswerer:
         """Close the client's pooled connections; call it when the service shuts down."""
         await self.client.close()
 
-    async def generate(self, request: Generate) -> Reply:
-        """The whole reply; ``Reply.model`` is the model the server says answered (often a
+    async def generate(self, request: Generate) -> ModelReply:
+        """The whole reply; ``ModelReply.model`` is the model the server says answered (often a
         dated snapshot of the configured name), so logs show what really ran."""
         completion = await self._create(
             {
@@ -103,7 +103,7 @@ class OpenAIAnswerer:
                 "temperature": request.temperature,
             }
         )
-        return Reply(
+        return ModelReply(
             _completion_text(completion),
             provider=self.name,
             model=_model(completion, self.model),
