@@ -468,33 +468,28 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
     if args.action == "list" and args.limit is not None and args.limit < 1:
         print("ragchat: --limit must be a whole number of at least 1", file=sys.stderr)
         return 2
-    if args.action == "delete":
-        from ragio.graph.service import check_graph_driver
+    if args.action == "delete":  # a pipeline: the knowledge graph forgets them too
+        from ragcore.knowledge.documents import forget_documents
+        from ragio.runner import run
+        from ragio.startup import open_service
 
-        async with startup_errors():
-            check_graph_driver(settings)  # before deleting: the graph is told of it below
-    async with startup_errors(), open_database(settings) as database:
-        await database.run(apply_migrations)
-        if args.action == "list":
+        async with startup_errors(), open_service(settings) as svc:
+            deleted = await run(forget_documents(args.document), svc)
+    else:
+        async with startup_errors(), open_database(settings) as database:
+            await database.run(apply_migrations)
             found, total = await database.run(
                 store.list_documents, args.limit, 0, name_pattern(args.query)
             )
-            for doc in found:
-                added = doc.created_at.strftime("%Y-%m-%d %H:%M") if doc.created_at else ""
-                print(
-                    f"{doc.id}\t{doc.name}\t{doc.chunk_count} chunks\t{doc.content_type}\t"
-                    f"{doc.size_bytes} bytes\t{added}"
-                )
-            matching = f" named like {args.query!r}" if args.query else ""
-            print(f"{len(found)} of {total} document(s){matching}", file=sys.stderr)
-            return 0
-        deleted = await database.run(store.delete_named_or_id, args.document)
-        if deleted:
-            from ragio.graph.service import build_graph
-
-            graph = build_graph(settings, database)  # what they gave the graph goes too
-            await graph.learn([], [doc.id for doc in deleted])
-            await graph.close()
+        for doc in found:
+            added = doc.created_at.strftime("%Y-%m-%d %H:%M") if doc.created_at else ""
+            print(
+                f"{doc.id}\t{doc.name}\t{doc.chunk_count} chunks\t{doc.content_type}\t"
+                f"{doc.size_bytes} bytes\t{added}"
+            )
+        matching = f" named like {args.query!r}" if args.query else ""
+        print(f"{len(found)} of {total} document(s){matching}", file=sys.stderr)
+        return 0
     if not deleted:
         print(
             f"ragchat: no document with the id or name {args.document!r}; "

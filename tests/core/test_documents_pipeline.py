@@ -3,14 +3,14 @@ import pytest
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import (
     EMBED_BATCH,
-    DeleteDocument,
+    DeleteDocuments,
     FindDocuments,
     FindNamed,
     StoredDocument,
     StoreDocuments,
     add_document,
     content_hash,
-    forget_document,
+    forget_documents,
     prepare_document,
     store_new_documents,
 )
@@ -225,8 +225,9 @@ def test_a_content_stored_meanwhile_replaces_nothing():
     assert (outcome.id, outcome.created, outcome.replaced) == (9, False, ())
 
 
-def test_a_deleted_document_leaves_the_graph_too_and_a_missing_one_teaches_nothing():
-    deleted, effects = drive(forget_document(4), lambda effect: True)
-    assert deleted and effects == [DeleteDocument(4), TeachGraph((), (4,))]
-    missing, effects = drive(forget_document(5), lambda effect: False)
-    assert not missing and effects == [DeleteDocument(5)]
+def test_deleted_documents_leave_the_graph_too_and_a_missing_one_teaches_nothing():
+    gone = [StoredDocument(4, "a.md", 1, False), StoredDocument(6, "a.md", 2, False)]
+    deleted, effects = drive(forget_documents("a.md"), lambda effect: gone)
+    assert deleted == gone and effects == [DeleteDocuments("a.md"), TeachGraph((), (4, 6))]
+    missing, effects = drive(forget_documents(5), lambda effect: [])
+    assert missing == [] and effects == [DeleteDocuments(5)]

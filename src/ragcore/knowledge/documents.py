@@ -419,19 +419,23 @@ def store_new_documents(
 
 
 @attrs.frozen
-class DeleteDocument(Effect[bool]):
-    """Delete document ``document_id`` and its chunks. Result: False when there was none."""
+class DeleteDocuments(Effect[list[StoredDocument]]):
+    """Delete the document ``reference`` names, chunks and all: its id (an int); or, as
+    the command line names one, its id or else its name (every document holding it).
+    Result: the documents deleted (none: nothing matched)."""
 
-    document_id: int
+    reference: int | str
 
 
-def forget_document(document_id: int) -> Generator[DeleteDocument | TeachGraph, Any, bool]:
-    """Delete the document, and what it gave the knowledge graph; False when there was
-    no such document."""
-    deleted = yield DeleteDocument(document_id)
+def forget_documents(
+    reference: int | str,
+) -> Generator[DeleteDocuments | TeachGraph, Any, list[StoredDocument]]:
+    """Delete the documents ``reference`` names, and what they gave the knowledge graph;
+    the documents deleted (none: no such document)."""
+    deleted: list[StoredDocument] = yield DeleteDocuments(reference)
     if deleted:
-        yield TeachGraph((), (document_id,))
-    return bool(deleted)
+        yield TeachGraph((), tuple(doc.id for doc in deleted))
+    return deleted
 
 
 def store_new_document(

@@ -33,7 +33,7 @@ from ragcore.api.queries import no_such, path_id, read_query, stored_id
 from ragcore.converter import converter, refuse_unknown, structure_body
 from ragcore.knowledge.documents import (
     StoredDocument,
-    forget_document,
+    forget_documents,
     prepare_document,
     store_new_document,
 )
@@ -197,6 +197,6 @@ async def get_document(id: str) -> DocumentWithText:
 @operation(Reply(204, "Deleted"), 404, path={"id": DOCUMENT_ID})
 async def delete_document(id: str) -> tuple[str, int]:
     """Delete a document and its chunks; answers cite it no more"""
-    if not await run(forget_document(path_id(id, *DOCUMENTS)), service()):
+    if not await run(forget_documents(path_id(id, *DOCUMENTS)), service()):
         raise no_such(id, *DOCUMENTS)
     return "", 204

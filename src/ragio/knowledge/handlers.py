@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ragcore.knowledge.documents import (
-    DeleteDocument,
+    DeleteDocuments,
     FindDocuments,
     FindNamed,
     StoredDocument,
@@ -38,8 +38,8 @@ async def store_documents(effect: StoreDocuments, service: Service) -> list[Stor
     return await service.database.run(store.store_documents, effect.documents)
 
 
-async def delete_document(effect: DeleteDocument, service: Service) -> bool:
-    return await service.database.run(store.delete_document, effect.document_id)
+async def delete_documents(effect: DeleteDocuments, service: Service) -> list[StoredDocument]:
+    return await service.database.run(store.delete_documents, effect.reference)
 
 
 async def teach_graph(effect: TeachGraph, service: Service) -> None:
@@ -57,6 +57,6 @@ HANDLERS: HandlerTable = {
     FindDocuments: find_documents,
     FindNamed: find_named,
     StoreDocuments: store_documents,
-    DeleteDocument: delete_document,
+    DeleteDocuments: delete_documents,
     TeachGraph: teach_graph,
 }

@@ -208,18 +208,20 @@ def delete_document(conn: psycopg.Connection, document_id: int) -> bool:
     return row.fetchone() is not None
 
 
-def delete_named_or_id(conn: psycopg.Connection, given: str) -> list[StoredDocument]:
-    """Delete the document ``given`` names: its id when a document has it, else its name
-    (every document holding that name). The documents deleted, none when nothing matched."""
+def delete_documents(conn: psycopg.Connection, reference: int | str) -> list[StoredDocument]:
+    """Delete the document ``reference`` names, chunks and all: by its id (an int), or
+    (text) by its id when a document has it, else by its name (every document holding
+    that name). The documents deleted; none when nothing matched."""
     with conn.transaction():
         found: list[StoredDocument] = []
+        given = str(reference)
         if given.isascii() and given.isdigit() and len(given) <= 18:
             row = conn.execute(
                 f"SELECT {_DOCUMENT} FROM documents d WHERE d.id = %s", (int(given),)
             ).fetchone()
             found = [_stored(row)] if row else []
-        if not found:
-            [found] = find_named(conn, [given.strip()])
+        if not found and isinstance(reference, str):
+            [found] = find_named(conn, [reference.strip()])
         if found:
             conn.execute("DELETE FROM documents WHERE id = ANY(%s)", ([d.id for d in found],))
     return found
