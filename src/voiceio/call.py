@@ -38,6 +38,7 @@ from ragcore.voice.call import (
     CallEvent,
     Cancel,
     Ended,
+    FinishTurn,
     HangUp,
     Inbound,
     KeepListening,
@@ -45,7 +46,6 @@ from ragcore.voice.call import (
     Listen,
     ListenerFailed,
     MarkPlayed,
-    RecordTurn,
     SendAudio,
     SendClear,
     SendMark,
@@ -180,7 +180,7 @@ class PhoneCall:
             case Cancel(turn=turn):
                 if turn in self._turns:
                     self._turns.pop(turn).scope.cancel()
-            case RecordTurn(record=record):
+            case FinishTurn(record=record):
                 call_sid = self.call.call_sid
                 self._nursery.start_soon(self._record, calls.record_turn, call_sid, record)
             case HangUp(reason=reason):

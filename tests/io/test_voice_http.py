@@ -19,7 +19,7 @@ from twilio.request_validator import RequestValidator
 from ragcore.chat.citations import Citation
 from ragcore.chat.pipeline import ChatAnswer
 from ragcore.employees.learning import asker_hash
-from ragcore.voice.call import TurnRecord
+from ragcore.voice.call import TurnFinished
 from ragio.voice.calls import RETENTION, begin_call, end_call, record_turn
 
 SID = "AC" + "0123456789abcdef" * 2
@@ -247,7 +247,7 @@ async def test_the_webhook_needs_no_api_key(api):
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 
 
-def answered(turn: int, question: str, answer: str, outcome: str = "answered") -> TurnRecord:
+def answered(turn: int, question: str, answer: str, outcome: str = "answered") -> TurnFinished:
     detail = ChatAnswer(
         answer=answer,
         citations=(Citation(1, 7, "refunds.md", 11, "Customers can return…", 0.5, ("Returns",)),),
@@ -258,7 +258,7 @@ def answered(turn: int, question: str, answer: str, outcome: str = "answered") -
     )
     times = {"speech_ended": 10.0, "transcribed": 10.25, "first_sentence": 11.0}
     times |= {"first_audio": 11.2, "first_frame": 11.21, "answered": 12.5}
-    return TurnRecord(turn, question, answer, outcome, detail, times)
+    return TurnFinished(turn, question, answer, outcome, detail, times)
 
 
 async def served_schema(api, pointer: str) -> Draft202012Validator:
@@ -275,7 +275,7 @@ async def test_calls_are_listed_newest_first_with_their_turns(api, service):
     await run(begin_call, "CA-new", "MZ-1", CALLER, "support", START + timedelta(hours=1))
     # the greeting (turn 1) is not recorded; a turn whose answer failed has no answer
     times = {"speech_ended": 5.0, "transcribed": 5.3}
-    failed = TurnRecord(2, "Do you ship to Mars?", "", "failed", None, times)
+    failed = TurnFinished(2, "Do you ship to Mars?", "", "failed", None, times)
     await run(record_turn, "CA-new", failed, START + timedelta(hours=1, seconds=6))
     # recorded out of order, then turn 4 recorded again: replaced, not doubled
     later = answered(4, "And exchanges?", "Within 30 days too [1].", "interrupted")

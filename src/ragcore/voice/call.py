@@ -292,8 +292,8 @@ class Cancel:
 
 
 @attrs.frozen
-class TurnRecord:
-    """One question and what came of it, for ``GET /voice/calls``. Times are seconds of
+class TurnFinished:
+    """One question and how its turn ended, for ``GET /voice/calls``. Times are seconds of
     the call's clock; ``stages`` has the milliseconds each stage took."""
 
     turn: int  # the question's number in the call: 1, 2, … (scripted words not counted)
@@ -329,8 +329,10 @@ class TurnRecord:
 
 
 @attrs.frozen
-class RecordTurn:
-    record: TurnRecord
+class FinishTurn:
+    """A question's turn is over: keep how it ended (``record``)."""
+
+    record: TurnFinished
 
 
 @attrs.frozen
@@ -348,7 +350,7 @@ CallEffect: TypeAlias = (
     | Ask
     | Speak
     | Cancel
-    | RecordTurn
+    | FinishTurn
     | HangUp
 )
 
@@ -702,7 +704,7 @@ class Call:
         self.turn = None
         effects: list[Any] = [Cancel(turn.number)] if cut else []
         if turn.question is not None:
-            effects.append(RecordTurn(_record(turn, "interrupted" if cut else "answered")))
+            effects.append(FinishTurn(_record(turn, "interrupted" if cut else "answered")))
         if turn.hang_up:
             self.state = State.ENDED
             return effects + [
@@ -752,7 +754,7 @@ class Call:
         self._sent_until = at
         turn.times["finished"] = at
         if turn.question is not None:
-            effects.append(RecordTurn(_record(turn, outcome)))
+            effects.append(FinishTurn(_record(turn, outcome)))
         self.turn = None
         self.state = State.LISTENING
         self._quiet_since = at
@@ -773,9 +775,9 @@ def _hang_up_reason(turn: Turn, reason: str) -> str:
     return SHUTDOWN_REASON if turn.shutdown else reason
 
 
-def _record(turn: Turn, outcome: str) -> TurnRecord:
+def _record(turn: Turn, outcome: str) -> TurnFinished:
     answer = turn.answer.answer if turn.answer is not None else ""
-    return TurnRecord(
+    return TurnFinished(
         turn.asked, turn.question or "", answer, outcome, turn.answer, turn.times, turn.stalled
     )
 

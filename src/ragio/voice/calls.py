@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ragcore.employees.learning import asker_hash
-from ragcore.voice.call import TurnRecord
+from ragcore.voice.call import TurnFinished
 
 #: how long a call and its turns are kept
 RETENTION = timedelta(days=90)
@@ -55,7 +55,9 @@ def begin_call(
         conn.execute("DELETE FROM voice_calls WHERE started_at < %s", (now - RETENTION,))
 
 
-def record_turn(conn: psycopg.Connection, call_sid: str, record: TurnRecord, now: datetime) -> None:
+def record_turn(
+    conn: psycopg.Connection, call_sid: str, record: TurnFinished, now: datetime
+) -> None:
     """Record one turn of the call, or replace it when recorded before (its
     ``created_at`` is kept). The answer's citations, role, provider, model and language
     come from ``record.answer_detail`` (all empty when no answer came). A turn of a call
