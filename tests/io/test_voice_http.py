@@ -1,7 +1,8 @@
 """The voice channel over HTTP, on the served app: the phone number's voice webhook
 (signed by the telephony provider's own RequestValidator) answers with the markup that
 opens the media stream, from each source of its URL, and every way it is refused; and
-GET /voice/calls lists the calls written by ragio.voice.calls."""
+GET /voice/calls lists the calls written by ragio.voice.calls, each with its conversation's
+turns as the call finishes them (ragio.chat.conversations.finish_turn)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from ragcore.chat.citations import Citation
 from ragcore.chat.pipeline import ChatAnswer
 from ragcore.employees.learning import asker_hash
 from ragcore.voice.call import TurnFinished
-from ragio.voice.calls import RETENTION, begin_call, end_call, record_turn
+from ragio.chat.conversations import finish_turn
+from ragio.voice.calls import RETENTION, begin_call, end_call
 
 SID = "AC" + "0123456789abcdef" * 2
 AUTH_TOKEN = "f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8"
@@ -247,6 +249,12 @@ async def test_the_webhook_needs_no_api_key(api):
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 
 
+def record_turn(conn: Any, call_sid: str, record: TurnFinished, now: datetime) -> int:
+    """The call's end of a turn, as voiceio carries it out (``FinishTurn``)."""
+    kept = record.in_conversation(call_sid, CALLER)
+    return finish_turn(conn, kept, record.stages, now, retention_days=90)
+
+
 def answered(turn: int, question: str, answer: str, outcome: str = "answered") -> TurnFinished:
     detail = ChatAnswer(
         answer=answer,
@@ -360,7 +368,7 @@ async def test_a_reconnecting_stream_keeps_its_call(api, service):
     assert [t["question"] for t in call["turns"]] == ["Hours?"]
 
 
-async def test_a_turn_of_a_call_never_begun_is_not_recorded(api, service):
+async def test_a_turn_of_a_call_never_begun_is_not_listed(api, service):
     await service.database.run(record_turn, "CA-unknown", answered(1, "Hi?", "Hello."), START)
     assert (await api.get("/voice/calls")).json() == {"calls": [], "next_before": None}
 

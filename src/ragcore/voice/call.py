@@ -40,7 +40,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ragcore.chat.pipeline import ChatAnswer
+from ragcore.chat import history
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, SILENT_BYTE, level_db
 from ragcore.voice.echo import EchoGuard
 from ragcore.voice.speech import SentenceSplitter
@@ -270,8 +271,12 @@ class KeepListening:
 
 @attrs.frozen
 class Ask:
+    """Answer ``question``: the call's question number ``asked``, which is its turn's
+    number in the call's conversation (``TurnFinished.turn``)."""
+
     turn: int
     question: str
+    asked: int
 
 
 @attrs.frozen
@@ -326,6 +331,22 @@ class TurnFinished:
         if "first_frame" in times:
             stages["stalled_ms"] = round(self.stalled * 1000)
         return stages
+
+    def in_conversation(self, call_sid: str, caller: str) -> history.TurnRecord:
+        """This turn as the turn ``self.turn`` of the call's conversation (channel
+        ``voice``, found by the call's place key): what the answer said when one came, and
+        how the turn ended; ``answered`` keeps the answer's own ``not_found`` or
+        ``limited``. The turn's times are its ``stages``, kept beside it."""
+        kept = history.turn_record(
+            "voice",
+            None,
+            ChatRequest(self.question),
+            self.answer_detail,
+            participant=caller,
+            key=history.place_key("voice", call_sid),
+            turn=self.turn,
+        )
+        return kept if self.outcome == "answered" else attrs.evolve(kept, outcome=self.outcome)
 
 
 @attrs.frozen
@@ -383,7 +404,9 @@ class Turn:
 class Call:
     """One call's state. ``receive`` is the only way in."""
 
-    def __init__(self, greeting: str) -> None:
+    def __init__(self, greeting: str, asked_before: int = 0) -> None:
+        """``asked_before``: the questions the call's conversation already has (a media
+        stream that reconnected mid-call); its questions are numbered after them."""
         self.greeting = greeting
         self.state = State.CONNECTING
         self.stream_sid = ""
@@ -391,7 +414,7 @@ class Call:
         self.caller = ""
         self.turn: Turn | None = None
         self._turns = 0
-        self._questions = 0
+        self._questions = asked_before
         self._queue: deque[bytes | str] = deque()  # frames, and mark names between them
         self._partial = b""  # speech audio short of a whole frame
         self._sent_until = 0.0  # when what was sent will have played
@@ -581,7 +604,7 @@ class Call:
         self._questions += 1
         turn.asked = self._questions
         turn.times.update(speech_ended=min(self._last_speech or at, at), transcribed=at)
-        return [Ask(turn.number, question)]
+        return [Ask(turn.number, question, turn.asked)]
 
     # ------------------------------------------------------------ the answer
 
