@@ -17,11 +17,13 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 from twilio.request_validator import RequestValidator
 
+from ragcore.chat import history
 from ragcore.chat.citations import Citation
-from ragcore.chat.pipeline import ChatAnswer
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.employees.learning import asker_hash
 from ragcore.voice.call import TurnFinished
-from ragio.chat.conversations import finish_turn
+from ragio.chat.conversations import finish_turn, load_history
+from ragio.chat.conversations import record_turn as record_conversation_turn
 from ragio.voice.calls import RETENTION, begin_call, end_call
 
 SID = "AC" + "0123456789abcdef" * 2
@@ -431,3 +433,73 @@ async def test_the_calls_need_the_api_key_when_one_is_set(api):
     response = await api.get("/voice/calls", headers={"X-API-Key": API_KEY})
     assert response.status_code == 200
     assert response.json() == {"calls": [], "next_before": None}
+
+
+async def test_a_calls_turn_is_one_row_whichever_of_its_writers_comes_first(api, service):
+    """A question is recorded by its answer (the turn pipeline's RecordTurn, at the call's
+    question number) and finished by the call (FinishTurn): in either order, one row of
+    the call's conversation; a question never answered is one row too. GET /voice/calls
+    and GET /conversations/{id} read the same rows."""
+    run = service.database.run
+    await run(begin_call, CALL_SID, "MZ-1", CALLER, "support", START)
+
+    def answer_recorded(conn: Any, turn: int, question: str, at: datetime) -> int:
+        said = answered(turn, question, "30 days from delivery [1].").answer_detail
+        record = history.turn_record(
+            "voice",
+            None,
+            ChatRequest(question),
+            said,
+            participant=CALLER,
+            key=history.place_key("voice", CALL_SID),
+            started=at - timedelta(seconds=2),
+            turn=turn,
+        )
+        return record_conversation_turn(conn, record, at, 90)
+
+    # 1: answered, then finished; 2: finished (interrupted before its answer came back),
+    # then its answer recorded after all; 3: the caller hung up before any answer
+    at = START + timedelta(seconds=10)
+    await run(answer_recorded, 1, "How long do I have?", at)
+    await run(
+        record_turn,
+        CALL_SID,
+        answered(1, "How long do I have?", "30 days from delivery [1]."),
+        at + timedelta(seconds=5),
+    )
+    interrupted = TurnFinished(2, "And exchanges?", "", "interrupted", None, {"transcribed": 1.0})
+    await run(record_turn, CALL_SID, interrupted, at + timedelta(seconds=20))
+    await run(answer_recorded, 2, "And exchanges?", at + timedelta(seconds=21))
+    hung_up = TurnFinished(
+        3, "Can I", "", "hung up", None, {"speech_ended": 1.0, "transcribed": 1.5}
+    )
+    await run(record_turn, CALL_SID, hung_up, at + timedelta(seconds=30))
+
+    [call] = (await api.get("/voice/calls")).json()["calls"]
+    assert [(t["turn"], t["outcome"], t["answer"]) for t in call["turns"]] == [
+        (1, "answered", "30 days from delivery [1]."),
+        (2, "interrupted", "30 days from delivery [1]."),
+        (3, "hung up", ""),
+    ]
+    assert call["turns"][0]["stages"]["answer_ms"] == 2250  # the call's, not the answer's
+    assert call["turns"][1]["stages"] == {}  # the call's: it reached no stage's end
+    assert call["turns"][2]["stages"] == {"transcript_ms": 500}
+    [listed] = (await api.get("/conversations", params={"channel": "voice"})).json()[
+        "conversations"
+    ]
+    assert listed["turn_count"] == 3 and listed["participant_hash"] == call["caller_hash"]
+    kept = (await api.get(f"/conversations/{listed['id']}")).json()
+    told = [{k: t[k] for k in ("turn", "question", "answer", "outcome")} for t in call["turns"]]
+    assert told == [
+        {k: t[k] for k in ("turn", "question", "answer", "outcome")} for t in kept["turns"]
+    ]
+    assert [t["stages"] for t in call["turns"]] == [t["timings"] for t in kept["turns"]]
+    assert kept["turns"][1]["citations"][0]["snippet"] == "Customers can return…"
+    count = "SELECT count(*) FROM conversation_turns"
+    assert await run(lambda conn: conn.execute(count).fetchone()[0]) == 3
+    # a follow-up is read with what the caller was answered: not the question never answered
+    history_read = await run(load_history, listed["id"])
+    assert [exchange.question for exchange in history_read] == [
+        "How long do I have?",
+        "And exchanges?",
+    ]
