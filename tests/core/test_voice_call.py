@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import pytest
 
+from ragcore.chat.history import place_key
 from ragcore.chat.pipeline import ChatAnswer
 from ragcore.voice.audio import FRAME_BYTES, SILENT_FRAME, encode
 from ragcore.voice.call import (
@@ -724,3 +726,34 @@ def test_after_the_end_what_was_still_under_way_is_taken_without_complaint() -> 
     ):
         assert phone.feed(event) == []
     assert phone.call.state is State.ENDED
+
+
+def test_a_question_is_numbered_as_its_conversations_turn_and_finished_there() -> None:
+    """The call numbers its questions after those its conversation already has (a stream
+    that reconnected); the question's Ask and its end carry that number, and its end is
+    that turn of the call's conversation, saying how it ended."""
+    phone = Phone()
+    phone.call = Call(GREETING, asked_before=2)
+    phone.greet()
+    ask = phone.ask("what are your hours")
+    assert ask.asked == 3
+    effects = phone.answer(ask, "Nine to five.")
+    effects += phone.feed(
+        Answered(ask.turn, ChatAnswer("Nine to five.", (), "support", "openai", "gpt"), phone.now)
+    )
+    [speak] = of(effects, Speak)
+    phone.synthesize(speak, tone(0.3))
+    phone.ticks(0.5)
+    effects = phone.play_marks()
+    [finish] = of(effects, FinishTurn)
+    assert finish.record.turn == 3
+    kept = finish.record.in_conversation("CA1", "+15551234567")
+    assert (kept.channel, kept.turn, kept.outcome) == ("voice", 3, "answered")
+    assert kept.continuation == place_key("voice", "CA1")
+    assert (kept.question, kept.answer, kept.participant) == (
+        "what are your hours",
+        "Nine to five.",
+        "+15551234567",
+    )
+    cut = attrs.evolve(finish.record, outcome="hung up", answer="", answer_detail=None)
+    assert cut.in_conversation("CA1", "").outcome == "hung up"
