@@ -16,6 +16,7 @@ import logging
 import math
 from collections.abc import Callable
 from contextlib import aclosing
+from functools import partial
 from typing import Any
 
 import attrs
@@ -38,6 +39,7 @@ from ragcore.voice.call import (
     CallEvent,
     Cancel,
     Ended,
+    FinishTurn,
     HangUp,
     Inbound,
     KeepListening,
@@ -45,7 +47,6 @@ from ragcore.voice.call import (
     Listen,
     ListenerFailed,
     MarkPlayed,
-    RecordTurn,
     SendAudio,
     SendClear,
     SendMark,
@@ -62,6 +63,7 @@ from ragcore.voice.call import (
     finish_within,
 )
 from ragcore.voice.greeting import greeting
+from ragio.chat import conversations
 from ragio.chat.policy import chat_policy
 from ragio.employees.profile import get_profile
 from ragio.employees.store import list_roles
@@ -113,10 +115,13 @@ class PhoneCall:
         start = await self._await_start()
         if start is None:
             return
-        self.call = Call(await self._greeting())
+        said = await self._greeting()
         self.role = await self._role()
         role = self.role.identifier if self.role else None
-        await self._record(calls.begin_call, start.call_sid, start.stream_sid, start.caller, role)
+        before = await self._record(
+            calls.begin_call, start.call_sid, start.stream_sid, start.caller, role
+        )
+        self.call = Call(said, asked_before=before or 0)
         reason = "stopped"
         try:
             async with trio.open_nursery() as nursery:
@@ -172,17 +177,21 @@ class PhoneCall:
                 self._to_listener(audio)
             case KeepListening():
                 self._to_listener(_KEEP_ALIVE)
-            case Ask(turn=turn, question=question):
-                self._begin_turn(turn, question)
+            case Ask(turn=turn, question=question, asked=asked):
+                self._begin_turn(turn, (question, asked))
             case Speak(turn=turn, part=part, text=text):
                 work = self._turns.get(turn) or self._begin_turn(turn, None)
                 work.speak.send_nowait((part, text))
             case Cancel(turn=turn):
                 if turn in self._turns:
                     self._turns.pop(turn).scope.cancel()
-            case RecordTurn(record=record):
-                call_sid = self.call.call_sid
-                self._nursery.start_soon(self._record, calls.record_turn, call_sid, record)
+            case FinishTurn(record=record):
+                # the turn of the call's conversation its answer recorded (or, never
+                # answered, is recorded now): how it ended, and its stage timings
+                kept = record.in_conversation(self.call.call_sid, self.call.caller)
+                retention = self.service.settings.conversation_retention_days
+                finish = partial(conversations.finish_turn, retention_days=retention)
+                self._nursery.start_soon(self._record, finish, kept, record.stages)
             case HangUp(reason=reason):
                 log.info("call %s: hanging up: %s", self.call.call_sid, reason)
                 self._hung_up = reason
@@ -309,8 +318,9 @@ class PhoneCall:
 
     # ------------------------------------------------------------ turns
 
-    def _begin_turn(self, turn: int, question: str | None) -> TurnWork:
-        """A turn's work in a scope of its own; the turns before it are over."""
+    def _begin_turn(self, turn: int, question: tuple[str, int] | None) -> TurnWork:
+        """A turn's work in a scope of its own; the turns before it are over. ``question``:
+        the question to answer and its number in the call (None: scripted words)."""
         assert self._nursery is not None
         for old in self._turns.values():
             old.scope.cancel()
@@ -324,17 +334,17 @@ class PhoneCall:
     async def _run_turn(
         self,
         turn: int,
-        question: str | None,
+        question: tuple[str, int] | None,
         scope: trio.CancelScope,
         sentences: trio.MemoryReceiveChannel[tuple[int, str]],
     ) -> None:
         with scope:
             async with trio.open_nursery() as nursery:
                 if question is not None:
-                    nursery.start_soon(self._answer, turn, question)
+                    nursery.start_soon(self._answer, turn, *question)
                 nursery.start_soon(self._say, turn, sentences)
 
-    async def _answer(self, turn: int, question: str) -> None:
+    async def _answer(self, turn: int, question: str, asked: int) -> None:
         caller = self.call.caller if self.call else ""
         # the call is a conversation: a follow-up is read with the turns before it
         sid = self.call.call_sid if self.call is not None else ""
@@ -347,14 +357,15 @@ class PhoneCall:
             user_identifier=caller or None,  # {caller}: the caller's number
         )
         place = history.place_key("voice", sid) if sid else None
-        asked = TurnRequest(request, "voice", caller, place=place, idle_minutes=0)
+        # recorded as the conversation's turn ``asked``, which the call's end of it finishes
+        kept = TurnRequest(request, "voice", caller, place=place, idle_minutes=0, turn=asked)
 
         async def piece(text: str) -> None:
             self.feed(AnswerPiece(turn, text, self.now()))
 
         policy = chat_policy(self.service)
         try:
-            outcome = await run(take_turn(asked, policy), self.service, on_delta=piece)
+            outcome = await run(take_turn(kept, policy), self.service, on_delta=piece)
         except Exception as error:  # every failure is said as an apology; the call goes on
             log.warning("call %s: answering failed: %s", self._sid(), error, exc_info=True)
             self.feed(AnswerFailed(turn, f"{type(error).__name__}: {error}", self.now()))
@@ -398,11 +409,12 @@ class PhoneCall:
             log.exception("call %s: the database failed", self._sid())
             return None
 
-    async def _record(self, function: Callable[..., Any], *args: Any) -> None:
+    async def _record(self, function: Callable[..., Any], *args: Any) -> Any:
         """Keep the call's record, even as the call ends around it (shielded, for at most
-        RECORD_SECONDS); a failure is logged and the call goes on."""
+        RECORD_SECONDS); a failure is logged (None) and the call goes on."""
         with trio.CancelScope(shield=True, deadline=trio.current_time() + RECORD_SECONDS):
-            await self._database(function, *args, self.service.clock.now())
+            return await self._database(function, *args, self.service.clock.now())
+        return None  # past RECORD_SECONDS
 
     def _sid(self) -> str:
         return self.call.call_sid if self.call is not None and self.call.call_sid else "?"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import pytest
 
+from ragcore.chat.history import place_key
 from ragcore.chat.pipeline import ChatAnswer
 from ragcore.voice.audio import FRAME_BYTES, SILENT_FRAME, encode
 from ragcore.voice.call import (
@@ -31,6 +33,7 @@ from ragcore.voice.call import (
     CallEvent,
     Cancel,
     Ended,
+    FinishTurn,
     HangUp,
     Inbound,
     KeepListening,
@@ -38,7 +41,6 @@ from ragcore.voice.call import (
     Listen,
     ListenerFailed,
     MarkPlayed,
-    RecordTurn,
     SendAudio,
     SendClear,
     SendMark,
@@ -156,7 +158,7 @@ def test_the_greeting_is_said_first_and_played_before_the_call_listens() -> None
     assert phone.marks == ["1.0"]  # after the last frame
     effects = phone.play_marks()
     assert phone.call.state is State.LISTENING
-    assert of(effects, RecordTurn) == []  # scripted words are not a question
+    assert of(effects, FinishTurn) == []  # scripted words are not a question
 
 
 def test_pacing_never_runs_more_than_the_lead_ahead_of_playback() -> None:
@@ -196,7 +198,7 @@ def test_a_question_is_answered_sentence_by_sentence_and_recorded_with_its_timin
     assert second.text == "Refunds take 5 days."
     phone.synthesize(second, tone(0.5))
     phone.ticks(1.2)
-    [record] = of(phone.play_marks(), RecordTurn)
+    [record] = of(phone.play_marks(), FinishTurn)
     assert record.record.outcome == "answered"
     assert record.record.turn == 1  # the first question; the greeting is not counted
     assert record.record.answer == answer.answer
@@ -219,7 +221,7 @@ def test_a_late_tick_that_lets_playback_run_dry_is_recorded_as_a_stall() -> None
     phone.ticks(2.0, frame=None)
     answer = ChatAnswer("We open at nine every weekday. [1]", (), "support", "x", "y")
     phone.feed(Answered(ask.turn, answer, phone.now))
-    [record] = of(phone.play_marks(), RecordTurn)
+    [record] = of(phone.play_marks(), FinishTurn)
     assert 230 <= record.record.stages["stalled_ms"] <= 270
 
 
@@ -244,7 +246,7 @@ def test_caller_speech_over_the_answer_clears_it_cancels_it_and_is_listened_to()
     effects = phone.say(tone(0.2, amplitude=8000, hertz=300))
     assert SendClear() in effects
     assert Cancel(ask.turn) in effects
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "interrupted"
     heard = of(effects, Listen)
     assert len(heard) >= BARGE_IN_FRAMES  # the words so far go to speech-to-text
@@ -348,7 +350,7 @@ def test_a_hang_up_mid_answer_cancels_the_turn_and_records_it() -> None:
     ask = phone.ask("what are your opening hours")
     effects = phone.feed(Ended("stop", phone.now))
     assert Cancel(ask.turn) in effects
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "hung up"
     assert phone.call.state is State.ENDED
     assert phone.ticks(1.0) == []
@@ -360,7 +362,7 @@ def test_a_failed_answer_is_apologised_for_and_the_call_goes_on() -> None:
     phone.greet()
     ask = phone.ask("what are your opening hours")
     effects = phone.feed(AnswerFailed(ask.turn, "every provider failed", phone.now))
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "failed"
     [apology] = of(effects, Speak)
     assert apology.text == APOLOGY
@@ -478,7 +480,7 @@ def test_a_stop_mid_answer_lets_the_sentence_being_heard_end_and_says_no_more_of
     assert phone.marks == [f"{ask.turn}.0"]
     effects = phone.play_marks()
     assert Cancel(ask.turn) in effects  # the model and the speech of the rest stop
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "interrupted"
     [closing] = of(effects, Speak)
     assert closed(phone, closing).reason == SHUTDOWN_REASON
@@ -498,7 +500,7 @@ def test_a_stop_while_the_answer_is_written_lets_its_first_sentence_be_said() ->
     phone.synthesize(first, tone(0.3))
     phone.ticks(0.8)
     effects = phone.play_marks()
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "interrupted"  # the second sentence was not said
     assert record.record.answer == text
     [closing] = of(effects, Speak)
@@ -517,7 +519,7 @@ def test_an_answer_said_whole_before_the_stop_is_recorded_as_answered() -> None:
     phone.ticks(0.4)
     effects = phone.play_marks()
     assert Cancel(ask.turn) not in effects
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "answered"
     [closing] = of(effects, Speak)
     closed(phone, closing)
@@ -554,7 +556,7 @@ def test_a_sentence_that_would_not_end_in_time_is_cut_for_the_closing_words() ->
     assert of(phone.ticks(0.9), Speak) == []
     effects = phone.ticks(0.2)
     assert SendClear() in effects and Cancel(ask.turn) in effects
-    [record] = of(effects, RecordTurn)
+    [record] = of(effects, FinishTurn)
     assert record.record.outcome == "interrupted"
     [closing] = of(effects, Speak)
     phone.marks.clear()  # the clear drops the first sentence's mark
@@ -724,3 +726,34 @@ def test_after_the_end_what_was_still_under_way_is_taken_without_complaint() -> 
     ):
         assert phone.feed(event) == []
     assert phone.call.state is State.ENDED
+
+
+def test_a_question_is_numbered_as_its_conversations_turn_and_finished_there() -> None:
+    """The call numbers its questions after those its conversation already has (a stream
+    that reconnected); the question's Ask and its end carry that number, and its end is
+    that turn of the call's conversation, saying how it ended."""
+    phone = Phone()
+    phone.call = Call(GREETING, asked_before=2)
+    phone.greet()
+    ask = phone.ask("what are your hours")
+    assert ask.asked == 3
+    effects = phone.answer(ask, "Nine to five.")
+    effects += phone.feed(
+        Answered(ask.turn, ChatAnswer("Nine to five.", (), "support", "openai", "gpt"), phone.now)
+    )
+    [speak] = of(effects, Speak)
+    phone.synthesize(speak, tone(0.3))
+    phone.ticks(0.5)
+    effects = phone.play_marks()
+    [finish] = of(effects, FinishTurn)
+    assert finish.record.turn == 3
+    kept = finish.record.in_conversation("CA1", "+15551234567")
+    assert (kept.channel, kept.turn, kept.outcome) == ("voice", 3, "answered")
+    assert kept.continuation == place_key("voice", "CA1")
+    assert (kept.question, kept.answer, kept.participant) == (
+        "what are your hours",
+        "Nine to five.",
+        "+15551234567",
+    )
+    cut = attrs.evolve(finish.record, outcome="hung up", answer="", answer_detail=None)
+    assert cut.in_conversation("CA1", "").outcome == "hung up"

@@ -389,3 +389,55 @@ async def test_a_caller_asking_for_their_order_hears_it_from_live_rows(
     assert turn["citations"][0]["document_name"] == "live data: Order status"
     runs = (await api.get("/live-actions/runs")).json()["runs"]
     assert [(r["channel"], r["outcome"], r["row_count"]) for r in runs] == [("voice", "ran", 1)]
+
+
+def same_story(call: dict[str, Any], conversation: dict[str, Any]) -> None:
+    """GET /voice/calls and GET /conversations/{id} tell one call's turns alike."""
+    told = [
+        (t["turn"], t["question"], t["answer"], t["outcome"], t["stages"], t["created_at"])
+        for t in call["turns"]
+    ]
+    kept = [
+        (t["turn"], t["question"], t["answer"], t["outcome"], t["timings"], t["created_at"])
+        for t in conversation["turns"]
+    ]
+    assert told == kept
+    cited = [[c["document_name"] for c in t["citations"]] for t in call["turns"]]
+    assert cited == [[c["document_name"] for c in t["citations"]] for t in conversation["turns"]]
+
+
+async def test_a_calls_turn_is_stored_once_and_both_readings_agree(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    """Each question is one row of the call's conversation, answered by the turn pipeline
+    and finished by the call (the interrupted one too), and GET /voice/calls and GET
+    /conversations/{id} read the same rows."""
+    question = await spoken(QUESTION)
+    interruption = await spoken("Can I get a refund")
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await trio.sleep(1.0)  # the answer is playing
+        await phone.say(interruption)
+        await phone.wait_for_audio(30, after=len(phone.heard))  # the new answer
+        await phone.wait_until_quiet(1000, 30)
+        await phone.wait_until_played(10)
+        await phone.hang_up()
+    [recorded] = await recorded_calls(api, voice)
+    assert [(t["turn"], t["outcome"]) for t in recorded["turns"]] == [
+        (1, "interrupted"),
+        (2, "answered"),
+    ]
+    first = recorded["turns"][0]
+    assert first["answer"] and first["stages"]["first_frame_ms"] >= 0  # both halves in it
+    [conversation] = (await api.get("/conversations", params={"channel": "voice"})).json()[
+        "conversations"
+    ]
+    assert conversation["turn_count"] == 2
+    kept = (await api.get(f"/conversations/{conversation['id']}")).json()
+    same_story(recorded, kept)
+    rows = await voice.service.database.run(
+        lambda conn: conn.execute("SELECT count(*) FROM conversation_turns").fetchone()[0]
+    )
+    assert rows == 2

@@ -1,7 +1,8 @@
 """The voice channel over HTTP, on the served app: the phone number's voice webhook
 (signed by the telephony provider's own RequestValidator) answers with the markup that
 opens the media stream, from each source of its URL, and every way it is refused; and
-GET /voice/calls lists the calls written by ragio.voice.calls."""
+GET /voice/calls lists the calls written by ragio.voice.calls, each with its conversation's
+turns as the call finishes them (ragio.chat.conversations.finish_turn)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 from twilio.request_validator import RequestValidator
 
+from ragcore.chat import history
 from ragcore.chat.citations import Citation
-from ragcore.chat.pipeline import ChatAnswer
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.employees.learning import asker_hash
-from ragcore.voice.call import TurnRecord
-from ragio.voice.calls import RETENTION, begin_call, end_call, record_turn
+from ragcore.voice.call import TurnFinished
+from ragio.chat.conversations import finish_turn, load_history
+from ragio.chat.conversations import record_turn as record_conversation_turn
+from ragio.voice.calls import RETENTION, begin_call, end_call
 
 SID = "AC" + "0123456789abcdef" * 2
 AUTH_TOKEN = "f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8"
@@ -247,7 +251,13 @@ async def test_the_webhook_needs_no_api_key(api):
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 
 
-def answered(turn: int, question: str, answer: str, outcome: str = "answered") -> TurnRecord:
+def record_turn(conn: Any, call_sid: str, record: TurnFinished, now: datetime) -> int:
+    """The call's end of a turn, as voiceio carries it out (``FinishTurn``)."""
+    kept = record.in_conversation(call_sid, CALLER)
+    return finish_turn(conn, kept, record.stages, now, retention_days=90)
+
+
+def answered(turn: int, question: str, answer: str, outcome: str = "answered") -> TurnFinished:
     detail = ChatAnswer(
         answer=answer,
         citations=(Citation(1, 7, "refunds.md", 11, "Customers can return…", 0.5, ("Returns",)),),
@@ -258,7 +268,7 @@ def answered(turn: int, question: str, answer: str, outcome: str = "answered") -
     )
     times = {"speech_ended": 10.0, "transcribed": 10.25, "first_sentence": 11.0}
     times |= {"first_audio": 11.2, "first_frame": 11.21, "answered": 12.5}
-    return TurnRecord(turn, question, answer, outcome, detail, times)
+    return TurnFinished(turn, question, answer, outcome, detail, times)
 
 
 async def served_schema(api, pointer: str) -> Draft202012Validator:
@@ -275,7 +285,7 @@ async def test_calls_are_listed_newest_first_with_their_turns(api, service):
     await run(begin_call, "CA-new", "MZ-1", CALLER, "support", START + timedelta(hours=1))
     # the greeting (turn 1) is not recorded; a turn whose answer failed has no answer
     times = {"speech_ended": 5.0, "transcribed": 5.3}
-    failed = TurnRecord(2, "Do you ship to Mars?", "", "failed", None, times)
+    failed = TurnFinished(2, "Do you ship to Mars?", "", "failed", None, times)
     await run(record_turn, "CA-new", failed, START + timedelta(hours=1, seconds=6))
     # recorded out of order, then turn 4 recorded again: replaced, not doubled
     later = answered(4, "And exchanges?", "Within 30 days too [1].", "interrupted")
@@ -360,7 +370,7 @@ async def test_a_reconnecting_stream_keeps_its_call(api, service):
     assert [t["question"] for t in call["turns"]] == ["Hours?"]
 
 
-async def test_a_turn_of_a_call_never_begun_is_not_recorded(api, service):
+async def test_a_turn_of_a_call_never_begun_is_not_listed(api, service):
     await service.database.run(record_turn, "CA-unknown", answered(1, "Hi?", "Hello."), START)
     assert (await api.get("/voice/calls")).json() == {"calls": [], "next_before": None}
 
@@ -423,3 +433,73 @@ async def test_the_calls_need_the_api_key_when_one_is_set(api):
     response = await api.get("/voice/calls", headers={"X-API-Key": API_KEY})
     assert response.status_code == 200
     assert response.json() == {"calls": [], "next_before": None}
+
+
+async def test_a_calls_turn_is_one_row_whichever_of_its_writers_comes_first(api, service):
+    """A question is recorded by its answer (the turn pipeline's RecordTurn, at the call's
+    question number) and finished by the call (FinishTurn): in either order, one row of
+    the call's conversation; a question never answered is one row too. GET /voice/calls
+    and GET /conversations/{id} read the same rows."""
+    run = service.database.run
+    await run(begin_call, CALL_SID, "MZ-1", CALLER, "support", START)
+
+    def answer_recorded(conn: Any, turn: int, question: str, at: datetime) -> int:
+        said = answered(turn, question, "30 days from delivery [1].").answer_detail
+        record = history.turn_record(
+            "voice",
+            None,
+            ChatRequest(question),
+            said,
+            participant=CALLER,
+            key=history.place_key("voice", CALL_SID),
+            started=at - timedelta(seconds=2),
+            turn=turn,
+        )
+        return record_conversation_turn(conn, record, at, 90)
+
+    # 1: answered, then finished; 2: finished (interrupted before its answer came back),
+    # then its answer recorded after all; 3: the caller hung up before any answer
+    at = START + timedelta(seconds=10)
+    await run(answer_recorded, 1, "How long do I have?", at)
+    await run(
+        record_turn,
+        CALL_SID,
+        answered(1, "How long do I have?", "30 days from delivery [1]."),
+        at + timedelta(seconds=5),
+    )
+    interrupted = TurnFinished(2, "And exchanges?", "", "interrupted", None, {"transcribed": 1.0})
+    await run(record_turn, CALL_SID, interrupted, at + timedelta(seconds=20))
+    await run(answer_recorded, 2, "And exchanges?", at + timedelta(seconds=21))
+    hung_up = TurnFinished(
+        3, "Can I", "", "hung up", None, {"speech_ended": 1.0, "transcribed": 1.5}
+    )
+    await run(record_turn, CALL_SID, hung_up, at + timedelta(seconds=30))
+
+    [call] = (await api.get("/voice/calls")).json()["calls"]
+    assert [(t["turn"], t["outcome"], t["answer"]) for t in call["turns"]] == [
+        (1, "answered", "30 days from delivery [1]."),
+        (2, "interrupted", "30 days from delivery [1]."),
+        (3, "hung up", ""),
+    ]
+    assert call["turns"][0]["stages"]["answer_ms"] == 2250  # the call's, not the answer's
+    assert call["turns"][1]["stages"] == {}  # the call's: it reached no stage's end
+    assert call["turns"][2]["stages"] == {"transcript_ms": 500}
+    [listed] = (await api.get("/conversations", params={"channel": "voice"})).json()[
+        "conversations"
+    ]
+    assert listed["turn_count"] == 3 and listed["participant_hash"] == call["caller_hash"]
+    kept = (await api.get(f"/conversations/{listed['id']}")).json()
+    told = [{k: t[k] for k in ("turn", "question", "answer", "outcome")} for t in call["turns"]]
+    assert told == [
+        {k: t[k] for k in ("turn", "question", "answer", "outcome")} for t in kept["turns"]
+    ]
+    assert [t["stages"] for t in call["turns"]] == [t["timings"] for t in kept["turns"]]
+    assert kept["turns"][1]["citations"][0]["snippet"] == "Customers can return…"
+    count = "SELECT count(*) FROM conversation_turns"
+    assert await run(lambda conn: conn.execute(count).fetchone()[0]) == 3
+    # a follow-up is read with what the caller was answered: not the question never answered
+    history_read = await run(load_history, listed["id"])
+    assert [exchange.question for exchange in history_read] == [
+        "How long do I have?",
+        "And exchanges?",
+    ]

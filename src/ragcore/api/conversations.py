@@ -29,13 +29,21 @@ class ConversationTurn:
         str | None, described("the standalone question searched for a follow-up; null: as asked")
     ]
     answer: str
-    outcome: Literal["answered", "not_found", "limited", "failed"]
+    outcome: Annotated[
+        Literal["answered", "not_found", "limited", "failed", "interrupted", "hung up"],
+        described("on a call, also how its turn ended (interrupted, hung up)"),
+    ]
     citations: list[Citation]
     role: str | None
     provider: Annotated[str | None, described("null when no provider was asked")]
     model: str | None
     language: str | None
-    timings: Annotated[dict[str, int], described("milliseconds: answer_ms, the whole turn")]
+    timings: Annotated[
+        dict[str, int],
+        described(
+            "milliseconds: answer_ms, the whole turn; on a call, the stages of GET /voice/calls"
+        ),
+    ]
     created_at: datetime
 
 

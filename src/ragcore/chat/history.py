@@ -1,7 +1,9 @@
 """What is kept of a conversation's turn, and how a conversation is found again.
 
 A turn is recorded with its ``outcome``: ``answered``, ``not_found`` (the documents do
-not say), ``limited`` (a token budget) or ``failed``. A conversation is found again by
+not say), ``limited`` (a token budget) or ``failed``; on a call, the call's end of the
+turn (``ragcore.voice.call.FinishTurn``) may make it ``interrupted`` or ``hung up``, or
+``failed`` when its speech failed. A conversation is found again by
 its ``continuation`` key: on a text channel, the chat it takes place in, while its last
 turn is less than ``IDLE_MINUTES`` old; on a call, the call; for a client that sends the
 whole history with every request (the OpenAI protocol), the hash of the exchanges as
@@ -32,7 +34,10 @@ IDLE_MINUTES = 30
 class TurnRecord:
     """One turn to record. ``conversation_id`` None begins a conversation on ``channel``;
     ``continuation`` is the key it is found again by after this turn; ``started``, when
-    the turn began (the time it took, ``answer_ms``, is measured to its recording)."""
+    the turn began (the time it took, ``answer_ms``, is measured to its recording);
+    ``turn``, its number in the conversation when the channel numbers its turns itself (a
+    call: the question's number, so the call's own end of the turn finds it), else the
+    next."""
 
     channel: str
     conversation_id: int | None
@@ -48,6 +53,7 @@ class TurnRecord:
     participant: str | None = None
     continuation: str | None = None
     started: datetime | None = None
+    turn: int | None = None
 
 
 @attrs.frozen
@@ -113,6 +119,7 @@ def turn_record(
     participant: str | None = None,
     key: str | None = None,
     started: datetime | None = None,
+    turn: int | None = None,
 ) -> TurnRecord:
     """The record of ``request``'s turn: answered with ``outcome``, or failed (None).
     ``key``: the conversation's continuation key; None keeps the exchanges' hash."""
@@ -127,6 +134,7 @@ def turn_record(
             participant=participant,
             continuation=key if key is not None else continuation(request.history),
             started=started,
+            turn=turn,
         )
     exchanges = [
         *request.history,
@@ -147,4 +155,5 @@ def turn_record(
         participant=participant,
         continuation=key if key is not None else continuation(exchanges),
         started=started,
+        turn=turn,
     )

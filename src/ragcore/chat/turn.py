@@ -49,7 +49,8 @@ class TurnRequest:
     never a new conversation), the one taking place at ``place`` (a chat or a call: its
     ``place_key``) while its last turn is under ``idle_minutes`` old (0: however old), or
     else the one whose exchanges are the history the client sent with the question
-    (``request.history``, the OpenAI protocol; none: the turn begins a conversation)."""
+    (``request.history``, the OpenAI protocol; none: the turn begins a conversation).
+    ``turn``: its number in the conversation, when the channel numbers them (a call)."""
 
     request: ChatRequest
     channel: str
@@ -57,6 +58,7 @@ class TurnRequest:
     conversation_id: int | None = None
     place: str | None = None
     idle_minutes: int = IDLE_MINUTES
+    turn: int | None = None
 
     @property
     def history_sent(self) -> bool:
@@ -146,6 +148,7 @@ def _record(
         participant=turn.participant,
         key=turn.place,
         started=ongoing.started if ongoing is not None else None,
+        turn=turn.turn,
     )
     try:
         conversation_id: int = yield RecordTurn(record)

@@ -40,7 +40,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ragcore.chat.pipeline import ChatAnswer
+from ragcore.chat import history
+from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, SILENT_BYTE, level_db
 from ragcore.voice.echo import EchoGuard
 from ragcore.voice.speech import SentenceSplitter
@@ -270,8 +271,12 @@ class KeepListening:
 
 @attrs.frozen
 class Ask:
+    """Answer ``question``: the call's question number ``asked``, which is its turn's
+    number in the call's conversation (``TurnFinished.turn``)."""
+
     turn: int
     question: str
+    asked: int
 
 
 @attrs.frozen
@@ -292,8 +297,8 @@ class Cancel:
 
 
 @attrs.frozen
-class TurnRecord:
-    """One question and what came of it, for ``GET /voice/calls``. Times are seconds of
+class TurnFinished:
+    """One question and how its turn ended, for ``GET /voice/calls``. Times are seconds of
     the call's clock; ``stages`` has the milliseconds each stage took."""
 
     turn: int  # the question's number in the call: 1, 2, … (scripted words not counted)
@@ -327,10 +332,28 @@ class TurnRecord:
             stages["stalled_ms"] = round(self.stalled * 1000)
         return stages
 
+    def in_conversation(self, call_sid: str, caller: str) -> history.TurnRecord:
+        """This turn as the turn ``self.turn`` of the call's conversation (channel
+        ``voice``, found by the call's place key): what the answer said when one came, and
+        how the turn ended; ``answered`` keeps the answer's own ``not_found`` or
+        ``limited``. The turn's times are its ``stages``, kept beside it."""
+        kept = history.turn_record(
+            "voice",
+            None,
+            ChatRequest(self.question),
+            self.answer_detail,
+            participant=caller,
+            key=history.place_key("voice", call_sid),
+            turn=self.turn,
+        )
+        return kept if self.outcome == "answered" else attrs.evolve(kept, outcome=self.outcome)
+
 
 @attrs.frozen
-class RecordTurn:
-    record: TurnRecord
+class FinishTurn:
+    """A question's turn is over: keep how it ended (``record``)."""
+
+    record: TurnFinished
 
 
 @attrs.frozen
@@ -348,7 +371,7 @@ CallEffect: TypeAlias = (
     | Ask
     | Speak
     | Cancel
-    | RecordTurn
+    | FinishTurn
     | HangUp
 )
 
@@ -381,7 +404,9 @@ class Turn:
 class Call:
     """One call's state. ``receive`` is the only way in."""
 
-    def __init__(self, greeting: str) -> None:
+    def __init__(self, greeting: str, asked_before: int = 0) -> None:
+        """``asked_before``: the questions the call's conversation already has (a media
+        stream that reconnected mid-call); its questions are numbered after them."""
         self.greeting = greeting
         self.state = State.CONNECTING
         self.stream_sid = ""
@@ -389,7 +414,7 @@ class Call:
         self.caller = ""
         self.turn: Turn | None = None
         self._turns = 0
-        self._questions = 0
+        self._questions = asked_before
         self._queue: deque[bytes | str] = deque()  # frames, and mark names between them
         self._partial = b""  # speech audio short of a whole frame
         self._sent_until = 0.0  # when what was sent will have played
@@ -579,7 +604,7 @@ class Call:
         self._questions += 1
         turn.asked = self._questions
         turn.times.update(speech_ended=min(self._last_speech or at, at), transcribed=at)
-        return [Ask(turn.number, question)]
+        return [Ask(turn.number, question, turn.asked)]
 
     # ------------------------------------------------------------ the answer
 
@@ -702,7 +727,7 @@ class Call:
         self.turn = None
         effects: list[Any] = [Cancel(turn.number)] if cut else []
         if turn.question is not None:
-            effects.append(RecordTurn(_record(turn, "interrupted" if cut else "answered")))
+            effects.append(FinishTurn(_record(turn, "interrupted" if cut else "answered")))
         if turn.hang_up:
             self.state = State.ENDED
             return effects + [
@@ -752,7 +777,7 @@ class Call:
         self._sent_until = at
         turn.times["finished"] = at
         if turn.question is not None:
-            effects.append(RecordTurn(_record(turn, outcome)))
+            effects.append(FinishTurn(_record(turn, outcome)))
         self.turn = None
         self.state = State.LISTENING
         self._quiet_since = at
@@ -773,9 +798,9 @@ def _hang_up_reason(turn: Turn, reason: str) -> str:
     return SHUTDOWN_REASON if turn.shutdown else reason
 
 
-def _record(turn: Turn, outcome: str) -> TurnRecord:
+def _record(turn: Turn, outcome: str) -> TurnFinished:
     answer = turn.answer.answer if turn.answer is not None else ""
-    return TurnRecord(
+    return TurnFinished(
         turn.asked, turn.question or "", answer, outcome, turn.answer, turn.times, turn.stalled
     )
 

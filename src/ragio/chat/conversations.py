@@ -2,7 +2,11 @@
 for follow-up questions and for ``GET /conversations``.
 
 A turn is recorded once it is answered (or failed): a conversation is begun with its
-first turn, so a request that never got that far leaves nothing. Conversations are kept
+first turn, so a request that never got that far leaves nothing. A call numbers its turns
+itself (its questions): each is recorded once, by whichever comes first of its answer
+(``record_turn``) and the call's end of the turn (``finish_turn``: how the turn ended and
+its stage timings; a question never answered is recorded then), the other completing the
+same row. Conversations are kept
 ``CONVERSATION_RETENTION_DAYS`` (0: until deleted); older ones, with their turns, are
 deleted when one begins. Who asked is kept only as a hash.
 
@@ -42,7 +46,7 @@ def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchang
             )
         rows = conn.execute(
             """SELECT question, answer, search_question FROM conversation_turns
-                WHERE conversation_id = %s AND outcome <> 'failed'
+                WHERE conversation_id = %s AND outcome <> 'failed' AND answer <> ''
                 ORDER BY turn DESC LIMIT %s""",
             (conversation_id, HISTORY_LOADED),
         ).fetchall()
@@ -84,12 +88,15 @@ def record_turn(
 ) -> int:
     """Record the turn, beginning its conversation when it has none (and deleting those
     older than ``retention_days`` on the way); the conversation's id. A conversation
-    deleted meanwhile is begun again."""
-    who = record.participant
-    participant = asker_hash(f"{record.channel}:{who}") if who else None
+    deleted meanwhile is begun again. A numbered turn (``record.turn``) is recorded at its
+    number; when the call's end of it came first, how it ended stands (an interrupted,
+    hung up or failed turn stays so, with the call's timings) and the answer fills in."""
     timings = {}
     if record.started is not None:
         timings["answer_ms"] = max(0, round((now - record.started).total_seconds() * 1000))
+    if record.turn is not None:
+        return _numbered(conn, record, timings, now, retention_days, final=False)
+    participant = _participant(record)
     with conn.transaction():
         row = None
         if record.conversation_id is not None:
@@ -124,6 +131,137 @@ def record_turn(
             (
                 conversation_id,
                 turn,
+                record.question,
+                record.search_question,
+                record.answer,
+                record.outcome,
+                Jsonb(record.citations),
+                record.role,
+                record.provider,
+                record.model,
+                record.language,
+                Jsonb(timings),
+                now,
+            ),
+        )
+    return conversation_id
+
+
+def finish_turn(
+    conn: psycopg.Connection,
+    record: TurnRecord,
+    timings: dict[str, int],
+    now: datetime,
+    retention_days: int,
+) -> int:
+    """The channel's end of the numbered turn ``record.turn`` (a call's question): how it
+    ended (``record.outcome``; ``answered`` keeps the answer's own ``not_found`` or
+    ``limited``) and ``timings``, the turn's stage timings, which replace those of its
+    answer. The turn is recorded when its answer was not (never answered, or not yet:
+    the answer then fills it in); otherwise what the answer recorded stands, and an
+    answer the row lacks is filled in. The conversation's id."""
+    return _numbered(conn, record, timings, now, retention_days, final=True)
+
+
+#: advisory lock class for a keyed conversation's beginning (with ``hashtext`` of its key)
+BEGIN_LOCK_CLASS = 0x636F6E76  # "conv"
+_COLUMNS = (
+    "question",
+    "search_question",
+    "answer",
+    "citations",
+    "role",
+    "provider",
+    "model",
+    "language",
+)
+#: on a numbered turn recorded again: the answer's record fills in the call's end of the
+#: turn (whose outcome, when not answered, and timings stand); the call's end keeps the
+#: answer's record (filled in where it has no answer), with its outcome and timings
+_ANSWER_MERGE = (
+    ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS)
+    + """,
+    outcome = CASE WHEN conversation_turns.outcome IN ('interrupted', 'hung up', 'failed')
+                   THEN conversation_turns.outcome ELSE EXCLUDED.outcome END"""
+)
+_FINISH_MERGE = (
+    ", ".join(
+        f"{c} = CASE WHEN conversation_turns.answer = '' THEN EXCLUDED.{c} "
+        f"ELSE conversation_turns.{c} END"
+        for c in _COLUMNS
+    )
+    + """,
+    outcome = CASE WHEN EXCLUDED.outcome = 'answered'
+                        AND conversation_turns.outcome IN ('not_found', 'limited')
+                   THEN conversation_turns.outcome ELSE EXCLUDED.outcome END,
+    timings = EXCLUDED.timings"""
+)
+
+
+def _participant(record: TurnRecord) -> str | None:
+    who = record.participant
+    return asker_hash(f"{record.channel}:{who}") if who else None
+
+
+def _numbered(
+    conn: psycopg.Connection,
+    record: TurnRecord,
+    timings: dict[str, int],
+    now: datetime,
+    retention_days: int,
+    *,
+    final: bool,
+) -> int:
+    """Record the numbered turn in the conversation keyed ``record.continuation`` on its
+    channel (however old: a call's), begun when there is none; the two writers of one
+    turn (its answer, the call's end of it: ``final``) take turns beginning it, so a call
+    has one conversation."""
+    assert record.turn is not None and record.continuation is not None
+    with conn.transaction():
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+            (BEGIN_LOCK_CLASS, f"{record.channel}:{record.continuation}"),
+        )
+        conversation_id = find_continued(conn, record.channel, record.continuation)
+        if conversation_id is None:
+            if retention_days > 0:
+                conn.execute(
+                    "DELETE FROM conversations WHERE updated_at < %s",
+                    (now - timedelta(days=retention_days),),
+                )
+            row = conn.execute(
+                """INSERT INTO conversations (channel, role, participant_hash, continuation,
+                                              started_at, updated_at, turn_count)
+                   VALUES (%s, %s, %s, %s, %s, %s, 0)
+                RETURNING id""",
+                (
+                    record.channel,
+                    record.role,
+                    _participant(record),
+                    record.continuation,
+                    now,
+                    now,
+                ),
+            ).fetchone()
+            assert row is not None
+            conversation_id = int(row[0])
+        conn.execute(
+            """UPDATE conversations
+                  SET turn_count = GREATEST(turn_count, %s), updated_at = %s,
+                      role = COALESCE(%s, role)
+                WHERE id = %s""",
+            (record.turn, now, record.role, conversation_id),
+        )
+        conn.execute(
+            f"""INSERT INTO conversation_turns
+                    (conversation_id, turn, question, search_question, answer, outcome,
+                     citations, role, provider, model, language, timings, created_at)
+                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                ON CONFLICT (conversation_id, turn) DO UPDATE
+                   SET {_FINISH_MERGE if final else _ANSWER_MERGE}""",
+            (
+                conversation_id,
+                record.turn,
                 record.question,
                 record.search_question,
                 record.answer,

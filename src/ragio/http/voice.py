@@ -4,8 +4,9 @@ The webhook is verified like /webhook/whatsapp (the provider's signature, never 
 key); it answers a call with the connect-stream markup that opens the media stream to
 the voice server (``ragcore.voice.media``), passing the caller and the call id along as
 ``<Parameter>``s: the provider hands them to the stream's ``start`` message as
-``customParameters``. The voice server records each call and its turns
-(``ragio.voice.calls``); GET /voice/calls reads them.
+``customParameters``. The voice server records each call (``ragio.voice.calls``) and
+its turns, as the turns of the call's conversation (``ragio.chat.conversations``); GET
+/voice/calls reads them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""The voice channel's calls and their turns (tables ``voice_calls`` and ``voice_turns``),
-for ``GET /voice/calls``.
+"""The voice channel's calls (table ``voice_calls``), and ``GET /voice/calls``: each
+call with its turns.
 
-A call is begun when its media stream starts, each question is recorded as a turn
-when it is over (answered, interrupted, failed or hung up), and the call is ended when
-its stream stops. The caller's number is kept only as a hash. Calls are kept for
-``RETENTION``: older ones, with their turns, are deleted when a call begins.
+A call is begun when its media stream starts and ended when its stream stops. Its turns
+are the turns of its conversation (``ragio.chat.conversations``: channel ``voice``, found
+by the call's place key, ``ragcore.chat.history.place_key("voice", call_sid)``), each
+question kept once: recorded when answered, finished (how it ended, its stage timings)
+when the call's turn is over. The caller's number is kept only as a hash. Calls are kept
+for ``RETENTION``: older ones are deleted when a call begins (their conversations are kept
+as long as conversations are, ``CONVERSATION_RETENTION_DAYS``).
 
 Each function takes a psycopg connection first and the time (``now``) from its caller;
 run them with ``await svc.database.run(fn, *args)``.
@@ -16,12 +19,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
+from ragcore.chat.history import place_key
 from ragcore.employees.learning import asker_hash
-from ragcore.voice.call import TurnRecord
 
-#: how long a call and its turns are kept
+#: how long a call is kept
 RETENTION = timedelta(days=90)
 
 
@@ -37,10 +39,12 @@ def begin_call(
     caller: str,
     role: str | None,
     now: datetime,
-) -> None:
+) -> int:
     """Record a call whose media stream has started. The same ``call_sid`` again (the
     stream reconnected during the call) keeps the row: its new ``stream_sid`` is stored
-    and the call is open again. Calls older than ``RETENTION`` are deleted on the way."""
+    and the call is open again. Calls older than ``RETENTION`` are deleted on the way.
+    The number of the call's latest turn so far (0: none; more after a reconnect): its
+    next questions are numbered after it."""
     with conn.transaction():
         conn.execute(
             """INSERT INTO voice_calls (call_sid, stream_sid, caller_hash, role, started_at)
@@ -53,57 +57,13 @@ def begin_call(
             (call_sid, stream_sid, caller_hash(caller), role, now),
         )
         conn.execute("DELETE FROM voice_calls WHERE started_at < %s", (now - RETENTION,))
-
-
-def record_turn(conn: psycopg.Connection, call_sid: str, record: TurnRecord, now: datetime) -> None:
-    """Record one turn of the call, or replace it when recorded before (its
-    ``created_at`` is kept). The answer's citations, role, provider, model and language
-    come from ``record.answer_detail`` (all empty when no answer came). A turn of a call
-    never begun (or already deleted) is not recorded."""
-    detail = record.answer_detail
-    citations = (
-        [
-            {
-                "number": c.number,
-                "document_id": c.document_id,
-                "document_name": c.document_name,
-                "live_action_id": c.live_action_id,
-            }
-            for c in detail.citations
-        ]
-        if detail is not None
-        else []
-    )
-    conn.execute(
-        """INSERT INTO voice_turns (call_id, turn, question, answer, outcome, citations, role,
-                                    provider, model, language, stages, created_at)
-           SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
-             FROM voice_calls WHERE call_sid = %s
-           ON CONFLICT (call_id, turn) DO UPDATE
-              SET question = EXCLUDED.question,
-                  answer = EXCLUDED.answer,
-                  outcome = EXCLUDED.outcome,
-                  citations = EXCLUDED.citations,
-                  role = EXCLUDED.role,
-                  provider = EXCLUDED.provider,
-                  model = EXCLUDED.model,
-                  language = EXCLUDED.language,
-                  stages = EXCLUDED.stages""",
-        (
-            record.turn,
-            record.question,
-            record.answer,
-            record.outcome,
-            Jsonb(citations),
-            detail.role if detail is not None else None,
-            detail.provider if detail is not None else None,
-            detail.model if detail is not None else None,
-            detail.language if detail is not None else None,
-            Jsonb(record.stages),
-            now,
-            call_sid,
-        ),
-    )
+        row = conn.execute(
+            """SELECT max(t.turn) FROM conversations c
+                 JOIN conversation_turns t ON t.conversation_id = c.id
+                WHERE c.channel = 'voice' AND c.continuation = %s""",
+            (place_key("voice", call_sid),),
+        ).fetchone()
+    return int(row[0] or 0) if row is not None else 0
 
 
 def end_call(conn: psycopg.Connection, call_sid: str, reason: str, now: datetime) -> None:
@@ -118,6 +78,7 @@ def end_call(conn: psycopg.Connection, call_sid: str, reason: str, now: datetime
 
 
 _CALL_COLUMNS = ("id", "call_sid", "caller_hash", "role", "started_at", "ended_at", "end_reason")
+#: a turn as ``GET /voice/calls`` shows it, from the conversation's turn
 _TURN_COLUMNS = (
     "turn",
     "question",
@@ -128,16 +89,20 @@ _TURN_COLUMNS = (
     "provider",
     "model",
     "language",
-    "stages",
+    "timings",
     "created_at",
 )
+#: a citation's fields shown (the conversation keeps the whole citation)
+_CITATION_FIELDS = ("number", "document_id", "document_name", "live_action_id")
 
 
 def recent_calls(
     conn: psycopg.Connection, limit: int, before: int | None = None
 ) -> list[dict[str, Any]]:
-    """At most ``limit`` calls, newest first, each with its ``turns`` in order; with
-    ``before`` (a call's ``id``), the calls that began before that one."""
+    """At most ``limit`` calls, newest first, each with its ``turns`` in order (its
+    conversation's); with ``before`` (a call's ``id``), the calls that began before that
+    one. A turn's ``stages`` are its timings; an answered turn is ``answered`` however its
+    answer went (the conversation tells ``not_found`` and ``limited`` apart)."""
     with conn.transaction():  # the calls and their turns as of one moment
         rows = conn.execute(
             f"""SELECT {", ".join(_CALL_COLUMNS)} FROM voice_calls
@@ -149,12 +114,26 @@ def recent_calls(
             {"before": before, "limit": limit},
         ).fetchall()
         calls = [{**dict(zip(_CALL_COLUMNS, row, strict=True)), "turns": []} for row in rows]
-        by_id = {call["id"]: call for call in calls}
+        by_key = {place_key("voice", call["call_sid"]): call for call in calls}
         turns = conn.execute(
-            f"""SELECT call_id, {", ".join(_TURN_COLUMNS)} FROM voice_turns
-                 WHERE call_id = ANY(%s) ORDER BY call_id, turn""",
-            (list(by_id),),
+            f"""SELECT c.continuation, {", ".join(f"t.{column}" for column in _TURN_COLUMNS)}
+                  FROM conversations c JOIN conversation_turns t ON t.conversation_id = c.id
+                 WHERE c.id IN (SELECT DISTINCT ON (continuation) id FROM conversations
+                                 WHERE channel = 'voice' AND continuation = ANY(%s)
+                                 ORDER BY continuation, updated_at DESC, id DESC)
+                 ORDER BY c.continuation, t.turn""",
+            (list(by_key),),
         ).fetchall()
-    for call_id, *turn in turns:
-        by_id[call_id]["turns"].append(dict(zip(_TURN_COLUMNS, turn, strict=True)))
+    for key, *turn in turns:
+        by_key[key]["turns"].append(_voice_turn(dict(zip(_TURN_COLUMNS, turn, strict=True))))
     return calls
+
+
+def _voice_turn(turn: dict[str, Any]) -> dict[str, Any]:
+    """A conversation's turn as a call's (``ragcore.api.voice.VoiceTurn``)."""
+    shown = {column: turn[column] for column in _TURN_COLUMNS if column != "timings"}
+    shown["citations"] = [{f: c.get(f) for f in _CITATION_FIELDS} for c in turn["citations"]]
+    if turn["outcome"] in ("not_found", "limited"):
+        shown["outcome"] = "answered"
+    shown["stages"] = turn["timings"]
+    return shown
