@@ -1,7 +1,19 @@
-"""The answers the docs show are the answers the service gives: the README's quick start
-is run against the real service and its answer compared whole with the README's; the
-/chat and /chat/stream examples of docs/api.md are that same answer. The scores the
-docs state follow the fusion constant (``RRF_K``)."""
+"""The answers the docs show are the answers the service gives. Every ```json block of
+README.md and docs/api.md is tied, by an HTML comment right before it, to what it shows:
+
+- ``<!-- example: POST /documents 201 -->``: an answer of that operation and status;
+- ``<!-- example: POST /actions request -->``: a request body of that operation;
+- ``<!-- example: problem -->``: a problem+json body of no route in particular;
+- ``<!-- example: workflow call -->``: the body a workflow receives;
+
+with ``, abbreviated`` when it leaves something out (a bare ``…`` in a list: more items;
+in an object, or a ``"…": "…"`` member: other members) and ``, lines`` for one JSON
+value a line. A block without a tie fails, so no example goes in unchecked. Each is
+valid against the schema the running service serves for it, and the answers a test
+can produce cheaply are produced: the example has the members of a real answer, at
+every depth (the values may differ). The README's quick start is run and its answer
+compared whole, as are the /chat and /chat/stream examples of docs/api.md. The scores
+the docs state follow the fusion constant (``RRF_K``)."""
 
 from __future__ import annotations
 
@@ -10,9 +22,14 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
 import httpx
+from jsonschema import Draft202012Validator, validators
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
 from ragcore.knowledge.retrieval import RRF_K
+from tests.io.test_api_schema import SPEC_URI, _pointer, response_pointer, schema_errors
 from tests.io.test_docs_lists import ROOT, _doc, _section
 
 #: a chunk both rankings put first (the examples search a knowledge base of one document)
@@ -101,3 +118,201 @@ def test_the_scores_the_docs_state_follow_the_fusion_constant():
                 f"{name} shows a score of {shown}: with RRF_K = {RRF_K}, a chunk both "
                 f"rankings put first scores {BEST_SCORE}"
             )
+
+
+# ---------------------------------------------------------------- every JSON example
+
+#: what a tie may say; the rest of the comment is its flags
+TIE = re.compile(
+    r"(?P<operation>(?P<method>GET|POST|PUT|PATCH|DELETE) (?P<path>/\S*) "
+    r"(?P<what>[1-5]\d\d|request))|(?P<kind>problem|workflow call)"
+)
+FLAGS = {"abbreviated", "lines"}
+MORE = "…"  # a member or an item left out
+#: members whose keys are data (a record's fields, the values bound), not the API's
+DATA = {"values", "rows", "record", "data", "context", "daily_overrides", "monthly_overrides"}
+
+
+@attrs.frozen
+class Example:
+    where: str  # file:line
+    tie: str  # the comment's text, "" when there is none
+    text: str
+
+    @property
+    def shows(self) -> str:
+        """What it is tied to, without the flags: ``POST /documents 201``, ``problem``."""
+        return self.tie.split(",")[0].strip()
+
+    @property
+    def flags(self) -> set[str]:
+        return {flag.strip() for flag in self.tie.split(",")[1:]}
+
+    def values(self) -> list[Any]:
+        """The JSON it shows (one a line with ``lines``), a left-out part as ``"…"``
+        members in objects and dropped from lists."""
+        chunks = self.text.splitlines() if "lines" in self.flags else [self.text]
+        return [json.loads(_left_out(chunk)) for chunk in chunks if chunk.strip()]
+
+
+def _examples() -> list[Example]:
+    found = []
+    for name, path in (("README.md", ROOT / "README.md"), ("docs/api.md", ROOT / "docs/api.md")):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        fenced = False
+        for number, line in enumerate(lines):
+            if not line.startswith("```"):
+                continue
+            fenced = not fenced
+            if not fenced or line.strip() != "```json":
+                continue
+            before = [above.strip() for above in lines[:number] if above.strip()]
+            tie = re.fullmatch(r"<!-- example: (.*) -->", before[-1] if before else "")
+            end = next(i for i in range(number + 1, len(lines)) if lines[i].startswith("```"))
+            text = "".join(lines[number + 1 : end])
+            found.append(Example(f"{name}:{number + 2}", tie.group(1) if tie else "", text))
+    return found
+
+
+def _left_out(text: str) -> str:
+    """JSON for an example with ``…`` outside its strings: a ``"…": "…"`` member in an
+    object; nothing in a list (its other items)."""
+    out: list[str] = []
+    brackets: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            brackets.append(char)
+        elif char in "]}":
+            brackets.pop()
+        elif char == MORE:
+            if brackets and brackets[-1] == "{":
+                out.append(f'"{MORE}": "{MORE}"')
+            else:
+                while out and out[-1] in " \n,":
+                    out.pop()
+            continue
+        out.append(char)
+    return "".join(out)
+
+
+def _has_left_out(value: Any) -> bool:
+    if isinstance(value, dict):
+        return MORE in value or any(_has_left_out(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_left_out(v) for v in value)
+    return False
+
+
+def test_every_json_example_in_the_docs_is_tied_to_what_it_shows():
+    """A comment says what each block shows, in words this test reads; ``abbreviated``
+    when, and only when, the block leaves something out."""
+    untied, wrong = [], []
+    examples = _examples()
+    for example in examples:
+        if not TIE.fullmatch(example.shows) or not example.flags <= FLAGS:
+            untied.append(f"{example.where}: {example.tie or 'no <!-- example: … --> before it'}")
+            continue
+        try:
+            values = example.values()
+        except json.JSONDecodeError as error:
+            wrong.append(f"{example.where}: not JSON ({error})")
+            continue
+        shortened = _left_out(example.text) != example.text or any(_has_left_out(v) for v in values)
+        if shortened != ("abbreviated" in example.flags):
+            fix = "add ', abbreviated' to" if shortened else "drop ', abbreviated' from"
+            wrong.append(f"{example.where}: {fix} its tie")
+    assert not untied, "json blocks not tied to what they show: " + "; ".join(untied)
+    assert not wrong, "; ".join(wrong)
+    assert len(examples) >= 45
+
+
+async def test_every_json_example_is_valid_against_the_served_schema(api):
+    spec = (await api.get("/openapi.json")).json()
+    registry = Registry().with_resource(SPEC_URI, DRAFT202012.create_resource(spec))
+    failures = []
+    for example in _examples():
+        if example.shows == "workflow call":
+            continue  # not the API's: checked against the code that sends it
+        pointer = _pointer_of(spec, example.shows)
+        if pointer is None:
+            failures.append(f"{example.where}: {example.shows} is not in /openapi.json")
+            continue
+        for value in example.values():
+            errors = schema_errors(registry, pointer, value, Abbreviated)
+            failures += [f"{example.where} ({example.shows}): {error}" for error in errors]
+    assert not failures, "\n".join(failures)
+
+
+def _pointer_of(spec: dict[str, Any], shows: str) -> str | None:
+    if shows == "problem":
+        return "/components/schemas/Problem"
+    method, template, what = shows.split()
+    operation = spec["paths"].get(template, {}).get(method.lower())
+    if operation is None:
+        return None
+    if what == "request":
+        if "requestBody" not in operation:
+            return None
+        return _pointer("paths", template, method.lower(), "requestBody") + (
+            "/content/application~1json/schema"
+        )
+    if what not in operation["responses"]:
+        return None
+    return response_pointer(spec, method, template, what, "application/json")
+
+
+def _lenient(keyword: str) -> Any:
+    """The keyword's check, for an object with a ``"…"`` member as for one with the
+    members it shows and those it leaves out (their presence unchecked)."""
+    check = Draft202012Validator.VALIDATORS[keyword]
+
+    def lenient(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        if isinstance(instance, dict) and MORE in instance:
+            if keyword in ("required", "minProperties"):
+                return
+            instance = {k: v for k, v in instance.items() if k != MORE}
+        yield from check(validator, value, instance, schema)
+
+    return lenient
+
+
+Abbreviated = validators.extend(
+    Draft202012Validator,
+    {k: _lenient(k) for k in ("required", "minProperties", "additionalProperties", "properties")},
+)
+
+
+def _key_differences(shown: Any, real: Any, at: str = "") -> list[str]:
+    """Where the example's members differ from the real answer's, at every depth: an
+    abbreviated object's must be among them; a list's items are compared with the real
+    list's first item."""
+    if isinstance(shown, dict) and isinstance(real, dict):
+        keys = set(shown) - {MORE}
+        differences = []
+        if MORE in shown and not keys <= set(real):
+            differences.append(f"{at or '.'}: {sorted(keys - set(real))} are not in the answer")
+        elif MORE not in shown and keys != set(real):
+            differences.append(
+                f"{at or '.'}: shows {sorted(keys - set(real))} beyond the answer, "
+                f"lacks {sorted(set(real) - keys)}"
+            )
+        for key in sorted(keys & set(real) - DATA):
+            differences += _key_differences(shown[key], real[key], f"{at}.{key}")
+        return differences
+    if isinstance(shown, list) and isinstance(real, list) and real:
+        return [
+            difference
+            for i, item in enumerate(shown)
+            for difference in _key_differences(item, real[min(i, len(real) - 1)], f"{at}[{i}]")
+        ]
+    return []
