@@ -62,7 +62,7 @@ class Checker:
         if "$ref" in answer:  # the Problem response
             assert response.headers["content-type"] == "application/problem+json", where
             self.problems += 1
-            pointer = "/components/schemas/Problem"
+            media_type = "application/problem+json"
             body = response.json()
         elif "content" not in answer:
             assert response.content == b"", where
@@ -72,12 +72,31 @@ class Checker:
             media_types = [media for media in answer["content"] if sent.startswith(media)]
             assert media_types, f"{where} as {sent}, which is not declared"
             [media_type] = media_types
-            pointer = _pointer("paths", template, method.lower(), "responses")
-            pointer += f"/{response.status_code}/content/{_escape(media_type)}/schema"
             body = _body(media_type, response)
-        validator = Draft202012Validator({"$ref": f"{SPEC_URI}#{pointer}"}, registry=self.registry)
-        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(body)]
+        pointer = response_pointer(self.spec, method, template, response.status_code, media_type)
+        errors = schema_errors(self.registry, pointer, body)
         assert not errors, f"{where}: {errors}"
+
+
+def response_pointer(
+    spec: dict[str, Any], method: str, template: str, status: int | str, media_type: str
+) -> str:
+    """The JSON pointer, in the served document, of the schema of ``method template``'s
+    ``status`` answer as ``media_type`` (the shared Problem's for a problem)."""
+    answer = spec["paths"][template][method.lower()]["responses"][str(status)]
+    if "$ref" in answer:
+        return "/components/schemas/Problem"
+    return _pointer(
+        "paths", template, method.lower(), "responses", str(status), "content", media_type, "schema"
+    )
+
+
+def schema_errors(
+    registry: Registry, pointer: str, instance: Any, validator_class: Any = Draft202012Validator
+) -> list[str]:
+    """Where ``instance`` breaks the schema at ``pointer`` in the registered document."""
+    validator = validator_class({"$ref": f"{SPEC_URI}#{pointer}"}, registry=registry)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
 
 
 def _escape(part: str) -> str:

@@ -1,7 +1,7 @@
 """The lists in the docs that drift as the code grows are checked against the code: the
 migrations, the commands, the settings, the routes open without the key. (The roles'
 prompts are generated: tests/core/test_role_prompts.py; the routes and effects have their
-own checks; tests/io/test_docs_examples.py runs the /chat examples.)"""
+own checks; tests/io/test_docs_examples.py checks every JSON example.)"""
 
 from __future__ import annotations
 
