@@ -9,8 +9,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ragcore.api.conversations import Conversation
-from ragcore.api.converter import converter
 from ragcore.chat.history import place_key
+from ragcore.converter import converter
 from ragio.chat.conversations import get_conversation
 from ragio.db.migrations import apply_migrations, migration_files
 from ragio.voice.calls import caller_hash, recent_calls
