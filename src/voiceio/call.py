@@ -32,7 +32,7 @@ from ragcore.voice import media
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, frames
 from ragcore.voice.call import (
     Answered,
-    AnswerFailed,
+    AnswerNotGiven,
     AnswerPiece,
     Ask,
     Call,
@@ -368,7 +368,7 @@ class PhoneCall:
             outcome = await run(take_turn(kept, policy), self.service, on_delta=piece)
         except Exception as error:  # every failure is said as an apology; the call goes on
             log.warning("call %s: answering failed: %s", self._sid(), error, exc_info=True)
-            self.feed(AnswerFailed(turn, f"{type(error).__name__}: {error}", self.now()))
+            self.feed(AnswerNotGiven(turn, f"{type(error).__name__}: {error}", self.now()))
             return
         for failure in outcome.failures:  # the caller has their answer; the log says it
             log.warning("call %s: its conversation: %s", self._sid(), failure, exc_info=failure)

@@ -26,7 +26,7 @@ from ragcore.voice.call import (
     STILL_THERE,
     TURN_EVENTS,
     Answered,
-    AnswerFailed,
+    AnswerNotGiven,
     AnswerPiece,
     Ask,
     Call,
@@ -361,7 +361,7 @@ def test_a_failed_answer_is_apologised_for_and_the_call_goes_on() -> None:
     phone = Phone()
     phone.greet()
     ask = phone.ask("what are your opening hours")
-    effects = phone.feed(AnswerFailed(ask.turn, "every provider failed", phone.now))
+    effects = phone.feed(AnswerNotGiven(ask.turn, "every provider failed", phone.now))
     [record] = of(effects, FinishTurn)
     assert record.record.outcome == "failed"
     [apology] = of(effects, Speak)
@@ -597,7 +597,7 @@ def test_a_failure_during_a_stop_goes_straight_to_the_closing_words() -> None:
     phone.greet()
     ask = phone.ask("how long do I have to return an item")
     stop(phone)
-    effects = phone.feed(AnswerFailed(ask.turn, "every provider failed", phone.now))
+    effects = phone.feed(AnswerNotGiven(ask.turn, "every provider failed", phone.now))
     [closing] = of(effects, Speak)
     assert closing.text == SHUTTING_DOWN
     assert of(phone.feed(ListenerFailed("closed", phone.now)), Speak) == []
@@ -677,7 +677,7 @@ def late_news(kind: type, turn: int, at: float) -> CallEvent:
     events: dict[type, CallEvent] = {
         AnswerPiece: AnswerPiece(turn, "And on Saturdays at ten. ", at),
         Answered: Answered(turn, chat_answer("We open at nine."), at),
-        AnswerFailed: AnswerFailed(turn, "every provider failed", at),
+        AnswerNotGiven: AnswerNotGiven(turn, "every provider failed", at),
         SpeechAudio: SpeechAudio(turn, 0, tone(0.2), at),
         SpeechDone: SpeechDone(turn, 0, at),
         SpeechFailed: SpeechFailed(turn, 0, "HTTP 500", at),

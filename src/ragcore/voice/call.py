@@ -154,7 +154,7 @@ class Answered:
 
 
 @attrs.frozen
-class AnswerFailed:
+class AnswerNotGiven:
     turn: int
     reason: str
     at: float
@@ -206,7 +206,7 @@ class Ended:
     at: float
 
 
-TURN_EVENTS = (AnswerPiece, Answered, AnswerFailed, SpeechAudio, SpeechDone, SpeechFailed)
+TURN_EVENTS = (AnswerPiece, Answered, AnswerNotGiven, SpeechAudio, SpeechDone, SpeechFailed)
 #: everything ``Call.receive`` takes
 CallEvent: TypeAlias = (
     Started
@@ -217,7 +217,7 @@ CallEvent: TypeAlias = (
     | Transcript
     | AnswerPiece
     | Answered
-    | AnswerFailed
+    | AnswerNotGiven
     | SpeechAudio
     | SpeechDone
     | SpeechFailed
@@ -626,7 +626,7 @@ class Call:
         turn.written = True
         return effects + self._finish_if_heard(event.at)
 
-    def _answer_failed(self, event: AnswerFailed) -> list[Any]:
+    def _answer_failed(self, event: AnswerNotGiven) -> list[Any]:
         if self._stopping_by is not None:
             return self._stop_turn("failed", event.at) + self._close(event.at)
         return self._stop_turn("failed", event.at) + self._say(APOLOGY, event.at)
@@ -822,7 +822,7 @@ _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], .
     (_LIVE, ListenerFailed, Call._listener_failed),
     (_TURN, AnswerPiece, Call._piece),
     (_TURN, Answered, Call._answered),
-    (_TURN, AnswerFailed, Call._answer_failed),
+    (_TURN, AnswerNotGiven, Call._answer_failed),
     (_SAYING, SpeechAudio, Call._audio),
     (_SAYING, SpeechDone, Call._speech_done),
     (_SAYING, SpeechFailed, Call._speech_failed),
