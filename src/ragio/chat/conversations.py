@@ -96,9 +96,8 @@ def record_turn(
         timings["answer_ms"] = max(0, round((now - record.started).total_seconds() * 1000))
     if record.turn is not None:
         return _numbered(conn, record, timings, now, retention_days, final=False)
-    participant = _participant(record)
     with conn.transaction():
-        row = None
+        row: tuple[int, int] | None = None
         if record.conversation_id is not None:
             row = conn.execute(
                 """UPDATE conversations
@@ -109,41 +108,9 @@ def record_turn(
                 (now, record.role, record.continuation, record.conversation_id),
             ).fetchone()
         if row is None:
-            if retention_days > 0:
-                conn.execute(
-                    "DELETE FROM conversations WHERE updated_at < %s",
-                    (now - timedelta(days=retention_days),),
-                )
-            row = conn.execute(
-                """INSERT INTO conversations (channel, role, participant_hash, continuation,
-                                              started_at, updated_at, turn_count)
-                   VALUES (%s, %s, %s, %s, %s, %s, 1)
-                RETURNING id, turn_count""",
-                (record.channel, record.role, participant, record.continuation, now, now),
-            ).fetchone()
-        assert row is not None
+            row = (_begin(conn, record, now, retention_days, turn_count=1), 1)
         conversation_id, turn = int(row[0]), int(row[1])
-        conn.execute(
-            """INSERT INTO conversation_turns
-                   (conversation_id, turn, question, search_question, answer, outcome,
-                    citations, role, provider, model, language, timings, created_at)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-            (
-                conversation_id,
-                turn,
-                record.question,
-                record.search_question,
-                record.answer,
-                record.outcome,
-                Jsonb(record.citations),
-                record.role,
-                record.provider,
-                record.model,
-                record.language,
-                Jsonb(timings),
-                now,
-            ),
-        )
+        _insert_turn(conn, conversation_id, turn, record, timings, now)
     return conversation_id
 
 
@@ -203,6 +170,75 @@ def _participant(record: TurnRecord) -> str | None:
     return asker_hash(f"{record.channel}:{who}") if who else None
 
 
+def _begin(
+    conn: psycopg.Connection,
+    record: TurnRecord,
+    now: datetime,
+    retention_days: int,
+    turn_count: int,
+) -> int:
+    """Begin the turn's conversation (deleting those older than ``retention_days`` on the
+    way); its id."""
+    if retention_days > 0:
+        conn.execute(
+            "DELETE FROM conversations WHERE updated_at < %s",
+            (now - timedelta(days=retention_days),),
+        )
+    row = conn.execute(
+        """INSERT INTO conversations (channel, role, participant_hash, continuation,
+                                      started_at, updated_at, turn_count)
+           VALUES (%s, %s, %s, %s, %s, %s, %s)
+        RETURNING id""",
+        (
+            record.channel,
+            record.role,
+            _participant(record),
+            record.continuation,
+            now,
+            now,
+            turn_count,
+        ),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _insert_turn(
+    conn: psycopg.Connection,
+    conversation_id: int,
+    turn: int,
+    record: TurnRecord,
+    timings: dict[str, int],
+    now: datetime,
+    merge: str | None = None,
+) -> None:
+    """Insert turn ``turn`` of the conversation; with ``merge``, a row already there is
+    updated by it (the ``SET`` list of a numbered turn's second writer)."""
+    conflict = f"ON CONFLICT (conversation_id, turn) DO UPDATE SET {merge}" if merge else ""
+    conn.execute(
+        f"""INSERT INTO conversation_turns
+                (conversation_id, turn, question, search_question, answer, outcome,
+                 citations, role, provider, model, language, timings, created_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            {conflict}""",
+        (
+            conversation_id,
+            turn,
+            record.question,
+            record.search_question,
+            record.answer,
+            record.outcome,
+            Jsonb(record.citations),
+            record.role,
+            record.provider,
+            record.model,
+            record.language,
+            Jsonb(timings),
+            now,
+        ),
+    )
+
+
 def _numbered(
     conn: psycopg.Connection,
     record: TurnRecord,
@@ -224,27 +260,7 @@ def _numbered(
         )
         conversation_id = find_continued(conn, record.channel, record.continuation)
         if conversation_id is None:
-            if retention_days > 0:
-                conn.execute(
-                    "DELETE FROM conversations WHERE updated_at < %s",
-                    (now - timedelta(days=retention_days),),
-                )
-            row = conn.execute(
-                """INSERT INTO conversations (channel, role, participant_hash, continuation,
-                                              started_at, updated_at, turn_count)
-                   VALUES (%s, %s, %s, %s, %s, %s, 0)
-                RETURNING id""",
-                (
-                    record.channel,
-                    record.role,
-                    _participant(record),
-                    record.continuation,
-                    now,
-                    now,
-                ),
-            ).fetchone()
-            assert row is not None
-            conversation_id = int(row[0])
+            conversation_id = _begin(conn, record, now, retention_days, turn_count=0)
         conn.execute(
             """UPDATE conversations
                   SET turn_count = GREATEST(turn_count, %s), updated_at = %s,
@@ -252,29 +268,8 @@ def _numbered(
                 WHERE id = %s""",
             (record.turn, now, record.role, conversation_id),
         )
-        conn.execute(
-            f"""INSERT INTO conversation_turns
-                    (conversation_id, turn, question, search_question, answer, outcome,
-                     citations, role, provider, model, language, timings, created_at)
-                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                ON CONFLICT (conversation_id, turn) DO UPDATE
-                   SET {_FINISH_MERGE if final else _ANSWER_MERGE}""",
-            (
-                conversation_id,
-                record.turn,
-                record.question,
-                record.search_question,
-                record.answer,
-                record.outcome,
-                Jsonb(record.citations),
-                record.role,
-                record.provider,
-                record.model,
-                record.language,
-                Jsonb(timings),
-                now,
-            ),
-        )
+        merge = _FINISH_MERGE if final else _ANSWER_MERGE
+        _insert_turn(conn, conversation_id, record.turn, record, timings, now, merge)
     return conversation_id
 
 
@@ -287,7 +282,8 @@ _CONVERSATION_COLUMNS = (
     "updated_at",
     "turn_count",
 )
-_TURN_COLUMNS = (
+#: a turn as GET /conversations/{id} shows it (GET /voice/calls shows fewer)
+TURN_COLUMNS = (
     "turn",
     "question",
     "search_question",
@@ -348,10 +344,10 @@ def get_conversation(conn: psycopg.Connection, conversation_id: int) -> dict[str
         if row is None:
             return None
         turns = conn.execute(
-            f"""SELECT {", ".join(_TURN_COLUMNS)} FROM conversation_turns
+            f"""SELECT {", ".join(TURN_COLUMNS)} FROM conversation_turns
                  WHERE conversation_id = %s ORDER BY turn""",
             (conversation_id,),
         ).fetchall()
     conversation = dict(zip(_CONVERSATION_COLUMNS, row, strict=True))
-    conversation["turns"] = [dict(zip(_TURN_COLUMNS, t, strict=True)) for t in turns]
+    conversation["turns"] = [dict(zip(TURN_COLUMNS, t, strict=True)) for t in turns]
     return conversation

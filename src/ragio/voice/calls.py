@@ -22,6 +22,7 @@ import psycopg
 
 from ragcore.chat.history import place_key
 from ragcore.employees.learning import asker_hash
+from ragio.chat.conversations import TURN_COLUMNS
 
 #: how long a call is kept
 RETENTION = timedelta(days=90)
@@ -79,19 +80,7 @@ def end_call(conn: psycopg.Connection, call_sid: str, reason: str, now: datetime
 
 _CALL_COLUMNS = ("id", "call_sid", "caller_hash", "role", "started_at", "ended_at", "end_reason")
 #: a turn as ``GET /voice/calls`` shows it, from the conversation's turn
-_TURN_COLUMNS = (
-    "turn",
-    "question",
-    "answer",
-    "outcome",
-    "citations",
-    "role",
-    "provider",
-    "model",
-    "language",
-    "timings",
-    "created_at",
-)
+_TURN_COLUMNS = tuple(c for c in TURN_COLUMNS if c != "search_question")
 #: a citation's fields shown (the conversation keeps the whole citation)
 _CITATION_FIELDS = ("number", "document_id", "document_name", "live_action_id")
 
