@@ -216,6 +216,21 @@ async def test_voice_allow_unsigned_lets_an_unsigned_stream_in_with_a_warning(
     assert "VOICE_ALLOW_UNSIGNED=true" in caplog.text
 
 
+def same_story(call: dict[str, Any], conversation: dict[str, Any]) -> None:
+    """GET /voice/calls and GET /conversations/{id} tell one call's turns alike."""
+    told = [
+        (t["turn"], t["question"], t["answer"], t["outcome"], t["stages"], t["created_at"])
+        for t in call["turns"]
+    ]
+    kept = [
+        (t["turn"], t["question"], t["answer"], t["outcome"], t["timings"], t["created_at"])
+        for t in conversation["turns"]
+    ]
+    assert told == kept
+    cited = [[c["document_name"] for c in t["citations"]] for t in call["turns"]]
+    assert cited == [[c["document_name"] for c in t["citations"]] for t in conversation["turns"]]
+
+
 async def test_caller_speech_over_the_answer_clears_it_and_the_new_question_is_answered(
     voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
 ) -> None:
@@ -237,6 +252,21 @@ async def test_caller_speech_over_the_answer_clears_it_and_the_new_question_is_a
     [recorded] = await recorded_calls(api, voice)
     outcomes = [(t["outcome"], "refund" in t["question"]) for t in recorded["turns"]]
     assert outcomes == [("interrupted", False), ("answered", True)]
+    # each question is one row of the call's conversation, answered by the turn pipeline
+    # and finished by the call (the interrupted one too): both readings tell it alike
+    assert [t["turn"] for t in recorded["turns"]] == [1, 2]
+    first = recorded["turns"][0]
+    assert first["answer"] and first["stages"]["first_frame_ms"] >= 0  # both halves in it
+    [conversation] = (await api.get("/conversations", params={"channel": "voice"})).json()[
+        "conversations"
+    ]
+    assert conversation["turn_count"] == 2
+    kept = (await api.get(f"/conversations/{conversation['id']}")).json()
+    same_story(recorded, kept)
+    rows = await voice.service.database.run(
+        lambda conn: conn.execute("SELECT count(*) FROM conversation_turns").fetchone()[0]
+    )
+    assert rows == 2
 
 
 async def test_the_bots_own_echo_at_minus_20_db_neither_barges_in_nor_is_asked(
@@ -389,55 +419,3 @@ async def test_a_caller_asking_for_their_order_hears_it_from_live_rows(
     assert turn["citations"][0]["document_name"] == "live data: Order status"
     runs = (await api.get("/live-actions/runs")).json()["runs"]
     assert [(r["channel"], r["outcome"], r["row_count"]) for r in runs] == [("voice", "ran", 1)]
-
-
-def same_story(call: dict[str, Any], conversation: dict[str, Any]) -> None:
-    """GET /voice/calls and GET /conversations/{id} tell one call's turns alike."""
-    told = [
-        (t["turn"], t["question"], t["answer"], t["outcome"], t["stages"], t["created_at"])
-        for t in call["turns"]
-    ]
-    kept = [
-        (t["turn"], t["question"], t["answer"], t["outcome"], t["timings"], t["created_at"])
-        for t in conversation["turns"]
-    ]
-    assert told == kept
-    cited = [[c["document_name"] for c in t["citations"]] for t in call["turns"]]
-    assert cited == [[c["document_name"] for c in t["citations"]] for t in conversation["turns"]]
-
-
-async def test_a_calls_turn_is_stored_once_and_both_readings_agree(
-    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
-) -> None:
-    """Each question is one row of the call's conversation, answered by the turn pipeline
-    and finished by the call (the interrupted one too), and GET /voice/calls and GET
-    /conversations/{id} read the same rows."""
-    question = await spoken(QUESTION)
-    interruption = await spoken("Can I get a refund")
-    async with call(stream_url) as phone:
-        await greeted(phone)
-        before = await ask(phone, question)
-        await phone.wait_for_audio(15, after=before)
-        await trio.sleep(1.0)  # the answer is playing
-        await phone.say(interruption)
-        await phone.wait_for_audio(30, after=len(phone.heard))  # the new answer
-        await phone.wait_until_quiet(1000, 30)
-        await phone.wait_until_played(10)
-        await phone.hang_up()
-    [recorded] = await recorded_calls(api, voice)
-    assert [(t["turn"], t["outcome"]) for t in recorded["turns"]] == [
-        (1, "interrupted"),
-        (2, "answered"),
-    ]
-    first = recorded["turns"][0]
-    assert first["answer"] and first["stages"]["first_frame_ms"] >= 0  # both halves in it
-    [conversation] = (await api.get("/conversations", params={"channel": "voice"})).json()[
-        "conversations"
-    ]
-    assert conversation["turn_count"] == 2
-    kept = (await api.get(f"/conversations/{conversation['id']}")).json()
-    same_story(recorded, kept)
-    rows = await voice.service.database.run(
-        lambda conn: conn.execute("SELECT count(*) FROM conversation_turns").fetchone()[0]
-    )
-    assert rows == 2
