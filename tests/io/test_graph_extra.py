@@ -114,26 +114,8 @@ def test_graph_uri_without_the_driver_is_a_start_up_error_naming_the_extra(
 
 
 def test_without_the_driver_the_graph_in_postgresql_works(tmp_path, database_url):
-    # no module of the service imports the driver but the Neo4j store's own
-    imported = without_neo4j(
-        WITHOUT_NEO4J
-        + """
-import importlib, pkgutil
-import ragcore, ragio, voiceio
-count = 0
-for package in (ragcore, ragio, voiceio):
-    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-        if module.name != "ragio.graph.neo4j":
-            importlib.import_module(module.name)
-            count += 1
-assert "neo4j" not in sys.modules
-print(count)
-""",
-        cwd=tmp_path,
-    )
-    assert imported.returncode == 0, imported.stderr
-    assert int(imported.stdout) > 100
-
+    # (that no module but the Neo4j store's imports the driver is an import contract in
+    # pyproject.toml; this is the service running without it)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "suppliers.md").write_text("The Widget X is made by Foo Ltd in Leeds.")

@@ -27,7 +27,7 @@ from tests.io.processes import (
     wait_until_healthy,
 )
 
-ROUNDS = 6
+ROUNDS = 4
 GRACE = 1  # SHUTDOWN_GRACE_SECONDS here: short, so that the rounds are quick
 #: the docs promise: the grace period, then 5 s at most for what is cut off
 PROMISED = GRACE + 5
