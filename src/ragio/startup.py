@@ -11,12 +11,13 @@ from pathlib import Path
 
 import trio
 
+from ragcore.knowledge.embedding_space import NeedsReindex, choose_embedder
 from ragcore.knowledge.graph_rules import ModelExtraction
 from ragcore.settings import Settings
 from ragcore.usage import Caps
 from ragio.chat.policy import answers_with_model
 from ragio.db.embedded import EmbeddedPostgres
-from ragio.db.embedding_space import prepare_space
+from ragio.db.embedding_space import EmbeddingSpaceMismatch, prepare_space, stored_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
 from ragio.employees.store import follow_built_in_defaults
@@ -59,12 +60,21 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
     this install cannot use (Neo4j without the graph extra) stops it before anything
     starts (``GraphDriverMissing``)."""
     check_graph_driver(settings)
-    embedder = build_embedder(settings)
+    # An explicit EMBEDDING_PROVIDER it cannot run stops it before the database starts;
+    # unset, the stored chunks' space may decide (ragcore.knowledge.embedding_space).
+    embedder = build_embedder(settings) if settings.embedding_provider else None
     answerer = build_answerers(settings)
     outbound = outbound_client()
     try:
         async with open_database(settings) as database:
             await database.run(apply_migrations)
+            choice = choose_embedder(settings, *await database.run(stored_space))
+            if isinstance(choice, NeedsReindex):
+                raise EmbeddingSpaceMismatch(choice.message)
+            if choice.note:
+                log.info("%s", choice.note)
+            if embedder is None:
+                embedder = build_embedder(settings, choice.provider)
             await database.run(prepare_space, embedder.space)
             updated = await database.run(follow_built_in_defaults)
             if updated:

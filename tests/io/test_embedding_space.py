@@ -1,12 +1,22 @@
-"""A change of embedder: refused while old vectors are stored, until `ragchat reindex`."""
+"""A change of embedder: refused while old vectors are stored, until `ragchat reindex`;
+a key added for answers keeps the stored chunks' embedder."""
 
 from __future__ import annotations
 
+import logging
+
+import httpx
 import psycopg
 
-from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.knowledge.embedding_space import LOCAL_SPACE, EmbeddingSpace
 from ragio.db.embedding_space import recorded_space
+from ragio.startup import open_service
+from tests.conftest import make_settings
+from tests.io.conftest import on_openai, serve_service
+from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.processes import run_cli
+
+PARCELS = "# FAQ\n\nParcels leave the warehouse every weekday at noon."
 
 
 def index_definition(database_url: str) -> str:
@@ -24,6 +34,43 @@ def space(database_url: str) -> EmbeddingSpace | None:
 async def test_the_local_embedder_gets_a_384_dimension_hnsw_index(service, database_url):
     assert space(database_url) == EmbeddingSpace("local", "all-MiniLM-L6-v2-onnx-int8", 384)
     assert "hnsw (embedding vector_cosine_ops)" in index_definition(database_url)
+
+
+async def test_adding_a_key_for_answers_keeps_the_locally_embedded_chunks(
+    tmp_path, database_url, serve_fake, nursery, caplog
+):
+    """The report: chunks ingested with no keys, then OPENAI_API_KEY added; the service
+    starts, searches the local vectors, and answers with the OpenAI model."""
+    data_dir = tmp_path / "data"
+    offline = make_settings(database_url=database_url, data_dir=data_dir)
+    async with open_service(offline) as service:
+        url, stop = await serve_service(service, nursery)
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            added = await client.post("/documents", json={"name": "faq.md", "text": PARCELS})
+            assert added.status_code in (200, 201), added.text
+        stop.set()
+    assert space(database_url) == LOCAL_SPACE
+
+    fake = await serve_fake(FakeOpenAI(api_key="sk-test", reply="At noon on weekdays [1]."))
+    keyed = make_settings(database_url=database_url, data_dir=data_dir, **on_openai(fake))
+    with caplog.at_level(logging.INFO, logger="ragio.startup"):
+        async with open_service(keyed) as service:
+            assert service.embedder.space == LOCAL_SPACE
+            url, stop = await serve_service(service, nursery)
+            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+                response = await client.post("/chat", json={"question": "When do parcels leave?"})
+            stop.set()
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["answer"] == "At noon on weekdays [1]."
+    [citation] = body["citations"]
+    assert citation["document_name"] == "faq.md"
+    assert len(fake.requests_to("/v1/chat/completions")) == 1  # answered by the OpenAI model
+    assert fake.requests_to("/v1/embeddings") == []  # the question embedded locally
+    assert space(database_url) == LOCAL_SPACE  # nothing re-shaped
+    logged = [record.getMessage() for record in caplog.records]
+    [kept] = [line for line in logged if "as the stored chunks are" in line]
+    assert "EMBEDDING_PROVIDER=openai" in kept and "ragchat reindex" in kept
 
 
 def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_path, database_url):
@@ -44,6 +91,7 @@ def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_pa
     stored = "1 chunks embedded with local model 'all-MiniLM-L6-v2-onnx-int8' at 384"
     assert stored in refused.stderr
     assert "ragchat reindex" in refused.stderr
+    assert "EMBEDDING_PROVIDER=local" in refused.stderr  # the way to keep them
     assert space(database_url).provider == "local"  # nothing changed
     assert "Traceback" not in refused.stderr
 

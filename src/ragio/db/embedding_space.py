@@ -24,6 +24,12 @@ def recorded_space(conn: psycopg.Connection) -> EmbeddingSpace | None:
     return EmbeddingSpace(*row) if row else None
 
 
+def stored_space(conn: psycopg.Connection) -> tuple[EmbeddingSpace | None, int]:
+    """The recorded space and how many chunks are stored in it (for ``choose_embedder``)."""
+    count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    return recorded_space(conn), count
+
+
 def prepare_space(conn: psycopg.Connection, active: EmbeddingSpace) -> None:
     """Make the column fit ``active`` or raise EmbeddingSpaceMismatch naming the fix."""
     with advisory_lock(conn):

@@ -87,8 +87,10 @@ class AnswererChain:
         await aclose_all(*self.answerers)
 
 
-def build_embedder(settings: Settings) -> Embedder:
-    name = embedding_provider(settings)
+def build_embedder(settings: Settings, name: str | None = None) -> Embedder:
+    """The embedder ``name`` (default: the one the settings prefer, ``embedding_provider``;
+    start-up passes the one ``choose_embedder`` picks for the stored chunks)."""
+    name = name or embedding_provider(settings)
     if name == "local":
         from ragio.providers.local import LocalEmbedder
 

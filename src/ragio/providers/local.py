@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.knowledge.embedding_space import LOCAL_SPACE, EmbeddingSpace
 from ragio.providers.minilm_graph import fast_model, kept_model, work_folder
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ DEFAULT_MODEL = MINILM
 
 #: model key -> (name recorded in the embedding space, dimensions)
 MODELS: dict[str, tuple[str, int]] = {
-    MINILM: ("all-MiniLM-L6-v2-onnx-int8", 384),
+    MINILM: (LOCAL_SPACE.model, LOCAL_SPACE.dimensions),
     WORDLLAMA: ("wordllama-l2_supercat", 256),
 }
 MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
