@@ -435,7 +435,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "EMBEDDING_PROVIDER",
         "",
-        "embedding provider: genai, openai or local; unset follows the keys present, else local",
+        "embedding provider: genai, openai or local; unset keeps the stored chunks' embedder "
+        "while it can run, else follows the keys present, else local",
         _choice(EMBEDDING_PROVIDERS),
     ),
     Setting("GENAI_API_KEY", "", "Gemini API key (bring your own)", secret=True),
@@ -1153,7 +1154,10 @@ def answering_provider(settings: Settings) -> str:
 
 
 def embedding_provider(settings: Settings) -> str:
-    """EMBEDDING_PROVIDER, else the provider whose key is present, else offline local."""
+    """EMBEDDING_PROVIDER, else the provider whose key is present, else offline local: the
+    embedder the settings prefer. Start-up may keep the stored chunks' embedder instead
+    (``ragcore.knowledge.embedding_space.choose_embedder``); ``ragchat reindex`` moves
+    them to this one."""
     if settings.embedding_provider:
         return settings.embedding_provider
     for name, key in (("genai", "genai_api_key"), ("openai", "openai_api_key")):
