@@ -678,6 +678,33 @@ async def test_ragchat_sync_runs_in_the_foreground_and_fails_loudly(api, databas
     assert missing.returncode == 2 and "no data source 999" in missing.stderr
 
 
+async def test_ragchat_sync_skips_a_source_already_syncing_and_exits_0(api, database_url, tmp_path):
+    """In a CronJob, a sync of the source already running (the scheduler's, the console's)
+    is not a failure: one line says so, exit code 0, the running sync left alone."""
+    created = await create(api)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE integrations SET sync_status = 'syncing', sync_started_at = now(), "
+            "sync_heartbeat_at = now() WHERE id = %s",
+            (created["id"],),
+        )
+    busy = await trio.to_thread.run_sync(
+        lambda: run_cli(
+            "sync",
+            str(created["id"]),
+            cwd=tmp_path,
+            database_url=database_url,
+            addon_encryption_key=KEY_A,
+        )
+    )
+    assert busy.returncode == 0, busy.stderr
+    assert busy.stdout.strip() == (
+        f"{created['id']} Customers: skipped, a sync of this source is already running"
+    )
+    shown = (await api.get(f"/integrations/{created['id']}")).json()
+    assert shown["sync"]["status"] == "syncing"
+
+
 # ------------------------------------------------------------------ syncs as jobs
 
 
