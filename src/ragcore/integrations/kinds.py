@@ -326,8 +326,9 @@ def _refuse_settings(kind: Kind, credentials: Mapping[str, str]) -> None:
     (``ragcore.integrations.settings``): refused as it is saved, not at every use."""
     refused = settings_refusal(kind.name, with_defaults(kind, credentials))
     if refused is not None:
-        field, reason = refused
-        raise InvalidInput(field, reason.removeprefix(f"{field}: ").removeprefix(f"{field} "))
+        field, reason = refused  # the detail led by the field's name, as an address's
+        reason = reason.removeprefix(f"{field}: ").removeprefix(f"{field} ")
+        raise InvalidInput(field, f"{field}: {reason}")
 
 
 def _refuse_unknown(kind: Kind, body: Mapping[str, Any]) -> None:
