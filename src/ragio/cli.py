@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     sync = commands.add_parser(
         "sync",
         help="sync one data source, or all, in the foreground (for cron or a Kubernetes "
-        "CronJob); exit code 1 when a sync fails or stops short",
+        "CronJob); exit code 1 when a sync fails or stops short (a source whose sync is "
+        "already running is skipped, exit code 0)",
     )
     sync.add_argument("id", nargs="?", type=int, help="the data source's id; default: all")
     telegram = commands.add_parser("telegram", help="Telegram bot setup")
@@ -418,11 +419,12 @@ async def rekey_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def sync_command(settings: Settings, args: argparse.Namespace) -> int:
-    """Sync one data source (``args.id``) or all, one after another; 1 when any failed,
-    stopped at the bound, or was busy."""
+    """Sync one data source (``args.id``) or all, one after another; 1 when any failed or
+    stopped at the bound. A source whose sync is already running (the scheduler's, the
+    console's, an earlier CronJob's) is skipped with one line: not a failure."""
     from ragcore.api.problems import ProblemError
     from ragio.integrations import store
-    from ragio.integrations.sync import sync_now
+    from ragio.integrations.sync import AlreadySyncing, sync_now
     from ragio.startup import open_service
 
     failed = 0
@@ -438,6 +440,11 @@ async def sync_command(settings: Settings, args: argparse.Namespace) -> int:
         for source in sources:
             try:
                 ended = await sync_now(svc, source)
+            except AlreadySyncing:
+                print(
+                    f"{source.id} {source.name}: skipped, a sync of this source is already running"
+                )
+                continue
             except ProblemError as error:
                 print(f"ragchat: {source.name}: {error.detail}", file=sys.stderr)
                 failed += 1

@@ -16,6 +16,7 @@ from schemathesis.openapi.checks import RejectedPositiveData
 
 from ragcore.errors import InvalidInput
 from ragcore.integrations.addresses import URL_FIELDS
+from ragcore.integrations.kinds import KINDS
 from ragcore.workflows.definitions import check_webhook_url
 
 
@@ -167,6 +168,25 @@ def a_host_a_source_may_not_reach(case: Any, response: Any) -> bool:
     )
 
 
+#: every credential field of every kind (``ragcore.integrations.kinds``)
+SOURCE_FIELDS = {field.name for kind in KINDS.values() for field in kind.fields}
+
+
+def a_setting_a_source_cannot_use(case: Any, response: Any) -> bool:
+    """A data source's setting its connector could not use, as far as its text shows (a
+    URL's scheme, a database URL, a table name, Salesforce's username and password
+    together, Shopify's resource, a key file that is not one:
+    ``ragcore.integrations.settings``), is refused as it is saved: 422 naming the field,
+    its detail led by the field's name. Those that are a form (``auth_header``,
+    ``api_version``) are a pattern in the schema too."""
+    field = _field(response)
+    return (
+        response.status_code == 422
+        and field in SOURCE_FIELDS
+        and _detail(response).startswith(f"{field}: ")
+    )
+
+
 RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
     "POST /autonomy": (an_owner_field_judged_with_the_stored_one,),
     "POST /chat": (question_in_neither_place,),
@@ -177,8 +197,13 @@ RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
     "PATCH /integrations/{id}": (
         a_change_to_a_source_of_another_kind,
         a_host_a_source_may_not_reach,
+        a_setting_a_source_cannot_use,
     ),
-    "POST /integrations": (a_file_that_cannot_be_read, a_host_a_source_may_not_reach),
+    "POST /integrations": (
+        a_file_that_cannot_be_read,
+        a_host_a_source_may_not_reach,
+        a_setting_a_source_cannot_use,
+    ),
     "POST /documents": (a_file_that_cannot_be_read,),
     "PATCH /employees/{role}": (a_role_made_by_its_first_change,),
     "POST /actions": (an_action_the_settings_cannot_send,),

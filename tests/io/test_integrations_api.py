@@ -178,6 +178,37 @@ async def test_bad_bodies_are_422_naming_the_field_and_store_nothing(api, databa
     assert counts(database_url) == (0, 0)
 
 
+async def test_settings_the_connector_cannot_use_are_422_at_save_and_store_nothing(
+    api, database_url
+):
+    """A REST source's auth_header without its header name (``Bearer tok``) used to be
+    stored and then fail every test, sync and live query: it is refused as it is saved,
+    the field named, the token never echoed; a PATCH is judged on its merged result."""
+    rest = {
+        "name": "CRM",
+        "source_type": "rest_api",
+        "base_url": "https://crm.example.com",
+        "records_path": "/customers",
+    }
+    cases = [
+        ({**rest, "auth_header": "Bearer tok-5e1d9a"}, "auth_header"),
+        ({**rest, "base_url": "ftp://crm.example.com"}, "base_url"),
+        ({"name": "S", "source_type": "stripe", "secret_key": "sk_x", "resource": "x"}, "resource"),
+    ]
+    for body, field in cases:
+        problem = assert_problem(await api.post("/integrations", json=body), 422)
+        assert problem["field"] == field and problem["detail"].startswith(f"{field}: "), problem
+        assert "tok-5e1d9a" not in str(problem)
+    assert counts(database_url) == (0, 0)
+    created = await api.post("/integrations", json={**rest, "auth_header": "X-Key: k1"})
+    assert created.status_code == 201, created.text
+    url = created.headers["location"]
+    problem = assert_problem(await api.patch(url, json={"auth_header": "tok-5e1d9a"}), 422)
+    assert problem["field"] == "auth_header" and "tok-5e1d9a" not in str(problem)
+    shown = (await api.get(url)).json()
+    assert shown["updated_at"] == created.json()["updated_at"]  # nothing stored
+
+
 PRIVATE_HINT = (
     "set INTEGRATIONS_ALLOW_PRIVATE_TARGETS=true to reach a data source on this host or LAN"
 )
@@ -645,6 +676,33 @@ async def test_ragchat_sync_runs_in_the_foreground_and_fails_loudly(api, databas
     assert SECRET_ROW not in every.stdout + every.stderr
     missing = await trio.to_thread.run_sync(cli, "999")
     assert missing.returncode == 2 and "no data source 999" in missing.stderr
+
+
+async def test_ragchat_sync_skips_a_source_already_syncing_and_exits_0(api, database_url, tmp_path):
+    """In a CronJob, a sync of the source already running (the scheduler's, the console's)
+    is not a failure: one line says so, exit code 0, the running sync left alone."""
+    created = await create(api)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE integrations SET sync_status = 'syncing', sync_started_at = now(), "
+            "sync_heartbeat_at = now() WHERE id = %s",
+            (created["id"],),
+        )
+    busy = await trio.to_thread.run_sync(
+        lambda: run_cli(
+            "sync",
+            str(created["id"]),
+            cwd=tmp_path,
+            database_url=database_url,
+            addon_encryption_key=KEY_A,
+        )
+    )
+    assert busy.returncode == 0, busy.stderr
+    assert busy.stdout.strip() == (
+        f"{created['id']} Customers: skipped, a sync of this source is already running"
+    )
+    shown = (await api.get(f"/integrations/{created['id']}")).json()
+    assert shown["sync"]["status"] == "syncing"
 
 
 # ------------------------------------------------------------------ syncs as jobs

@@ -147,11 +147,14 @@ def _kind(kind: Kind, *, new: bool) -> dict[str, Any]:
     one of the alternatives of its required fields, each given (not null); a field every
     alternative needs is never removed (null)."""
     fields = [field.name for field in kind.fields]
-    limits = {
+    limits: dict[str, dict[str, Any]] = {
         field.name: {"maxLength": field.max_chars}
         for field in kind.fields
         if not field.integer and field.max_chars < _field(field.name)["maxLength"]
     }
+    for field in kind.fields:
+        if field.pattern is not None:  # a form judged as it is saved (``settings``)
+            limits[field.name] = {**limits.get(field.name, {}), "pattern": field.pattern}
     meanings = "; ".join(f"{field.name}: {field.meaning}" for field in kind.fields)
     schema: dict[str, Any] = {
         "title": kind.name,

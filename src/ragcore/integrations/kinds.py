@@ -16,6 +16,11 @@ import attrs
 
 from ragcore.errors import InvalidInput, check_text, refuse_unknown_fields
 from ragcore.inputs import whole_number
+from ragcore.integrations.settings import (
+    AUTH_HEADER_PATTERN,
+    SHOPIFY_VERSION_PATTERN,
+    settings_refusal,
+)
 
 MAX_NAME_CHARS = 200
 MAX_FIELD_CHARS = 4096
@@ -40,6 +45,7 @@ class Field:
     default: str | None = None
     integer: bool = False  # a port
     max_chars: int = MAX_FIELD_CHARS
+    pattern: str | None = None  # a form the schema states too (``settings``)
 
 
 @attrs.frozen
@@ -106,6 +112,7 @@ KINDS: dict[str, Kind] = {
                     "the header that authenticates, as 'Name: value' (e.g. 'Authorization: "
                     "Bearer …')",
                     True,
+                    pattern=AUTH_HEADER_PATTERN,
                 ),
                 Field("records_path", "the path that lists the records, e.g. /customers"),
                 Field(
@@ -156,7 +163,12 @@ KINDS: dict[str, Kind] = {
                 Field("shop_domain", "the shop's domain, e.g. example.myshopify.com"),
                 Field("access_token", "an Admin API access token (shpat_…)", True),
                 Field("resource", "what is synced: customers or orders", default="customers"),
-                Field("api_version", "the Admin API version", default="2025-07"),
+                Field(
+                    "api_version",
+                    "the Admin API version",
+                    default="2025-07",
+                    pattern=SHOPIFY_VERSION_PATTERN,
+                ),
             ),
             (("shop_domain", "access_token"),),
             "email",
@@ -260,10 +272,12 @@ def check_new(body: Mapping[str, Any]) -> NewIntegration:
         missing = ["name", *missing]
     if missing:
         raise InvalidInput(", ".join(missing), f"{' and '.join(missing)} required for {kind.name}")
+    given = {name: value for name, value in credentials.items() if value is not None}
+    _refuse_settings(kind, given)
     return NewIntegration(
         check_text(body["name"], "name", MAX_NAME_CHARS),
         kind.name,
-        {name: value for name, value in credentials.items() if value is not None},
+        given,
         _user_field(body.get("user_field", kind.user_field)),
         _interval(body.get("sync_interval_minutes")),
     )
@@ -280,6 +294,8 @@ def check_patch(kind: Kind, body: Mapping[str, Any], stored: Mapping[str, str]) 
     missing = _missing(kind, {k: v for k, v in merged.items() if v is not None})
     if missing:
         raise InvalidInput(", ".join(missing), f"{' and '.join(missing)} required for {kind.name}")
+    if given:  # the result judged whole; stored credentials alone are not judged again
+        _refuse_settings(kind, {k: v for k, v in merged.items() if v is not None})
     interval = body.get("sync_interval_minutes")
     return IntegrationPatch(
         name=check_text(body["name"], "name", MAX_NAME_CHARS) if "name" in body else None,
@@ -303,6 +319,16 @@ def with_defaults(kind: Kind, credentials: Mapping[str, str]) -> dict[str, str]:
     """The credentials as a connector reads them: every field with a default filled in."""
     filled = {f.name: f.default for f in kind.fields if f.default is not None}
     return {**filled, **credentials}
+
+
+def _refuse_settings(kind: Kind, credentials: Mapping[str, str]) -> None:
+    """InvalidInput naming the field whose setting the connector could not use
+    (``ragcore.integrations.settings``): refused as it is saved, not at every use."""
+    refused = settings_refusal(kind.name, with_defaults(kind, credentials))
+    if refused is not None:
+        field, reason = refused  # the detail led by the field's name, as an address's
+        reason = reason.removeprefix(f"{field}: ").removeprefix(f"{field} ")
+        raise InvalidInput(field, f"{field}: {reason}")
 
 
 def _refuse_unknown(kind: Kind, body: Mapping[str, Any]) -> None:

@@ -59,6 +59,10 @@ def credentials_of(service: Service, source: store.Source) -> dict[str, str]:
     return with_defaults(KINDS[source.source_type], stored)
 
 
+class AlreadySyncing(ProblemError):
+    """409: a sync of the source holds it (``ragchat sync`` skips it: not a failure)."""
+
+
 async def claim(service: Service, source: store.Source) -> store.Source:
     """Mark ``source`` syncing under a new run; 409 naming it when a sync holds it, 404
     when it is gone."""
@@ -71,7 +75,7 @@ async def claim(service: Service, source: store.Source) -> store.Source:
     if current is None:
         raise ProblemError(404, f"no data source {source.id}; GET /integrations lists them")
     started = current.sync.started_at.isoformat() if current.sync.started_at else "earlier"
-    raise ProblemError(
+    raise AlreadySyncing(
         409,
         f"data source {current.name!r} is already syncing (started {started}); "
         f"GET /integrations/{current.id} shows its progress",
