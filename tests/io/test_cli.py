@@ -5,10 +5,13 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import socket
 import struct
 import subprocess
 import termios
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from cryptography.fernet import Fernet
@@ -79,6 +82,40 @@ def test_a_public_bind_without_a_key_refuses_to_start_and_says_why(tmp_path):
     assert result.returncode == 2
     assert "SERVICE_API_KEY" in result.stderr and "ALLOW_INSECURE_BIND" in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+@contextmanager
+def port_in_use() -> Iterator[int]:
+    """A port something else already listens on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_port_in_use_is_one_line_naming_it_before_anything_starts(tmp_path):
+    data = tmp_path / "data"
+    with port_in_use() as port:
+        api = run_cli("serve", cwd=tmp_path, data_dir=data, app_port=port)
+        beside = run_cli(  # the voice server beside the API, on the embedded database
+            "serve", cwd=tmp_path, data_dir=data, voiceai_api_key="k", voice_port=port
+        )
+        alone = run_cli(  # a database that would fail: it is never reached
+            "voice",
+            cwd=tmp_path,
+            data_dir=data,
+            voiceai_api_key="k",
+            voice_port=port,
+            database_url="postgresql://ragchat:pw@127.0.0.1:1/ragchat",
+        )
+    for result, setting in ((api, "APP_PORT"), (beside, "VOICE_PORT"), (alone, "VOICE_PORT")):
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (
+            f"ragchat: port {port} is already in use (127.0.0.1:{port}, {setting}): stop "
+            f"what listens there or set {setting} to a free port\n"
+        )
+        assert "Traceback" not in result.stdout
+    assert not data.exists()  # no embedded database was started
 
 
 def test_an_unreachable_database_is_a_clear_error(tmp_path):
