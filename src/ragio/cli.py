@@ -286,12 +286,15 @@ async def ask_command(settings: Settings, args: argparse.Namespace) -> int:
 async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
     """Add files (folders walked) with a progress bar: files, chunks, rates and time left.
 
-    A file that cannot be added is reported with the reason and the rest go on; an
-    unexpected error (the embedding provider refusing, say) stops the run, and the
-    summary still says what was added before it.
+    A file that cannot be added is reported with the reason and the rest go on (those
+    added stay), and the exit code is 1; an unexpected error (the embedding provider
+    refusing, say) stops the run, and the summary still says what was added before it.
+    A folder with no file of a supported type is a warning on stderr; a run that found
+    no such file at all exits 1 (a wrong path, a volume not mounted).
     """
     from tqdm import tqdm
 
+    from ragcore.knowledge.documents import supported_formats
     from ragio.knowledge.ingest import ingest_paths
     from ragio.startup import open_service
 
@@ -322,10 +325,17 @@ async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
         print(f"  duplicate: {path} (same content as {existing})")
     for path, reason in report.failed:
         print(f"  failed: {path}: {reason}")
+    for folder in report.empty_folders:
+        print(
+            f"ragchat: warning: {folder} holds no file of a supported type "
+            f"({supported_formats().partition(' (')[0]}); nothing was read from it",
+            file=sys.stderr,
+        )
     if report.stopped:
         print(f"ragchat: {report.stopped}", file=sys.stderr)
         return 1
-    return 1 if report.failed and not report.added and not report.duplicates else 0
+    found_nothing = not (report.added or report.duplicates or report.failed)
+    return 1 if report.failed or found_nothing else 0
 
 
 @asynccontextmanager
