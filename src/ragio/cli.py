@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -150,13 +152,60 @@ class StartupError(Exception):
     """The service cannot start as configured; the message says what to change."""
 
 
+def check_ports(*wanted: tuple[str, int, str]) -> None:
+    """Each ``(host, port, setting)`` can be listened on, checked before anything starts
+    (the database, the worker), so a port in use is one line naming it and its setting
+    rather than a traceback later. Bound as the servers bind (SO_REUSEADDR: a port
+    left in TIME_WAIT is free), all held at once (two servers on one port are refused
+    too), then let go. Port 0 (any free one) and a host that does not resolve are
+    left to the server."""
+    held: list[socket.socket] = []
+    try:
+        for host, port, setting in wanted:
+            if not port:
+                continue
+            try:
+                addresses = socket.getaddrinfo(
+                    host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+                )
+            except socket.gaierror:
+                continue
+            for family, kind, proto, _, address in addresses:
+                sock = socket.socket(family, kind, proto)
+                held.append(sock)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                try:
+                    sock.bind(address)
+                    sock.listen()
+                except OSError as error:
+                    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+                    if error.errno == errno.EADDRINUSE:
+                        raise StartupError(
+                            f"port {port} is already in use ({where}, {setting}): stop what "
+                            f"listens there or set {setting} to a free port"
+                        ) from None
+                    raise StartupError(
+                        f"cannot listen on {where} ({setting}): {error.strerror or error}"
+                    ) from None
+    finally:
+        for sock in held:
+            sock.close()
+
+
 async def serve_command(
-    settings: Settings, args: argparse.Namespace, companions: tuple[Any, ...] = ()
+    settings: Settings,
+    args: argparse.Namespace,
+    companions: tuple[Any, ...] = (),
+    ports: tuple[tuple[str, int, str], ...] = (),
 ) -> int:
-    """The HTTP API, and ``companions`` beside it on the same service (the voice server)."""
+    """The HTTP API, and ``companions`` beside it on the same service (the voice server,
+    listening on ``ports``, checked with the API's before anything starts)."""
     refusal = bind_refusal(settings)
     if refusal:
         raise StartupError(refusal)
+    check_ports((settings.app_bind, settings.app_port, "APP_PORT"), *ports)
     from ragio.server import run_server
 
     async with startup_errors():
@@ -238,12 +287,15 @@ async def ask_command(settings: Settings, args: argparse.Namespace) -> int:
 async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
     """Add files (folders walked) with a progress bar: files, chunks, rates and time left.
 
-    A file that cannot be added is reported with the reason and the rest go on; an
-    unexpected error (the embedding provider refusing, say) stops the run, and the
-    summary still says what was added before it.
+    A file that cannot be added is reported with the reason and the rest go on (those
+    added stay), and the exit code is 1; an unexpected error (the embedding provider
+    refusing, say) stops the run, and the summary still says what was added before it.
+    A folder with no file of a supported type is a warning on stderr; a run that found
+    no such file at all exits 1 (a wrong path, a volume not mounted).
     """
     from tqdm import tqdm
 
+    from ragcore.knowledge.documents import supported_formats
     from ragio.knowledge.ingest import ingest_paths
     from ragio.startup import open_service
 
@@ -274,10 +326,17 @@ async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
         print(f"  duplicate: {path} (same content as {existing})")
     for path, reason in report.failed:
         print(f"  failed: {path}: {reason}")
+    for folder in report.empty_folders:
+        print(
+            f"ragchat: warning: {folder} holds no file of a supported type "
+            f"({supported_formats().partition(' (')[0]}); nothing was read from it",
+            file=sys.stderr,
+        )
     if report.stopped:
         print(f"ragchat: {report.stopped}", file=sys.stderr)
         return 1
-    return 1 if report.failed and not report.added and not report.duplicates else 0
+    found_nothing = not (report.added or report.duplicates or report.failed)
+    return 1 if report.failed or found_nothing else 0
 
 
 @asynccontextmanager

@@ -29,6 +29,7 @@ async def serve_command(settings: Settings, args: argparse.Namespace) -> int:
     too, in the same process (two servers, one database: the embedded one cannot be
     shared with a second process)."""
     companions: tuple[Any, ...] = ()
+    ports: tuple[tuple[str, int, str], ...] = ()
     if settings.voiceai_api_key and not settings.database_url:
         refusal = voice_refusal(settings)
         if refusal:
@@ -36,9 +37,10 @@ async def serve_command(settings: Settings, args: argparse.Namespace) -> int:
         from voiceio.server import serve_voice  # imported when needed: a quicker command line
 
         companions = (partial(_announced, serve_voice),)
+        ports = (_voice_port(settings),)
     elif settings.voiceai_api_key:
         log.info("calls are answered by `ragchat voice`, run beside this on DATABASE_URL")
-    return await cli.serve_command(settings, args, companions)
+    return await cli.serve_command(settings, args, companions, ports)
 
 
 async def voice_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -52,12 +54,17 @@ async def voice_command(settings: Settings, args: argparse.Namespace) -> int:
     refusal = voice_refusal(settings)
     if refusal:
         raise cli.StartupError(refusal)
+    cli.check_ports(_voice_port(settings))
     from ragio.server import run_companions
     from voiceio.server import serve_voice
 
     async with cli.startup_errors():
         await run_companions(settings, (partial(_announced, serve_voice),))
     return 0
+
+
+def _voice_port(settings: Settings) -> tuple[str, int, str]:
+    return settings.voice_bind, settings.voice_port, "VOICE_PORT"
 
 
 async def _announced(serve: Any, service: Service, *, task_status: Any) -> None:

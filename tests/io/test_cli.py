@@ -5,10 +5,13 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import socket
 import struct
 import subprocess
 import termios
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from cryptography.fernet import Fernet
@@ -81,6 +84,40 @@ def test_a_public_bind_without_a_key_refuses_to_start_and_says_why(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
+@contextmanager
+def port_in_use() -> Iterator[int]:
+    """A port something else already listens on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_port_in_use_is_one_line_naming_it_before_anything_starts(tmp_path):
+    data = tmp_path / "data"
+    with port_in_use() as port:
+        api = run_cli("serve", cwd=tmp_path, data_dir=data, app_port=port)
+        beside = run_cli(  # the voice server beside the API, on the embedded database
+            "serve", cwd=tmp_path, data_dir=data, voiceai_api_key="k", voice_port=port
+        )
+        alone = run_cli(  # a database that would fail: it is never reached
+            "voice",
+            cwd=tmp_path,
+            data_dir=data,
+            voiceai_api_key="k",
+            voice_port=port,
+            database_url="postgresql://ragchat:pw@127.0.0.1:1/ragchat",
+        )
+    for result, setting in ((api, "APP_PORT"), (beside, "VOICE_PORT"), (alone, "VOICE_PORT")):
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (
+            f"ragchat: port {port} is already in use (127.0.0.1:{port}, {setting}): stop "
+            f"what listens there or set {setting} to a free port\n"
+        )
+        assert "Traceback" not in result.stdout
+    assert not data.exists()  # no embedded database was started
+
+
 def test_an_unreachable_database_is_a_clear_error(tmp_path):
     result = run_cli(
         "migrate",
@@ -114,7 +151,7 @@ def test_ingest_a_folder_then_ask(tmp_path, database_url):
     (docs / "empty.md").write_text("  \n")
 
     result = run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # some failed; those added stay (below)
     assert "added 2 file(s), 2 chunks; skipped 1 duplicate(s); failed 2" in result.stdout
     assert "logo.png: unsupported type" in result.stdout
     assert "empty.md: text: has no words to index" in result.stdout
@@ -131,6 +168,33 @@ def test_ingest_a_folder_then_ask(tmp_path, database_url):
     assert "[1] returns.md" in asked.stdout
 
 
+def test_a_folder_with_nothing_to_read_is_a_warning_and_nothing_found_exits_1(
+    tmp_path, database_url
+):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    hidden = tmp_path / "hidden"
+    (hidden / ".git").mkdir(parents=True)
+    (hidden / ".git" / "notes.md").write_text("# Not for the knowledge base\n\nHidden.")
+    warned = (
+        "ragchat: warning: {} holds no file of a supported type "
+        "(txt, md, html, pdf, docx, csv); nothing was read from it"
+    )
+
+    nothing = run_cli("ingest", str(empty), str(hidden), cwd=tmp_path, database_url=database_url)
+    assert nothing.returncode == 1  # a wrong path or a volume not mounted: a script sees it
+    assert "added 0 file(s), 0 chunks; skipped 0 duplicate(s); failed 0" in nothing.stdout
+    assert nothing.stderr.splitlines() == [warned.format(empty), warned.format(hidden)]
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "hours.txt").write_text("The shop opens at 9 am on weekdays.")
+    beside = run_cli("ingest", str(docs), str(empty), cwd=tmp_path, database_url=database_url)
+    assert beside.returncode == 0, beside.stderr  # the folder is still named
+    assert "added 1 file(s)" in beside.stdout
+    assert beside.stderr.splitlines() == [warned.format(empty)]
+
+
 def test_ingest_reads_every_format_and_says_why_a_file_failed(tmp_path, database_url):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -142,7 +206,7 @@ def test_ingest_reads_every_format_and_says_why_a_file_failed(tmp_path, database
     (docs / "again.csv").write_bytes(CSV)
 
     result = run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # broken.pdf
     assert "added 4 file(s)" in result.stdout
     assert "skipped 1 duplicate(s); failed 1" in result.stdout
     assert f"duplicate: {docs / 'stock.csv'} (same content as document " in result.stdout
@@ -247,7 +311,7 @@ def test_ingest_replaces_a_document_of_the_same_name_and_refuses_two_in_one_run(
     (second / "a" / "returns.md").write_text("# Returns\n\nItems can be returned within 30 days.")
     (second / "b" / "returns.md").write_text("# Returns\n\nA third text of the same name.")
     result = run_cli("ingest", str(second), cwd=tmp_path, database_url=database_url)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # b/returns.md refused
     assert (
         "added 1 file(s), 1 chunks; skipped 0 duplicate(s); failed 1; replaced 1" in result.stdout
     )

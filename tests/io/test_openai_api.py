@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import openai
+import psycopg_pool
 import pytest
 
 from tests.io.fakes.openai_server import FakeOpenAI
@@ -211,3 +212,27 @@ class TestWithAModel:
         assert "Shoes can be returned within 14 days" in prompt  # the right source found
         usage = (await api.get("/usage", headers={"X-API-Key": KEY})).json()
         assert usage  # both calls went through the ledger
+
+
+async def test_a_503_says_when_to_try_again_as_the_rest_of_the_api_does(api, service, monkeypatch):
+    """The database down: /v1 answers its 503 with the Retry-After of every other route,
+    so an OpenAI client (whose SDK honours it) waits as long as the service asks."""
+
+    async def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg_pool.PoolTimeout("couldn't get a connection after 5.00 sec")
+
+    monkeypatch.setattr(service.database, "run", unreachable)
+    bearer = {"Authorization": f"Bearer {KEY}"}
+    rest = await api.get("/employees", headers=bearer)
+    assert rest.status_code == 503 and rest.headers["retry-after"] == "5", rest.text
+    question = {"model": "ragchat", "messages": [{"role": "user", "content": "Returns?"}]}
+    answers = [
+        await api.get("/v1/models", headers=bearer),
+        await api.post("/v1/chat/completions", json=question, headers=bearer),
+        await api.post("/v1/chat/completions", json={**question, "stream": True}, headers=bearer),
+    ]
+    for answer in answers:
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["retry-after"] == rest.headers["retry-after"]
+        assert answer.json()["error"]["type"] == "server_error"
+        assert answer.json()["error"]["message"] == rest.json()["detail"]

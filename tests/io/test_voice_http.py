@@ -217,13 +217,28 @@ async def test_unsigned_mode_lets_calls_in_and_warns_every_time(api, caplog):
 
 
 @pytest.mark.parametrize("settings_overrides", [{"voiceai_api_key": ""}], indirect=True)
-async def test_without_the_speech_key_a_verified_call_is_503(api):
+async def test_without_the_speech_key_a_verified_call_is_503(api, caplog):
     response = await post(api, incoming_call())
     assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"
-    assert "VOICEAI_API_KEY" in response.json()["detail"]
-    # the signature is checked first: a stranger learns nothing about the setup
+    assert response.json()["detail"] == (
+        "the voice channel is not configured: it needs VOICEAI_API_KEY (the speech "
+        "provider's key) to answer"
+    )
+    # the signature is checked first: a stranger learns nothing about the setup, and the
+    # owner trying it unsigned reads both missing pieces in one log line
+    caplog.set_level(logging.INFO, logger="ragio.http.webhooks")
+    refused = await post(api, incoming_call(), token=None)
+    assert refused.status_code == 403 and "VOICEAI" not in refused.text
+    [line] = [r.getMessage() for r in caplog.records if "refused a voice" in r.getMessage()]
+    assert "X-Twilio-Signature" in line and "needs VOICEAI_API_KEY" in line
+
+
+async def test_with_the_speech_key_a_refusal_names_only_the_signature(api, caplog):
+    caplog.set_level(logging.INFO, logger="ragio.http.webhooks")
     assert (await post(api, incoming_call(), token=None)).status_code == 403
+    [line] = [r.getMessage() for r in caplog.records if "refused a voice" in r.getMessage()]
+    assert "VOICEAI_API_KEY" not in line
 
 
 @pytest.mark.parametrize(

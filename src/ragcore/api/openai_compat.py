@@ -113,15 +113,23 @@ ERROR_BODY = ("application/json", ERROR_SCHEMA)
 
 
 class OpenAIError(Exception):
-    """An error as OpenAI clients read it: the status and ``{"error": {...}}``."""
+    """An error as OpenAI clients read it: the status and ``{"error": {...}}``, and the
+    response headers it carries (``Retry-After`` on a 503, as the rest of the API)."""
 
     def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ):
         self.status = status
         self.message = message
         self.param = param
         self.code = code
+        self.headers = dict(headers or {})
         super().__init__(message)
 
     def body(self) -> dict[str, Any]:

@@ -44,22 +44,27 @@ CHANNEL = "openai"
 
 
 def openai_error(error: BaseException) -> OpenAIError:
-    """``error`` as OpenAI clients read it: its problem's status and detail."""
+    """``error`` as OpenAI clients read it: its problem's status, detail and headers
+    (the database's 503 carries its Retry-After here too)."""
     if isinstance(error, OpenAIError):
         return error
     problem = problem_for(error)
     param = problem.extra.get("field")
     return OpenAIError(
-        problem.status, problem.detail, param=param if isinstance(param, str) else None
+        problem.status,
+        problem.detail,
+        param=param if isinstance(param, str) else None,
+        headers=getattr(problem, "headers", None),
     )
 
 
 def error_response(error: OpenAIError, headers: dict[str, str] | None = None) -> Response:
+    """The OpenAI-shaped error, with its own headers (Retry-After) and ``headers``."""
     return Response(
         json.dumps(error.body()),
         status=error.status,
         content_type="application/json",
-        headers=headers,
+        headers={**error.headers, **(headers or {})},
     )
 
 

@@ -30,6 +30,10 @@ from ragio.http.webhooks import SIGNED_FORM, XML, telco_form
 from ragio.voice.calls import recent_calls
 
 blueprint = Blueprint("voice", __name__)
+NOT_CONFIGURED = (
+    "the voice channel is not configured: it needs VOICEAI_API_KEY (the speech provider's "
+    "key) to answer"
+)
 
 
 @blueprint.post("/webhook/voice")
@@ -45,14 +49,15 @@ async def voice_webhook() -> Response:
     /webhook/whatsapp (403 otherwise, unless VOICE_ALLOW_UNSIGNED=true). Answered with
     TwiML that connects the call to the media stream at VOICE_PUBLIC_URL, else
     wss://<PUBLIC_BASE_URL's host, else this request's>:VOICE_PORT (ws:// for http), with
-    the caller and the call id as <Parameter>s. 503 without VOICEAI_API_KEY; 422 naming a
-    field with a NUL, or a caller or call id with a control character."""
+    the caller and the call id as <Parameter>s. A verified call without VOICEAI_API_KEY
+    is 503 (the signature is checked first: a stranger is not told what is configured;
+    the log line of the 403 names the missing key too); 422 naming a field with a NUL,
+    or a caller or call id with a control character."""
     settings = service().settings
-    params = await telco_form("voice", settings.voice_allow_unsigned, "VOICE_ALLOW_UNSIGNED")
-    if not settings.voiceai_api_key:
-        raise Problem(
-            503, "the voice channel needs VOICEAI_API_KEY (the speech provider's key) to answer"
-        )
+    unset = "" if settings.voiceai_api_key else NOT_CONFIGURED
+    params = await telco_form("voice", settings.voice_allow_unsigned, "VOICE_ALLOW_UNSIGNED", unset)
+    if unset:
+        raise Problem(503, NOT_CONFIGURED)
     caller, call = incoming_call(params)
     check_parameter(caller, "From")
     check_parameter(call, "CallSid")

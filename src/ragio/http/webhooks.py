@@ -124,12 +124,13 @@ async def discord_webhook() -> dict[str, Any]:
 
 
 async def telco_form(
-    channel: str, allow_unsigned: bool, unsigned_setting: str
+    channel: str, allow_unsigned: bool, unsigned_setting: str, unset: str = ""
 ) -> list[tuple[str, str]]:
     """The form of a request from the telephony provider (WhatsApp, the voice webhook),
     once its signature over PUBLIC_BASE_URL (or this request's URL) and the form has
     passed; 403 otherwise, unless ``allow_unsigned``; then 422 naming a field that holds
-    text that cannot be stored (a NUL)."""
+    text that cannot be stored (a NUL). ``unset``: what else the channel lacks (a
+    setting not set), said in the log line of a refusal, never to the caller."""
     settings = service().settings
     params = telco.form_params(await request.get_data(), request.mimetype)
     url = telco.public_url(
@@ -139,18 +140,22 @@ async def telco_form(
         (request.headers[h] for h in telco.SIGNATURE_HEADERS if h in request.headers), None
     )
     verdict = telco.check_signature(settings.telco_auth_token, url, params, given, allow_unsigned)
-    _verified(verdict, channel, unsigned_setting, 403)
+    _verified(verdict, channel, unsigned_setting, 403, unset)
     for name, value in params:  # text that cannot be stored: 422, as on every route
         check_text_input(name, "form field names")
         check_text_input(value, name)
     return params
 
 
-def _verified(verdict: Verification, channel: str, unsigned_setting: str, status: int) -> None:
+def _verified(
+    verdict: Verification, channel: str, unsigned_setting: str, status: int, unset: str = ""
+) -> None:
     """Refuse an unverified request; log every unsigned one let in (testing only). The
-    caller is not told why (whether a secret is configured, say): the log is."""
+    caller is not told why (whether a secret is configured, say): the log is, with
+    ``unset``, what the channel would lack once verified."""
     if not verdict.accepted:
-        log.info("refused a %s webhook request: %s", channel, verdict.reason)
+        also = f"; {unset}" if unset else ""
+        log.info("refused a %s webhook request: %s%s", channel, verdict.reason, also)
         raise Problem(status, f"the {channel} request is not verified; the service log says why")
     if not verdict.signed:
         log.warning(

@@ -40,6 +40,9 @@ class IngestReport:
     # (file, the older version it replaced: "document 3, returns.md")
     replaced: list[tuple[Path, str]] = attrs.Factory(list)
     stopped: str | None = None  # why the run stopped early, if it did
+    #: folders named that hold no file of a supported type (empty, hidden files only,
+    #: or other types only: those are in ``failed``)
+    empty_folders: list[Path] = attrs.Factory(list)
 
     @property
     def chunks(self) -> int:
@@ -61,8 +64,10 @@ async def ingest_paths(
     While one group waits on the embedder or the database, the next is read and
     chunked, and up to GROUPS_IN_FLIGHT groups are being embedded and stored at once.
     """
+    paths = list(paths)
     files, skipped = find_files(paths)
-    report = IngestReport(failed=list(skipped))
+    empty = [p for p in paths if p.is_dir() and not any(f.is_relative_to(p) for f in files)]
+    report = IngestReport(failed=list(skipped), empty_folders=empty)
     on_total(len(files))
     in_flight = trio.Semaphore(GROUPS_IN_FLIGHT)
 
