@@ -112,6 +112,23 @@ async def test_the_owner_lists_conversations_newest_first_filtered_and_paged(api
     assert declined["turns"][0]["outcome"] == "not_found"
 
 
+async def test_a_conversation_continued_while_the_owner_pages_stays_on_its_page(api):
+    await add(api, "policies.md", POLICIES)
+    ids = []
+    for question in ("When does the shop open?", "Can I return shoes?", "Sizes?", "Hours?"):
+        ids.append((await api.post("/chat", json={"question": question})).json()["conversation_id"])
+    first = (await api.get("/conversations", params={"limit": 2})).json()
+    assert [c["id"] for c in first["conversations"]] == ids[:1:-1]
+    later = ids[0]  # on page 2: a new turn makes it the latest active
+    again = await api.post("/chat", json={"question": "and close?", "conversation_id": later})
+    assert again.json()["conversation_id"] == later, again.text
+    second = (
+        await api.get("/conversations", params={"limit": 2, "before": first["next_before"]})
+    ).json()
+    seen = [c["id"] for c in first["conversations"] + second["conversations"]]
+    assert sorted(seen) == sorted(ids), seen  # each once, none skipped
+
+
 async def test_bad_filters_are_refused_by_name(api):
     for params, field in (
         ({"channel": "fax"}, "channel"),

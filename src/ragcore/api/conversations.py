@@ -88,7 +88,7 @@ class ConversationsQuery:
     before: Annotated[
         int,
         described(
-            "the conversations after this one, latest active first (next_before of the last page)",
+            "the conversations begun before this one, latest first (next_before of the last page)",
             minimum=1,
             maximum=MAX_CONVERSATION_ID,
         ),

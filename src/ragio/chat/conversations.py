@@ -308,19 +308,19 @@ def list_conversations(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """At most ``limit`` conversations, the latest active first, without their turns;
-    with ``before`` (a conversation's id), those after it in that order. ``channel``,
-    ``role``: only those; ``since``, ``until``: active (updated) in that span."""
+    """At most ``limit`` conversations, the latest begun first (by id: a stable order,
+    which a new turn does not change, so a conversation continued while the owner pages
+    is neither listed twice nor skipped), without their turns; with ``before`` (a
+    conversation's id, deleted or not), those begun before it. ``channel``, ``role``: only
+    those; ``since``, ``until``: active (updated) in that span."""
     rows = conn.execute(
         f"""SELECT {", ".join(_CONVERSATION_COLUMNS)} FROM conversations
              WHERE (%(channel)s::text IS NULL OR channel = %(channel)s)
                AND (%(role)s::text IS NULL OR role = %(role)s)
                AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
                AND (%(until)s::timestamptz IS NULL OR updated_at < %(until)s)
-               AND (%(before)s::bigint IS NULL
-                    OR (updated_at, id) < (SELECT updated_at, id FROM conversations
-                                            WHERE id = %(before)s::bigint))
-             ORDER BY updated_at DESC, id DESC
+               AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
+             ORDER BY id DESC
              LIMIT %(limit)s""",
         {
             "channel": channel,

@@ -23,9 +23,10 @@ CONVERSATIONS = ("conversation", PATH)  # what a path id names, and where they a
 @blueprint.get(PATH)
 @operation(Reply(200, "The conversations", Conversations), 422, query=ConversationsQuery)
 async def list_conversations() -> Conversations:
-    """The conversations, latest active first, without their turns
+    """The conversations, latest begun first, without their turns
 
-    Filter by channel, role and the span they were active in; page with ?before=.
+    Filter by channel, role and the span they were active in; page with ?before=. The order
+    is stable: a conversation continued while paging stays on its page.
     Kept CONVERSATION_RETENTION_DAYS. Who asked is shown only as a hash."""
     query = read_query(ConversationsQuery, request.args)
     listing = functools.partial(
