@@ -5,7 +5,8 @@
     python3 scripts/dev.py test     # ruff, the import contracts, mypy and the whole test suite
 
 Needs only Python 3.11+ and the package registries. Creates .venv beside this
-folder and installs the project into it (again only when pyproject.toml changed).
+folder and installs the project into it (again only when pyproject.toml changed):
+serve installs what the service needs, test adds the test tools (the ``test`` extra).
 For the tests, installs the Debian packages espeak-ng and sox (the voice tests synthesise
 speech with them), mariadb-server (the mysql data source's tests start a MariaDB of
 their own), and chromium and chromium-driver (the console's tests drive a real browser)
@@ -45,16 +46,33 @@ def step(*command: str | Path) -> None:
     subprocess.run([str(c) for c in command], cwd=ROOT, check=True)
 
 
-def setup() -> None:
+def to_install(stamp: str | None, wanted: str, tests: bool) -> str | None:
+    """What to install (``.``: the service; ``.[test]``: with the test tools), or None
+    when the venv already has it: ``stamp`` is what the last install recorded (None: no
+    install yet), ``wanted`` the hash of pyproject.toml, ``tests`` whether the test tools
+    are wanted. A venv with the test tools keeps them for serve (nothing is uninstalled);
+    one without gets them for test."""
+    hash_, _, installed = (stamp or "").strip().partition(" ")
+    if not stamp or hash_ != wanted:
+        return ".[test]" if tests else "."
+    # a stamp of a hash alone was written by an install of .[test], before serve had its own
+    has_tests = installed in ("", ".[test]")
+    return ".[test]" if tests and not has_tests else None
+
+
+def setup(tests: bool) -> None:
+    """The venv, with the service (and the test tools for ``tests``) installed when
+    pyproject.toml changed or what was installed lacks them."""
     if not (BIN / "python").exists():
         print(f"creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
+    target = to_install(STAMP.read_text() if STAMP.exists() else None, wanted, tests)
+    if target is None:
         return
     step(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip", "uv")
-    step(BIN / "uv", "pip", "install", "--quiet", "--python", BIN / "python", "-e", ".[test]")
-    STAMP.write_text(wanted)
+    step(BIN / "uv", "pip", "install", "--quiet", "--python", BIN / "python", "-e", target)
+    STAMP.write_text(f"{wanted} {target}")
 
 
 def test_packages() -> None:
@@ -99,7 +117,7 @@ def main() -> int:
         print(__doc__)
         return 2
     try:
-        setup()
+        setup(tests=command == "test")
     except subprocess.CalledProcessError as failed:
         return failed.returncode or 1
     if command == "serve":
