@@ -16,7 +16,7 @@ import trio
 from ragcore.channels.telegram import parse_update
 from ragio.channels.updates import claim_delivery, take_unanswered
 from ragio.db.migrations import apply_migrations
-from ragio.db.presence import GONE_AFTER, here
+from ragio.db.presence import GONE_AFTER, alive, end_previous, here
 from tests.io.conftest import on_openai
 from tests.io.processes import running_service
 from tests.io.test_telegram import (  # noqa: F401 (openai and telegram: its fixtures)
@@ -51,6 +51,62 @@ def test_a_delivery_is_resumed_only_once_its_process_is_gone(database_url):
         assert take_unanswered(conn, later, "web-2:20:bbbbbb") == ([], 0)
         claimed_by = conn.execute("SELECT claimed_by FROM channel_updates").fetchone()[0]
         assert claimed_by == "web-2:20:bbbbbb"
+
+
+def test_a_process_that_starts_ends_its_own_earlier_runs_on_its_machine(database_url):
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        apply_migrations(conn)
+        now = conn.execute("SELECT now()").fetchone()[0]
+        for name in ("web-1:10:aaaaaa", "web-1:11:bbbbbb", "web-1:12:cccccc", "web-2:10:dddddd"):
+            here(conn, name, now)
+        # web-1 again as pid 12: pid 10 runs no more, 11 still runs (another replica), 12
+        # is its own pid (a restarted container); web-2 is another machine
+        ended = end_previous(conn, "web-1:12:eeeeee", running=lambda pid: pid == 11)
+        assert sorted(ended) == ["web-1:10:aaaaaa", "web-1:12:cccccc"]
+        assert alive(conn, now) == ["web-1:11:bbbbbb", "web-2:10:dddddd"]
+
+
+async def test_a_process_killed_and_started_again_takes_over_its_deliveries_at_once(
+    openai,  # noqa: F811 (the fixture imported above)
+    telegram,  # noqa: F811
+    database_url,
+    tmp_path,
+):
+    settings = on_openai(
+        openai,
+        database_url=database_url,
+        telegram_bot_token=TOKEN,
+        telegram_webhook_secret=SECRET,
+        telegram_api_base_url=telegram.base_url,
+    )
+    openai.chat_delay = 60
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    serving_a = running_service(tmp_path / "a", **settings)
+    process_a, url_a = await trio.to_thread.run_sync(serving_a.__enter__)
+    async with httpx.AsyncClient(base_url=url_a, timeout=30) as client:
+        await add_refunds(client)
+        assert (await post(client, update(9201))).status_code == 200
+    await wait_for(lambda: openai.requests_to("/v1/chat/completions"), 30)  # A is answering
+    [(name_a,)] = rows(database_url, "SELECT name FROM service_processes")
+    process_a.send_signal(signal.SIGKILL)
+    await trio.to_thread.run_sync(serving_a.__exit__, None, None, None)
+    # started again on the same machine at once: A's row is fresh, yet its delivery is
+    # answered now, not once A is GONE_AFTER unseen
+    openai.chat_delay = 0
+    serving_b = running_service(tmp_path / "b", **settings)
+    await trio.to_thread.run_sync(serving_b.__enter__)
+    try:
+        [sent] = await wait_for(lambda: telegram.sent, 20)
+        assert sent["text"].startswith(REPLY)
+    finally:
+        await trio.to_thread.run_sync(serving_b.__exit__, None, None, None)
+    [(claimed_by, answered)] = rows(
+        database_url,
+        "SELECT claimed_by, answered_at IS NOT NULL FROM channel_updates "
+        "WHERE delivery_id = '9201'",
+    )
+    assert claimed_by != name_a and answered
 
 
 async def test_two_processes_answer_each_delivery_once_a_crash_included(

@@ -67,6 +67,7 @@ class Intake:
         RESUME_SECONDS the deliveries of gone processes answered. Once ``stopped`` and the
         answers in flight are sent, the process leaves: its deliveries are all answered."""
         svc = self.service
+        await self.end_previous()
         resume_at = trio.current_time()
         while not stopped.is_set():
             await self.here()
@@ -82,6 +83,18 @@ class Intake:
                 await svc.database.run(presence.leave, svc.process)
             except Exception:  # noqa: BLE001 (taken for gone after GONE_AFTER instead)
                 log.warning("could not record that this process stops")
+
+    async def end_previous(self) -> None:
+        """End the presence of this process's earlier incarnations on this machine (a
+        quick restart), so the deliveries they were answering are resumed at once."""
+        svc = self.service
+        try:
+            ended = await svc.database.run(presence.end_previous, svc.process)
+        except Exception:  # noqa: BLE001 (they are taken for gone after GONE_AFTER instead)
+            log.warning("could not end the presence of this process's earlier runs")
+            return
+        if ended:
+            log.info("ended the presence of earlier runs on this machine: %s", ", ".join(ended))
 
     async def here(self) -> None:
         """This process runs (before it claims a delivery: what it holds is not resumed)."""
