@@ -76,3 +76,18 @@ class Generate(Effect[ModelReply]):
     #: the role the call is made for (None: the service itself), set by ``metered_generate``:
     #: the providers never see it; the metrics count tokens by it
     role: str | None = None
+
+
+class Abandoned(Exception):
+    """Thrown into a pipeline whose request went away (the client disconnected, the
+    service is stopping), so its ordinary error handling gives back what it holds: a
+    token reservation is released at once instead of counting until it goes stale.
+
+    ``partial``: when it went away while a reply was streaming, that reply so far (its
+    text, who wrote it, the counts when the provider reported them). The provider bills
+    the prompt and that output, so the call's hold is settled with them, not released
+    (``ragcore.metering.metered_generate``)."""
+
+    def __init__(self, partial: ModelReply | None = None) -> None:
+        super().__init__()
+        self.partial = partial

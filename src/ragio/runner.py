@@ -13,19 +13,14 @@ from typing import Any, Generic, Literal, TypeVar
 
 import trio
 
-from ragio.providers.chain import OnDelta
+from ragcore.generation import Abandoned, ModelReply
+from ragio.providers.chain import OnDelta, SoFar
 from ragio.service import Service
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 #: how long a cancelled pipeline may take to give back what it holds
 UNWIND_SECONDS = 5.0
-
-
-class Abandoned(Exception):
-    """Thrown into a pipeline whose request went away (the client disconnected, the
-    service is stopping), so its ordinary error handling gives back what it holds: a
-    token reservation is released at once instead of counting until it goes stale."""
 
 
 async def run(
@@ -44,10 +39,11 @@ async def run(
         except StopIteration as done:
             return done.value
         failure = None
+        so_far = SoFar(on_delta) if on_delta is not None else None
         try:
-            result = await execute(effect, service, on_delta)
-        except trio.Cancelled:
-            await unwind(pipeline, service)
+            result = await execute(effect, service, so_far)
+        except trio.Cancelled:  # a reply cut off mid-stream is settled with what it spent
+            await unwind(pipeline, service, so_far.reply() if so_far else None)
             raise
         except Exception as error:  # the pipeline may handle it; if not, it re-raises
             failure = error
@@ -105,14 +101,17 @@ async def stream(
     return Streamed(first, receive, scope)
 
 
-async def unwind(pipeline: Generator[Any, Any, Any], service: Service) -> None:
-    """Throw ``Abandoned`` into a cancelled pipeline and execute only the effects that give
-    back what it holds (``Effect.gives_back``), shielded and within ``UNWIND_SECONDS``; any
-    other effect it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
+async def unwind(
+    pipeline: Generator[Any, Any, Any], service: Service, partial: ModelReply | None = None
+) -> None:
+    """Throw ``Abandoned`` into a cancelled pipeline (with ``partial``, the reply its
+    ``Generate`` had streamed so far) and execute only the effects that give back what it
+    holds (``Effect.gives_back``), shielded and within ``UNWIND_SECONDS``; any other effect
+    it asks for gets ``Abandoned`` too. Never raises: the cancellation goes on."""
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + UNWIND_SECONDS
         try:
-            effect = pipeline.throw(Abandoned())
+            effect = pipeline.throw(Abandoned(partial))
             while True:
                 if getattr(effect, "gives_back", False):
                     effect = pipeline.send(await execute(effect, service))

@@ -4,6 +4,7 @@ the pipeline searching their standalone form."""
 import attrs
 import pytest
 
+from ragcore.chat.citations import resolve_citations
 from ragcore.chat.followup import (
     Exchange,
     is_follow_up,
@@ -18,6 +19,7 @@ from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.language import not_found
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import POLICY, recorded
+from tests.core.test_citations import SOURCES
 
 SHIRTS = Exchange("How long do I have to return shirts?", "Within 30 days [1].")
 
@@ -138,6 +140,15 @@ def test_a_turn_outcome_and_the_continuation_key():
     key = continuation([SHIRTS])
     assert key == continuation([Exchange(" How long do I have to return  shirts?", SHIRTS.answer)])
     assert key != continuation([Exchange(SHIRTS.question, "Within 14 days [1].")])
+
+
+def test_the_continuation_key_holds_for_an_answer_kept_as_it_streamed():
+    """A streamed answer's client keeps its text as it streamed, a marker to no source
+    included; the turn records it with that marker removed (``resolve_citations``)."""
+    streamed = Exchange(SHIRTS.question, "Within 30 days [1] [9], unworn [2,7].")
+    text, _ = resolve_citations(streamed.answer, SOURCES)
+    assert text == "Within 30 days [1], unworn [2]."
+    assert continuation([streamed]) == continuation([Exchange(SHIRTS.question, text)])
 
 
 def test_with_a_model_a_question_that_stands_alone_costs_no_rewrite():

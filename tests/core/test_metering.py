@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragcore.generation import Generate, ModelReply, Prompt
+from ragcore.generation import Abandoned, Generate, ModelReply, Prompt
 from ragcore.metering import metered_generate
 from ragcore.usage import (
     Capped,
@@ -68,6 +68,35 @@ def test_a_failed_call_releases_its_hold_and_raises():
     assert isinstance(next(gen), ReserveTokens)
     assert gen.send(Reservation(3, 100)) is REQUEST
     assert gen.throw(RuntimeError("down")) == ReleaseTokens(3)
+
+
+def test_a_call_abandoned_before_any_text_releases_its_hold():
+    gen = metered_generate(REQUEST, None, Caps(), True)
+    next(gen)
+    gen.send(Reservation(3, 100))
+    assert gen.throw(Abandoned()) == ReleaseTokens(3)
+    with pytest.raises(Abandoned):
+        gen.send(None)
+
+
+@pytest.mark.parametrize(
+    ("counted", "usage"),
+    [
+        # no counts from the provider: the prompt and the 9 characters streamed, estimated
+        (None, TokenUsage(6, 3, estimated=True)),
+        (TokenUsage(41, 2), TokenUsage(41, 2)),  # the provider's counts when it sent them
+    ],
+)
+def test_a_call_cut_off_mid_stream_settles_what_it_spent(counted, usage):
+    """The client left while the reply streamed: the provider billed the prompt and the
+    output so far, so the hold is settled with them (not released), and the call raises."""
+    gen = metered_generate(REQUEST, "sales", Caps(), True)
+    next(gen)
+    gen.send(Reservation(3, 100))
+    partial = ModelReply("the first", "p", "m", usage=counted)
+    assert gen.throw(Abandoned(partial)) == SettleTokens(3, "p", "m", usage)
+    with pytest.raises(Abandoned):
+        gen.send(None)
 
 
 def test_at_a_cap_nothing_is_called():

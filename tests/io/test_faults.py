@@ -26,6 +26,7 @@ import pytest
 import trio
 from psycopg.conninfo import conninfo_to_dict
 
+from ragcore.usage import estimate_tokens
 from ragio.db.embedded import EmbeddedPostgres
 from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
@@ -393,9 +394,10 @@ class TestAClientGoneMidStream:
         self, api, fake, database_url
     ):
         """The client reads three words of a streamed answer and closes the connection: its
-        token hold is given back at once (no 'reserved' row to count against a budget), no
-        turn is recorded as answered with words it never got, and the service answers the
-        next question whole."""
+        token hold ends at once (no 'reserved' row to count against a budget) and is settled
+        with what the provider billed: the prompt and the words streamed so far (estimated,
+        the fake sending its counts only at the end); no turn is recorded as answered with
+        words it never got, and the service answers the next question whole."""
         await api.post("/documents", json={"name": "faq.md", "text": FAQ})
         tokens = 0
         with trio.fail_after(10):
@@ -409,7 +411,9 @@ class TestAClientGoneMidStream:
 
         def usage_and_turns() -> tuple[list[tuple], list[tuple]]:
             with psycopg.connect(database_url) as conn:
-                usage = conn.execute("SELECT state, completion_tokens FROM usage_records")
+                usage = conn.execute(
+                    "SELECT state, completion_tokens FROM usage_records ORDER BY id"
+                )
                 turns = conn.execute("SELECT outcome, answer FROM conversation_turns")
                 return usage.fetchall(), turns.fetchall()
 
@@ -417,13 +421,22 @@ class TestAClientGoneMidStream:
             while any(state == "reserved" for state, _ in usage_and_turns()[0]):
                 await trio.sleep(0.05)
         usage, turns = usage_and_turns()
-        assert usage == []
+        [(state, streamed)] = usage
+        assert state == "settled" and 0 < streamed < estimate_tokens(LONG_REPLY)
+        with psycopg.connect(database_url) as conn:
+            [(prompt_tokens, estimated)] = conn.execute(
+                "SELECT prompt_tokens, estimated FROM usage_records"
+            ).fetchall()
+        assert prompt_tokens > 0 and estimated
         assert [turn for turn in turns if turn[0] == "answered"] == []
 
         answered = await api.post("/chat", json=QUESTION)
         assert answered.status_code == 200 and answered.json()["answer"] == LONG_REPLY
         usage, turns = usage_and_turns()
-        assert usage == [("settled", answered.json()["usage"]["completion_tokens"])]
+        assert usage == [
+            ("settled", streamed),
+            ("settled", answered.json()["usage"]["completion_tokens"]),
+        ]
         assert turns == [("answered", LONG_REPLY)]
 
 

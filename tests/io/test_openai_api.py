@@ -213,6 +213,44 @@ class TestWithAModel:
         usage = (await api.get("/usage", headers={"X-API-Key": KEY})).json()
         assert usage  # both calls went through the ledger
 
+    async def test_a_streamed_answer_kept_as_it_streamed_continues_its_conversation(
+        self, api, fake
+    ):
+        """The model cites a source it was not given ([9]): the answer streams with that
+        marker and is recorded without it; the client sends back what it accumulated, and
+        the follow-up is still a turn of the same conversation."""
+        await add_policies(api)
+
+        def respond(body: dict[str, Any]) -> str:
+            system = body["messages"][0]["content"]
+            if system.startswith("You rewrite the last question"):
+                return "How long do I have to return shoes?"
+            if "shoes" in body["messages"][-1]["content"].split("Question:")[-1]:
+                return "Shoes within 14 days of delivery [1]."
+            return "Shirts within 30 days of delivery [1] [9]."
+
+        fake.respond = respond
+        first = [{"role": "user", "content": "How long do I have to return shirts?"}]
+        async with client(api) as sdk:
+            stream = await sdk.chat.completions.create(model="ragchat", messages=first, stream=True)
+            chunks = [chunk async for chunk in stream]
+            streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            assert streamed == "Shirts within 30 days of delivery [1] [9]."
+            history = [
+                *first,
+                {"role": "assistant", "content": streamed},
+                {"role": "user", "content": "and for shoes?"},
+            ]
+            follow_up = await sdk.chat.completions.create(model="ragchat", messages=history)
+        conversation_id = follow_up.model_extra["ragchat"]["conversation_id"]
+        listed = (await api.get("/conversations", headers={"X-API-Key": KEY})).json()
+        assert [c["id"] for c in listed["conversations"]] == [conversation_id]
+        recorded = await api.get(f"/conversations/{conversation_id}", headers={"X-API-Key": KEY})
+        assert [t["answer"] for t in recorded.json()["turns"]] == [
+            "Shirts within 30 days of delivery [1].",
+            "Shoes within 14 days of delivery [1].",
+        ]
+
 
 async def test_a_503_says_when_to_try_again_as_the_rest_of_the_api_does(api, service, monkeypatch):
     """The database down: /v1 answers its 503 with the Retry-After of every other route,

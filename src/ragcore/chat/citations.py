@@ -10,7 +10,8 @@ import attrs
 from ragcore.schema import described
 from ragcore.sources import Source
 
-_MARKER = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
+#: a citation marker, with the space before it: [1], [2, 3]
+MARKER = re.compile(r"\s?\[(\d+(?:\s*,\s*\d+)*)\]")
 SNIPPET_CHARS = 240
 
 
@@ -46,7 +47,7 @@ def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tupl
         lead = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip())]
         return lead + "".join(f"[{n}]" for n in known)
 
-    cleaned = _MARKER.sub(keep_known, text).strip()
+    cleaned = MARKER.sub(keep_known, text).strip()
     citations = tuple(_citation(by_number[n]) for n in sorted(cited))
     return cleaned, citations
 

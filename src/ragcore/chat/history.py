@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from ragcore.chat.citations import MARKER
 from ragcore.chat.followup import Exchange
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.converter import converter
@@ -97,10 +98,16 @@ def turn_outcome(answer: ChatAnswer) -> str:
 
 def continuation(exchanges: Sequence[Exchange]) -> str | None:
     """The key of a conversation whose exchanges are these (None: no exchange yet).
-    Whitespace is not significant: clients trim and rewrap the texts they send back."""
+    Whitespace is not significant: clients trim and rewrap the texts they send back. Nor
+    are an answer's citation markers: a streamed answer's client keeps the text as it
+    streamed, markers to sources that do not exist included, where the turn records it
+    with those removed (``resolve_citations``)."""
     if not exchanges:
         return None
-    texts = [[" ".join(e.question.split()), " ".join(e.answer.split())] for e in exchanges]
+    texts = [
+        [" ".join(e.question.split()), " ".join(MARKER.sub("", e.answer).split())]
+        for e in exchanges
+    ]
     return hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 

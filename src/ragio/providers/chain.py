@@ -83,13 +83,37 @@ async def generate_with_fallback(
     raise _given_up(step) from (failure if step.rejected else None)
 
 
+@attrs.define
+class SoFar:
+    """An ``OnDelta`` that keeps what a streamed reply has produced so far, so a reply cut
+    off (the client left) can be settled with what it spent (``reply``)."""
+
+    forward: OnDelta
+    pieces: list[str] = attrs.Factory(list)
+    opened: OpenedStream | None = None
+
+    async def __call__(self, delta: str) -> None:
+        self.pieces.append(delta)  # produced, so billed, even if never delivered
+        await self.forward(delta)
+
+    def reply(self) -> ModelReply | None:
+        """The reply so far; None when no provider had begun streaming it."""
+        if self.opened is None or not self.pieces:
+            return None
+        opened = self.opened
+        return ModelReply("".join(self.pieces), opened.provider, opened.model, opened.usage)
+
+
 async def stream_with_fallback(
     chain: Iterable[Any], request: Generate, timeout: float, on_delta: OnDelta
 ) -> ModelReply:
     """Stream the reply to ``on_delta``; return it whole, with the token counts the provider
-    reported while streaming (None when it reported none: the pipeline then estimates them)."""
+    reported while streaming (None when it reported none: the pipeline then estimates them).
+    A ``SoFar`` is told which provider's stream it is given."""
     pieces: list[str] = []
     async with await open_stream(chain, request, timeout) as opened:
+        if isinstance(on_delta, SoFar):
+            on_delta.opened = opened
         async for delta in opened:
             pieces.append(delta)
             await on_delta(delta)
