@@ -81,8 +81,8 @@ PROVIDER_LATENCY = Histogram(
 TOKENS = Counter(
     "ragchat_tokens",
     "Tokens of the model calls answered, by provider, role (none without one) and kind "
-    "(prompt, completion); as the provider reported them, else estimated at 4 characters "
-    "a token",
+    "(prompt, completion; embedding: the texts embedded, role none); as the provider "
+    "reported them, else estimated at 4 characters a token",
     ("provider", "role", "kind"),
     registry=REGISTRY,
 )
@@ -119,6 +119,8 @@ DATABASE_WAITING = Gauge(
     registry=REGISTRY,
 )
 NO_ROLE = "none"
+#: the ``kind`` of ``ragchat_tokens_total`` counting an embedding call's input
+EMBEDDING_KIND = "embedding"
 
 
 class Scraped:

@@ -12,6 +12,7 @@ import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from ragcore.usage import estimate_tokens
 from ragio.service import Service
 from tests.io.channels import QUESTION as CHANNEL_QUESTION
 from tests.io.channels import add_refunds, wait_for
@@ -224,6 +225,48 @@ class TestProviders:
         assert value(after, "ragchat_tokens_total", **completion) > value(
             before, "ragchat_tokens_total", **completion
         )
+
+    async def test_the_local_embedders_tokens_are_counted_estimated(self, api, gpt):
+        before = await scrape(api)
+        response = await ask(api)
+        after = await scrape(api)
+
+        assert response.status_code == 200, response.text
+        local = {"provider": "local", "role": "none", "kind": "embedding"}
+        tokens = "ragchat_tokens_total"
+        # at least the question (the document may be stored already), 4 characters a token
+        grew = value(after, tokens, **local) - value(before, tokens, **local)
+        assert grew >= estimate_tokens(QUESTION)
+
+
+class TestEmbeddingTokens:
+    """Embeddings by OpenAI (a fake), which reports each request's tokens."""
+
+    @pytest.fixture
+    def settings_overrides(self, gpt: FakeOpenAI) -> dict[str, Any]:
+        return on_openai(gpt, provider_timeout_seconds=5)
+
+    async def test_embedding_tokens_are_counted_as_the_provider_reported_them(self, api, gpt):
+        before = await scrape(api)
+        response = await ask(api, role="support")
+        after = await scrape(api)
+
+        assert response.status_code == 200, response.text
+        embedded = [
+            text
+            for sent in gpt.requests_to("/v1/embeddings")
+            for text in (
+                [sent.body["input"]] if isinstance(sent.body["input"], str) else sent.body["input"]
+            )
+        ]
+        assert QUESTION in embedded
+        reported = sum(count_tokens(text) for text in embedded)  # the fake's own counting
+        assert reported != sum(estimate_tokens(text) for text in embedded)
+        tokens = "ragchat_tokens_total"
+        embedding = {"provider": "openai", "role": "none", "kind": "embedding"}
+        assert value(after, tokens, **embedding) - value(before, tokens, **embedding) == reported
+        prompt = {"provider": "openai", "role": "support", "kind": "prompt"}
+        assert value(after, tokens, **prompt) > value(before, tokens, **prompt)  # told apart
 
 
 class TestChannelQueue:

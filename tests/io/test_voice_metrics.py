@@ -3,13 +3,19 @@ call in progress, and a media stream refused. Real calls, as in test_voice_calls
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
+import httpx
 import pytest
 import trio
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.io import test_voice_calls as calls
 from tests.io.fakes.phone import HandshakeError
 from tests.io.test_metrics import scrape, value
 from tests.io.test_voice_calls import call
+from voiceio.server import serve_voice
 
 pytestmark = pytest.mark.realtime  # run alone: see scripts/dev.py
 IN_PROGRESS = "ragchat_voice_calls_in_progress"
@@ -41,3 +47,68 @@ async def test_a_call_in_progress_and_a_refused_stream_show_in_the_metrics(voice
     assert value(after, IN_PROGRESS) == 0
     unverified = {"reason": "unverified"}
     assert value(after, REFUSED, **unverified) - value(before, REFUSED, **unverified) == 1
+
+
+# ---------------------------------------------------------------- the voice server alone
+
+KEY = "voice-metrics-key-0123456789abcdef"
+
+
+@pytest.fixture
+async def alone(service, nursery, voice_settings) -> str:
+    """The voice server on the service's settings, without the HTTP API (as `ragchat voice`
+    runs it); its base URL."""
+    port = await nursery.start(partial(serve_voice, service, port=0))
+    return f"http://127.0.0.1:{port}"
+
+
+class TestVoiceAlone:
+    @pytest.fixture
+    def voice_settings(self) -> dict[str, Any]:
+        return {"service_api_key": KEY}
+
+    async def test_its_port_answers_metrics_behind_the_api_key(self, alone, stream_url):
+        async with httpx.AsyncClient(base_url=alone, timeout=10) as client:
+            refused = await client.get("/metrics")
+            wrong = await client.get("/metrics", headers={"X-API-Key": "wrong"})
+            scraped = await client.get("/metrics", headers={"X-API-Key": KEY})
+            bearer = await client.get("/metrics", headers={"Authorization": f"Bearer {KEY}"})
+
+        assert refused.status_code == 401
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.headers["www-authenticate"] == "X-API-Key"
+        assert wrong.status_code == 401
+        assert KEY not in wrong.text
+        assert scraped.status_code == 200, scraped.text
+        assert scraped.headers["content-type"].startswith("text/plain; version=0.0.4")
+        samples = {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(scraped.text)
+            for sample in family.samples
+        }
+        assert value(samples, IN_PROGRESS) == 0
+        assert ("process_start_time_seconds", frozenset()) in samples
+        assert bearer.status_code == 200
+
+    async def test_calls_are_still_answered_on_the_same_port(self, service, nursery, stream_url):
+        await nursery.start(serve_voice, service)  # on VOICE_PORT: the stream URL's port
+        with pytest.raises(HandshakeError):  # a forged signature is still refused
+            async with call(stream_url, sign="forged"):
+                pass
+        async with call(stream_url) as phone:
+            await phone.wait_for_audio(10)  # the greeting: the call is answered
+            await phone.hang_up()
+
+
+class TestVoiceAlonePublic:
+    @pytest.fixture
+    def voice_settings(self) -> dict[str, Any]:
+        return {"service_api_key": KEY, "metrics_public": True}
+
+    async def test_metrics_public_opens_its_metrics(self, alone):
+        async with httpx.AsyncClient(base_url=alone, timeout=10) as client:
+            scraped = await client.get("/metrics")
+            other = await client.get("/documents")
+        assert scraped.status_code == 200
+        assert IN_PROGRESS in scraped.text
+        assert other.status_code != 200  # only /metrics: the rest is the media stream's

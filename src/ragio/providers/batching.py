@@ -6,14 +6,48 @@ Shared by the remote embedders, which differ only in how one batch is sent.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
+import attrs
 import trio
 
 from ragcore.knowledge.embedding_space import EmbeddingSpace
+from ragcore.usage import estimate_tokens, is_count
 from ragio.providers.failures import BadReply
 
 MAX_IN_FLIGHT = 4  # batch requests at once for one embed() call: fast, and polite to limits
+
+
+@attrs.define
+class EmbeddingTokens:
+    """The tokens of one ``embed()`` call, batch by batch: as the provider reported them
+    (OpenAI's ``usage.prompt_tokens``), else estimated from the batch's texts."""
+
+    tokens: int = 0
+    batches: int = 0  # batches counted: none when the embedder reports nothing
+
+    def add(self, batch: Sequence[str], reported: Any) -> None:
+        self.batches += 1
+        self.tokens += reported if is_count(reported) else estimate(batch)
+
+
+def estimate(texts: Sequence[str]) -> int:
+    """Estimated tokens of ``texts``, each input counted on its own (4 characters a token)."""
+    return sum(estimate_tokens(text) for text in texts)
+
+
+#: the tally of the ``embed()`` call in progress (``ragio.providers.chain.embed`` sets it;
+#: the batches of one call, sent in tasks of their own, share it)
+EMBEDDING_TOKENS: ContextVar[EmbeddingTokens | None] = ContextVar("embedding_tokens", default=None)
+
+
+def report_tokens(batch: Sequence[str], reported: Any) -> None:
+    """Count a batch sent, with the tokens the provider reported for it (None or anything
+    but a count: estimated), into the ``embed()`` call in progress, if any."""
+    tally = EMBEDDING_TOKENS.get()
+    if tally is not None:
+        tally.add(batch, reported)
 
 
 class EmbeddingDimensionsMismatch(RuntimeError):

@@ -20,6 +20,7 @@ from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_a
 from ragcore.generation import Generate, ModelReply
 from ragcore.usage import TokenUsage, measured_usage
 from ragio import metrics
+from ragio.providers.batching import EMBEDDING_TOKENS, EmbeddingTokens, estimate
 from ragio.providers.failures import (
     AllProvidersFailed,
     AnswerBroken,
@@ -39,8 +40,12 @@ StreamItem = str | TokenUsage
 
 async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[float]]:
     """The embedder's vectors, one per text; EmbeddingFailed when the provider fails, its
-    reply included (no vectors, vectors that are not lists of numbers, too few of them)."""
+    reply included (no vectors, vectors that are not lists of numbers, too few of them).
+    Its tokens are counted: as the provider reported them batch by batch, else estimated;
+    a failed call's only where a batch answered with its count (what was billed)."""
     started = _called(embedder.name, EMBEDDING)
+    tally = EmbeddingTokens()
+    reset = EMBEDDING_TOKENS.set(tally)
     try:
         vectors = await embedder.embed(texts, purpose)
         if len(vectors) != len(texts):
@@ -48,11 +53,15 @@ async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[
     except Exception as error:
         attempt = attempt_of(embedder.name, error)
         _ended(embedder.name, EMBEDDING, started, attempt)
+        _count_embedding_tokens(embedder.name, tally.tokens)
         if attempt is None:
             raise
         log.warning("embedding provider %s", attempt.describe())
         raise EmbeddingFailed(attempt) from error
+    finally:
+        EMBEDDING_TOKENS.reset(reset)
     _ended(embedder.name, EMBEDDING, started)
+    _count_embedding_tokens(embedder.name, tally.tokens if tally.batches else estimate(texts))
     return vectors
 
 
@@ -273,3 +282,9 @@ def _count_tokens(request: Generate, reply: ModelReply) -> None:
     role = request.role or metrics.NO_ROLE
     metrics.TOKENS.labels(reply.provider, role, "prompt").inc(usage.prompt_tokens)
     metrics.TOKENS.labels(reply.provider, role, "completion").inc(usage.completion_tokens)
+
+
+def _count_embedding_tokens(provider: str, tokens: int) -> None:
+    """An embedding call's input tokens: no role (an embedding serves the knowledge base
+    and any question), kind ``embedding``."""
+    metrics.TOKENS.labels(provider, metrics.NO_ROLE, metrics.EMBEDDING_KIND).inc(tokens)

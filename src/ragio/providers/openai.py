@@ -43,7 +43,12 @@ from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.settings import Settings
 from ragcore.usage import TokenUsage, is_count, reported_usage
-from ragio.providers.batching import check_dimensions, check_vectors, embed_in_batches
+from ragio.providers.batching import (
+    check_dimensions,
+    check_vectors,
+    embed_in_batches,
+    report_tokens,
+)
 from ragio.providers.failures import BadReply, no_text, stream_without_text
 from ragio.providers.wire import checking_replies
 
@@ -275,6 +280,8 @@ class OpenAIEmbedder:
             "data",
         )
         check_dimensions(vectors, self.space, self.where, "dimensions")
+        usage = getattr(response, "usage", None)
+        report_tokens(batch, getattr(usage, "prompt_tokens", None))  # some servers send none
         return vectors
 
 
