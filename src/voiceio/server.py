@@ -30,6 +30,7 @@ import trio
 from trio_websocket import WebSocketRequest, WebSocketServer
 
 from ragcore.channels.telco import SIGNATURE_HEADERS
+from ragcore.settings import is_loopback
 from ragcore.voice.upgrade import check_upgrade, signed_urls
 from ragio import metrics
 from ragio.service import Service
@@ -200,16 +201,23 @@ class MetricsAndMediaServer(WebSocketServer):
         if method not in ("GET", "HEAD"):
             status, body, extra = "405 Method Not Allowed", b"", {"Allow": "GET, HEAD"}
             content_type = "text/plain; charset=utf-8"
-        elif (
-            configured
-            and not settings.metrics_public
-            and not hmac.compare_digest(given, configured)
+        elif not settings.metrics_public and not (
+            hmac.compare_digest(given, configured)
+            if configured
+            # no key: open on loopback only, as the API (which listens there alone then)
+            else is_loopback(settings.voice_bind) or settings.allow_insecure_bind
         ):
-            detail = (
-                "wrong API key"
-                if given
-                else "send the API key in the X-API-Key header or as Authorization: Bearer <key>"
-            )
+            if not configured:
+                detail = (
+                    f"VOICE_BIND={settings.voice_bind} reaches beyond this machine: set "
+                    "SERVICE_API_KEY to read the metrics with it, or METRICS_PUBLIC=true"
+                )
+            elif given:
+                detail = "wrong API key"
+            else:
+                detail = (
+                    "send the API key in the X-API-Key header or as Authorization: Bearer <key>"
+                )
             problem = {"type": "about:blank", "title": "Unauthorized", "status": 401}
             body = json.dumps({**problem, "detail": detail}).encode("utf-8")
             status, content_type = "401 Unauthorized", "application/problem+json"

@@ -112,3 +112,16 @@ class TestVoiceAlonePublic:
         assert scraped.status_code == 200
         assert IN_PROGRESS in scraped.text
         assert other.status_code != 200  # only /metrics: the rest is the media stream's
+
+
+class TestVoiceAloneBeyondLoopbackWithoutKey:
+    @pytest.fixture
+    def voice_settings(self) -> dict[str, Any]:
+        return {"voice_bind": "0.0.0.0"}  # the media streams come from the provider
+
+    async def test_its_metrics_are_not_open_to_the_world(self, alone):
+        async with httpx.AsyncClient(base_url=alone, timeout=10) as client:
+            refused = await client.get("/metrics")
+        assert refused.status_code == 401
+        assert "SERVICE_API_KEY" in refused.json()["detail"]
+        assert IN_PROGRESS not in refused.text
