@@ -236,7 +236,7 @@ async def test_the_term_statistics_follow_inserts_updates_and_deletes(service, c
     )
     conn.execute("UPDATE chunks SET text = 'Green trains' WHERE document_id = %s", (first,))
     assert exact(conn)
-    store.delete_document(conn, first)
+    store.delete_documents(conn, first)
     assert exact(conn)
     assert conn.execute(
         "SELECT count(*) FROM fulltext_terms WHERE lexeme = 'green'"

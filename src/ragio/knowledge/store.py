@@ -199,15 +199,6 @@ def get_document(conn: psycopg.Connection, document_id: int) -> tuple[StoredDocu
     return (_stored(row), row[6]) if row else None
 
 
-def delete_document(conn: psycopg.Connection, document_id: int) -> bool:
-    """Delete the document and its chunks (one statement: the foreign key cascades).
-
-    False when there was no such document.
-    """
-    row = conn.execute("DELETE FROM documents WHERE id = %s RETURNING id", (document_id,))
-    return row.fetchone() is not None
-
-
 def delete_documents(conn: psycopg.Connection, reference: int | str) -> list[StoredDocument]:
     """Delete the document ``reference`` names, chunks and all: by its id (an int), or
     (text) by its id when a document has it, else by its name (every document holding
