@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="add documents (txt, md, html, pdf, docx, csv; folders walked) to the knowledge base",
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ingest.add_argument(
+        "--replace",
+        action="store_true",
+        help="a file whose name a stored document of other content holds replaces it (a "
+        "new version); without this, such a file is reported and not stored",
+    )
     documents = commands.add_parser("documents", help="list or delete the stored documents")
     documents_actions = documents.add_subparsers(dest="action", metavar="ACTION", required=True)
     listed = documents_actions.add_parser(
@@ -314,7 +320,9 @@ async def ingest_command(settings: Settings, args: argparse.Namespace) -> int:
                 progress.set_postfix_str(f"{chunks} chunks{rate}", refresh=False)
                 progress.update(files)
 
-            report = await ingest_paths(svc, args.paths, advance, on_total=total)
+            report = await ingest_paths(
+                svc, args.paths, advance, on_total=total, replace=args.replace
+            )
     replaced = f"; replaced {len(report.replaced)} older version(s)" if report.replaced else ""
     print(
         f"added {len(report.added)} file(s), {report.chunks} chunks; "

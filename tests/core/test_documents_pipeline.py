@@ -6,6 +6,7 @@ from ragcore.knowledge.documents import (
     DeleteDocuments,
     FindDocuments,
     FindNamed,
+    NameTaken,
     StoredDocument,
     StoreDocuments,
     add_document,
@@ -170,7 +171,7 @@ def test_a_group_embeds_all_new_chunks_together_and_skips_duplicates():
     ]
 
 
-def test_a_new_version_replaces_every_document_holding_its_name():
+def test_a_new_version_replaces_every_document_holding_its_name_when_asked_to():
     old = StoredDocument(3, "refunds.md", 2, created=False)
     older = StoredDocument(1, "refunds.md", 1, created=False)  # from before names were kept one
 
@@ -182,7 +183,8 @@ def test_a_new_version_replaces_every_document_holding_its_name():
             case _:
                 return recorded(effect)
 
-    outcome, effects = drive(add_document("refunds.md", "Refunds take 30 days."), answer)
+    pipeline = add_document("refunds.md", "Refunds take 30 days.", replace=True)
+    outcome, effects = drive(pipeline, answer)
     assert stored_one(effects).replaces == (1, 3)
     assert outcome.created and outcome.replaced == (older, old)
     assert effects[-1] == TeachGraph((7,), (1, 3))  # the graph forgets what it replaced
@@ -200,9 +202,50 @@ def test_the_rule_a_stored_content_is_a_no_op_a_new_one_replaces_the_name():
 
     holder = StoredDocument(4, "a.md", 1, created=False)
     elsewhere = StoredDocument(5, "b.md", 1, created=False)
-    assert replacing(elsewhere, [holder]) is None  # the content is b.md's: nothing changes
-    assert replacing(None, [holder]) == (holder,)
-    assert replacing(None, []) == ()
+    for replace in (False, True):
+        # the content is b.md's: nothing changes
+        assert replacing(elsewhere, [holder], replace=replace) is None
+        assert replacing(None, [], replace=replace) == ()
+    assert replacing(None, [holder], replace=True) == (holder,)
+    with pytest.raises(NameTaken, match=r"'a.md' is stored \(document 4\); .*replace: true"):
+        replacing(None, [holder], replace=False, name="a.md")
+
+
+def test_a_different_file_of_a_stored_name_is_refused_unless_replacing_is_asked():
+    """Two different files may share a name (two packages' manual.html): the second is
+    not stored over the first, nothing is embedded, and the refusal names the holder."""
+    holder = StoredDocument(3, "manual.html", 5, created=False)
+
+    def answer(effect):
+        match effect:
+            case FindNamed():
+                return [[holder]]
+            case _:
+                return recorded(effect)
+
+    pipeline = add_document("manual.html", "Ninja is a small build system.")
+    with pytest.raises(NameTaken) as refused:
+        drive(pipeline, answer)
+    assert refused.value.holders == (holder,)
+    assert "document 3" in str(refused.value)
+
+
+def test_in_a_group_a_refused_name_leaves_the_others_stored():
+    docs = [prepare_document("a.md", "Alpha."), prepare_document("b.md", "Beta.")]
+
+    def answer(effect):
+        match effect:
+            case FindNamed(names=names):
+                assert names == ("a.md", "b.md")
+                return [[StoredDocument(3, "a.md", 1, created=False)], []]
+            case _:
+                return recorded(effect)
+
+    outcome, effects = drive(store_new_documents(docs, how_to_replace="pass --replace"), answer)
+    assert isinstance(outcome[0], NameTaken) and "pass --replace" in str(outcome[0])
+    assert outcome[1].created and outcome[1].name == "b.md"
+    [store] = [e for e in effects if isinstance(e, StoreDocuments)]
+    assert [d.name for d in store.documents] == ["b.md"]
 
 
 def test_a_group_with_two_documents_of_one_name_is_refused_before_any_effect():
@@ -221,7 +264,7 @@ def test_a_content_stored_meanwhile_replaces_nothing():
             case _:
                 return recorded(effect)
 
-    outcome, _ = drive(add_document("a.md", "Stored by another upload."), answer)
+    outcome, _ = drive(add_document("a.md", "Stored by another upload.", replace=True), answer)
     assert (outcome.id, outcome.created, outcome.replaced) == (9, False, ())
 
 

@@ -154,7 +154,10 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/documents")
     await c.send("GET", "/documents", params={"q": "faq", "limit": 1})
     await c.send("GET", "/documents", params={"limit": 0})
-    replaced = await c.send("POST", "/documents", json={"name": "faq.md", "text": FAQ + " New."})
+    new_version = {"name": "faq.md", "text": FAQ + " New.", "replace": True}
+    taken = await c.send("POST", "/documents", json={**new_version, "replace": False})
+    assert taken.status_code == 409
+    replaced = await c.send("POST", "/documents", json=new_version)
     doc = f"/documents/{replaced.json()['id']}"
     large = {"file": ("large.md", (FAQ + "\n\n").encode() * 20, "text/markdown")}
     job = (await c.send("POST", "/documents", files=large)).headers["location"]
@@ -174,6 +177,9 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/jobs/{id}", "/jobs/999")
     await c.send("GET", "/documents/{id}", doc)
     await c.send("GET", "/documents/{id}", "/documents/abc")
+    await c.send("PATCH", "/documents/{id}", doc, json={"name": "faq-renamed.md"})
+    await c.send("PATCH", "/documents/{id}", doc, json={"name": ""})
+    await c.send("PATCH", "/documents/{id}", "/documents/999", json={"name": "x.md"})
     await c.send("DELETE", "/documents/{id}", doc)
     await c.send("DELETE", "/documents/{id}", doc)
 

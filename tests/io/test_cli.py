@@ -297,9 +297,7 @@ def test_a_public_voice_bind_without_signatures_refuses_to_start_and_says_why(tm
     assert not (tmp_path / "data").exists()
 
 
-def test_ingest_replaces_a_document_of_the_same_name_and_refuses_two_in_one_run(
-    tmp_path, database_url
-):
+def test_ingest_replaces_a_document_of_the_same_name_only_with_replace(tmp_path, database_url):
     first = tmp_path / "first"
     first.mkdir()
     (first / "returns.md").write_text("# Returns\n\nItems can be returned within 14 days.")
@@ -310,7 +308,13 @@ def test_ingest_replaces_a_document_of_the_same_name_and_refuses_two_in_one_run(
     (second / "b").mkdir()
     (second / "a" / "returns.md").write_text("# Returns\n\nItems can be returned within 30 days.")
     (second / "b" / "returns.md").write_text("# Returns\n\nA third text of the same name.")
-    result = run_cli("ingest", str(second), cwd=tmp_path, database_url=database_url)
+    refused = run_cli("ingest", str(second / "a"), cwd=tmp_path, database_url=database_url)
+    assert refused.returncode == 1
+    assert (
+        f"failed: {second / 'a' / 'returns.md'}: a different document named 'returns.md' is "
+        "stored (document 1); nothing was stored: run `ragchat ingest --replace`"
+    ) in refused.stdout
+    result = run_cli("ingest", "--replace", str(second), cwd=tmp_path, database_url=database_url)
     assert result.returncode == 1, result.stderr  # b/returns.md refused
     assert (
         "added 1 file(s), 1 chunks; skipped 0 duplicate(s); failed 1; replaced 1" in result.stdout

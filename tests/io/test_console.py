@@ -1,6 +1,7 @@
 """The owner's console in a real browser: Debian's chromium, driven through its
 chromedriver by Selenium, against the real app. The owner's main path: sign in with the
-key, upload a document, ask a question and see its citation, approve a held action.
+key, upload a document (asked before another file of its name replaces it; renamed), ask
+a question and see its citation, approve a held action.
 
 Selenium is synchronous: the browser is driven from a worker thread while the app
 serves in this test's Trio loop. With RAGCHAT_SCREENSHOTS=<folder>, a screenshot of
@@ -101,6 +102,31 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         wait.until(lambda d: "hours.md" in d.find_element(By.ID, "document-list").text)
         snap("documents")
 
+        # another file of the same name: the owner is asked before anything is replaced
+        other = document.parent / "other" / document.name
+        other.parent.mkdir()
+        other.write_text(HOURS + "\nOn Sundays the shop is closed.\n")
+        for accept in (False, True):
+            driver.find_element(By.ID, "document-file").send_keys(str(other))
+            upload.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            asked = wait.until(shown.alert_is_present())
+            seen.setdefault("asked", []).append(asked.text)
+            asked.accept() if accept else asked.dismiss()
+            done = "Replaced" if accept else "Not uploaded"
+            wait.until(
+                lambda d, done=done: d.find_element(By.ID, "upload-outcome").text.startswith(done)
+            )
+            seen.setdefault("same_name", []).append(
+                driver.find_element(By.ID, "upload-outcome").text
+            )
+        rename = visible("#document-list button[aria-label='Rename hours.md']")
+        rename.click()
+        named = wait.until(shown.alert_is_present())
+        named.send_keys("opening-hours.md")
+        named.accept()
+        wait.until(lambda d: "Renamed" in d.find_element(By.ID, "status").text)
+        seen["listed_after_rename"] = driver.find_element(By.ID, "document-list").text
+
         page("chat", "#chat-form")
         driver.find_element(By.ID, "question").send_keys("When does the shop open?")
         driver.find_element(By.CSS_SELECTOR, "#chat-form button[type=submit]").click()
@@ -139,10 +165,16 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         signing_in = (
             f"{base_url}/usage - Failed to load resource: the server responded with a status of 401"
         )
+        # and the refusal of the same name, which the owner was asked about
+        same_name = (
+            f"{base_url}/documents - Failed to load resource: the server responded with a "
+            "status of 409"
+        )
         seen["console_errors"] = [
             entry["message"]
             for entry in driver.get_log("browser")
-            if entry["level"] == "SEVERE" and not entry["message"].startswith(signing_in)
+            if entry["level"] == "SEVERE"
+            and not entry["message"].startswith((signing_in, same_name))
         ]
     finally:
         driver.quit()
@@ -169,6 +201,10 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert "not accepted" in seen["refused"]
     assert KEY not in seen["url_after_sign_in"]
     assert seen["uploaded"] == "Added hours.md."
+    assert len(seen["asked"]) == 2 and "different document named hours.md" in seen["asked"][0]
+    assert seen["same_name"][0].startswith("Not uploaded: a different document named hours.md")
+    assert seen["same_name"][1] == "Replaced hours.md with the new version."
+    assert "opening-hours.md" in seen["listed_after_rename"]
     assert "9 am" in seen["answer"] and "[1]" in seen["answer"]
     assert "hours.md" in seen["citation"]
     assert "extractive" in seen["answered_by"]

@@ -423,8 +423,9 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     await c.send("POST", "/documents", json=document)
     await c.send("POST", "/documents", json=document)
     newer = {**document, "text": document["text"] + "\n\nExchanges are free."}
-    await c.send("POST", "/documents", json=newer)
-    await c.send("POST", "/documents", json=document)
+    await c.send("POST", "/documents", json=newer)  # 409: replace was not asked for
+    await c.send("POST", "/documents", json={**newer, "replace": True})
+    await c.send("POST", "/documents", json={**document, "replace": True})
     logo = {"file": ("logo.png", b"\x89PNG\r\n\x1a\n", "image/png")}
     await c.send("POST", "/documents", files=logo)
     prices = b"sku,product,price\nA-100,Blue mug,12 EUR\nA-200,Red mug,14 EUR\n"
@@ -433,6 +434,8 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     await c.send("POST", "/documents", files=upload)
     await c.send("GET", "/documents", params={"q": "returns", "limit": 1})
     await c.send("GET", "/documents/{id}", f"/documents/{stored.json()['id']}")
+    renamed = {"name": "price-list.csv"}
+    await c.send("PATCH", "/documents/{id}", f"/documents/{stored.json()['id']}", json=renamed)
     large = {"file": ("catalogue.md", b"# Catalogue\n\n" + b"A blue mug. " * 100, "text/markdown")}
     job = (await c.send("POST", "/documents", files=large)).headers["location"]
     with trio.fail_after(30):

@@ -85,9 +85,14 @@ async def test_a_small_upload_is_still_answered_at_once(api):
     assert response.status_code == 201, response.text
 
 
-async def test_a_large_upload_replaces_the_document_of_its_name(api):
+async def test_a_large_upload_replaces_the_document_of_its_name_when_asked(api):
     old = await upload(api, "hours.md", b"# Opening hours\n\nWe open at 8 am.", "text/markdown")
-    response = await upload(api, "hours.md", HOURS, "text/markdown")
+    refused = await upload(api, "hours.md", HOURS, "text/markdown")
+    failed = await wait_for(api, refused.headers["location"], "done", "failed")
+    assert failed["status"] == "failed" and failed["document"] is None
+    assert failed["problem"]["status"] == 409
+    assert failed["problem"]["existing_id"] == old.json()["id"]
+    response = await upload(api, "hours.md", HOURS, "text/markdown", replace="true")
     done = await wait_for(api, response.headers["location"], "done", "failed")
     assert [d["id"] for d in done["document"]["replaced"]] == [old.json()["id"]]
     listed = (await api.get("/documents")).json()["documents"]

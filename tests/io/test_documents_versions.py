@@ -1,4 +1,5 @@
-"""A document replaced by name, and the documents listed a page at a time, found by name."""
+"""A document replaced by name (only when asked), renamed, and the documents listed a page
+at a time, found by name."""
 
 from __future__ import annotations
 
@@ -13,15 +14,44 @@ from tests.io.test_documents import ask, upload
 from tests.io.test_http_errors import assert_problem, count_rows
 
 
-async def add(api, name: str, text: str):
-    return await api.post("/documents", json={"name": name, "text": text})
+async def add(api, name: str, text: str, **extra):
+    return await api.post("/documents", json={"name": name, "text": text, **extra})
 
 
-async def test_a_new_version_of_a_document_replaces_the_old_one(api, database_url):
+async def test_a_different_file_of_a_stored_name_is_refused_naming_the_stored_one(
+    api, database_url
+):
+    """Two packages' manual.html: the second upload must not delete the first."""
+    bzip2 = (await add(api, "manual.html", "bzip2 compresses files with Burrows-Wheeler.")).json()
+    ninja = b"<h1>Ninja</h1><p>Ninja is a small build system with a focus on speed.</p>"
+    for refused in (
+        await upload(api, "manual.html", ninja, "text/html"),
+        await add(api, "manual.html", "Ninja is a small build system.", replace=False),
+    ):
+        body = assert_problem(refused, 409, f"document {bzip2['id']}")
+        assert (body["field"], body["existing_id"]) == ("name", bzip2["id"])
+        assert "'manual.html'" in body["detail"] and "replace: true" in body["detail"]
+    listed = (await api.get("/documents")).json()["documents"]
+    assert [(d["id"], d["name"]) for d in listed] == [(bzip2["id"], "manual.html")]
+    assert count_rows(database_url) == (1, 1)
+    assert "Burrows-Wheeler" in (await ask(api, "How does bzip2 compress files?"))["answer"]
+
+
+async def test_replace_must_be_true_or_false(api, database_url):
+    assert_problem(await upload(api, "a.md", b"Alpha.", "text/markdown", replace="yes"), 422)
+    assert_problem(await add(api, "a.md", "Alpha.", replace="yes"), 422)
+    assert count_rows(database_url) == (0, 0)
+
+
+async def test_a_new_version_of_a_document_replaces_the_old_one_when_asked(api, database_url):
     old = (await add(api, "refunds.md", "# Refunds\n\nRefunds are paid within 14 days.")).json()
     assert old["replaced"] == []
     response = await upload(
-        api, "refunds.md", b"# Refunds\n\nRefunds are paid within 30 days.", "text/markdown"
+        api,
+        "refunds.md",
+        b"# Refunds\n\nRefunds are paid within 30 days.",
+        "text/markdown",
+        replace="true",
     )
     assert response.status_code == 201, response.text
     new = response.json()
@@ -62,7 +92,7 @@ async def test_every_older_copy_of_a_name_is_replaced(api, service, database_url
     b = (await add(api, "faq-2.md", "Version two of the answers.")).json()
     with psycopg.connect(database_url) as conn:  # as a re-upload left them before
         conn.execute("UPDATE documents SET name = 'faq.md' WHERE id = %s", (b["id"],))
-    new = (await add(api, "faq.md", "Version three of the answers.")).json()
+    new = (await add(api, "faq.md", "Version three of the answers.", replace=True)).json()
     assert sorted(d["id"] for d in new["replaced"]) == [a["id"], b["id"]]
     assert count_rows(database_url)[0] == 1
 
@@ -75,7 +105,8 @@ class TestAFailedReplacement:
     async def test_leaves_the_old_version_whole(self, api, database_url):
         old = (await add(api, "prices.md", "# Prices\n\nTea costs 3 euros.")).json()
         too_long = "\n\n".join(f"# Part {i}\n\nFacts about part {i}." for i in range(10))
-        assert_problem(await add(api, "prices.md", too_long), 413, "MAX_DOCUMENT_CHUNKS")
+        too_long_version = await add(api, "prices.md", too_long, replace=True)
+        assert_problem(too_long_version, 413, "MAX_DOCUMENT_CHUNKS")
         listed = (await api.get("/documents")).json()["documents"]
         assert [d["id"] for d in listed] == [old["id"]]
         assert count_rows(database_url) == (1, 1)
@@ -97,7 +128,8 @@ async def test_an_embedding_failure_leaves_the_old_version_whole(api, service, d
             return await real.embed(texts, purpose)
 
     service.embedder = DocumentsFail()
-    assert_problem(await add(api, "prices.md", "# Prices\n\nTea costs 4 euros."), 500)
+    new = await add(api, "prices.md", "# Prices\n\nTea costs 4 euros.", replace=True)
+    assert_problem(new, 500)
     listed = (await api.get("/documents")).json()["documents"]
     assert [d["id"] for d in listed] == [old["id"]]
     assert count_rows(database_url) == (1, 1)
@@ -108,7 +140,8 @@ async def test_concurrent_new_versions_leave_one(api, database_url):
     results = []
 
     async def send(i):
-        results.append(await add(api, "policy.md", f"Policy version {i} says {i} days."))
+        text = f"Policy version {i} says {i} days."
+        results.append(await add(api, "policy.md", text, replace=True))
 
     async with trio.open_nursery() as nursery:
         for i in range(4):
@@ -147,6 +180,54 @@ async def test_a_new_version_stored_meanwhile_with_the_same_content_is_its_dupli
     assert first.created and first.id != old["id"]
     assert (again.id, again.created, again.replaced) == (first.id, False, ())
     assert count_rows(database_url)[0] == 1
+
+
+async def test_concurrent_new_documents_of_one_name_store_one(api, database_url):
+    """Without replace, uploads racing for a new name: one is stored, the rest refused."""
+    results = []
+
+    async def send(i):
+        results.append(await add(api, "terms.md", f"Terms version {i} say {i} weeks."))
+
+    async with trio.open_nursery() as nursery:
+        for i in range(4):
+            nursery.start_soon(send, i)
+    assert sorted(r.status_code for r in results) == [201, 409, 409, 409]
+    assert count_rows(database_url) == (1, 1)
+
+
+# ------------------------------------------------------------------ renaming
+
+
+async def test_a_document_is_renamed_and_cited_by_its_new_name(api, database_url):
+    doc = (await add(api, "manual.html", "bzip2 compresses files with Burrows-Wheeler.")).json()
+    renamed = await api.patch(f"/documents/{doc['id']}", json={"name": " bzip2-manual.html "})
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json() == {
+        k: v for k, v in doc.items() if k not in ("duplicate", "replaced")
+    } | {"name": "bzip2-manual.html"}
+    assert (await api.get(f"/documents/{doc['id']}")).json()["name"] == "bzip2-manual.html"
+    answer = await ask(api, "How does bzip2 compress files?")
+    assert {c["document_name"] for c in answer["citations"]} == {"bzip2-manual.html"}
+    # the old name is free: ninja's manual.html is stored beside it
+    ninja = await add(api, "manual.html", "Ninja is a small build system.")
+    assert ninja.status_code == 201 and ninja.json()["replaced"] == []
+    assert count_rows(database_url)[0] == 2
+
+
+async def test_a_rename_to_a_held_name_or_of_no_document_is_refused(api, database_url):
+    a = (await add(api, "a.md", "Alpha is the first letter.")).json()
+    b = (await add(api, "b.md", "Beta is the second letter.")).json()
+    taken = assert_problem(await api.patch(f"/documents/{b['id']}", json={"name": "a.md"}), 409)
+    assert (taken["field"], taken["existing_id"]) == ("name", a["id"])
+    same = await api.patch(f"/documents/{a['id']}", json={"name": "a.md"})  # its own: no change
+    assert same.status_code == 200 and same.json()["name"] == "a.md"
+    blank = assert_problem(await api.patch(f"/documents/{a['id']}", json={"name": "  "}), 422)
+    assert blank["field"] == "name"
+    assert_problem(await api.patch(f"/documents/{a['id']}", json={"title": "x"}), 422, "title")
+    assert_problem(await api.patch("/documents/999", json={"name": "c.md"}), 404)
+    listed = (await api.get("/documents")).json()["documents"]
+    assert [d["name"] for d in listed] == ["a.md", "b.md"]
 
 
 # ------------------------------------------------------------------ listing

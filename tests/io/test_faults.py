@@ -344,7 +344,9 @@ async def test_a_full_database_disk_refuses_an_upload_with_507_and_keeps_the_old
 
             with trio.fail_after(30):
                 refused = await api.post(
-                    "/documents", files={"file": ("returns.txt", POLICY_V2.encode())}
+                    "/documents",
+                    files={"file": ("returns.txt", POLICY_V2.encode())},
+                    data={"replace": "true"},
                 )
             assert refused.status_code == 507, refused.text
             assert refused.headers["content-type"] == PROBLEM
@@ -361,7 +363,9 @@ async def test_a_full_database_disk_refuses_an_upload_with_507_and_keeps_the_old
 
             filler.unlink()
             again = await api.post(
-                "/documents", files={"file": ("returns.txt", POLICY_V2.encode())}
+                "/documents",
+                files={"file": ("returns.txt", POLICY_V2.encode())},
+                data={"replace": "true"},
             )
             assert again.status_code == 201, again.text
             assert [d["id"] for d in again.json()["replaced"]] == [old_id]

@@ -30,8 +30,8 @@ def entity(name: str, kind: str = "name") -> Entity:
     return Entity(name.casefold(), name, kind)
 
 
-async def add(api: httpx.AsyncClient, name: str, text: str) -> dict[str, Any]:
-    response = await api.post("/documents", json={"name": name, "text": text})
+async def add(api: httpx.AsyncClient, name: str, text: str, **extra: Any) -> dict[str, Any]:
+    response = await api.post("/documents", json={"name": name, "text": text, **extra})
     assert response.status_code in (200, 201), response.text
     return response.json()
 
@@ -208,7 +208,8 @@ async def test_the_owner_sees_what_was_extracted(api):
 @pytest.mark.parametrize("settings_overrides", [GRAPH_ON])
 async def test_a_replaced_document_leaves_only_its_new_entities(api):
     await add(api, "suppliers.md", SUPPLIERS)
-    replaced = await add(api, "suppliers.md", "# Suppliers\n\nThe Widget X is made by Qux GmbH.\n")
+    new_version = "# Suppliers\n\nThe Widget X is made by Qux GmbH.\n"
+    replaced = await add(api, "suppliers.md", new_version, replace=True)
     assert replaced["replaced"], replaced
     names = {e["name"] for e in (await api.get("/graph/entities")).json()["entities"]}
     assert "Qux GmbH" in names and "Foo Ltd" not in names and "Gadget Pro" not in names

@@ -299,10 +299,10 @@ def test_two_processes_starting_together_migrate_once(replicas):
 
 
 def upload(
-    client: httpx.AsyncClient, url: str, name: str, text: str
+    client: httpx.AsyncClient, url: str, name: str, text: str, replace: str = "false"
 ) -> Callable[[], Awaitable[httpx.Response]]:
     files = {"file": (name, text.encode(), "text/markdown")}
-    return lambda: client.post(f"{url}/documents", files=files)
+    return lambda: client.post(f"{url}/documents", files=files, data={"replace": replace})
 
 
 async def test_a_file_uploaded_to_both_at_once_is_stored_once(replicas, client):
@@ -330,7 +330,7 @@ async def test_a_file_uploaded_to_both_at_once_is_stored_once(replicas, client):
         assert old.status_code == 201
         new_text = "# Racks\n\nRacks are painted green now."
         first, second = await at_once(
-            *(upload(client, r.url, "racks.md", new_text) for r in (a, b))
+            *(upload(client, r.url, "racks.md", new_text, "true") for r in (a, b))
         )
     finally:
         replicas.fakes.openai.delay = 0.0

@@ -29,6 +29,12 @@ from ragcore.knowledge.documents import (
 from ragcore.schema import described
 from ragcore.schema import text as text_schema
 
+REPLACE_DESCRIPTION = (
+    "true: replace the documents holding this name (they are deleted with their chunks as "
+    "this one is stored); false: a name held by a document of other content is refused "
+    "(409 naming it)"
+)
+
 
 @listing(words="allowed")
 @attrs.frozen
@@ -37,6 +43,7 @@ class NewDocument:
     text: Annotated[str, described("plain text or markdown", pattern=HAS_WORD)] = attrs.field(
         metadata=refusal(TEXT_REFUSAL)
     )
+    replace: Annotated[bool, described(REPLACE_DESCRIPTION)] = False
 
 
 @listing(words="allowed")
@@ -48,6 +55,20 @@ class DocumentUpload:
     name: Annotated[
         str, described("the document's name; default: the file's name", maxLength=MAX_NAME_CHARS)
     ] = ""
+    replace: Annotated[str, described(REPLACE_DESCRIPTION, enum=["true", "false"])] = "false"
+
+
+def form_flag(value: str, field: str) -> bool:
+    """A yes/no form field (``true`` or ``false``); InvalidInput naming ``field`` else."""
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidInput(field, f"must be true or false, not {value[:20]!r}")
+    return value.strip().lower() == "true"
+
+
+@listing(words="allowed")
+@attrs.frozen
+class DocumentChange:
+    name: Annotated[str, text_schema(MAX_NAME_CHARS)] = attrs.field(metadata=refusal(NAME_REFUSAL))
 
 
 @attrs.frozen
@@ -85,8 +106,8 @@ class DocumentAdded(Document):
     replaced: Annotated[
         list[Document],
         described(
-            "the documents that held this name until now (the older version), deleted with "
-            "their chunks as this one was stored; empty when none did"
+            "with replace: the documents that held this name until now (the older version), "
+            "deleted with their chunks as this one was stored; empty when none did"
         ),
     ] = attrs.Factory(list)
 

@@ -34,7 +34,7 @@ class Problem:
     action_id: Annotated[str, described("the action a refusal or failure is about")] = ""
     action_status: Annotated[str, described()] = ""
     existing_id: Annotated[
-        int | None, described("409 of a memory item: the item already stored")
+        int | None, described("409 of a memory item or a document: the one already stored")
     ] = None
 
 

@@ -1,5 +1,6 @@
 """Adding a document: know its format, check it, skip exact duplicates, chunk, embed, store
-whole, replacing the document that held its name before (a name holds one current version).
+whole; replacing the document that held its name before (a name holds one current version)
+only when asked to, since two different files may share a name.
 
 The rules here are pure. Reading the bytes of a PDF or a Word file into text
 happens in ``ragio.knowledge.formats``; what comes back is text with its
@@ -237,14 +238,20 @@ NAME_REFUSAL = "is required: a non-blank document name"
 TEXT_REFUSAL = "is required: the document's text"
 
 
-def check_document(name: Any, text: Any) -> tuple[str, str]:
+def check_name(name: Any) -> str:
+    """A document's name as given (a new one, or a rename): not blank, not too long."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", NAME_REFUSAL)
     if len(name) > MAX_NAME_CHARS:
         raise InvalidInput("name", f"is longer than {MAX_NAME_CHARS} characters")
+    check_text_input(name, "name")
+    return name
+
+
+def check_document(name: Any, text: Any) -> tuple[str, str]:
+    check_name(name)
     if not isinstance(text, str):
         raise InvalidInput("text", TEXT_REFUSAL)
-    check_text_input(name, "name")
     check_text_input(text, "text")  # text read from a file (UTF-16 may hold NUL) too
     if not any(ch.isalnum() for ch in text):  # ragcore.inputs.HAS_WORD, as a pattern
         raise InvalidInput("text", NO_WORDS)
@@ -312,17 +319,50 @@ def _too_many_chunks(field: str, made: str, limit: int) -> TooLarge:
     )
 
 
+class NameTaken(Exception):
+    """A document's name is held by other documents (``holders``, oldest first): an upload
+    never silently deletes a different file that happens to share its name, unless asked
+    to replace it (HTTP 409, ``ragchat ingest`` reports the file); a rename never makes
+    two documents of one name. ``advice``: what to do instead."""
+
+    def __init__(self, name: str, holders: Sequence[StoredDocument], advice: str):
+        self.name = name
+        self.holders = tuple(holders)
+        first = self.holders[0]
+        more = len(self.holders) - 1
+        held = f"document {first.id}" + (f" and {more} more" if more else "")
+        super().__init__(f"a different document named {name[:80]!r} is stored ({held}); {advice}")
+
+
+def upload_advice(how_to_replace: str) -> str:
+    """NameTaken's advice to an upload, given how its client asks to replace."""
+    return f"nothing was stored: {how_to_replace} to replace it, or give this one another name"
+
+
+#: how a client of the API asks to replace
+REPLACE_BY_API = "send replace: true"
+RENAME_ADVICE = "nothing was renamed: delete or rename that one first, or choose another name"
+
+
 def replacing(
-    same_content: StoredDocument | None, same_name: Sequence[StoredDocument]
+    same_content: StoredDocument | None,
+    same_name: Sequence[StoredDocument],
+    *,
+    replace: bool,
+    name: str = "",
+    how_to_replace: str = REPLACE_BY_API,
 ) -> tuple[StoredDocument, ...] | None:
-    """What a new document replaces, given the document already holding its content
-    (``same_content``) and those holding its name (``same_name``): None when nothing is
-    to be stored, since the content is stored already (under this name or another: the
-    re-upload is a no-op, and the response names that document); else the documents that
-    leave as it is stored: every one holding its name, since a name holds one current
-    version (the newest upload)."""
+    """What a new document (named ``name``) replaces, given the document already holding
+    its content (``same_content``) and those holding its name (``same_name``): None when
+    nothing is to be stored, since the content is stored already (under this name or
+    another: the re-upload is a no-op, and the response names that document); else the
+    documents that leave as it is stored: every one holding its name when ``replace`` (a
+    name holds one current version), none when no document holds it. A name held by
+    another document without ``replace``: NameTaken."""
     if same_content is not None:
         return None
+    if same_name and not replace:
+        raise NameTaken(name, same_name, upload_advice(how_to_replace))
     return tuple(same_name)
 
 
@@ -337,12 +377,16 @@ def check_distinct_names(docs: Sequence[NewDocument]) -> None:
 
 
 def store_new_documents(
-    docs: Sequence[NewDocument],
+    docs: Sequence[NewDocument], *, replace: bool = False, how_to_replace: str = REPLACE_BY_API
 ) -> Generator[
-    FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph, Any, list[StoredDocument]
+    FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph,
+    Any,
+    list[StoredDocument | NameTaken],
 ]:
-    """Store each of ``docs`` unless the same content is stored already (then: that one),
-    replacing the documents holding its name (``replacing``).
+    """Store each of ``docs`` unless the same content is stored already (then: that one).
+    A document whose name another document holds replaces it when ``replace``; else it is
+    not stored, and its result is the NameTaken saying so (``replacing``), while the rest
+    of the group is stored.
 
     The new documents' chunks are embedded together, ``EMBED_BATCH`` at a time (the
     provider splits a batch to its own request limit and sends the parts
@@ -353,15 +397,23 @@ def store_new_documents(
     """
     check_distinct_names(docs)
     found: list[StoredDocument | None] = yield FindDocuments(tuple(d.content_hash for d in docs))
+    candidates = [doc for doc, existing in zip(docs, found, strict=True) if existing is None]
+    refused: dict[int, NameTaken] = {}  # by id() of a document not stored
     new: list[NewDocument] = []
-    for doc, existing in zip(docs, found, strict=True):
-        if existing is None and all(doc.content_hash != n.content_hash for n in new):
-            new.append(doc)
     replaces: dict[int, tuple[StoredDocument, ...]] = {}  # by id() of a new document
-    if new:
-        named: list[list[StoredDocument]] = yield FindNamed(tuple(doc.name for doc in new))
-        for doc, holders in zip(new, named, strict=True):
-            replaces[id(doc)] = replacing(None, holders) or ()
+    if candidates:
+        named: list[list[StoredDocument]] = yield FindNamed(tuple(d.name for d in candidates))
+        for doc, holders in zip(candidates, named, strict=True):
+            try:
+                replaced = replacing(
+                    None, holders, replace=replace, name=doc.name, how_to_replace=how_to_replace
+                )
+            except NameTaken as taken:
+                refused[id(doc)] = taken
+                continue
+            if all(doc.content_hash != n.content_hash for n in new):
+                new.append(doc)
+                replaces[id(doc)] = replaced or ()
     texts = [chunk.text for doc in new for chunk in doc.chunks]
     # A text repeated (a page's navigation, a footer) is embedded once.
     distinct = list(dict.fromkeys(texts))
@@ -408,9 +460,12 @@ def store_new_documents(
                 tuple(result.id for _, result in created),
                 tuple(old for doc, _ in created for old in doc.replaces),
             )
-    results: list[StoredDocument] = []
+    results: list[StoredDocument | NameTaken] = []
     firsts = {id(doc) for doc in new}
     for doc, existing in zip(docs, found, strict=True):
+        if id(doc) in refused:
+            results.append(refused[id(doc)])
+            continue
         if existing is None:  # stored by this call; a copy later in the group is a duplicate
             existing = stored[doc.content_hash]
             existing = existing if id(doc) in firsts else attrs.evolve(existing, created=False)
@@ -439,19 +494,22 @@ def forget_documents(
 
 
 def store_new_document(
-    doc: NewDocument,
+    doc: NewDocument, *, replace: bool = False
 ) -> Generator[
     FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph, Any, StoredDocument
 ]:
-    """``store_new_documents`` for one document."""
-    [stored] = yield from store_new_documents([doc])
+    """``store_new_documents`` for one document; NameTaken raised, not returned."""
+    [stored] = yield from store_new_documents([doc], replace=replace)
+    if isinstance(stored, NameTaken):
+        raise stored
     return stored
 
 
 def add_document(
-    name: Any, text: Any, **options: Any
+    name: Any, text: Any, *, replace: bool = False, **options: Any
 ) -> Generator[
     FindDocuments | FindNamed | Embed | StoreDocuments | TeachGraph, Any, StoredDocument
 ]:
     """``prepare_document`` then ``store_new_document``, in one pipeline (small texts)."""
-    return (yield from store_new_document(prepare_document(name, text, **options)))
+    doc = prepare_document(name, text, **options)
+    return (yield from store_new_document(doc, replace=replace))

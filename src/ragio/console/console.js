@@ -212,11 +212,22 @@ PAGES.documents = async (area) => {
       ["Chunks", (d) => d.chunk_count],
       ["Size", (d) => `${Math.ceil((d.size_bytes || 0) / 1024)} KB`],
       ["Added", (d) => when(d.created_at)],
-      ["", (d) => el("button", { type: "button", className: "danger", text: "Delete",
-        "aria-label": `Delete ${d.name}`, onclick: async () => {
-          if (!confirm(`Delete ${d.name}? Answers stop citing it.`)) return;
-          await guarded(list, async () => { await api("DELETE", `/documents/${d.id}`); say(`Deleted ${d.name}.`); await load(); });
-        } })],
+      ["", (d) => el("div", { className: "row" },
+        el("button", { type: "button", className: "secondary", text: "Rename",
+          "aria-label": `Rename ${d.name}`, onclick: async () => {
+            const name = prompt(`New name for ${d.name}:`, d.name);
+            if (name === null || !name.trim() || name.trim() === d.name) return;
+            await guarded(list, async () => {
+              await api("PATCH", `/documents/${d.id}`, { name });
+              say(`Renamed ${d.name} to ${name.trim()}.`);
+              await load();
+            });
+          } }),
+        el("button", { type: "button", className: "danger", text: "Delete",
+          "aria-label": `Delete ${d.name}`, onclick: async () => {
+            if (!confirm(`Delete ${d.name}? Answers stop citing it.`)) return;
+            await guarded(list, async () => { await api("DELETE", `/documents/${d.id}`); say(`Deleted ${d.name}.`); await load(); });
+          } }))],
     ], firstList(data)));
   };
   const poll = async (url) => {
@@ -236,11 +247,17 @@ PAGES.documents = async (area) => {
     if (data.replaced && data.replaced.length) return `Replaced ${name} with the new version.`;
     return `Added ${name}.`;
   };
-  const upload = (event) => {
-    event.preventDefault();
-    if (!file.files.length) return;
+  // A name a stored document of other content holds: the service refuses (409 naming
+  // it) unless asked to replace; the owner is asked before anything is deleted.
+  const askToReplace = (problem) => problem && problem.status === 409 && problem.existing_id &&
+    confirm(`A different document named ${file.files[0].name} is stored. Replace it with this file? The stored one is deleted.`);
+  const refused = (problem) => (problem && problem.status === 409 && problem.existing_id
+    ? `Not uploaded: a different document named ${file.files[0].name} is stored; rename one of them to keep both.`
+    : `Failed: ${(problem && problem.detail) || "see the log"}`);
+  const send = (replace) => {
     const form = new FormData();
     form.append("file", file.files[0]);
+    if (replace) form.append("replace", "true");
     const request = new XMLHttpRequest(); // fetch cannot report upload progress
     request.open("POST", "/documents");
     for (const [name, value] of Object.entries(headers())) request.setRequestHeader(name, value);
@@ -253,26 +270,34 @@ PAGES.documents = async (area) => {
     request.onload = async () => {
       let data = {};
       try { data = JSON.parse(request.responseText); } catch (_) { /* not JSON */ }
+      let problem = null;
       if (request.status === 202 && request.getResponseHeader("Location")) {
         outcome.textContent = "Uploaded; reading and indexing it…";
         try { data = await poll(request.getResponseHeader("Location")); } catch (error) { data = { detail: error.message }; }
-        outcome.textContent = data.status === "done" ? added(data.document || {}) : `Failed: ${(data.problem && data.problem.detail) || data.detail || "see the log"}`;
+        if (data.status === "done") outcome.textContent = added(data.document || {});
+        else problem = data.problem || { detail: data.detail };
       } else if (request.status >= 200 && request.status < 300) {
         outcome.textContent = added(data);
       } else {
-        outcome.textContent = `Failed: ${data.detail || request.statusText}`;
+        problem = Object.assign({ status: request.status, detail: request.statusText }, data);
       }
       progress.value = 100;
+      if (problem && !replace && askToReplace(problem)) { send(true); return; }
+      if (problem) outcome.textContent = refused(problem);
       await guarded(list, load);
     };
     request.onerror = () => { outcome.textContent = "Failed: the upload did not reach the service."; };
     request.send(form);
   };
+  const upload = (event) => {
+    event.preventDefault();
+    if (file.files.length) send(false);
+  };
   area.append(
     el("h2", { text: "Documents" }),
     el("form", { className: "stack card", id: "upload-form", onsubmit: upload },
       field("File (txt, md, html, pdf, docx, csv)", file),
-      el("p", { className: "muted", text: "A file with the name of a stored document replaces it." }),
+      el("p", { className: "muted", text: "A file with the name of a stored document of other content replaces it only if you say so." }),
       el("div", {}, el("button", { type: "submit", text: "Upload" })), progress, outcome),
     el("form", { className: "row", role: "search", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
       field("Find by name", search), el("button", { type: "submit", className: "secondary", text: "Find" })),

@@ -16,6 +16,7 @@ from ragcore.api.openai_compat import OpenAIError
 from ragcore.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NestedTooDeep
+from ragcore.knowledge.documents import NameTaken
 from ragio.employees.lookup import UnknownRole
 from ragio.http import (
     actions,
@@ -156,6 +157,7 @@ def create_app(svc: Service) -> QuartTrio:
     @app.errorhandler(AnswerFailed)
     @app.errorhandler(EmbeddingFailed)
     @app.errorhandler(UnknownRole)
+    @app.errorhandler(NameTaken)
     async def on_known(error: Exception) -> Response:
         if isinstance(error, AnswerFailed | EmbeddingFailed):
             log.warning("%s %s: %s", request.method, request.path, error)  # names no key

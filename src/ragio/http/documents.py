@@ -1,6 +1,6 @@
 """/documents: add documents to the knowledge base (as JSON text or an uploaded file; a
 large file as a background job, /documents/jobs/{id}), list them, read one, delete one
-(its chunks go with it)."""
+(its chunks go with it), rename one."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from quart import Blueprint, request
 from ragcore.api.documents import (
     Document,
     DocumentAdded,
+    DocumentChange,
     DocumentJob,
     Documents,
     DocumentsQuery,
@@ -21,6 +22,7 @@ from ragcore.api.documents import (
     NewDocument,
     check_json_media_type,
     check_size,
+    form_flag,
     name_pattern,
     next_page,
     said_of_the_file,
@@ -33,6 +35,7 @@ from ragcore.api.queries import no_such, path_id, read_query, stored_id
 from ragcore.converter import converter, refuse_unknown, structure_body
 from ragcore.knowledge.documents import (
     StoredDocument,
+    check_name,
     forget_documents,
     prepare_document,
     store_new_document,
@@ -54,7 +57,11 @@ DOCUMENTS = ("document", "/documents")  # what a path id names, and where they a
 
 @blueprint.post("/documents")
 @operation(
-    Reply(201, "Stored (Location: /documents/{id}); replaced: the older version", DocumentAdded),
+    Reply(
+        201,
+        "Stored (Location: /documents/{id}); with replace, replaced: the older version",
+        DocumentAdded,
+    ),
     Reply(200, "Already stored (duplicate: true)", DocumentAdded),
     Reply(
         202,
@@ -70,9 +77,11 @@ async def create_document() -> tuple[DocumentAdded | DocumentJob, int, dict[str,
     """Add a document: JSON text, or an uploaded file
 
     The same content (after reading the file) is stored once: adding it again answers 200
-    with duplicate: true. A document of the same name and other content is replaced: its
-    chunks leave as the new ones are stored (replaced: the old one). A file larger than
-    INGEST_JOB_BYTES is ingested in the background: 202 with the job to poll."""
+    with duplicate: true. A name held by a document of other content is refused (409,
+    existing_id: that document) unless replace is true: then that document is replaced,
+    its chunks leaving as the new ones are stored (replaced: the old one); PATCH
+    /documents/{id} renames a document instead. A file larger than INGEST_JOB_BYTES is
+    ingested in the background: 202 with the job to poll (its problem is that 409 then)."""
     svc = service()
     if request.mimetype == "multipart/form-data":
         uploaded = await _add_upload(svc)
@@ -83,7 +92,7 @@ async def create_document() -> tuple[DocumentAdded | DocumentJob, int, dict[str,
         check_json_media_type(request.mimetype)
         check_size("body", request.content_length or 0, svc.settings.max_upload_bytes)
         new = structure_body(await json_body(required=True), NewDocument)
-        stored = await _add(svc, new.name, new.text)
+        stored = await _add(svc, new.name, new.text, replace=new.replace)
     added = DocumentAdded.added(stored)
     if stored.created:
         return added, 201, {"Location": f"/documents/{stored.id}"}
@@ -98,24 +107,37 @@ async def _add_upload(svc: Service) -> StoredDocument | jobs_store.Job:
     uploads = files.getlist("file")
     first = uploads[0].filename if uploads else None
     name, filename = upload_names(len(uploads), "file" in form, first, form.get("name", ""))
+    replace = form_flag(form.get("replace", "false"), "replace")
     upload = uploads[0]
     data = await trio.to_thread.run_sync(upload.read)
     fmt = upload_format(name, filename, upload.mimetype, data, svc.settings.max_upload_bytes)
     charset = upload.mimetype_params.get("charset")
     if ingested_as_job(len(data), svc.settings.ingest_job_bytes):
-        return await _queue_ingestion(svc, name, fmt.name, charset, data)
+        return await _queue_ingestion(svc, name, fmt.name, charset, data, replace=replace)
     text = await read_upload(data, fmt, charset, seconds=svc.settings.max_document_read_seconds)
     with said_of_the_file():
         return await _add(
-            svc, name, text, content_type=fmt.content_type, size_bytes=len(data), field="file"
+            svc,
+            name,
+            text,
+            replace=replace,
+            content_type=fmt.content_type,
+            size_bytes=len(data),
+            field="file",
         )
 
 
 async def _queue_ingestion(
-    svc: Service, name: str, fmt: str, charset: str | None, data: bytes
+    svc: Service, name: str, fmt: str, charset: str | None, data: bytes, *, replace: bool
 ) -> jobs_store.Job:
     """The file kept in the database with its job, for whichever process runs it."""
-    payload = {"name": name, "format": fmt, "charset": charset, "size_bytes": len(data)}
+    payload = {
+        "name": name,
+        "format": fmt,
+        "charset": charset,
+        "size_bytes": len(data),
+        "replace": replace,
+    }
     job, _ = await svc.database.run(
         lambda conn: jobs_store.enqueue(conn, INGEST, payload, svc.clock.now(), data=data)
     )
@@ -123,12 +145,15 @@ async def _queue_ingestion(
     return job
 
 
-async def _add(svc: Service, name: Any, text: Any, **source: Any) -> StoredDocument:
+async def _add(
+    svc: Service, name: Any, text: Any, *, replace: bool, **source: Any
+) -> StoredDocument:
     """Check and chunk in a worker thread (CPU-bound for a large text), then store; at
     most MAX_DOCUMENT_CHUNKS chunks, so one request's embedding stays bounded."""
     limit = svc.settings.max_document_chunks
     prepare = functools.partial(prepare_document, name, text, max_chunks=limit, **source)
-    return await run(store_new_document(await trio.to_thread.run_sync(prepare)), svc)
+    doc = await trio.to_thread.run_sync(prepare)
+    return await run(store_new_document(doc, replace=replace), svc)
 
 
 @blueprint.get("/documents")
@@ -191,6 +216,21 @@ async def get_document(id: str) -> DocumentWithText:
         raise no_such(id, *DOCUMENTS)
     doc, text = found
     return DocumentWithText.of(doc, text=text)
+
+
+@blueprint.patch("/documents/<id>")
+@operation(
+    Reply(200, "Renamed", Document), 404, 409, 422, body=DocumentChange, path={"id": DOCUMENT_ID}
+)
+async def rename_document(id: str) -> Document:
+    """Rename a document; a name another document holds is refused (409 naming it)"""
+    document_id = path_id(id, *DOCUMENTS)
+    change = structure_body(await json_body(required=True), DocumentChange)
+    name = check_name(change.name).strip()
+    renamed = await service().database.run(store.rename_document, document_id, name)
+    if renamed is None:
+        raise no_such(id, *DOCUMENTS)
+    return Document.of(renamed)
 
 
 @blueprint.delete("/documents/<id>")

@@ -54,6 +54,7 @@ def problem_for(error: BaseException) -> Problem:
     know, a plain 500 that reveals nothing for the rest."""
     from ragcore.errors import InvalidInput, TooLarge
     from ragcore.inputs import NestedTooDeep
+    from ragcore.knowledge.documents import NameTaken
     from ragio.employees.lookup import UnknownRole
     from ragio.providers.batching import EmbeddingDimensionsMismatch
     from ragio.providers.failures import AnswerFailed, EmbeddingFailed
@@ -66,6 +67,8 @@ def problem_for(error: BaseException) -> Problem:
         return Problem(413, error.message, field=error.field)
     if isinstance(error, UnknownRole):
         return Problem(404, str(error))
+    if isinstance(error, NameTaken):
+        return Problem(409, str(error), field="name", existing_id=error.holders[0].id)
     if isinstance(error, InvalidInput):
         return Problem(422, error.message, field=error.field)
     if isinstance(error, AnswerFailed):  # AllProvidersFailed: 503; ProviderRejected: 502

@@ -4,9 +4,10 @@ Files are read and chunked one by one in worker threads, then stored in groups:
 the chunks of a whole group go to the embedder together (see
 ragcore.knowledge.documents.store_new_documents), so a folder of small files
 costs a few provider round trips rather than one per file. Each document is
-still stored whole or not at all, and replaces the document holding its name (its
-file's name) before; two files of one name in one run are one too many: the later
-is reported, not stored.
+still stored whole or not at all. A file whose name (its file's name) a stored document
+of other content holds is reported, not stored, unless ``replace`` (``--replace``): then
+it replaces that document; two files of one name in one run are one too many: the
+later is reported, not stored.
 """
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ import attrs
 import trio
 
 from ragcore.errors import InvalidInput
-from ragcore.knowledge.documents import NewDocument, prepare_document, store_new_documents
+from ragcore.knowledge.documents import (
+    NameTaken,
+    NewDocument,
+    prepare_document,
+    store_new_documents,
+)
 from ragcore.settings import Settings
 from ragio.knowledge.files import find_files, read_document
 from ragio.runner import run
 from ragio.service import Service
 
+#: how the command line asks to replace (NameTaken's advice)
+REPLACE_BY_CLI = "run `ragchat ingest --replace`"
 #: a group is stored once it holds this many chunks (or files)
 GROUP_CHUNKS = 512
 GROUP_FILES = 256
@@ -55,6 +63,7 @@ async def ingest_paths(
     on_progress: Callable[[int, int], None] = lambda files, chunks: None,
     *,
     on_total: Callable[[int], None] = lambda files: None,
+    replace: bool = False,
 ) -> IngestReport:
     """Add every supported file under ``paths``. ``on_total(files)`` is called once the
     files are found, ``on_progress(files, chunks)`` as each group is done (and for each
@@ -74,7 +83,8 @@ async def ingest_paths(
     async def store_group(group: list[tuple[Path, NewDocument]]) -> None:
         try:
             docs = [doc for _, doc in group]
-            stored = await run(store_new_documents(docs), service)
+            pipeline = store_new_documents(docs, replace=replace, how_to_replace=REPLACE_BY_CLI)
+            stored = await run(pipeline, service)
         except Exception as error:
             where = ", ".join(str(path) for path, _ in group[:3])
             report.stopped = (
@@ -84,7 +94,9 @@ async def ingest_paths(
         finally:
             in_flight.release()
         for (path, _), result in zip(group, stored, strict=True):
-            if result.created:
+            if isinstance(result, NameTaken):
+                report.failed.append((path, str(result)))
+            elif result.created:
                 report.added.append((path, result.chunk_count))
                 for old in result.replaced:
                     report.replaced.append((path, f"document {old.id}, {old.name}"))
@@ -122,8 +134,8 @@ async def ingest_paths(
 
 def same_name_in_run(first: Path) -> str:
     return (
-        f"has the same name as {first}, added in this run; a name holds one document "
-        "(a new file of that name replaces it): rename one of them"
+        f"has the same name as {first}, added in this run; a name holds one document: "
+        "rename one of them"
     )
 
 

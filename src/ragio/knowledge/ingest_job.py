@@ -39,7 +39,8 @@ async def ingest(running: Running) -> dict[str, Any]:
     with said_of_the_file():
         doc = await trio.to_thread.run_sync(prepare)
     await running.total(len(doc.chunks))
-    stored = await run(store_new_document(doc), _counting(running))
+    replace = job.payload.get("replace", False)  # a job queued before the flag: False
+    stored = await run(store_new_document(doc, replace=replace), _counting(running))
     result: dict[str, Any] = converter.unstructure(DocumentAdded.added(stored))
     return result
 

@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 
 from ragcore.api.problems import ProblemError
-from ragcore.knowledge.documents import StoredDocument, StoreDocument
+from ragcore.knowledge.documents import RENAME_ADVICE, NameTaken, StoredDocument, StoreDocument
 
 # The columns a StoredDocument is read from, for a documents row ``d``.
 _DOCUMENT = """d.id, d.name, d.content_type, d.size_bytes, d.created_at,
@@ -84,9 +84,30 @@ def changed_meanwhile(name: str) -> ProblemError:
     return ProblemError(
         409,
         f"another upload of a document named {name[:80]!r} was stored while this one was "
-        "being embedded; nothing was stored: send it again to replace that one",
+        "being embedded; nothing was stored: send it again (with replace to replace that one)",
         field="name",
     )
+
+
+def _lock_name(conn: psycopg.Connection, name: str) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (NAME_LOCK_CLASS, name))
+
+
+def rename_document(conn: psycopg.Connection, document_id: int, name: str) -> StoredDocument | None:
+    """Give the document ``document_id`` the name ``name`` (under the name's lock, as a
+    new version is stored); NameTaken when another document holds it; None when there is
+    no such document."""
+    with conn.transaction():
+        _lock_name(conn, name)
+        [holders] = find_named(conn, [name])
+        others = [doc for doc in holders if doc.id != document_id]
+        if others:
+            raise NameTaken(name, others, RENAME_ADVICE)
+        conn.execute("UPDATE documents SET name = %s WHERE id = %s", (name, document_id))
+        row = conn.execute(
+            f"SELECT {_DOCUMENT} FROM documents d WHERE d.id = %s", (document_id,)
+        ).fetchone()
+    return _stored(row) if row else None
 
 
 def _lock_names(conn: psycopg.Connection, docs: Sequence[StoreDocument]) -> None:
@@ -94,7 +115,7 @@ def _lock_names(conn: psycopg.Connection, docs: Sequence[StoreDocument]) -> None
     that the documents holding it are still those the new version replaces (unless its
     content was stored meanwhile, by the upload it raced with: then it is a duplicate)."""
     for name in sorted({doc.name for doc in docs}):
-        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (NAME_LOCK_CLASS, name))
+        _lock_name(conn, name)
     for doc in docs:
         if find_document(conn, doc.content_hash) is not None:
             continue  # the same content was stored meanwhile: it is that one, replacing nothing
