@@ -63,6 +63,7 @@ from ragcore.voice.call import (
     finish_within,
 )
 from ragcore.voice.greeting import greeting
+from ragcore.voice.phrases import call_language
 from ragio.chat import conversations
 from ragio.chat.policy import chat_policy
 from ragio.employees.profile import get_profile
@@ -115,13 +116,13 @@ class PhoneCall:
         start = await self._await_start()
         if start is None:
             return
-        said = await self._greeting()
+        said, language = await self._greeting()
         self.role = await self._role()
         role = self.role.identifier if self.role else None
         before = await self._record(
             calls.begin_call, start.call_sid, start.stream_sid, start.caller, role
         )
-        self.call = Call(said, asked_before=before or 0)
+        self.call = Call(said, asked_before=before or 0, language=language)
         reason = "stopped"
         try:
             async with trio.open_nursery() as nursery:
@@ -389,12 +390,18 @@ class PhoneCall:
 
     # ------------------------------------------------------------ the record
 
-    async def _greeting(self) -> str:
+    async def _greeting(self) -> tuple[str, str]:
+        """The call's first words, and the language it speaks until the caller has:
+        VOICE_LANGUAGE's, else the business profile's, else DEFAULT_LANGUAGE's."""
         settings = self.service.settings
-        profile = None
-        if not settings.voice_greeting.strip():
-            profile = await self._database(get_profile)
-        return greeting(settings.voice_greeting, settings.voice_bot_name, profile)
+        profile = await self._database(get_profile)
+        language = call_language(
+            settings.voice_language,
+            profile.language if profile is not None else None,
+            settings.default_language,
+        )
+        said = greeting(settings.voice_greeting, settings.voice_bot_name, profile, language)
+        return said, language
 
     async def _role(self) -> Role | None:
         """The role whose channels include ``voice`` (``support`` first); never an

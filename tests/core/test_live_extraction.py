@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcore.live.extraction import caller_value, extract, normal_phone
+from ragcore.live.extraction import caller_value, extract, normal_phone, spoken_digits
 
 # message, order_id, email, phone
 MESSAGES = [
@@ -179,3 +179,58 @@ def test_a_reply_to_the_question_may_be_the_bare_value(
 
 def test_without_the_question_a_bare_number_is_nothing() -> None:
     assert extract("4411") == extract("555 0100") == extract("")
+
+
+# a speech provider that does not format digits writes them as words
+SPOKEN = [
+    ("where is order four four one one", "4411", None),
+    ("order number four four one one", "4411", None),
+    ("Where is my order? It's order number double four one one.", "4411", None),
+    ("wo ist meine Bestellung vier vier eins eins", "4411", None),
+    ("Bestellnummer fünf fünf drei zwo eins", "55321", None),
+    ("où est ma commande quatre quatre un un", "4411", None),
+    ("¿dónde está mi pedido cinco cinco uno dos?", "5512", None),
+    ("dov'è il mio ordine sette otto due uno", "7821", None),
+    ("waar is mijn bestelling zes zes één twee nul", "66120", None),
+    ("onde está a minha encomenda sete oito um dois três", "78123", None),
+    ("Order Four, Four, One, One.", "4411", None),
+    ("my phone number is oh one seven one, one two three, four five six seven", None,
+     "01711234567"),
+    # prose stays prose
+    ("one of my orders is late", None, None),
+    ("I ordered two or three things, one arrived", None, None),
+    ("order two three", None, None),  # two words: too few
+    ("Oh, I just want to know where my orders are", None, None),
+    ("hello, one two three, can you hear me?", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("message", "order_id", "phone"), SPOKEN)
+def test_digits_said_as_words_are_read_as_digits(
+    message: str, order_id: str | None, phone: str | None
+) -> None:
+    found = extract(message)
+    assert (found.order_id, found.phone) == (order_id, phone)
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("order four four one one", "order 4411"),
+        ("double four one one", "4411"),
+        ("Oh, four four one one", "Oh, 4411"),  # an interjection is not a zero
+        ("um, vier vier eins", "um, 441"),
+        ("oh one seven", "017"),
+        ("one of my orders", "one of my orders"),
+        ("two or three days", "two or three days"),
+        ("one.two.three@example.com", "one.two.three@example.com"),
+    ],
+)
+def test_spoken_digits(text: str, read: str) -> None:
+    assert spoken_digits(text) == read
+
+
+def test_a_spoken_reply_to_the_question_is_the_bare_value() -> None:
+    assert extract("four four one one", ("order_id",)).order_id == "4411"
+    assert extract("vier vier eins eins", ("order_id",)).order_id == "4411"
+    assert extract("one one", ("order_id",)).order_id is None

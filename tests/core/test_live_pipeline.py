@@ -99,6 +99,16 @@ def test_the_reply_with_the_value_runs_the_action_asked_about() -> None:
         assert outcome == LiveData(STATUS, ROWS, cached=False, values=(("order_id", value),))
 
 
+def test_an_order_number_said_as_words_runs_the_action() -> None:
+    # a phone caller's speech-to-text may write the digits as words
+    _, effects = run("what's the status of order four four one one", {})
+    assert [e.params for e in effects] == [{"order_id": "4411"}]
+    asked, _ = run("wie ist der Status meiner Bestellung?", {})
+    assert isinstance(asked, AskFor)
+    _, effects = run("vier vier eins eins", {}, pending=asked.pending)
+    assert [e.params for e in effects] == [{"order_id": "4411"}]
+
+
 def test_a_reply_without_the_value_is_a_new_message() -> None:
     asked, _ = run("what's the status of my order?", {})
     assert isinstance(asked, AskFor)

@@ -73,8 +73,8 @@ def of(effects: list[Any], kind: type) -> list[Any]:
 class Phone:
     """Drives a Call as voiceio would, keeping the clock and what was sent and played."""
 
-    def __init__(self) -> None:
-        self.call = Call(GREETING)
+    def __init__(self, language: str = "en") -> None:
+        self.call = Call(GREETING, language=language)
         self.now = 0.0
         self.sent: list[bytes] = []
         self.marks: list[str] = []  # sent, not yet returned

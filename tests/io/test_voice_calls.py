@@ -337,6 +337,18 @@ async def test_failed_speech_is_apologised_for_and_the_call_goes_on(
     assert [t["outcome"] for t in recorded["turns"]] == ["failed", "answered"]
 
 
+@pytest.mark.parametrize(
+    "voice_settings", [{"voice_greeting": "", "voice_bot_name": "Ava", "voice_language": "de"}]
+)
+async def test_the_built_greeting_is_in_the_language_callers_speak(
+    voice: VoiceServer, speech: FakeDeepgram, stream_url: str
+) -> None:
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        await phone.hang_up()
+    assert speech.spoken[0].text.startswith("Hallo, hier ist Ava, die virtuelle Assistenz.")
+
+
 async def test_twenty_calls_at_once_are_each_answered(
     voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
 ) -> None:

@@ -11,6 +11,13 @@ answer in (``order #A-1002``, ``Bestellnummer 55321``, ``commande n° 7781``): a
 number could as well be a price, a date, a quantity or a phone number, and running a
 customer's query with the wrong one is worse than asking. When a message holds two
 candidates of one kind, the first is taken: it is the one the customer wrote first.
+
+A caller's speech-to-text may write digits as words ("order four four one one",
+"Bestellung vier vier eins eins"): a run of at least ``MIN_SPOKEN_DIGITS`` digit words
+in the languages we answer in is read as its digits first (``spoken_digits``), so the
+rules above see "order 4411". Fewer are left as words: "one of my orders", "two or
+three" stay prose, and a number read as words still needs the word for "order" (or the
+question for it) to be an order number.
 """
 
 from __future__ import annotations
@@ -96,6 +103,61 @@ MIN_BARE_PHONE_DIGITS = 9  # without one: longer than a date or a price
 MAX_PHONE_DIGITS = 15  # E.164
 
 
+#: the digit words of the languages we answer in; a word that is a digit in several
+#: languages means the same digit in each ("vier": German and Dutch, "six": English and
+#: French). Left out: articles that are not also numerals ("ein", "une"), and
+#: "o" (Spanish, Italian and Portuguese "or")
+SPOKEN_DIGITS: dict[str, str] = {
+    # English
+    "zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4",
+    "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
+    # German
+    "null": "0", "eins": "1", "zwei": "2", "zwo": "2", "drei": "3", "vier": "4",
+    "fünf": "5", "fuenf": "5", "sechs": "6", "sieben": "7", "acht": "8", "neun": "9",
+    # French
+    "zéro": "0", "un": "1", "deux": "2", "trois": "3", "quatre": "4", "cinq": "5",
+    "sept": "7", "huit": "8", "neuf": "9",
+    # Spanish
+    "cero": "0", "uno": "1", "dos": "2", "tres": "3", "cuatro": "4", "cinco": "5",
+    "seis": "6", "siete": "7", "ocho": "8", "nueve": "9",
+    # Italian
+    "due": "2", "tre": "3", "quattro": "4", "cinque": "5", "sei": "6", "sette": "7",
+    "otto": "8", "nove": "9",
+    # Dutch
+    "nul": "0", "een": "1", "één": "1", "twee": "2", "drie": "3", "vijf": "5",
+    "zes": "6", "zeven": "7", "negen": "9",
+    # Portuguese
+    "um": "1", "uma": "1", "dois": "2", "duas": "2", "três": "3", "sete": "7", "oito": "8",
+}  # fmt: skip
+#: "double four" is 44, as English callers read numbers out
+_REPEATS = {"double": 2, "triple": 3}
+#: fewer digit words in a row stay words: "one of my orders", "two or three days"
+MIN_SPOKEN_DIGITS = 3
+_DIGIT = "(?:" + "|".join(sorted(SPOKEN_DIGITS, key=len, reverse=True)) + ")"
+_SPOKEN = r"(?:(?:double|triple)\s+)?" + _DIGIT + r"(?![\w@])"
+_SPOKEN_RUN = re.compile(
+    # a run does not begin with an interjection ("Oh, four four one one"; "um, …")
+    r"(?<![\w@])(?!(?:oh|um)\s*[,.!?])" + _SPOKEN + r"(?:(?:\s*[,-]\s*|\s+)" + _SPOKEN + r")*",
+    re.IGNORECASE,
+)
+_SPOKEN_TOKEN = re.compile(r"(?:(?P<repeat>double|triple)\s+)?(?P<digit>" + _DIGIT + ")", re.I)
+
+
+def spoken_digits(text: str) -> str:
+    """``text`` with each run of at least ``MIN_SPOKEN_DIGITS`` spoken digits written as
+    the digits: "order four four one one" is "order 4411", "double four one one" 4411."""
+
+    def digits(run: re.Match[str]) -> str:
+        said = "".join(
+            SPOKEN_DIGITS[token.group("digit").lower()]
+            * _REPEATS.get((token.group("repeat") or "").lower(), 1)
+            for token in _SPOKEN_TOKEN.finditer(run.group(0))
+        )
+        return said if len(said) >= MIN_SPOKEN_DIGITS else run.group(0)
+
+    return _SPOKEN_RUN.sub(digits, text)
+
+
 @attrs.frozen
 class Extracted:
     """What the message holds: each value, or None. ``order_language``: the language of
@@ -117,7 +179,9 @@ def extract(message: str, expecting: Collection[str] = ()) -> Extracted:
 
     ``expecting``: the values the customer was just asked for. Their reply may then be
     the bare value ("4411", "it's A-1002", "0171 1234567"): a short message's lone
-    number is taken as the order number, and a shorter run of digits as the phone."""
+    number is taken as the order number, and a shorter run of digits as the phone.
+    Digits said as words count as digits (``spoken_digits``)."""
+    message = spoken_digits(message)
     emails = [(m.start(), m.end(), m.group(1).lower()) for m in _EMAIL.finditer(message)]
     taken = [(start, end) for start, end, _ in emails]
     order = _order(message, taken)

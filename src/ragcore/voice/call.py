@@ -42,8 +42,10 @@ import attrs
 
 from ragcore.chat import history
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
+from ragcore.voice import phrases
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, SILENT_BYTE, level_db
 from ragcore.voice.echo import EchoGuard
+from ragcore.voice.phrases import PHRASES, caller_language
 from ragcore.voice.speech import SentenceSplitter
 
 #: audio sent ahead of playback: enough to ride out a late tick, little enough that a
@@ -67,13 +69,15 @@ MAX_LISTENER_FAILURES = 3
 FINISH_SENTENCE_SECONDS = 8.0
 CLOSING_SECONDS = 8.0
 
-APOLOGY = "Sorry, something went wrong on my side. Could you ask me that again?"
-NO_ANSWER = "Sorry, I have no answer to that."
-STILL_THERE = "Are you still there? Ask me anything, or just hang up when you're done."
-GOODBYE = "I haven't heard anything, so I'll end the call now. Goodbye!"
-CANT_HEAR = "Sorry, I can't hear you right now. Please call again later. Goodbye!"
-MISSED = "Sorry, I missed that. Could you say it again?"
-SHUTTING_DOWN = "Sorry, I have to end the call now. Please call again in a few minutes. Goodbye!"
+#: the words the call says on its own, in English (``ragcore.voice.phrases`` has them in
+#: every language the call speaks; the call says them in the caller's: ``Call.language``)
+APOLOGY = PHRASES["en"][phrases.APOLOGY]
+NO_ANSWER = PHRASES["en"][phrases.NO_ANSWER]
+STILL_THERE = PHRASES["en"][phrases.STILL_THERE]
+GOODBYE = PHRASES["en"][phrases.GOODBYE]
+CANT_HEAR = PHRASES["en"][phrases.CANT_HEAR]
+MISSED = PHRASES["en"][phrases.MISSED]
+SHUTTING_DOWN = PHRASES["en"][phrases.SHUTTING_DOWN]
 #: the hang-up's reason (and the call's recorded end) when the service stopped
 SHUTDOWN_REASON = "the service was shutting down"
 
@@ -404,10 +408,13 @@ class Turn:
 class Call:
     """One call's state. ``receive`` is the only way in."""
 
-    def __init__(self, greeting: str, asked_before: int = 0) -> None:
+    def __init__(self, greeting: str, asked_before: int = 0, language: str = "en") -> None:
         """``asked_before``: the questions the call's conversation already has (a media
-        stream that reconnected mid-call); its questions are numbered after them."""
+        stream that reconnected mid-call); its questions are numbered after them.
+        ``language``: the language of the call's own words until the caller has spoken
+        (``ragcore.voice.phrases.call_language``); then it follows the caller's."""
         self.greeting = greeting
+        self.language = language
         self.state = State.CONNECTING
         self.stream_sid = ""
         self.call_sid = ""
@@ -476,9 +483,9 @@ class Call:
         ):
             if not self._prompted:
                 self._prompted = True
-                effects += self._say(STILL_THERE, event.at)
+                effects += self._say(self._words(phrases.STILL_THERE), event.at)
             else:
-                effects += self._say(GOODBYE, event.at, hang_up=True)
+                effects += self._say(self._words(phrases.GOODBYE), event.at, hang_up=True)
         if (
             self._stopping_by is not None
             and self.state in (State.ANSWERING, State.SPEAKING)
@@ -592,14 +599,15 @@ class Call:
         self._utterance = []
         if self._listener_failures >= MAX_LISTENER_FAILURES:
             effects = self._stop_turn("failed", event.at) if self.turn is not None else []
-            return effects + self._say(CANT_HEAR, event.at, hang_up=True)
+            return effects + self._say(self._words(phrases.CANT_HEAR), event.at, hang_up=True)
         if self.state is State.LISTENING:
-            return self._say(MISSED, event.at)
+            return self._say(self._words(phrases.MISSED), event.at)
         return []
 
     def _ask(self, question: str, at: float) -> list[Any]:
         question = f"{self._carried} {question}".strip()
         self._carried = ""
+        self.language = caller_language(question) or self.language
         turn = self._new_turn(question, at)
         self._questions += 1
         turn.asked = self._questions
@@ -618,10 +626,13 @@ class Call:
         turn = self._current()
         turn.answer = event.answer
         turn.times["answered"] = event.at
+        if turn.question is not None:
+            spoken_in = caller_language(turn.question, event.answer.language)
+            self.language = spoken_in or self.language
         sentences = [] if turn.streamed else turn.splitter.feed(event.answer.answer)
         sentences += turn.splitter.flush()
         if not turn.parts and not sentences:
-            sentences = [NO_ANSWER]
+            sentences = [self._words(phrases.NO_ANSWER)]
         effects = self._speak(turn, sentences, event.at)
         turn.written = True
         return effects + self._finish_if_heard(event.at)
@@ -629,7 +640,9 @@ class Call:
     def _answer_failed(self, event: AnswerNotGiven) -> list[Any]:
         if self._stopping_by is not None:
             return self._stop_turn("failed", event.at) + self._close(event.at)
-        return self._stop_turn("failed", event.at) + self._say(APOLOGY, event.at)
+        return self._stop_turn("failed", event.at) + self._say(
+            self._words(phrases.APOLOGY), event.at
+        )
 
     def _speak(self, turn: Turn, sentences: list[str], at: float) -> list[Any]:
         effects = []
@@ -681,7 +694,7 @@ class Call:
             return effects + self._close(event.at)
         if turn.question is None:  # not even scripted words can be said: say nothing
             return effects
-        return effects + self._say(APOLOGY, event.at)
+        return effects + self._say(self._words(phrases.APOLOGY), event.at)
 
     def _mark(self, event: MarkPlayed) -> list[Any]:
         turn = self.turn
@@ -761,7 +774,7 @@ class Call:
 
     def _close(self, at: float) -> list[Any]:
         """The closing words of a stop, then hang up."""
-        effects = self._say(SHUTTING_DOWN, at, hang_up=True)
+        effects = self._say(self._words(phrases.SHUTTING_DOWN), at, hang_up=True)
         self._current().shutdown = True
         return effects
 
@@ -783,6 +796,10 @@ class Call:
         self._quiet_since = at
         self._recent.clear()
         return effects
+
+    def _words(self, name: str) -> str:
+        """The call's own words ``name`` in the caller's language (``self.language``)."""
+        return phrases.phrase(name, self.language)
 
     def _current(self) -> Turn:
         assert self.turn is not None  # receive() drops turn events without their turn
