@@ -375,6 +375,36 @@ def test_the_image_has_the_graph_extra_only_when_built_with_it():
     )
 
 
+def test_the_image_builds_the_faster_local_model_into_itself(tmp_path):
+    """The optimised MiniLM is a layer of the image (built after the install, as root,
+    before the unprivileged USER), so a new pod with an empty DATA_DIR loads it at once
+    instead of building it (seconds of CPU on every start). The image's RUN is run here
+    as the image runs it, into a folder of the test's, and a fresh embedder finds it."""
+    from ragio.providers.local import MiniLM, minilm_files
+    from ragio.providers.minilm_graph import INSTALLED_MODELS, kept_path
+    from tests.io.processes import run_cli
+
+    instructions = dockerfile()
+    runs = [i for i, (keyword, _) in enumerate(instructions) if keyword == "RUN"]
+    [install] = [i for i in runs if "pip install " in instructions[i][1]]
+    [prepare] = [i for i in runs if instructions[i][1].startswith("ragchat prepare-models")]
+    [user] = [i for i, (keyword, _) in enumerate(instructions) if keyword == "USER"]
+    assert install < prepare < user
+    assert instructions[prepare][1] == "ragchat prepare-models"  # into the installation
+    assert Path(sys.prefix) / "share" / "ragchat" / "models" == INSTALLED_MODELS
+
+    built = run_cli("prepare-models", "--into", str(tmp_path / "image"), cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    source, _ = minilm_files()
+    assert built.stdout.strip() == f"built: {kept_path(source, tmp_path / 'image')}"
+    again = run_cli("prepare-models", "--into", str(tmp_path / "image"), cwd=tmp_path)
+    assert again.stdout.startswith("already there: ")
+
+    embedder = MiniLM(cache_dir=tmp_path / "empty-data-dir", installed=tmp_path / "image")
+    assert embedder.rewritten and embedder._build is None  # nothing to build at start
+    assert not (tmp_path / "empty-data-dir").exists()
+
+
 def test_the_image_command_is_ragchat_serve():
     assert json.loads(last("CMD")) == ["ragchat", "serve"]
     assert not [keyword for keyword, _ in dockerfile() if keyword == "ENTRYPOINT"]

@@ -42,7 +42,7 @@ import numpy as np
 import trio
 
 from ragcore.knowledge.embedding_space import LOCAL_SPACE, EmbeddingSpace
-from ragio.providers.minilm_graph import fast_model, kept_model, work_folder
+from ragio.providers.minilm_graph import INSTALLED_MODELS, fast_model, kept_model, work_folder
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,11 @@ class MiniLM:
     is not possible (``onnx`` missing, a graph it does not know) the shipped one stays. A
     kept file that does not load is built again."""
 
-    def __init__(self, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, cache_dir: Path | None = None, installed: Path | None = INSTALLED_MODELS
+    ) -> None:
+        """``installed``: where an image built the rewritten graph (``ragchat
+        prepare-models``), looked in after ``cache_dir``."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -125,7 +129,7 @@ class MiniLM:
         self._swap = threading.Lock()
         self._session = session
         try:
-            kept = kept_model(model, cache_dir)
+            kept = kept_model(model, cache_dir, installed)
             if kept is not None:
                 self.session = session(kept)
                 self.rewritten = True

@@ -27,7 +27,10 @@ model is used as it is.
 
 The result is kept under ``DATA_DIR/models`` (named by the source file's digest and
 ``RECIPE``), so it is built once (about 5 s, in the background: the shipped graph
-answers meanwhile, ``ragio.providers.local.MiniLM``) and later processes load it.
+answers meanwhile, ``ragio.providers.local.MiniLM``) and later processes load it. An
+image builds it into the installation instead (``ragchat prepare-models``, into
+``INSTALLED_MODELS``), so a new pod, its DATA_DIR empty, loads it at once rather than
+spending that CPU at every start.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import hashlib
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -53,6 +57,11 @@ LAYERS = 6
 _PREFIX = "inner.encoder.layer"
 
 
+#: where ``ragchat prepare-models`` builds the graph into the installation (read-only
+#: beside the package in an image), looked in after DATA_DIR/models
+INSTALLED_MODELS = Path(sys.prefix) / "share" / "ragchat" / "models"
+
+
 class RewriteFailed(RuntimeError):
     """The shipped graph is not the one this rewrite knows."""
 
@@ -66,12 +75,30 @@ def _digest(source: Path) -> str:
     return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
 
 
-def kept_model(source: Path, cache_dir: Path | None) -> bytes | None:
-    """The rewritten model's bytes when built and kept before, else None."""
-    if cache_dir is None:
-        return None
-    cached = kept_path(source, cache_dir)
-    return cached.read_bytes() if cached.is_file() else None
+def kept_model(
+    source: Path, cache_dir: Path | None, installed: Path | None = INSTALLED_MODELS
+) -> bytes | None:
+    """The rewritten model's bytes when built and kept before (in ``cache_dir``, or in
+    the installation: ``installed``), else None."""
+    for folder in (cache_dir, installed):
+        if folder is not None and (cached := kept_path(source, folder)).is_file():
+            return cached.read_bytes()
+    return None
+
+
+def prepare(source: Path, into: Path = INSTALLED_MODELS) -> tuple[Path, bool]:
+    """Build the rewritten model into ``into`` unless it is there: its path, and whether
+    it was built now. Unlike a build at start, a failure raises (RewriteFailed, OSError):
+    an image that cannot have it should not be built as if it had it."""
+    target = kept_path(source, into)
+    if target.is_file():
+        return target, False
+    into.mkdir(parents=True, exist_ok=True)
+    model = build(source, into)
+    partial = target.with_suffix(f".{os.getpid()}.part")
+    partial.write_bytes(model)
+    partial.replace(target)
+    return target, True
 
 
 def fast_model(source: Path, cache_dir: Path | None, work: Path | None = None) -> bytes:
