@@ -165,3 +165,30 @@ async def test_the_service_closes_its_kept_connections_on_the_way_out(
         await read(service, source)
         assert len(await settled(owner_postgres, 1)) == 1
     assert await settled(owner_postgres, 0) == {}
+
+
+class Conn:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_at_most_a_few_are_kept_and_a_lease_from_before_an_edit_keeps_none() -> None:
+    kept = SourceConnections(per_source=2)
+    leases = [kept.lease(7, 1) for _ in range(3)]
+    assert [lease.take() for lease in leases] == [None, None, None]  # a burst opens three
+    burst = [Conn(), Conn(), Conn()]
+    for lease, conn in zip(leases, burst, strict=True):
+        lease.give(conn)
+    assert [c.closed for c in burst] == [False, False, True]  # the third is over the bound
+    edited = kept.lease(7, 2)  # the source was edited (a newer version): the old ones go
+    assert edited.take() is None and all(c.closed for c in burst)
+    stale = kept.lease(7, 1)  # read before the edit, it runs after: it keeps nothing
+    assert stale.take() is None
+    old = Conn()
+    stale.give(old)
+    assert old.closed and kept.statistics().idle == 0
+    new = Conn()
+    edited.give(new)
+    assert kept.lease(7, 2).take() is new

@@ -90,11 +90,11 @@ class SourceConnections:
         stale: list[Any] = []
         limit = self._monotonic() - self.idle_seconds
         with self._lock:
-            for source_id, slot in list(self._slots.items()):
+            # an emptied slot stays: it remembers the source's version (a lease read
+            # before an edit must not keep a connection with the old credentials)
+            for slot in self._slots.values():
                 stale += [conn for since, conn in slot.idle if since <= limit]
                 slot.idle = [(since, conn) for since, conn in slot.idle if since > limit]
-                if not slot.idle:
-                    del self._slots[source_id]
         _close_all(stale)
         return len(stale)
 
@@ -109,8 +109,8 @@ class SourceConnections:
 
     def statistics(self) -> Statistics:
         with self._lock:
-            idle = sum(len(slot.idle) for slot in self._slots.values())
-            return Statistics(len(self._slots), idle, self._kept, self._reused)
+            idle = [len(slot.idle) for slot in self._slots.values() if slot.idle]
+            return Statistics(len(idle), sum(idle), self._kept, self._reused)
 
     def _take(self, lease: Lease) -> Any | None:
         self.close_idle()
@@ -140,7 +140,7 @@ class SourceConnections:
         with self._lock:
             keep = (
                 slot is not None
-                and not slot.dropped
+                and not slot.dropped  # the source edited or deleted meanwhile
                 and not self._closed
                 and len(slot.idle) < self.per_source
             )
