@@ -13,6 +13,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from ragcore.settings import Settings
+from ragio.db.source_connections import keep_sweeping
 from ragio.http.app import create_app
 from ragio.service import Service
 from ragio.startup import open_service
@@ -59,6 +60,7 @@ async def run_server(
             grace = settings.shutdown_grace_seconds
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_on_signal, signals, svc)
+                nursery.start_soon(keep_sweeping, svc.source_connections, svc.stopping)
                 async with trio.open_nursery() as beside:
                     for companion in companions:
                         await beside.start(partial(companion, svc))
@@ -95,6 +97,7 @@ async def run_companions(
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_service(settings) as svc, trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, svc)
+            nursery.start_soon(keep_sweeping, svc.source_connections, svc.stopping)
             async with trio.open_nursery() as beside:
                 for companion in companions:
                     await beside.start(partial(companion, svc))

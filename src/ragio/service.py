@@ -21,6 +21,7 @@ from ragcore.settings import Settings
 from ragio.clock import Clock, SystemClock
 from ragio.db.pool import Database
 from ragio.db.presence import process_name
+from ragio.db.source_connections import SourceConnections
 from ragio.graph.service import Graph
 from ragio.language import LanguageDetection
 from ragio.providers import AnswererChain, Embedder
@@ -70,6 +71,9 @@ class Service:
     clock: Clock = attrs.field(factory=SystemClock)  # every wall-clock read (ragio.clock)
     # live-data actions (ragcore.live): the 5-minute results cache and the enabled actions
     live: Held = attrs.field(factory=Held)
+    # the connections to the owner's databases kept between live queries, a few per source
+    # (ragio.db.source_connections): dropped when a source is edited or deleted
+    source_connections: SourceConnections = attrs.field(factory=SourceConnections)
     # the knowledge graph (ragio.graph.service): off unless GRAPH_ENABLED / GRAPH_URI
     graph: Graph = attrs.field(factory=Graph.off)
     # set on SIGTERM/SIGINT (ragio.server): take no new work (readiness says 503, the voice

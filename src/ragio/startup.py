@@ -20,6 +20,7 @@ from ragio.db.embedded import EmbeddedPostgres
 from ragio.db.embedding_space import EmbeddingSpaceMismatch, prepare_space, stored_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
+from ragio.db.source_connections import SourceConnections
 from ragio.employees.store import follow_built_in_defaults
 from ragio.graph.service import build_graph, check_graph_driver
 from ragio.language import LanguageDetection
@@ -85,6 +86,7 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                     "reach loopback and private addresses. For local testing only: turn it off."
                 )
             graph = build_graph(settings, database)
+            source_connections = SourceConnections()
             try:
                 service = Service(
                     settings,
@@ -95,6 +97,7 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                     HANDLERS,
                     outbound,
                     graph=graph,
+                    source_connections=source_connections,
                 )
                 if settings.graph_model_extraction and answers_with_model(service):
                     graph.extract_with_model(
@@ -105,6 +108,7 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
             finally:
                 with trio.CancelScope(shield=True):
                     await graph.close()
+                    await trio.to_thread.run_sync(source_connections.close)
     finally:
         with trio.CancelScope(shield=True):
             await outbound.aclose()

@@ -22,8 +22,8 @@ from tests.io.fakes.telegram_server import FakeTelegram
 from tests.io.live import (
     add_action,
     add_mysql_source,
-    connections_of_shop,
     owner_database,
+    queries_of_shop,
     status_of,
 )
 from tests.io.mariadb import MariaDB
@@ -110,11 +110,11 @@ async def test_a_missing_order_number_is_asked_for_and_the_reply_answered(
     api, shop: MariaDB, database_url: str
 ) -> None:
     await add_action(api, await add_mysql_source(api, shop), ORDER)
-    before = connections_of_shop(shop)
+    before = queries_of_shop(shop)
 
     asked = await chat(api, "what's the status of my order?", user="customer-7")
     assert asked["answer"] == "What is your order number?" and asked["citations"] == []
-    assert connections_of_shop(shop) == before  # nothing ran
+    assert queries_of_shop(shop) == before  # nothing ran
     with psycopg.connect(database_url) as db:  # kept for them, under a hash of who asked
         [(asker,)] = db.execute("SELECT asker FROM live_pending").fetchall()
     assert "customer-7" not in asker and len(asker) == 64
@@ -130,16 +130,16 @@ async def test_the_cache_asks_the_database_once_in_five_minutes(
     api, shop: MariaDB, fake_clock
 ) -> None:
     await add_action(api, await add_mysql_source(api, shop), ORDER)
-    before = connections_of_shop(shop)
+    before = queries_of_shop(shop)
 
     await chat(api, "where is my order 4411?")
     fake_clock.advance(timedelta(minutes=4))
     second = await chat(api, "status of order 4411 please")
     assert "shipped" in second["answer"]
-    assert connections_of_shop(shop) == before + 1
+    assert queries_of_shop(shop) == before + 1
     fake_clock.advance(timedelta(minutes=1, seconds=1))
     await chat(api, "where is my order 4411?")
-    assert connections_of_shop(shop) == before + 2
+    assert queries_of_shop(shop) == before + 2
     assert [r["outcome"] for r in await runs(api)] == ["ran", "cached", "ran"]
 
 

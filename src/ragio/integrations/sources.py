@@ -13,6 +13,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import trio
+
 from ragcore.api.integrations import Integration, shown
 from ragcore.api.problems import ProblemError
 from ragcore.errors import InvalidInput
@@ -104,16 +106,26 @@ async def update(service: Service, source: store.Source, body: Mapping[str, Any]
     if saved is None:
         raise ProblemError(409, f"data source {source.name!r} changed meanwhile; read it again")
     service.live.changed(source_id=source.id)  # its cached live results were read before
+    await forget_connections(service, source.id)
     return saved
 
 
 async def delete(service: Service, source_id: int) -> bool:
     """Delete a source, its records and its live actions (ON DELETE CASCADE); False when
-    there was none. Its cached live results go, and the live actions are read again."""
+    there was none. Its cached live results go, the live actions are read again, and
+    the connections kept to it are closed."""
     deleted = await service.database.run(store.delete_source, source_id)
     if deleted:
         service.live.changed(source_id=source_id)
+        await forget_connections(service, source_id)
     return deleted
+
+
+async def forget_connections(service: Service, source_id: int) -> None:
+    """Close the connections kept to the source for live queries (``ragio.db.
+    source_connections``): its next query connects with what is stored now."""
+    with trio.CancelScope(shield=True):  # the edit is saved: its connections go with it
+        await trio.to_thread.run_sync(service.source_connections.drop, source_id)
 
 
 async def check_addresses(service: Service, kind: str, credentials: Mapping[str, str]) -> None:

@@ -6,7 +6,9 @@ Each kind of source, through its connector:
 - mysql, postgresql: the statement with the values as the driver's parameters; a read in
   a read-only transaction with at most ``MAX_ROWS`` rows, a write committed, or, for the
   owner's ``dry_run``, rolled back (the rows it would change are still counted). The
-  server's statement timeout bounds it.
+  server's statement timeout bounds it. It runs on one of the source's kept connections
+  when there is one (``service.source_connections``: a few per source, dropped when the
+  source is edited or deleted), else on a new one, kept afterwards.
 - mongodb: a ``find`` with the bound filter (``bind_filter``: each value a BSON string,
   never parsed as an operator) on the configured collection, ``MAX_ROWS`` at most, the
   server's ``maxTimeMS`` on it; documents JSON-shaped (``_id`` as its hex text).
@@ -102,8 +104,14 @@ async def _run(effect: RunLiveQuery, service: Service, limit: float) -> LiveRows
     timeout = min(service.settings.integrations_timeout_seconds, limit)
     if kind in SQL_TABLES and isinstance(query, SqlTemplate):
         within = await connector_reach(service, timeout, live=True)  # reached by its driver
+        kept = service.source_connections.lease(source.id, source.updated_at)
         rows, affected = await SQL_TABLES[kind](credentials, within).run_statement(
-            query.text, values, writes=query.writes, max_rows=MAX_ROWS, dry_run=effect.dry_run
+            query.text,
+            values,
+            writes=query.writes,
+            max_rows=MAX_ROWS,
+            dry_run=effect.dry_run,
+            kept=kept,
         )
         return LiveRows(tuple(rows), affected)
     if kind == "mongodb" and isinstance(query, MongoTemplate):

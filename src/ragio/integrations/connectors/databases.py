@@ -13,7 +13,9 @@ row: rows whose key is NULL are not read, and the key should be unique (of sever
 with one key across a page's edge, the later ones are skipped). One connection serves a
 whole read; each page is its own read-only transaction (``START TRANSACTION READ ONLY``;
 psycopg's ``read_only``), so no page holds a lock on the owner's table while the caller
-works.
+works. A live query's statement (``run_statement``) may run on a connection kept from an
+earlier one (``ragio.db.source_connections``): opened and judged the same way, its
+transaction read-only unless it writes, and its statement timeout set again in each.
 
 Timeouts: every call is bounded by ``Reach.timeout``: connecting (``connect_timeout``;
 libpq counts whole seconds, at least 2), each statement on the server (PostgreSQL's
@@ -57,7 +59,7 @@ import trio
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
-from pymysql.constants import CR, ER
+from pymysql.constants import CR, ER, SERVER_STATUS
 
 from ragcore.integrations import identifiers
 from ragcore.integrations.databases import (
@@ -70,6 +72,7 @@ from ragcore.integrations.databases import (
 )
 from ragcore.integrations.identifiers import BadIdentifier
 from ragcore.integrations.kinds import KINDS
+from ragio.db.source_connections import Lease
 from ragio.integrations.connectors.addresses import judged, pinned
 from ragio.integrations.connectors.base import (
     Capped,
@@ -91,6 +94,7 @@ _NO_TABLE = 1146
 _NO_COLUMN = 1054
 _NO_DATABASE = 1049
 _CANNOT_CONNECT = 2003  # PyMySQL's: nothing answered at that address
+_LOST = {CR.CR_SERVER_GONE_ERROR, CR.CR_SERVER_LOST}  # a connection that ended
 
 
 def connect_mysql(credentials: Mapping[str, str], reach: Reach) -> Connector:
@@ -141,6 +145,7 @@ class _Table:
         writes: bool,
         max_rows: int,
         dry_run: bool = False,
+        kept: Lease | None = None,
     ) -> tuple[list[Record], int | None]:
         """One statement of a live action with its bound ``params``: a read in a read-only
         transaction, at most ``max_rows`` rows; a write committed, with the rows it
@@ -148,20 +153,50 @@ class _Table:
         The server's statement timeout applies to all. A failure of the statement itself
         says what kind of error it was (``_kind_of``: an SQLSTATE's condition name, a
         MySQL error's name), never the server's message, which may quote the customer's
-        values; a failure to connect keeps the server's words (no value was sent yet)."""
-        statement = functools.partial(self._statement, text, params, writes, max_rows, dry_run)
+        values; a failure to connect keeps the server's words (no value was sent yet).
+
+        ``kept``: the source's kept connections (``ragio.db.source_connections``): one
+        is taken when there is one, else one opened, and it is given back after a
+        statement that ended well. A kept one is checked by the transaction's first
+        round trip (which sets the statement timeout again); when that finds it broken
+        (its server restarted, the connection cut), it is closed and the statement runs
+        on a new connection: nothing of it had been sent."""
+        statement = functools.partial(
+            self._statement, text, params, writes, max_rows, dry_run, kept
+        )
         return await self._run(statement)
 
     def _statement(
-        self, text: str, params: dict[str, str], writes: bool, max_rows: int, dry_run: bool
+        self,
+        text: str,
+        params: dict[str, str],
+        writes: bool,
+        max_rows: int,
+        dry_run: bool,
+        kept: Lease | None,
     ) -> tuple[list[Record], int | None]:
-        conn = self._open()
+        conn = kept.take() if kept is not None else None
+        if conn is not None and not self._usable(conn):
+            _close_quietly(conn)
+            conn = None
+        reused = conn is not None
+        if conn is None:
+            conn = self._open()
+        done = False
         try:
-            self._begin(conn, writes=writes)
+            try:
+                self._begin(conn, writes=writes)
+            except Exception as failed:
+                if not reused or not self._gone(conn, failed):
+                    raise
+                _close_quietly(conn)  # its server restarted, or it was cut: a new one
+                conn = self._open()
+                self._begin(conn, writes=writes)
             try:
                 if not writes:
                     rows = self._rows(conn, text, params, max_rows)  # params: a dict, always:
                     _rollback_quietly(conn)  # %% is then read as %
+                    done = True
                     return [json_shaped(row) for row in rows], None
                 with conn.cursor() as cursor:
                     cursor.execute(text, params)
@@ -170,6 +205,7 @@ class _Table:
                         conn.rollback()
                     else:
                         conn.commit()
+                    done = True
                     return [], affected
             except Exception as failed:
                 kind = None if isinstance(failed, SourceFailed) else self._kind_of(failed)
@@ -180,7 +216,19 @@ class _Table:
             _rollback_quietly(conn)
             raise
         finally:
-            _close_quietly(conn)
+            if done and kept is not None and self._usable(conn):
+                kept.give(conn)
+            else:
+                _close_quietly(conn)
+
+    def _usable(self, conn: Any) -> bool:
+        """Whether ``conn`` is open with no transaction in progress, as far as can be
+        told without asking its server."""
+        raise NotImplementedError
+
+    def _gone(self, conn: Any, failed: Exception) -> bool:
+        """Whether ``failed`` says the connection is lost (not that the server refused)."""
+        raise NotImplementedError
 
     def _begin(self, conn: Any, *, writes: bool) -> None:
         """Open the statement's transaction: read-only unless it ``writes``."""
@@ -305,6 +353,15 @@ class MySQLTable(_Table):
     def _begin(self, conn: Any, *, writes: bool) -> None:
         with conn.cursor() as cursor:
             cursor.execute("START TRANSACTION" if writes else "START TRANSACTION READ ONLY")
+
+    def _usable(self, conn: Any) -> bool:
+        in_transaction = conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS
+        return bool(conn.open) and not in_transaction
+
+    def _gone(self, conn: Any, failed: Exception) -> bool:
+        if isinstance(failed, pymysql.err.OperationalError | pymysql.err.InterfaceError):
+            return not conn.open or _code_and_message(failed)[0] in _LOST
+        return isinstance(failed, OSError | EOFError)
 
     def _test(self) -> str:
         table, key = self._names()
@@ -542,6 +599,19 @@ class PostgreSQLTable(_Table):
 
     def _begin(self, conn: Any, *, writes: bool) -> None:
         conn.read_only = not writes  # set before the transaction begins
+        # the statement timeout again, for this transaction: a kept connection keeps it
+        # whatever an earlier statement did to the session
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, true)", (f"{self._timeout_ms()}ms",)
+        )
+
+    def _usable(self, conn: Any) -> bool:
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        return not conn.closed and not conn.broken and idle
+
+    def _gone(self, conn: Any, failed: Exception) -> bool:
+        lost = isinstance(failed, psycopg.OperationalError | OSError)
+        return bool(conn.closed or conn.broken or lost)
 
     def _test(self) -> str:
         table, key = self._names()
