@@ -209,6 +209,11 @@ async def test_mongodb_finds_with_its_values_bound_as_bson(service, mongo) -> No
     for value in ('{"$ne": null}', "$ne", '{"$gt": ""}'):
         nothing = await live(service, source, "mongodb", '{"email": "{email}"}', email=value)
         assert nothing == LiveRows((), duration_ms=nothing.duration_ms), value
+    # the queries shared one client, kept for the next; deleting the source closes it
+    kept = service.source_connections.statistics()
+    assert (kept.idle, kept.reused) == (1, 3)
+    assert await sources.delete(service, source)
+    assert service.source_connections.statistics().idle == 0
 
 
 async def test_rest_api_gets_the_encoded_path_on_its_own_origin(service, serve_fake) -> None:

@@ -118,7 +118,9 @@ async def _run(effect: RunLiveQuery, service: Service, limit: float) -> LiveRows
         collection = MongoCollection(
             credentials, await connector_reach(service, timeout, live=True)
         )
-        return LiveRows(tuple(await collection.find(bind_filter(query, values), MAX_ROWS)))
+        kept = service.source_connections.lease(source.id, source.updated_at)
+        found = await collection.find(bind_filter(query, values), MAX_ROWS, kept=kept)
+        return LiveRows(tuple(found))
     if kind == "rest_api" and isinstance(query, RestTemplate):
         async with http_reach(service, timeout, live=True) as within:
             api = connector_for(kind, credentials, within)

@@ -43,6 +43,7 @@ from pymongo import uri_parser
 
 from ragcore.integrations.databases import json_shaped, secrets_of, without_secrets
 from ragcore.integrations.kinds import KINDS
+from ragio.db.source_connections import Lease
 from ragio.integrations.connectors.addresses import pinned
 from ragio.integrations.connectors.base import (
     Capped,
@@ -100,19 +101,30 @@ class MongoCollection:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(client.close)
 
-    async def find(self, filter_: Mapping[str, Any], limit: int) -> list[Record]:
+    async def find(
+        self, filter_: Mapping[str, Any], limit: int, kept: Lease | None = None
+    ) -> list[Record]:
         """A live action's read: the documents matching ``filter_`` (its values BSON
         values, as bound), at most ``limit``, the server's ``maxTimeMS`` on it. A failure
         of the query says its error's name and code, never the server's message (it may
-        quote the customer's values)."""
-        client = await self._run(self._client)
+        quote the customer's values).
+
+        ``kept``: the source's kept clients (``ragio.db.source_connections``): one is
+        taken rather than connecting again (the driver reconnects a client whose server
+        went away by itself), and given back after a query that went well; after a
+        failure it is closed."""
+        taken = await trio.to_thread.run_sync(kept.take) if kept is not None else None
+        client = taken if taken is not None else await self._run(self._client)
+        found: list[Record] | None = None
         try:
-            return await self._run(functools.partial(self._matching, client, filter_, limit))
+            found = await self._run(functools.partial(self._matching, client, filter_, limit))
+            return found
         finally:
+            done: Callable[[], None] = client.close
+            if found is not None and kept is not None:
+                done = functools.partial(kept.give, client)
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(
-                    client.close, abandon_on_cancel=self._reach.abandon_on_cancel
-                )
+                await trio.to_thread.run_sync(done, abandon_on_cancel=self._reach.abandon_on_cancel)
 
     def _matching(
         self, client: pymongo.MongoClient[dict[str, Any]], filter_: Mapping[str, Any], limit: int
