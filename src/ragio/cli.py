@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         "delete", help="delete a document and its chunks, by id or by name"
     )
     delete.add_argument("document", metavar="ID_OR_NAME")
+    rename = documents_actions.add_parser(
+        "rename", help="rename a document (by id); a name another document holds is refused"
+    )
+    rename.add_argument("document", metavar="ID", type=int)
+    rename.add_argument("name", metavar="NEW_NAME")
     graph = commands.add_parser("graph", help="the knowledge graph (GRAPH_ENABLED, GRAPH_URI)")
     graph_actions = graph.add_subparsers(dest="action", metavar="ACTION", required=True)
     graph_actions.add_parser(
@@ -566,7 +571,8 @@ async def sync_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def documents_command(settings: Settings, args: argparse.Namespace) -> int:
-    """``documents list [--query Q] [--limit N]`` and ``documents delete ID_OR_NAME``."""
+    """``documents list [--query Q] [--limit N]``, ``documents delete ID_OR_NAME`` and
+    ``documents rename ID NEW_NAME``."""
     from ragcore.api.documents import name_pattern
     from ragio.db.migrations import apply_migrations
     from ragio.knowledge import store
@@ -575,6 +581,8 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
     if args.action == "list" and args.limit is not None and args.limit < 1:
         print("ragchat: --limit must be a whole number of at least 1", file=sys.stderr)
         return 2
+    if args.action == "rename":
+        return await _rename_document(settings, args.document, args.name)
     if args.action == "delete":  # a pipeline: the knowledge graph forgets them too
         from ragcore.knowledge.documents import forget_documents
         from ragio.runner import run
@@ -606,6 +614,34 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
         return 2
     for doc in deleted:
         print(f"deleted document {doc.id}, {doc.name} ({doc.chunk_count} chunks)")
+    return 0
+
+
+async def _rename_document(settings: Settings, document_id: int, name: str) -> int:
+    from ragcore.knowledge.documents import NameTaken, check_name
+    from ragio.db.migrations import apply_migrations
+    from ragio.knowledge import store
+    from ragio.startup import open_database
+
+    try:
+        name = check_name(name).strip()
+    except InvalidInput as bad:
+        print(f"ragchat: NEW_NAME {bad.message}", file=sys.stderr)
+        return 2
+    async with startup_errors(), open_database(settings) as database:
+        await database.run(apply_migrations)
+        try:
+            renamed = await database.run(store.rename_document, document_id, name)
+        except NameTaken as taken:
+            print(f"ragchat: {taken}", file=sys.stderr)
+            return 2
+    if renamed is None:
+        print(
+            f"ragchat: no document with the id {document_id}; `ragchat documents list` shows them",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"renamed document {renamed.id} to {renamed.name}")
     return 0
 
 

@@ -326,7 +326,7 @@ def test_ingest_replaces_a_document_of_the_same_name_only_with_replace(tmp_path,
     assert texts == ["# Returns\n\nItems can be returned within 30 days."]
 
 
-def test_documents_list_and_delete_by_id_or_name(tmp_path, database_url):
+def test_documents_list_rename_and_delete_by_id_or_name(tmp_path, database_url):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "Refund policy.md").write_text("Refunds are paid within 5 days.")
@@ -357,13 +357,22 @@ def test_documents_list_and_delete_by_id_or_name(tmp_path, database_url):
     assert [line.split("\t")[1] for line in found.stdout.splitlines()] == ["Refund policy.md"]
     assert "1 of 2 document(s) named like 'REFUND'" in found.stderr
 
+    cli = {"cwd": tmp_path, "database_url": database_url}
+    taken = run_cli("documents", "rename", "2", "refund-form.txt", **cli)
+    assert taken.returncode == 2
+    assert "a different document named 'refund-form.txt' is stored (document 3)" in taken.stderr
+    renamed = run_cli("documents", "rename", "2", " opening hours.txt ", **cli)
+    assert renamed.stdout.strip() == "renamed document 2 to opening hours.txt", renamed.stderr
+    assert run_cli("documents", "rename", "9", "x.txt", **cli).returncode == 2
+    assert run_cli("documents", "rename", "2", " ", **cli).stderr.startswith("ragchat: NEW_NAME")
+
     by_name = run_cli(
         "documents", "delete", "Refund policy.md", cwd=tmp_path, database_url=database_url
     )
     assert by_name.returncode == 0, by_name.stderr
     assert by_name.stdout.strip() == "deleted document 1, Refund policy.md (1 chunks)"
     by_id = run_cli("documents", "delete", "2", cwd=tmp_path, database_url=database_url)
-    assert by_id.stdout.strip() == "deleted document 2, hours.txt (1 chunks)"
+    assert by_id.stdout.strip() == "deleted document 2, opening hours.txt (1 chunks)"
 
     missing = run_cli("documents", "delete", "menu.pdf", cwd=tmp_path, database_url=database_url)
     assert missing.returncode == 2
