@@ -141,3 +141,51 @@ async def test_cancelling_needs_the_key_as_the_other_job_routes(api):
     assert_problem(await api.delete("/jobs/1"), 401)
     keyed = await api.delete("/jobs/1", headers={"X-API-Key": KEY})
     assert_problem(keyed, 404)
+
+
+async def test_a_sync_cancelled_between_pages_keeps_the_pages_stored_before(
+    database_url, tmp_path, nursery, serve_fake
+):
+    """A sync of a slow paginated API (a second a page), cancelled once its first page
+    is stored: the next page is not stored, the first stays, nothing is removed."""
+    from tests.io.fakes.rest_server import FakeRestApi
+    from tests.io.test_integrations_api import KEY_A, counts, create, serving
+
+    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1500, page_size=500))
+    fake.delay = 1.0
+    loopback = {
+        "addon_encryption_key": KEY_A,
+        "integrations_allow_http_loopback": True,  # the fake: http on 127.0.0.1
+        "integrations_allow_private_targets": True,
+    }
+    async with serving(database_url, tmp_path, nursery, **loopback) as api:
+        body = {
+            "name": "Slow API",
+            "source_type": "rest_api",
+            "base_url": fake.base_url,
+            "records_path": "/v1/customers",
+            "auth_header": "Authorization: Bearer t-1",
+        }
+        created = await create(api, body)
+        url = f"/integrations/{created['id']}"
+        assert (await api.post(f"{url}/sync")).status_code == 202
+        with trio.fail_after(30):
+            while (await api.get(url)).json()["sync"]["records_stored"] == 0:
+                await trio.sleep(0.05)
+        [job] = (await api.get("/jobs", params={"kind": "sync"})).json()["jobs"]
+        assert (await api.delete(f"/jobs/{job['id']}")).status_code == 202
+
+        ended = await wait_for(api, f"/jobs/{job['id']}", "done", "failed", "cancelled")
+        assert ended["status"] == "cancelled", ended
+        assert ended["result"] == {
+            "stopped": "between batches",
+            "status": "partial",
+            "records_seen": 500,
+            "records_stored": 500,
+            "records_skipped": 0,
+        }
+        sync = (await api.get(url)).json()["sync"]
+        assert (sync["status"], sync["records_stored"]) == ("partial", 500)
+        assert sync["error"].startswith("cancelled (DELETE /jobs/{id}) after 500 records")
+        assert counts(database_url) == (1, 500)  # the first page stays, whole
+        assert (await api.post(f"{url}/sync")).status_code == 202  # the source is free
