@@ -4,6 +4,7 @@ the real app on the embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 import trio
 
@@ -14,7 +15,14 @@ from ragio.jobs import store
 from ragio.jobs.waiting import wait_for_job
 from ragio.jobs.worker import Worker
 from ragio.registry import JOB_KINDS
-from tests.io.test_document_jobs import HOURS, SlowEmbedder, job_row, kept_files, wait_for
+from tests.io.test_document_jobs import (
+    HOURS,
+    SlowEmbedder,
+    job_row,
+    kept_files,
+    left_running,
+    wait_for,
+)
 from tests.io.test_documents import upload
 from tests.io.test_http_errors import assert_problem, count_rows
 
@@ -189,3 +197,26 @@ async def test_a_sync_cancelled_between_pages_keeps_the_pages_stored_before(
         assert sync["error"].startswith("cancelled (DELETE /jobs/{id}) after 500 records")
         assert counts(database_url) == (1, 500)  # the first page stays, whole
         assert (await api.post(f"{url}/sync")).status_code == 202  # the source is free
+
+
+async def test_a_job_asked_to_stop_whose_process_went_quiet_is_cancelled_not_resumed(
+    api, database_url
+):
+    """Another replica ran the job and was asked to stop, then crashed: the process that
+    finds it stale cancels it instead of running it again."""
+    left = left_running(database_url, HOURS, heartbeat="10 minutes")
+    with psycopg.connect(database_url) as conn:
+        conn.execute("UPDATE jobs SET cancel_requested_at = now() WHERE id = %s", (left,))
+    job = await wait_for(api, f"/jobs/{left}", "done", "failed", "cancelled")
+    assert (job["status"], job["attempts"]) == ("cancelled", 1)
+    assert job["result"] == {"stopped": "as its process went quiet"}
+    assert count_rows(database_url) == (0, 0) and kept_files(database_url) == 0
+
+
+async def test_a_running_job_of_another_process_is_asked_through_its_row(api, database_url):
+    alive = left_running(database_url, HOURS, heartbeat="1 second")  # a live replica's
+    response = await api.delete(f"/jobs/{alive}")
+    assert response.status_code == 202, response.text
+    row = job_row(database_url, alive)
+    assert (row["status"], row["claimed_by"]) == ("running", "other:1:x")
+    assert row["cancel_requested_at"] is not None  # what that process reads between batches
