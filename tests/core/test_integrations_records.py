@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ragcore.integrations.records import (
+    Outcome,
     Progress,
+    cancelled_outcome,
     id_field,
     is_stale,
     outcome,
@@ -16,6 +18,7 @@ from ragcore.integrations.records import (
     prepare_page,
     record_hash,
     source_key,
+    stopped_sync,
     table_records,
     user_key,
     within_bound,
@@ -154,3 +157,17 @@ def test_a_patch_sets_removes_and_keeps_credentials_and_the_interval():
     assert check_patch(KINDS["mysql"], {"sync_interval_minutes": 5}, stored).interval_from(30) == 5
     cleared = check_patch(KINDS["mysql"], {"sync_interval_minutes": None}, stored)
     assert cleared.interval_from(30) is None
+
+
+def test_a_cancelled_sync_is_partial_keeps_what_it_stored_and_removes_nothing():
+    progress = Progress(seen=520, stored=500, skipped=20)
+    ended = cancelled_outcome(progress)
+    assert (ended.status, ended.remove_unseen) == ("partial", False)
+    assert ended.error.startswith("cancelled (DELETE /jobs/{id}) after 500 records")
+    assert stopped_sync(progress) == {
+        "status": "partial",
+        "records_seen": 520,
+        "records_stored": 500,
+        "records_skipped": 20,
+    }
+    assert isinstance(ended, Outcome)

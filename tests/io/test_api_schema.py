@@ -175,6 +175,8 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/jobs", params={"kind": "nightly"})
     await c.send("GET", "/jobs/{id}", job.replace("/documents", ""))
     await c.send("GET", "/jobs/{id}", "/jobs/999")
+    await c.send("DELETE", "/jobs/{id}", job.replace("/documents", ""))  # failed: 409
+    await c.send("DELETE", "/jobs/{id}", "/jobs/999")
     await c.send("GET", "/documents/{id}", doc)
     await c.send("GET", "/documents/{id}", "/documents/abc")
     await c.send("PATCH", "/documents/{id}", doc, json={"name": "faq-renamed.md"})

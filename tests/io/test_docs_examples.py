@@ -442,6 +442,10 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
         while (await c.send("GET", "/documents/jobs/{id}", job)).json()["status"] != "done":
             await trio.sleep(0.05)
     await c.send("GET", "/jobs")
+    await c.send("DELETE", "/jobs/{id}", job.replace("/documents", ""))  # done: 409
+    queued, running = _jobs_to_cancel(database_url)
+    await c.send("DELETE", "/jobs/{id}", f"/jobs/{queued}")
+    await c.send("DELETE", "/jobs/{id}", f"/jobs/{running}")
 
     # chat: answered, followed up, refused, not found
     asked = await c.send("POST", "/chat", params={"question": question})
@@ -517,6 +521,23 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     spend(database_url, 100_000)
     await c.send("POST", "/chat", params={"question": question})
     await c.send("GET", "/usage")
+
+
+def _jobs_to_cancel(database_url: str) -> tuple[int, int]:
+    """An ingestion job queued for later (no process claims it now) and one another
+    process (``other:1:x``) runs."""
+    with psycopg.connect(database_url) as conn:
+        [(queued,)] = conn.execute(
+            """INSERT INTO jobs (kind, payload, max_attempts, run_after)
+               VALUES ('ingest', '{}', 5, now() + interval '1 hour') RETURNING id"""
+        ).fetchall()
+        [(running,)] = conn.execute(
+            """INSERT INTO jobs (kind, status, payload, attempts, max_attempts, claimed_by,
+                                 started_at, heartbeat_at, progress_total)
+               VALUES ('ingest', 'running', '{}', 1, 5, 'other:1:x', now(), now(), 1830)
+               RETURNING id"""
+        ).fetchall()
+    return queued, running
 
 
 def spend(database_url: str, tokens: int) -> None:

@@ -6,6 +6,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
 from psycopg.types.json import Jsonb
 
 from ragcore.api.conversations import Conversation
@@ -116,7 +117,7 @@ def test_voice_turns_survive_as_their_calls_conversations_turns(empty_database_u
             (key, at(0), at(0)),
         ).fetchone()[0]
 
-        assert apply_migrations(conn) == ["024_voice_turns_in_conversations"]
+        assert apply_migrations(conn)[0] == "024_voice_turns_in_conversations"
 
         assert conn.execute("SELECT to_regclass('voice_turns')").fetchone()[0] is None
         listed = recent_calls(conn, 10)
@@ -159,3 +160,20 @@ def test_voice_turns_survive_as_their_calls_conversations_turns(empty_database_u
         for conversation_read in (kept, made):
             converter.structure(conversation_read, Conversation)
         assert get_conversation(conn, chat)["turns"] == []  # another channel's: untouched
+
+
+def test_jobs_keep_their_status_and_may_then_be_cancelled(empty_database_url):
+    """Migration 025: the jobs stay as they were, none asked to stop; 'cancelled' is a
+    status a job may now have."""
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        migrated_to(conn, 24)
+        conn.execute(
+            """INSERT INTO jobs (kind, status, max_attempts) VALUES ('ingest', 'done', 5),
+                                                                   ('ingest', 'queued', 5)"""
+        )
+        assert apply_migrations(conn) == ["025_job_cancellation"]
+        rows = conn.execute("SELECT status, cancel_requested_at FROM jobs ORDER BY id").fetchall()
+        assert rows == [("done", None), ("queued", None)]
+        conn.execute("UPDATE jobs SET status = 'cancelled' WHERE status = 'queued'")
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE jobs SET status = 'paused'")

@@ -125,7 +125,10 @@ class DocumentJob:
     id: int
     status: Annotated[
         JobStatus,
-        described("queued (waiting for the job before it), running, then done or failed"),
+        described(
+            "queued (waiting for the job before it), running, then done, failed or "
+            "cancelled (DELETE /jobs/{id}: nothing of the document is stored)"
+        ),
     ]
     name: Annotated[str, described("the document's name")]
     size_bytes: Annotated[int, described("the uploaded file's size")]

@@ -1,4 +1,5 @@
-"""The background jobs as the API shows them (``GET /jobs``, ``GET /jobs/{id}``)."""
+"""The background jobs as the API shows them (``GET /jobs``, ``GET /jobs/{id}``), and
+what ``DELETE /jobs/{id}`` answers (``ragcore.jobs.on_cancel``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from urllib.parse import urlencode
 
 import attrs
 
-from ragcore.api.problems import Problem
+from ragcore.api.problems import Problem, ProblemError
 from ragcore.jobs import JobStatus
 from ragcore.schema import described
 
@@ -28,14 +29,23 @@ class Job:
     ]
     status: Annotated[
         JobStatus,
-        described("queued (waiting, or retrying after run_after), running, then done or failed"),
+        described(
+            "queued (waiting, or retrying after run_after), running, then done, failed or "
+            "cancelled (DELETE /jobs/{id})"
+        ),
     ]
     attempts: Annotated[int, described("attempts started so far")]
     max_attempts: int
     run_after: Annotated[datetime, described("when a queued job is due (a retry's backoff)")]
     progress_done: Annotated[int, described("units done (chunks embedded, …)")]
     progress_total: Annotated[int, described("units to do; 0 until known")]
-    result: Annotated[dict[str, Any] | None, described("once done: what the work produced")]
+    result: Annotated[
+        dict[str, Any] | None,
+        described(
+            "once done: what the work produced; once cancelled: what it had done before "
+            "it stopped (stopped: before it started, between batches, …)"
+        ),
+    ]
     problem: Annotated[
         Problem | None,
         described("once failed, or while retried: the last failure, as a problem+json body"),
@@ -44,6 +54,10 @@ class Job:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    cancel_requested_at: Annotated[
+        datetime | None,
+        described("when DELETE /jobs/{id} asked it to stop; null when nobody did"),
+    ] = None
 
 
 @attrs.frozen
@@ -55,7 +69,10 @@ class JobsQuery:
     kind: Annotated[str, described("only jobs of this kind", enum=["", *KINDS])] = ""
     status: Annotated[
         str,
-        described("only jobs in this status", enum=["", "queued", "running", "done", "failed"]),
+        described(
+            "only jobs in this status",
+            enum=["", "queued", "running", "done", "failed", "cancelled"],
+        ),
     ] = ""
 
 
@@ -73,3 +90,11 @@ def next_jobs_page(query: JobsQuery, shown: int, total: int) -> str | None:
     params = {"limit": str(query.limit), "offset": str(after)}
     params.update({name: value for name in ("kind", "status") if (value := getattr(query, name))})
     return "/jobs?" + urlencode(params)
+
+
+def not_cancellable(job_id: int, status: str) -> ProblemError:
+    """409 for ``DELETE /jobs/{id}`` of a job that has ended (``ragcore.jobs.on_cancel``)."""
+    return ProblemError(
+        409,
+        f"job {job_id} is {status} already: only a queued or running job can be cancelled",
+    )

@@ -184,6 +184,27 @@ def outcome(*, complete: bool, failure: str | None, max_records: int) -> Outcome
     return Outcome("succeeded", "", True)
 
 
+def cancelled_outcome(progress: Progress) -> Outcome:
+    """A sync whose job was cancelled (DELETE /jobs/{id}) between two pages: partial, the
+    pages stored before it stay, nothing removed (the rest was not read)."""
+    reason = (
+        f"cancelled (DELETE /jobs/{{id}}) after {progress.stored} records were stored; the "
+        "rest was not read and nothing was removed"
+    )
+    return Outcome("partial", reason, False)
+
+
+def stopped_sync(progress: Progress) -> dict[str, Any]:
+    """What a cancelled sync job had done (its result after ``"stopped"``): the pages
+    stored before it stopped stay."""
+    return {
+        "status": "partial",
+        "records_seen": progress.seen,
+        "records_stored": progress.stored,
+        "records_skipped": progress.skipped,
+    }
+
+
 def stale_after(timeout_seconds: float) -> timedelta:
     """How long a ``syncing`` source may go without progress before it counts as cut
     off: ten minutes, or four requests' time when that is longer."""

@@ -188,7 +188,9 @@ async def get_job(id: str) -> DocumentJob:  # noqa: A002 (the path's name)
 
 def shown_job(job: jobs_store.Job) -> DocumentJob:
     """The job as a document's upload: a retried one shows its last failure at GET /jobs/{id}."""
-    document = None if job.result is None else converter.structure(job.result, DocumentAdded)
+    document = None
+    if job.status == "done" and job.result is not None:  # a cancelled one's says what it did
+        document = converter.structure(job.result, DocumentAdded)
     problem = None
     if job.status == "failed" and job.problem is not None:
         problem = converter.structure(job.problem, Problem)

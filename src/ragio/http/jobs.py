@@ -1,11 +1,12 @@
 """The background jobs: run beside the app when RUN_JOBS (``ragio.jobs.worker``), and
-shown to the owner (``GET /jobs``, ``GET /jobs/{id}``)."""
+shown to the owner (``GET /jobs``, ``GET /jobs/{id}``), and cancelled by the owner
+(``DELETE /jobs/{id}``)."""
 
 from __future__ import annotations
 
 from quart import Blueprint, current_app, request
 
-from ragcore.api.jobs import Job, Jobs, JobsQuery, next_jobs_page
+from ragcore.api.jobs import Job, Jobs, JobsQuery, next_jobs_page, not_cancellable
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import Problem, ProblemError
 from ragcore.api.queries import read_query, stored_id
@@ -71,6 +72,34 @@ async def get_job(id: str) -> Job:  # noqa: A002 (the path's name)
     return shown(job)
 
 
+@blueprint.delete("/jobs/<id>")
+@operation(
+    Reply(200, "Cancelled at once (it was queued: it never runs)", Job),
+    Reply(202, "Asked to stop: it stops between two batches (GET /jobs/{id} shows when)", Job),
+    404,
+    409,
+    **JOB_ID,
+)
+async def cancel_job(id: str) -> tuple[Job, int]:  # noqa: A002 (the path's name)
+    """Cancel a job: a queued one at once, a running one between two batches
+
+    A running job may run in any process: it is asked to stop (cancel_requested_at) and
+    stops at its next stop point, then is cancelled with what it had done as its result
+    (an upload's document is stored whole or not at all; what a job stored before it
+    stopped stays). 409 for a job that has ended."""
+    job_id = stored_id(id)
+    svc = service()
+    cancelled = None
+    if job_id is not None:
+        cancelled = await svc.database.run(store.cancel, job_id, svc.clock.now())
+    if cancelled is None:
+        raise ProblemError(404, f"no job {id[:40]!r}; GET /jobs lists them")
+    job, action = cancelled
+    if action == "ended":
+        raise not_cancellable(job.id, job.status)
+    return shown(job), 200 if action == "cancelled" else 202
+
+
 def shown(job: store.Job) -> Job:
     problem = None if job.problem is None else converter.structure(job.problem, Problem)
     return Job(
@@ -88,4 +117,5 @@ def shown(job: store.Job) -> Job:
         job.created_at,
         job.started_at,
         job.finished_at,
+        job.cancel_requested_at,
     )

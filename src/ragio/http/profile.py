@@ -44,6 +44,7 @@ async def patch_profile() -> Profile:
     Reply(
         202, f"Still learning after {LEARN_WAIT_SECONDS:g} s: the job (Location: /jobs/{{id}})", Job
     ),
+    409,
     502,
     503,
 )
@@ -65,4 +66,9 @@ async def learn_profile() -> ProfileLearned | tuple[Job, int, dict[str, str]]:
     if job.status == "failed" and job.problem is not None:  # its last attempt's problem
         body = {key: value for key, value in job.problem.items() if key != "type"}
         raise ProblemError(body.pop("status"), body.pop("detail"), title=body.pop("title"), **body)
+    if job.status == "cancelled":
+        raise ProblemError(
+            409,
+            f"the learning job {job.id} was cancelled (DELETE /jobs/{job.id}); nothing was learned",
+        )
     return shown(job), 202, {"Location": f"/jobs/{job.id}"}

@@ -13,7 +13,7 @@ stored as the source's reason (``SourceFailed.reason``), never a credential.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,13 +23,16 @@ from ragcore.api.problems import ProblemError
 from ragcore.integrations.kinds import KINDS, with_defaults
 from ragcore.integrations.records import (
     Progress,
+    cancelled_outcome,
     id_field,
     outcome,
     page_wait,
     prepare_page,
     stale_after,
+    stopped_sync,
     within_bound,
 )
+from ragcore.jobs import JobStopped
 from ragio.integrations import store
 from ragio.integrations.connectors import connector_for
 from ragio.integrations.connectors.base import Reach, Record, SourceFailed
@@ -82,11 +85,21 @@ async def claim(service: Service, source: store.Source) -> store.Source:
     )
 
 
+#: ``await stop_point(progress)`` before each page is stored: raises JobStopped when the
+#: sync's job was cancelled (``Running.stop_point``)
+StopPoint = Callable[[Progress], Awaitable[None]]
+
+
 async def run_claimed(
-    service: Service, source: store.Source, credentials: dict[str, str]
+    service: Service,
+    source: store.Source,
+    credentials: dict[str, str],
+    stop_point: StopPoint | None = None,
 ) -> store.Source | None:
     """Run the sync ``source`` was claimed for, to its end; the source as it ended (None
-    when a later sync took it over)."""
+    when a later sync took it over). When its job is cancelled, it stops before storing
+    the next page: the source's sync ends partial (the pages stored stay, nothing is
+    removed) and the JobStopped goes on to the job."""
     settings = service.settings
     bound = settings.integrations_sync_max_records
     id_name = id_field(source.source_type, credentials)
@@ -110,6 +123,8 @@ async def run_claimed(
                         raise page
                     if page is None:
                         break
+                    if stop_point is not None:
+                        await stop_point(progress)
                     room = within_bound(progress, len(page), bound)
                     prepared = prepare_page(page[:room], source.user_field, id_name)
                     progress = Progress(
@@ -135,6 +150,16 @@ async def run_claimed(
                 nursery.cancel_scope.cancel()  # the reader, when the sync ends early
     except SourceFailed as error:
         failure = error.reason
+    except JobStopped:
+        await service.database.run(
+            store.finish,
+            source.id,
+            source.run,
+            cancelled_outcome(progress),
+            service.clock.now(),
+        )
+        log.info("sync of data source %r cancelled: %d stored", source.name, progress.stored)
+        raise
     except trio.Cancelled:
         with trio.CancelScope(shield=True):
             await _end(service, source, STOPPED)
@@ -256,7 +281,11 @@ async def sync_job(running: Running) -> dict[str, Any]:
         if job.attempts == 1:
             return {"skipped": "another sync took the data source over"}
         source = await claim(svc, source)
-    ended = await run_claimed(svc, source, credentials_of(svc, source))
+
+    async def stop_point(progress: Progress) -> None:
+        await running.stop_point(stopped_sync(progress))
+
+    ended = await run_claimed(svc, source, credentials_of(svc, source), stop_point)
     if ended is None:
         return {"skipped": "another sync took the data source over"}
     if ended.sync.status == "failed":

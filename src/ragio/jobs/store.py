@@ -16,7 +16,15 @@ import attrs
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ragcore.jobs import MAX_ATTEMPTS, STALE_AFTER, UNFINISHED, gone_reason
+from ragcore.jobs import (
+    MAX_ATTEMPTS,
+    STALE_AFTER,
+    UNFINISHED,
+    OnCancel,
+    cancelled_before_start,
+    gone_reason,
+    on_cancel,
+)
 
 
 @attrs.frozen
@@ -38,6 +46,7 @@ class Job:
     started_at: datetime | None
     finished_at: datetime | None
     heartbeat_at: datetime | None
+    cancel_requested_at: datetime | None = None
 
 
 #: the channel a job's end is announced on (its id as the payload), at the commit of the
@@ -51,7 +60,7 @@ def _announce_finished(conn: psycopg.Connection, job_id: int) -> None:
 
 _JOB = """id, kind, key, status, payload, attempts, max_attempts, run_after, progress_done,
           progress_total, result, problem, claimed_by, created_at, started_at, finished_at,
-          heartbeat_at"""
+          heartbeat_at, cancel_requested_at"""
 
 
 def _job(row: Sequence[Any] | None) -> Job | None:
@@ -193,12 +202,16 @@ def fail(
     for good, its file gone."""
     with conn.transaction():
         if retry_at is not None:
-            conn.execute(
+            row = conn.execute(
                 """UPDATE jobs
                    SET status = 'queued', problem = %s, run_after = %s, claimed_by = NULL
-                   WHERE id = %s AND claimed_by = %s AND status = 'running'""",
+                   WHERE id = %s AND claimed_by = %s AND status = 'running'
+                     AND cancel_requested_at IS NULL
+                   RETURNING id""",
                 (Jsonb(problem), retry_at, job_id, process),
-            )
+            ).fetchone()
+            if row is None:  # asked to stop: not tried again
+                _end_cancelled(conn, job_id, process, {"stopped": "after a failed attempt"}, now)
             return
         row = conn.execute(
             """UPDATE jobs SET status = 'failed', problem = %s, finished_at = %s
@@ -211,14 +224,82 @@ def fail(
 
 
 def hand_back(conn: psycopg.Connection, job_ids: Sequence[int], process: str, now: datetime) -> int:
-    """``process`` stops: its jobs are queued again at once, their attempt not counted."""
-    return conn.execute(
+    """``process`` stops: its jobs are queued again at once, their attempt not counted
+    (those asked to stop are cancelled instead)."""
+    with conn.transaction():
+        for job_id in job_ids:
+            _end_cancelled(conn, job_id, process, {"stopped": "as its process stopped"}, now)
+        return conn.execute(
+            """UPDATE jobs
+               SET status = 'queued', claimed_by = NULL, run_after = %s,
+                   attempts = GREATEST(0, attempts - 1)
+               WHERE id = ANY(%s) AND claimed_by = %s AND status = 'running'""",
+            (now, list(job_ids), process),
+        ).rowcount
+
+
+def cancel(conn: psycopg.Connection, job_id: int, now: datetime) -> tuple[Job, OnCancel] | None:
+    """Cancel the job (``ragcore.jobs.on_cancel``): a queued one at once (its file gone,
+    its end announced), a running one asked to stop. The job as it is then (unchanged
+    when it had ended) and what was done; None when there is no such job."""
+    with conn.transaction():
+        job = _job(
+            conn.execute(f"SELECT {_JOB} FROM jobs WHERE id = %s FOR UPDATE", (job_id,)).fetchone()
+        )
+        if job is None:
+            return None
+        action = on_cancel(job.status)
+        if action == "cancelled":
+            conn.execute(
+                """UPDATE jobs
+                   SET status = 'cancelled', result = %s, finished_at = %s,
+                       cancel_requested_at = %s, claimed_by = NULL
+                   WHERE id = %s""",
+                (Jsonb(cancelled_before_start()), now, now, job_id),
+            )
+            conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
+            _announce_finished(conn, job_id)
+        elif action == "asked":
+            conn.execute(
+                """UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, %s)
+                   WHERE id = %s""",
+                (now, job_id),
+            )
+        changed = _job(conn.execute(f"SELECT {_JOB} FROM jobs WHERE id = %s", (job_id,)).fetchone())
+        return (changed or job), action
+
+
+def cancel_requested(conn: psycopg.Connection, job_id: int) -> bool:
+    """Whether the owner asked the job to stop (read by its process at each stop point)."""
+    row = conn.execute("SELECT cancel_requested_at FROM jobs WHERE id = %s", (job_id,)).fetchone()
+    return row is not None and row[0] is not None
+
+
+def stopped(
+    conn: psycopg.Connection, job_id: int, process: str, result: dict[str, Any], now: datetime
+) -> bool:
+    """The running job stopped as asked: cancelled, with ``result`` (what it had done);
+    its file goes. False when ``process`` no longer held it."""
+    with conn.transaction():
+        return _end_cancelled(conn, job_id, process, result, now)
+
+
+def _end_cancelled(
+    conn: psycopg.Connection, job_id: int, process: str, result: dict[str, Any], now: datetime
+) -> bool:
+    """A running job ``process`` holds, asked to stop, ends cancelled (else nothing)."""
+    row = conn.execute(
         """UPDATE jobs
-           SET status = 'queued', claimed_by = NULL, run_after = %s,
-               attempts = GREATEST(0, attempts - 1)
-           WHERE id = ANY(%s) AND claimed_by = %s AND status = 'running'""",
-        (now, list(job_ids), process),
-    ).rowcount
+           SET status = 'cancelled', result = %s, finished_at = %s, heartbeat_at = %s
+           WHERE id = %s AND claimed_by = %s AND status = 'running'
+             AND cancel_requested_at IS NOT NULL
+           RETURNING id""",
+        (Jsonb(result), now, now, job_id, process),
+    ).fetchone()
+    if row is not None:
+        conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
+        _announce_finished(conn, job_id)
+    return row is not None
 
 
 def requeue_stale(conn: psycopg.Connection, now: datetime) -> list[Job]:
@@ -239,6 +320,16 @@ def requeue_stale(conn: psycopg.Connection, now: datetime) -> list[Job]:
                 "status": 503,
                 "detail": gone_reason(job.claimed_by, job.heartbeat_at),
             }
+            if job.cancel_requested_at is not None:  # asked to stop: not resumed
+                conn.execute(
+                    """UPDATE jobs SET status = 'cancelled', problem = %s, claimed_by = NULL,
+                                      result = %s, finished_at = %s
+                       WHERE id = %s""",
+                    (Jsonb(problem), Jsonb({"stopped": "as its process went quiet"}), now, job.id),
+                )
+                conn.execute("DELETE FROM job_files WHERE job_id = %s", (job.id,))
+                _announce_finished(conn, job.id)
+                continue
             last = job.attempts >= job.max_attempts
             conn.execute(
                 """UPDATE jobs

@@ -12,6 +12,7 @@ import time
 import psycopg
 import trio
 
+from ragcore.jobs import ENDED
 from ragio.db.pool import CONNECT_TIMEOUT_SECONDS, Database
 from ragio.jobs import store
 
@@ -21,8 +22,9 @@ WAKE_SECONDS = 1.0
 
 
 async def wait_for_job(database: Database, job: store.Job, seconds: float) -> store.Job:
-    """``job`` once it has ended (done or failed), or as it stands after ``seconds``."""
-    if job.status in ("done", "failed"):
+    """``job`` once it has ended (done, failed or cancelled), or as it stands after
+    ``seconds``."""
+    if job.status in ENDED:
         return job
     gone = threading.Event()  # the request went away: the thread stops at its next wake
 
@@ -33,7 +35,7 @@ async def wait_for_job(database: Database, job: store.Job, seconds: float) -> st
         ) as conn:
             conn.execute(f"LISTEN {store.FINISHED_CHANNEL}")
             latest = store.get_job(conn, job.id)  # it may have ended before we listened
-            while latest is not None and latest.status not in ("done", "failed"):
+            while latest is not None and latest.status not in ENDED:
                 left = deadline - time.monotonic()
                 if left <= 0 or gone.is_set():
                     break

@@ -6,7 +6,9 @@ Any number of processes run this loop on one database (``ragchat serve`` with RU
 pass also queues again the running jobs of a process that went quiet, so a crash leaves
 nothing stuck. When the service stops (``Service.stopping``) no job is claimed any more;
 a running job has the rest of SHUTDOWN_GRACE_SECONDS to end, then it is handed back,
-queued for the next process.
+queued for the next process. A job the owner cancelled while it runs (``DELETE
+/jobs/{id}``, on any process) stops at its handler's next ``Running.stop_point``, between
+two batches, and ends cancelled with what it had done.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import attrs
 import trio
 
 from ragcore.api.problems import ProblemError
-from ragcore.jobs import HEARTBEAT_SECONDS, POLL_SECONDS, after_failure
+from ragcore.jobs import HEARTBEAT_SECONDS, POLL_SECONDS, JobStopped, after_failure
 from ragio.jobs import store
 from ragio.service import Service
 
@@ -40,6 +42,13 @@ class Running:
         if data is None:
             raise ProblemError(410, "the job's file is gone; upload it again")
         return data
+
+    async def stop_point(self, done: dict[str, Any]) -> None:
+        """Between two batches: when the owner asked the job to stop (its row says so,
+        whichever process was asked), raise JobStopped with ``done``, what the job had
+        done so far (its result once cancelled)."""
+        if await self.service.database.run(store.cancel_requested, self.job.id):
+            raise JobStopped(done)
 
     async def total(self, total: int) -> None:
         await self._progress(total=total)
@@ -163,6 +172,12 @@ class Worker:
                     result = await self.kinds[job.kind](Running(svc, job, self.process))
                 except trio.Cancelled:
                     raise
+                except JobStopped as stop:
+                    if await svc.database.run(
+                        store.stopped, job.id, self.process, stop.result(), svc.clock.now()
+                    ):
+                        log.info("job %d (%s) cancelled: it stopped as asked", job.id, job.kind)
+                    return
                 except Exception as error:  # noqa: BLE001 (the attempt fails with its problem)
                     await self._failed(job, self.describe(error), error)
                     return
