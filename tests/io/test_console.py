@@ -33,6 +33,7 @@ def settings_overrides(chatops, authority) -> dict[str, Any]:
         "chatops_webhook_url": f"{chatops.base_url}/hook",
         "actions_ca_bundle": str(authority.bundle),
         "actions_allow_private_targets": "true",
+        "ingest_job_bytes": 20_000,  # the large upload below is a job, cancelled
     }
 
 
@@ -119,6 +120,18 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
             seen.setdefault("same_name", []).append(
                 driver.find_element(By.ID, "upload-outcome").text
             )
+        # a large upload started by mistake: cancelled while it is read and indexed
+        large = document.parent / "catalogue.md"
+        large.write_text(
+            "".join(
+                f"# Item {i}\n\nThe item number {i} is a mug of colour {i}.\n\n" for i in range(900)
+            )
+        )
+        driver.find_element(By.ID, "document-file").send_keys(str(large))
+        upload.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        visible("#upload-cancel").click()
+        wait.until(lambda d: d.find_element(By.ID, "upload-outcome").text.startswith("Cancelled"))
+        seen["cancelled"] = driver.find_element(By.ID, "upload-outcome").text
         rename = visible("#document-list button[aria-label='Rename hours.md']")
         rename.click()
         named = wait.until(shown.alert_is_present())
@@ -205,6 +218,8 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert seen["same_name"][0].startswith("Not uploaded: a different document named hours.md")
     assert seen["same_name"][1] == "Replaced hours.md with the new version."
     assert "opening-hours.md" in seen["listed_after_rename"]
+    assert seen["cancelled"] == "Cancelled: nothing of it was stored."
+    assert "catalogue.md" not in seen["listed_after_rename"]
     assert "9 am" in seen["answer"] and "[1]" in seen["answer"]
     assert "hours.md" in seen["citation"]
     assert "extractive" in seen["answered_by"]

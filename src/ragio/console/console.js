@@ -204,6 +204,9 @@ PAGES.documents = async (area) => {
     accept: ".txt,.md,.html,.htm,.pdf,.docx,.csv" });
   const progress = el("progress", { id: "upload-progress", max: 100, value: 0, hidden: true });
   const outcome = el("p", { id: "upload-outcome", role: "status" });
+  // a large upload is a background job: it may be cancelled while it is read and indexed
+  const cancel = el("button", { id: "upload-cancel", type: "button", className: "secondary",
+    text: "Cancel upload", hidden: true });
   const load = async () => {
     const query = search.value.trim() ? `?q=${encodeURIComponent(search.value.trim())}` : "";
     const { data } = await api("GET", `/documents${query}`);
@@ -237,7 +240,7 @@ PAGES.documents = async (area) => {
         progress.value = Math.round((100 * data.chunks_done) / data.chunks_total);
         outcome.textContent = `Reading and indexing it: ${data.chunks_done} of ${data.chunks_total} passages…`;
       }
-      if (data.status === "done" || data.status === "failed") return data;
+      if (["done", "failed", "cancelled"].includes(data.status)) return data;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   };
@@ -272,9 +275,17 @@ PAGES.documents = async (area) => {
       try { data = JSON.parse(request.responseText); } catch (_) { /* not JSON */ }
       let problem = null;
       if (request.status === 202 && request.getResponseHeader("Location")) {
+        const job = request.getResponseHeader("Location");
         outcome.textContent = "Uploaded; reading and indexing it…";
-        try { data = await poll(request.getResponseHeader("Location")); } catch (error) { data = { detail: error.message }; }
+        cancel.hidden = false;
+        cancel.onclick = async () => {
+          cancel.hidden = true;
+          try { await api("DELETE", `/jobs/${job.split("/").pop()}`); } catch (error) { say(`Not cancelled: ${error.message}`); }
+        };
+        try { data = await poll(job); } catch (error) { data = { detail: error.message }; }
+        cancel.hidden = true;
         if (data.status === "done") outcome.textContent = added(data.document || {});
+        else if (data.status === "cancelled") outcome.textContent = "Cancelled: nothing of it was stored.";
         else problem = data.problem || { detail: data.detail };
       } else if (request.status >= 200 && request.status < 300) {
         outcome.textContent = added(data);
@@ -298,7 +309,7 @@ PAGES.documents = async (area) => {
     el("form", { className: "stack card", id: "upload-form", onsubmit: upload },
       field("File (txt, md, html, pdf, docx, csv)", file),
       el("p", { className: "muted", text: "A file with the name of a stored document of other content replaces it only if you say so." }),
-      el("div", {}, el("button", { type: "submit", text: "Upload" })), progress, outcome),
+      el("div", {}, el("button", { type: "submit", text: "Upload" })), progress, outcome, cancel),
     el("form", { className: "row", role: "search", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
       field("Find by name", search), el("button", { type: "submit", className: "secondary", text: "Find" })),
     list);
