@@ -11,7 +11,7 @@ from ragcore.channels.conversation import Handled, converse
 from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
 from ragcore.chat.followup import Exchange
-from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, place_key
+from ragcore.chat.history import LoadConversation, Ongoing, RecordedTurn, RecordTurn, place_key
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.learning import RecordInteraction, asker_hash
 from ragcore.generation import Generate
@@ -50,9 +50,9 @@ def world(actions=None, chat=None, refuse_sends=False, ongoing=None, records=Non
                 return ongoing
             case RecordTurn(record=record):
                 if records is None:
-                    return 1
+                    return RecordedTurn(1, 1)
                 records.append(record)
-                return ongoing.conversation_id or 1
+                return RecordedTurn(ongoing.conversation_id or 1, len(records))
             case _ if type(effect).__module__ == action_effects.__name__:
                 return actions(effect)
         return chat(effect)

@@ -8,7 +8,14 @@ import pytest
 
 from ragcore.api.problems import ProblemError
 from ragcore.chat.followup import Exchange
-from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn, continuation, place_key
+from ragcore.chat.history import (
+    LoadConversation,
+    Ongoing,
+    RecordedTurn,
+    RecordTurn,
+    continuation,
+    place_key,
+)
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest, take_turn
 from ragcore.generation import Generate
@@ -36,7 +43,7 @@ def world(ongoing=None, load_fails=None, record_fails=False, answer_fails=False,
             case RecordTurn():
                 if record_fails:
                     raise Down("the database is gone")
-                return 7
+                return RecordedTurn(7, 3)
             case Generate() if answer_fails:
                 raise Down("the provider is gone")
             case ("sent", _):
@@ -67,7 +74,8 @@ def test_a_chat_turn_is_answered_then_recorded_in_a_new_conversation():
         "user-1",
     )
     assert record.started == NOW
-    assert outcome.answer.conversation_id == 7 and outcome.failures == ()
+    assert (outcome.answer.conversation_id, outcome.answer.turn) == (7, 3)
+    assert outcome.failures == ()
 
 
 def test_a_named_conversation_is_loaded_and_its_history_read_with_the_question():

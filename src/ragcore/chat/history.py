@@ -81,8 +81,16 @@ class LoadConversation(Effect[Ongoing]):
 
 
 @attrs.frozen
-class RecordTurn(Effect[int]):
-    """Record ``record`` (``ragio.chat.conversations``). Result: the conversation's id."""
+class RecordedTurn:
+    """Where a turn was recorded: its conversation, and its number in it."""
+
+    conversation_id: int
+    turn: int
+
+
+@attrs.frozen
+class RecordTurn(Effect[RecordedTurn]):
+    """Record ``record`` (``ragio.chat.conversations``). Result: where it was recorded."""
 
     record: TurnRecord
 

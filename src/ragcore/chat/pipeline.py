@@ -229,6 +229,13 @@ class ChatAnswer:
         int | None,
         described("the conversation this turn was recorded in; pass it back to follow up"),
     ] = None
+    turn: Annotated[
+        int | None,
+        described(
+            "the turn's number in its conversation (feedback on it: POST "
+            "/conversations/{id}/turns/{turn}/feedback); null when it was not recorded"
+        ),
+    ] = None
 
 
 def check_question(question: Any) -> str:

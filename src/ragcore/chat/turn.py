@@ -26,6 +26,7 @@ from ragcore.chat.history import (
     IDLE_MINUTES,
     LoadConversation,
     Ongoing,
+    RecordedTurn,
     RecordTurn,
     continuation,
     turn_record,
@@ -109,11 +110,12 @@ def take_turn(
         _note(error, failures)
         raise
     undelivered = yield from _deliver(deliver, answer)
-    conversation_id, unrecorded = yield from _record(turn, request, answer, ongoing)
+    recorded, unrecorded = yield from _record(turn, request, answer, ongoing)
     failures += unrecorded
     if undelivered:  # the asker never saw it; it is recorded all the same
         raise _note(undelivered[0], failures)
-    answer = attrs.evolve(answer, conversation_id=conversation_id)
+    if recorded is not None:
+        answer = attrs.evolve(answer, conversation_id=recorded.conversation_id, turn=recorded.turn)
     return TurnOutcome(answer, tuple(failures))
 
 
@@ -138,8 +140,8 @@ def _deliver(
 
 def _record(
     turn: TurnRequest, request: ChatRequest, answer: ChatAnswer | None, ongoing: Ongoing | None
-) -> Generator[RecordTurn, Any, tuple[int | None, list[Exception]]]:
-    """Record the turn: the conversation's id, or what went wrong."""
+) -> Generator[RecordTurn, Any, tuple[RecordedTurn | None, list[Exception]]]:
+    """Record the turn: where it was recorded, or what went wrong."""
     record = turn_record(
         turn.channel,
         ongoing.conversation_id if ongoing is not None else None,
@@ -151,7 +153,7 @@ def _record(
         turn=turn.turn,
     )
     try:
-        conversation_id: int = yield RecordTurn(record)
+        recorded: RecordedTurn = yield RecordTurn(record)
     except Exception as error:  # the asker has their answer; the driver's log says it
         return None, [error]
-    return conversation_id, []
+    return recorded, []

@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 
 from ragcore.api.problems import ProblemError
 from ragcore.chat.followup import Exchange
-from ragcore.chat.history import TurnRecord
+from ragcore.chat.history import RecordedTurn, TurnRecord
 from ragcore.employees.learning import asker_hash
 
 #: the earlier exchanges a follow-up is read with (the rewrite sees the latest of them)
@@ -85,9 +85,9 @@ def ongoing(
 
 def record_turn(
     conn: psycopg.Connection, record: TurnRecord, now: datetime, retention_days: int
-) -> int:
+) -> RecordedTurn:
     """Record the turn, beginning its conversation when it has none (and deleting those
-    older than ``retention_days`` on the way); the conversation's id. A conversation
+    older than ``retention_days`` on the way); its conversation's id and its number. A conversation
     deleted meanwhile is begun again. A numbered turn (``record.turn``) is recorded at its
     number; when the call's end of it came first, how it ended stands (an interrupted,
     hung up or failed turn stays so, with the call's timings) and the answer fills in."""
@@ -95,7 +95,8 @@ def record_turn(
     if record.started is not None:
         timings["answer_ms"] = max(0, round((now - record.started).total_seconds() * 1000))
     if record.turn is not None:
-        return _numbered(conn, record, timings, now, retention_days, final=False)
+        numbered = _numbered(conn, record, timings, now, retention_days, final=False)
+        return RecordedTurn(numbered, record.turn)
     with conn.transaction():
         row: tuple[int, int] | None = None
         if record.conversation_id is not None:
@@ -111,7 +112,7 @@ def record_turn(
             row = (_begin(conn, record, now, retention_days, turn_count=1), 1)
         conversation_id, turn = int(row[0]), int(row[1])
         _insert_turn(conn, conversation_id, turn, record, timings, now)
-    return conversation_id
+    return RecordedTurn(conversation_id, turn)
 
 
 def finish_turn(

@@ -4,7 +4,7 @@ the language of a question (``ragcore.language``)."""
 
 from __future__ import annotations
 
-from ragcore.chat.history import LoadConversation, Ongoing, RecordTurn
+from ragcore.chat.history import LoadConversation, Ongoing, RecordedTurn, RecordTurn
 from ragcore.generation import Generate, ModelReply
 from ragcore.language import DetectLanguage, LanguageGuess
 from ragio.chat import conversations
@@ -42,7 +42,7 @@ async def load_conversation(effect: LoadConversation, service: Service) -> Ongoi
     return Ongoing(found, tuple(history), now)
 
 
-async def record_turn(effect: RecordTurn, service: Service) -> int:
+async def record_turn(effect: RecordTurn, service: Service) -> RecordedTurn:
     return await service.database.run(
         conversations.record_turn,
         effect.record,
