@@ -9,7 +9,8 @@ folder and installs the project into it (again only when pyproject.toml changed)
 serve installs what the service needs, test adds the test tools (the ``test`` extra).
 For the tests, installs the Debian packages espeak-ng and sox (the voice tests synthesise
 speech with them), mariadb-server (the mysql data source's tests start a MariaDB of
-their own), and chromium and chromium-driver (the console's tests drive a real browser)
+their own), chromium and chromium-driver (the console's tests drive a real browser), and
+nginx and caddy (the reverse-proxy configurations of docs/operations.md are run as written)
 when they are missing and this is a root shell with apt-get.
 """
 
@@ -37,8 +38,12 @@ TEST_PACKAGES = {
     # the console's tests drive a real browser (no browser download: Debian's own)
     "chromium": "chromium",
     "chromedriver": "chromium-driver",
+    # the reverse-proxy configurations of docs/operations.md, run as written
+    "nginx": "nginx",
+    "caddy": "caddy",
 }
-SBIN = os.pathsep.join(["/usr/local/sbin", "/usr/sbin", "/sbin"])  # mariadbd: not on a user's PATH
+# mariadbd and nginx: not on a user's PATH
+SBIN = os.pathsep.join(["/usr/local/sbin", "/usr/sbin", "/sbin"])
 
 
 def step(*command: str | Path) -> None:
@@ -76,7 +81,7 @@ def setup(tests: bool) -> None:
 
 
 def test_packages() -> None:
-    """espeak-ng, sox, mariadb-server, chromium and chromium-driver from Debian's
+    """espeak-ng, sox, mariadb-server, chromium, chromium-driver, nginx and caddy from Debian's
     packages, when missing and this can install them; otherwise say what the tests need
     and go on."""
     path = os.pathsep.join([os.environ.get("PATH", ""), SBIN])
@@ -90,7 +95,8 @@ def test_packages() -> None:
     if not root or shutil.which("apt-get") is None:
         print(
             f"the tests need the packages {names}; install them (Debian, Ubuntu: "
-            f"apt-get install {names}) or the voice, mysql data source and console tests fail",
+            f"apt-get install {names}) or the voice, mysql data source, console and "
+            "reverse-proxy tests fail",
             flush=True,
         )
         return
