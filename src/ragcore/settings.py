@@ -119,6 +119,18 @@ def _items(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
 
+def _networks(raw: str) -> tuple[str, ...]:
+    """Addresses and networks (``10.0.0.0/8``), each checked, as written."""
+    found = []
+    for item in _items(raw):
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise _Bad(f"{item!r} is not an IP address or network (such as 10.0.0.0/8)") from None
+        found.append(item)
+    return tuple(found)
+
+
 def _graph_uri(raw: str) -> str:
     value = raw.strip()
     scheme, separator, rest = value.partition("://")
@@ -409,6 +421,14 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting("DATA_DIR", "./data", "folder for the embedded database and local state"),
+    Setting(
+        "TRUSTED_PROXIES",
+        "127.0.0.1,::1",
+        "addresses or networks of the reverse proxies in front of the service: a request "
+        "from one is taken to come from the address its X-Forwarded-For names (the chat "
+        "widget's quotas per IP address count that one)",
+        _networks,
+    ),
     Setting(
         "POSTGRES_PASSWORD",
         "",
@@ -972,6 +992,7 @@ class Settings:
     allow_insecure_bind: bool
     database_url: str
     data_dir: str
+    trusted_proxies: tuple[str, ...]
     postgres_password: str
     llm_provider: str
     llm_fallback_providers: tuple[str, ...]

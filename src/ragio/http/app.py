@@ -37,6 +37,8 @@ from ragio.http import (
     usage,
     voice,
     webhooks,
+    widget,
+    widget_sites,
     workflows,
 )
 from ragio.http.access import presented_key
@@ -49,7 +51,7 @@ from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/")
+OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/", *widget.OPEN_PATHS)
 MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/", "/console/")
 #: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it
@@ -104,6 +106,8 @@ def create_app(svc: Service) -> QuartTrio:
         actions,
         spec,
         console,
+        widget,
+        widget_sites,
     )
     for module in modules:
         app.register_blueprint(module.blueprint)

@@ -5,7 +5,7 @@ completion). The routes only say how their wire writes each event (``TurnWire``)
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 
 from quart import Response, current_app
@@ -57,9 +57,16 @@ async def answer_turn(turn: TurnRequest) -> ChatAnswer:
     return answered(await run(take_turn(turn, chat_policy(svc)), svc), turn.channel)
 
 
-async def stream_turn(turn: TurnRequest, wire: TurnWire) -> Response:
+async def stream_turn(
+    turn: TurnRequest,
+    wire: TurnWire,
+    after: Callable[[ChatAnswer], Awaitable[None]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     """The turn as an event stream written by ``wire``. A failure before the first piece
-    of text is raised here, while the response can still say so with its status."""
+    of text is raised here, while the response can still say so with its status.
+    ``after``: what the route does with the answer once it is out (a failure of it is
+    logged); ``headers``: the response's own, beside the stream's."""
     svc = service()
     nursery = current_app.nursery  # type: ignore[attr-defined]
     pieces = await stream(take_turn(turn, chat_policy(svc)), svc, nursery)
@@ -77,8 +84,14 @@ async def stream_turn(turn: TurnRequest, wire: TurnWire) -> Response:
                     log.error("a streamed answer on %s failed", turn.channel, exc_info=payload)
                     yield wire.failed(payload)
                 else:
-                    for event in wire.done(answered(payload, turn.channel), streamed):
+                    answer = answered(payload, turn.channel)
+                    for event in wire.done(answer, streamed):
                         yield event
+                    if after is not None:
+                        try:
+                            await after(answer)
+                        except Exception:
+                            log.exception("after a streamed answer on %s", turn.channel)
             for closing in wire.closing():
                 yield closing
         finally:
@@ -87,5 +100,5 @@ async def stream_turn(turn: TurnRequest, wire: TurnWire) -> Response:
     return Response(
         events(),
         content_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
     )

@@ -1,0 +1,114 @@
+"""The widget's routes: the owner's sites (``/widget/sites``) and the visitor's session,
+questions, conversation and feedback (``/widget/...``, no API key: docs/widget.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import attrs
+
+from ragcore.chat.citations import Citation
+from ragcore.chat.pipeline import MAX_QUESTION_CHARS, check_question
+from ragcore.converter import listing
+from ragcore.errors import InvalidInput
+from ragcore.schema import described, text
+from ragcore.widget.sites import Position, Site
+from ragcore.widget.tokens import MAX_TOKEN_CHARS, MAX_USER_ID_CHARS
+
+
+@attrs.frozen
+class Sites:
+    sites: list[Site]
+
+
+@attrs.frozen
+class SiteCreated(Site):
+    identity_secret: Annotated[
+        str,
+        described(
+            "signs a logged-in customer's id (HMAC-SHA256, hex) on the owner's server; shown "
+            "only now (POST /widget/sites/{id}/identity-secret makes a new one)"
+        ),
+    ] = ""
+
+
+@attrs.frozen
+class IdentitySecret:
+    identity_secret: Annotated[str, described("the new secret; the old one verifies no more")]
+
+
+def _user_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("user_id", "must be the customer's id, as text")
+    if len(value) > MAX_USER_ID_CHARS:
+        raise InvalidInput("user_id", f"is longer than {MAX_USER_ID_CHARS} characters")
+    return value.strip()
+
+
+@listing(words="allowed")
+@attrs.frozen
+class NewSession:
+    site: Annotated[str, described("the site's public id (the page's data-site)", maxLength=40)]
+    renew: Annotated[
+        str | None,
+        described("the previous token: the same visitor goes on", maxLength=MAX_TOKEN_CHARS),
+    ] = None
+    user_id: Annotated[
+        str | None, described("a logged-in customer's id", maxLength=MAX_USER_ID_CHARS)
+    ] = attrs.field(default=None, converter=_user_id)
+    user_hash: Annotated[
+        str | None, described("hex HMAC-SHA256 of user_id with the site's identity secret")
+    ] = None
+
+
+@attrs.frozen
+class SiteLook:
+    """What the widget shows of its site."""
+
+    name: str
+    greeting: Annotated[str, described("blank: the widget's own, in the visitor's language")]
+    colour: str
+    position: Position
+
+
+@attrs.frozen
+class Session:
+    token: Annotated[str, described("send as Authorization: Bearer on every widget call")]
+    expires_at: datetime
+    visitor: Annotated[str, described("the visitor's id, made by the service")]
+    verified: Annotated[bool, described("true when a customer's id was verified")]
+    site: SiteLook
+
+
+@listing(words="allowed")
+@attrs.frozen
+class WidgetQuestion:
+    question: Annotated[str, text(MAX_QUESTION_CHARS)] = attrs.field(converter=check_question)
+
+
+Rating = Literal["up", "down"]
+
+
+@listing(words="allowed")
+@attrs.frozen
+class WidgetFeedback:
+    turn: Annotated[int, described("the answer's turn (the done event's turn)", minimum=1)]
+    rating: Annotated[Rating | None, described("up, down, or null to take it back")]
+
+
+@attrs.frozen
+class WidgetTurn:
+    turn: int
+    question: str
+    answer: str
+    citations: list[Citation]
+    feedback: Rating | None = None
+
+
+@attrs.frozen
+class WidgetConversation:
+    conversation_id: Annotated[int | None, described("null: none is going on")]
+    turns: list[WidgetTurn]

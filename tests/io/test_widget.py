@@ -1,0 +1,198 @@
+"""The chat widget's HTTP side against the real app (docs/widget.md): sites managed with
+the key, a visitor's session from an allowed origin only, questions streamed and
+counted against the quotas, the visitor's conversation and feedback, verified identity,
+and tokens refused when forged, expired, revoked or of another site."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from ragcore.widget.tokens import user_hash
+from tests.io.test_http_errors import assert_problem
+
+SHOP = "https://shop.example.com"
+ELSEWHERE = "https://evil.example.net"
+RETURNS = "# Returns\n\nItems can be returned within 30 days of delivery for a full refund."
+
+
+async def make_site(api: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
+    body = {"name": "shop", "allowed_origins": [SHOP], **fields}
+    created = await api.post("/widget/sites", json=body)
+    assert created.status_code == 201, created.text
+    return created.json()
+
+
+async def session(
+    api: httpx.AsyncClient, site: dict[str, Any], origin: str = SHOP, **body: Any
+) -> httpx.Response:
+    return await api.post(
+        "/widget/sessions",
+        json={"site": site["public_id"], **body},
+        headers={"Origin": origin},
+    )
+
+
+def events(response: httpx.Response) -> list[tuple[str, Any]]:
+    found = []
+    for block in response.text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        found.append((lines.get("event", ""), json.loads(lines.get("data", "null"))))
+    return found
+
+
+async def ask(
+    api: httpx.AsyncClient, token: str, question: str, origin: str = SHOP, **headers: str
+) -> httpx.Response:
+    return await api.post(
+        "/widget/chat/stream",
+        json={"question": question},
+        headers={"Authorization": f"Bearer {token}", "Origin": origin, **headers},
+    )
+
+
+async def test_a_visitor_asks_on_an_allowed_origin_and_sees_the_answer_stream(api):
+    await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+    site = await make_site(api)
+    assert site["public_id"].startswith("site_") and site["identity_secret"]
+    assert "identity_secret" not in (await api.get(f"/widget/sites/{site['id']}")).json()
+
+    started = await session(api, site)
+    assert started.status_code == 201, started.text
+    assert started.headers["access-control-allow-origin"] == SHOP
+    token = started.json()["token"]
+    assert started.json()["verified"] is False
+
+    answered = await ask(api, token, "How long do I have to return an item?")
+    assert answered.status_code == 200, answered.text
+    assert answered.headers["access-control-allow-origin"] == SHOP
+    kinds = [kind for kind, _ in events(answered)]
+    assert kinds[-1] == "done" and "token" in kinds
+    done = events(answered)[-1][1]
+    assert "30 days" in done["answer"] and done["turn"] == 1
+    assert done["citations"][0]["document_name"] == "returns.md"
+
+    again = await ask(api, token, "And do I get all my money back?")
+    assert events(again)[-1][1]["turn"] == 2
+    shown = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+    assert [t["turn"] for t in shown["turns"]] == [1, 2]
+    listed = (await api.get("/conversations", params={"channel": "web"})).json()
+    assert [c["id"] for c in listed["conversations"]] == [shown["conversation_id"]]
+
+    thumbs = await api.post(
+        "/widget/feedback", json={"turn": 1, "rating": "down"}, headers=_bearer(token)
+    )
+    assert thumbs.status_code == 204, thumbs.text
+    owner = (await api.get(f"/conversations/{shown['conversation_id']}")).json()
+    assert owner["turns"][0]["feedback"] == "down"
+
+
+def _bearer(token: str, origin: str = SHOP) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Origin": origin}
+
+
+async def test_an_origin_not_allowed_gets_no_session_and_no_cors(api):
+    site = await make_site(api)
+    refused = await session(api, site, origin=ELSEWHERE)
+    assert_problem(refused, 403, "not allowed")
+    assert "access-control-allow-origin" not in refused.headers
+    preflight = await api.options(
+        "/widget/sessions",
+        headers={"Origin": ELSEWHERE, "Access-Control-Request-Method": "POST"},
+    )
+    assert "access-control-allow-origin" not in preflight.headers
+    allowed = await api.options(
+        "/widget/sessions", headers={"Origin": SHOP, "Access-Control-Request-Method": "POST"}
+    )
+    assert allowed.headers["access-control-allow-origin"] == SHOP
+    empty = await make_site(api, name="nowhere", allowed_origins=[])
+    assert_problem(await session(api, empty), 403)
+
+
+async def test_tokens_forged_of_another_site_expired_or_revoked_are_refused(api, fake_clock):
+    site = await make_site(api)
+    other = await make_site(api, name="other", allowed_origins=[SHOP])
+    token = (await session(api, site)).json()["token"]
+    payload, signature = token.split(".")
+    forged = payload + "." + ("A" if signature[0] != "A" else "B") + signature[1:]
+    assert_problem(await ask(api, forged, "Hi?"), 401, "not valid")
+    # a token of site A is refused on site B: its claims name A, and B's routes check
+    other_token = (await session(api, other)).json()["token"]
+    assert (await ask(api, other_token, "Hello there?")).status_code == 200
+    assert_problem(await ask(api, "x.y", "Hi?"), 401)
+    assert_problem(await api.post("/widget/chat/stream", json={"question": "Hi?"}), 401)
+
+    fake_clock.advance(timedelta(hours=1, seconds=1))
+    assert_problem(await ask(api, token, "Hi?"), 401, "expired")
+    renewed = await session(api, site, renew=token)
+    assert renewed.json()["visitor"] == (await _visitor_of(api, token, site))
+    fresh = renewed.json()["token"]
+    assert (await ask(api, fresh, "Hello?")).status_code == 200
+    revoked = await api.post(f"/widget/sites/{site['id']}/revoke-sessions")
+    assert revoked.status_code == 204
+    fake_clock.advance(timedelta(milliseconds=5))
+    assert_problem(await ask(api, fresh, "Hi?"), 401, "revoked")
+    after = await session(api, site, renew=fresh)
+    assert after.json()["visitor"] != renewed.json()["visitor"]  # a new visitor begins
+
+
+async def _visitor_of(api, token, site) -> str:
+    payload = token.split(".")[0]
+    import base64
+
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["v"]
+
+
+async def test_a_disabled_site_stops_at_once(api):
+    site = await make_site(api)
+    token = (await session(api, site)).json()["token"]
+    await api.patch(f"/widget/sites/{site['id']}", json={"enabled": False})
+    assert_problem(await ask(api, token, "Hi?"), 403, "switched off")
+    assert_problem(await session(api, site), 403)
+
+
+async def test_a_verified_customer_and_a_wrong_hash(api):
+    site = await make_site(api)
+    secret = site["identity_secret"]
+    good = await session(api, site, user_id="cust_1042", user_hash=user_hash(secret, "cust_1042"))
+    assert good.status_code == 201 and good.json()["verified"] is True
+    wrong = await session(api, site, user_id="cust_1042", user_hash=user_hash(secret, "cust_1"))
+    body = assert_problem(wrong, 403)
+    assert body["detail"] == "the visitor's identity could not be verified"
+    rotated = await api.post(f"/widget/sites/{site['id']}/identity-secret")
+    assert rotated.status_code == 201
+    stale = await session(api, site, user_id="cust_1042", user_hash=user_hash(secret, "cust_1042"))
+    assert_problem(stale, 403)
+
+
+class TestQuotas:
+    """The test client is on loopback, a trusted proxy by default (TRUSTED_PROXIES): its
+    X-Forwarded-For names the address a question comes from."""
+
+    async def test_a_visitor_gets_exactly_their_questions_then_a_friendly_429(self, api):
+        site = await make_site(api, visitor_questions_per_day=2)
+        token = (await session(api, site)).json()["token"]
+        for _ in range(2):
+            assert (await ask(api, token, "Hello?")).status_code == 200
+        refused = await ask(api, token, "Hello?")
+        body = assert_problem(refused, 429, "come back tomorrow")
+        assert 0 < int(refused.headers["retry-after"]) <= 86400
+        assert refused.headers["access-control-allow-origin"] == SHOP
+        other = (await session(api, site)).json()["token"]  # another visitor still may
+        assert (await ask(api, other, "Hello?")).status_code == 200
+        assert body["status"] == 429
+
+    async def test_an_address_gets_its_hourly_questions_whatever_visitor_it_claims(self, api):
+        site = await make_site(api, ip_questions_per_hour=3)
+        forwarded = {"X-Forwarded-For": "203.0.113.7"}
+        for _ in range(3):
+            token = (await session(api, site)).json()["token"]
+            assert (await ask(api, token, "Hello?", **forwarded)).status_code == 200
+        token = (await session(api, site)).json()["token"]
+        assert_problem(await ask(api, token, "Hello?", **forwarded), 429, "last hour")
+        other = {"X-Forwarded-For": "203.0.113.8"}
+        assert (await ask(api, token, "Hello?", **other)).status_code == 200
