@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-import pytest
 
 from ragcore.widget.tokens import user_hash
 from tests.io.test_http_errors import assert_problem

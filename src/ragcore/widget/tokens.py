@@ -4,10 +4,11 @@ make one or change one; and the verified identity of a logged-in customer.
 
 A token is ``<claims>.<signature>``, both base64url: the claims are the site's public id,
 the visitor (made by the service, never chosen by the client), the verified customer id
-if any, and when it was issued and expires. It is refused when forged, expired, of
-another site, or issued before the site's sessions were revoked (its generation). An expired token of
-the site may still renew the session (``renewable``) for ``RENEW_DAYS``: the visitor and
-their conversation go on, without the client ever naming a visitor.
+if any, when it was issued and expires, and the generation of the site's sessions. It is
+refused when forged, expired, of another site, or of sessions since revoked (an older
+generation). An expired token of the site may still renew the session (``renewable``)
+for ``RENEW_DAYS``: the visitor and their conversation go on, without the client ever
+naming a visitor.
 """
 
 from __future__ import annotations
