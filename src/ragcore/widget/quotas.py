@@ -4,8 +4,11 @@ address per hour and per day, and the site's tokens per day (UTC days).
 The counters are kept in the service's database, so they hold across replicas; a
 question is counted in every counter at once or in none (the store increments them in
 one transaction, each only while under its limit, in the order ``counters`` gives, so
-two questions never wait on each other). The site's tokens are counted after the
-answer (``TOKENS``): a question is taken while the day's tokens are under the limit.
+two questions never wait on each other). The site's tokens are reserved with the
+question, as many as it could spend at most (``question_reserve``: the prompt's context,
+its history and instructions, the answer and a check or rewrite), and settled to what it
+spent once answered: the day's tokens never pass the limit, however many questions are
+in flight at once.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
+from ragcore.usage import CHARS_PER_TOKEN, estimate_tokens
 from ragcore.widget.sites import Site
 
 VISITOR = "visitor"
@@ -85,6 +89,25 @@ def question_counters(site: Site, visitor: str, address: str, now: datetime) -> 
         Counter(ip, IP, HOUR, window_start(now, HOUR), site.ip_questions_per_hour),
         Counter(ip, IP, DAY, window_start(now, DAY), site.ip_questions_per_day),
     ]
+
+
+#: a question's context when MAX_CONTEXT_CHARS does not bound it (0)
+UNBOUNDED_CONTEXT_CHARS = 40_000
+#: the conversation's latest exchanges and the instructions in a prompt, at most
+HISTORY_AND_INSTRUCTIONS_TOKENS = 3_000
+
+
+def question_reserve(question: str, max_context_chars: int, max_output_tokens: int) -> int:
+    """The most tokens one question may spend: the question in up to three prompts (a
+    follow-up's rewrite, the answer, the grounding check), the retrieved context, the
+    history and instructions, and two outputs (the answer, a check)."""
+    context = max_context_chars or UNBOUNDED_CONTEXT_CHARS
+    return (
+        3 * estimate_tokens(question)
+        + context // CHARS_PER_TOKEN
+        + HISTORY_AND_INSTRUCTIONS_TOKENS
+        + 2 * max_output_tokens
+    )
 
 
 def tokens_counter(site: Site, now: datetime) -> Counter | None:

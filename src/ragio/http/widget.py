@@ -37,7 +37,12 @@ from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest
 from ragcore.converter import converter, structure_body
 from ragcore.widget import tokens
-from ragcore.widget.quotas import client_address, question_counters, tokens_counter
+from ragcore.widget.quotas import (
+    client_address,
+    question_counters,
+    question_reserve,
+    tokens_counter,
+)
 from ragcore.widget.tokens import TOKEN_LIFETIME, TokenRefused, VisitorClaims
 from ragio.chat import conversations
 from ragio.employees.lookup import UnknownRole, stored_role
@@ -233,7 +238,13 @@ async def widget_question() -> Response:
     )
     counters = question_counters(site.site, claims.visitor, address, now)
     spent = tokens_counter(site.site, now)
-    refused = await svc.database.run(store.take_question, site.site.id, counters, spent, now)
+    settings = svc.settings
+    reserve = question_reserve(
+        asked.question, settings.max_context_chars, settings.max_output_tokens
+    )
+    refused = await svc.database.run(
+        store.take_question, site.site.id, counters, spent, reserve, now
+    )
     if refused is not None:
         problem = ProblemError(429, refused.message, title="Too many questions")
         problem.headers = {"Retry-After": str(refused.retry_after(now))}  # type: ignore[attr-defined]
@@ -257,9 +268,10 @@ async def widget_question() -> Response:
     )
 
     async def count_tokens(answer: ChatAnswer) -> None:
+        """The tokens the question reserved, settled to what it spent."""
         used = sum(u.total for u in (answer.usage, answer.check_usage) if u is not None)
-        if spent is not None and used:
-            await svc.database.run(store.add_tokens, site.site.id, spent, used)
+        if spent is not None and used != reserve:
+            await svc.database.run(store.add_tokens, site.site.id, spent, used - reserve)
 
     return await stream_turn(turn, ChatWire(), after=count_tokens)
 

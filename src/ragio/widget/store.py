@@ -178,32 +178,38 @@ def take_question(
     site_id: int,
     counters: Sequence[Counter],
     tokens: Counter | None,
+    reserve: int,
     now: datetime,
 ) -> Counter | None:
-    """Count a question in every counter, each while under its limit, in one
-    transaction: all or none. The counter that refused it (nothing counted), or None
-    (counted). The site's tokens of the day only refuse, when at their limit."""
+    """Count a question in every counter, each while under its limit, and reserve
+    ``reserve`` of the site's tokens of the day while they fit, in one transaction: all
+    or none. The counter that refused it (nothing counted), or None (counted)."""
     refused: Counter | None = None
+    taken = [(counter, 1) for counter in counters]
+    if tokens is not None:
+        taken.append((tokens, reserve))
     with conn.transaction():
         conn.execute("DELETE FROM widget_counters WHERE window_start < %s", (now - COUNTERS_KEPT,))
-        if tokens is not None:
-            row = conn.execute(
-                """SELECT count FROM widget_counters WHERE site_id = %s AND subject = %s
-                      AND window_kind = %s AND window_start = %s""",
-                (site_id, tokens.subject, tokens.window, tokens.start),
-            ).fetchone()
-            if row is not None and row[0] >= tokens.limit:
-                return tokens
-        for counter in counters:
-            row = conn.execute(
-                """INSERT INTO widget_counters AS c
-                       (site_id, subject, window_kind, window_start, count)
-                   VALUES (%s, %s, %s, %s, 1)
-                   ON CONFLICT (site_id, subject, window_kind, window_start)
-                   DO UPDATE SET count = c.count + 1 WHERE c.count < %s
-                   RETURNING count""",
-                (site_id, counter.subject, counter.window, counter.start, counter.limit),
-            ).fetchone()
+        for counter, amount in taken:
+            row = None
+            if amount <= counter.limit:
+                row = conn.execute(
+                    """INSERT INTO widget_counters AS c
+                           (site_id, subject, window_kind, window_start, count)
+                       VALUES (%s, %s, %s, %s, %s)
+                       ON CONFLICT (site_id, subject, window_kind, window_start)
+                       DO UPDATE SET count = c.count + excluded.count
+                       WHERE c.count + excluded.count <= %s
+                       RETURNING count""",
+                    (
+                        site_id,
+                        counter.subject,
+                        counter.window,
+                        counter.start,
+                        amount,
+                        counter.limit,
+                    ),
+                ).fetchone()
             if row is None:
                 refused = counter
                 raise psycopg.Rollback()  # nothing of this question is counted
@@ -211,7 +217,8 @@ def take_question(
 
 
 def add_tokens(conn: psycopg.Connection, site_id: int, counter: Counter, tokens: int) -> None:
-    """The tokens an answer spent, added to the site's day."""
+    """``tokens`` added to the site's day: what an answer spent beyond (or, negative,
+    short of) what its question reserved."""
     conn.execute(
         """INSERT INTO widget_counters AS c (site_id, subject, window_kind, window_start, count)
            VALUES (%s, %s, %s, %s, %s)

@@ -14,7 +14,7 @@ CREATE TABLE widget_sites (
     visitor_questions_per_day integer NOT NULL DEFAULT 50 CHECK (visitor_questions_per_day > 0),
     ip_questions_per_hour     integer NOT NULL DEFAULT 60 CHECK (ip_questions_per_hour > 0),
     ip_questions_per_day      integer NOT NULL DEFAULT 300 CHECK (ip_questions_per_day > 0),
-    tokens_per_day            bigint NOT NULL DEFAULT 200000 CHECK (tokens_per_day >= 0),
+    tokens_per_day            bigint NOT NULL DEFAULT 1000000 CHECK (tokens_per_day >= 0),
     enabled                   boolean NOT NULL DEFAULT true,
     identity_secret           text NOT NULL,
     sessions_generation       integer NOT NULL DEFAULT 0,
