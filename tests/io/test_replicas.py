@@ -576,3 +576,93 @@ async def test_learning_counts_each_asker_once_across_processes(replicas, client
     )
     assert await learned(client, b.url, "secretary") == [pattern]
     assert replicas.errors() == []
+
+
+# ---------------------------------------------------------------- the chat widget
+
+SHOP = "https://shop.example.com"
+
+
+async def widget_site(client: httpx.AsyncClient, url: str, **fields: Any) -> dict[str, Any]:
+    body = {"allowed_origins": [SHOP], "tokens_per_day": 0, **fields}
+    created = await client.post(f"{url}/widget/sites", json=body)
+    assert created.status_code == 201, created.text
+    return created.json()
+
+
+async def visitor_token(client: httpx.AsyncClient, url: str, site: dict[str, Any]) -> str:
+    started = await client.post(
+        f"{url}/widget/sessions", json={"site": site["public_id"]}, headers={"Origin": SHOP}
+    )
+    assert started.status_code == 201, started.text
+    return str(started.json()["token"])
+
+
+def widget_question(
+    client: httpx.AsyncClient, url: str, token: str, address: str
+) -> Callable[[], Awaitable[httpx.Response]]:
+    headers = {"Authorization": f"Bearer {token}", "Origin": SHOP, "X-Forwarded-For": address}
+    return lambda: client.post(
+        f"{url}/widget/chat/stream", json={"question": QUESTION}, headers=headers
+    )
+
+
+def spent(response: httpx.Response) -> int:
+    """The tokens an answer spent, from its done event."""
+    done = response.text.strip().split("\n\n")[-1]
+    assert done.startswith("event: done"), done
+    usage = __import__("json").loads(done.split("data: ", 1)[1])["usage"]
+    return int(usage["prompt_tokens"] + usage["completion_tokens"])
+
+
+async def test_the_widget_quotas_hold_exactly_with_50_visitors_through_both(replicas, client):
+    """50 visitors of one address ask at the same moment, through both processes: the
+    address's hourly quota answers exactly its number, not one over; then one visitor asks
+    50 times at once from 50 addresses: exactly its daily number; then a site whose
+    tokens of the day fit a few questions: what the answers spent stays under it."""
+    a, b = replicas.both
+    replicas.fakes.openai.delay = 0.05  # the questions overlap, as a busy page's do
+    try:
+        site = await widget_site(client, a.url, name="quota-address", ip_questions_per_hour=20)
+        tokens = [await visitor_token(client, r.url, site) for r in (a, b) * 25]
+        answered = await at_once(
+            *(
+                widget_question(client, r.url, token, "198.51.100.20")
+                for r, token in zip((a, b) * 25, tokens, strict=True)
+            )
+        )
+        statuses = [r.status_code for r in answered]
+        assert (statuses.count(200), statuses.count(429)) == (20, 30), statuses
+        refused = next(r for r in answered if r.status_code == 429)
+        assert "Retry-After" in refused.headers and "try again" in refused.json()["detail"]
+
+        site = await widget_site(client, b.url, name="quota-visitor", visitor_questions_per_day=7)
+        token = await visitor_token(client, a.url, site)
+        answered = await at_once(
+            *(widget_question(client, r.url, token, f"203.0.113.{n}") for n, r in
+              enumerate((a, b) * 25))
+        )  # fmt: skip
+        statuses = [r.status_code for r in answered]
+        assert (statuses.count(200), statuses.count(429)) == (7, 43), statuses
+
+        limit = 30_000  # a few questions' reserves (about 8,000 tokens each)
+        site = await widget_site(client, a.url, name="quota-tokens", tokens_per_day=limit)
+        tokens = [await visitor_token(client, r.url, site) for r in (a, b) * 25]
+        answered = await at_once(
+            *(
+                widget_question(client, r.url, token, f"192.0.2.{n}")
+                for n, (r, token) in enumerate(zip((a, b) * 25, tokens, strict=True))
+            )
+        )
+        served = [r for r in answered if r.status_code == 200]
+        assert 0 < len(served) < 50
+        assert {r.status_code for r in answered} == {200, 429}
+        assert sum(spent(r) for r in served) <= limit
+        [(counted,)] = replicas.query(
+            """SELECT count FROM widget_counters c JOIN widget_sites s ON s.id = c.site_id
+                WHERE s.name = 'quota-tokens' AND c.subject = 'tokens'"""
+        )
+        assert counted == sum(spent(r) for r in served) <= limit  # settled to what was spent
+    finally:
+        replicas.fakes.openai.delay = 0.0
+    assert replicas.errors() == []

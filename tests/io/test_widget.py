@@ -195,3 +195,48 @@ class TestQuotas:
         assert_problem(await ask(api, token, "Hello?", **forwarded), 429, "last hour")
         other = {"X-Forwarded-For": "203.0.113.8"}
         assert (await ask(api, token, "Hello?", **other)).status_code == 200
+
+
+async def test_payloads_over_the_limits_are_refused(api):
+    site = await make_site(api)
+    token = (await session(api, site)).json()["token"]
+    assert_problem(await ask(api, token, "x" * 4001), 422, "4000")
+    assert_problem(await ask(api, token, "   "), 422)
+    huge = await api.post(
+        "/widget/chat/stream",
+        content=b'{"question": "' + b"a" * 40_000 + b'"}',
+        headers={**_bearer(token), "Content-Type": "application/json"},
+    )
+    assert huge.status_code == 413
+    assert_problem(await ask(api, "a" * 3000, "Hi?"), 401)
+    long_user = await session(api, site, user_id="u" * 201, user_hash="00")
+    assert_problem(long_user, 422)
+    unknown = await api.post(
+        "/widget/sessions", json={"site": site["public_id"], "visitor": "me"},
+        headers={"Origin": SHOP},
+    )  # fmt: skip
+    assert_problem(unknown, 422, "visitor")  # the visitor is never the client's to name
+
+
+async def test_the_identity_secret_is_in_no_visitor_response_page_or_log(api, caplog):
+    await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+    site = await make_site(api)
+    secret = site["identity_secret"]
+    hashed = user_hash(secret, "cust_7")
+    seen = [
+        await api.get("/widget.js"),
+        await session(api, site, user_id="cust_7", user_hash=hashed),
+        await session(api, site, user_id="cust_7", user_hash="0" * 64),
+        await api.get(f"/widget/sites/{site['id']}"),
+        await api.get("/widget/sites"),
+        await api.patch(f"/widget/sites/{site['id']}", json={"greeting": "Hi!"}),
+    ]
+    token = seen[1].json()["token"]
+    seen += [
+        await ask(api, token, "How long do I have to return an item?"),
+        await api.get("/widget/conversation", headers=_bearer(token)),
+        await api.get("/openapi.json"),
+    ]
+    for response in seen:
+        assert secret not in response.text, response.request.url
+    assert secret not in caplog.text and hashed not in caplog.text

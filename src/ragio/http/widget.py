@@ -69,6 +69,17 @@ SCRIPT_HEADERS = {
     "Cross-Origin-Resource-Policy": "cross-origin",  # loaded by the owner's pages
 }
 NOT_VERIFIED = "the visitor's identity could not be verified"
+#: a visitor's request body at most: a question of 4,000 characters, escaped, fits
+MAX_BODY_BYTES = 32 * 1024
+
+
+async def _body() -> dict[str, Any]:
+    """The request's JSON object, at most MAX_BODY_BYTES (413 beyond: the public routes
+    take no uploads)."""
+    declared = request.content_length or 0
+    if declared > MAX_BODY_BYTES or len(await request.get_data(as_text=False)) > MAX_BODY_BYTES:
+        raise ProblemError(413, f"the body is over {MAX_BODY_BYTES} bytes")
+    return await json_body(required=True)
 
 
 def _origin() -> str | None:
@@ -126,7 +137,7 @@ async def widget_script() -> Response:
 async def new_session() -> tuple[Session, int]:
     """Start or renew a visitor's session on a site"""
     svc = service()
-    asked = structure_body(await json_body(required=True), NewSession)
+    asked = structure_body(await _body(), NewSession)
     site = await svc.database.run(store.public_site, asked.site)
     if site is None:
         raise ProblemError(404, f"no site {asked.site[:40]!r}", field="site")
@@ -229,7 +240,7 @@ async def widget_question() -> Response:
     """Answer a visitor's question on a site, streamed"""
     svc = service()
     site, claims = await _visitor()
-    asked = structure_body(await json_body(required=True), WidgetQuestion)
+    asked = structure_body(await _body(), WidgetQuestion)
     now = svc.clock.now()
     address = client_address(
         request.remote_addr or "",
@@ -312,7 +323,7 @@ async def widget_feedback() -> tuple[str, int]:
     """A visitor's thumbs up or down on an answer of their conversation"""
     svc = service()
     site, claims = await _visitor()
-    given = structure_body(await json_body(required=True), WidgetFeedback)
+    given = structure_body(await _body(), WidgetFeedback)
     found = await svc.database.run(_latest_id, _place(site, claims))
     stored = found is not None and await svc.database.run(
         conversations.set_feedback, found, given.turn, given.rating, svc.clock.now()
