@@ -71,6 +71,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="a file whose name a stored document of other content holds replaces it (a "
         "new version); without this, such a file is reported and not stored",
     )
+    sites = commands.add_parser(
+        "sites", help="the websites the chat widget may run on (docs/widget.md)"
+    )
+    sites_actions = sites.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sites_actions.add_parser(
+        "list", help="list the sites: id, public id, name, enabled, allowed origins, role"
+    )
+    added = sites_actions.add_parser(
+        "add", help="add a site; prints its public id, the embed line and its identity secret"
+    )
+    added.add_argument("name", metavar="NAME")
+    added.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        required=True,
+        help="an origin the widget may run on (https://shop.example.com); repeat for more",
+    )
+    added.add_argument("--role", default=None, help="the employee that answers (default: none)")
+    for action, meaning in (
+        ("enable", "let the widget run on a site again"),
+        ("disable", "stop the widget on a site at once"),
+    ):
+        switched = sites_actions.add_parser(action, help=meaning)
+        switched.add_argument("site", metavar="ID", type=int)
     documents = commands.add_parser("documents", help="list or delete the stored documents")
     documents_actions = documents.add_subparsers(dest="action", metavar="ACTION", required=True)
     listed = documents_actions.add_parser(
@@ -645,6 +670,66 @@ async def _rename_document(settings: Settings, document_id: int, name: str) -> i
     return 0
 
 
+async def sites_command(settings: Settings, args: argparse.Namespace) -> int:
+    """``sites list``, ``sites add NAME --origin O [--role R]``, ``sites enable|disable ID``."""
+    from ragcore.widget.sites import check_new, check_patch
+    from ragio.clock import SystemClock
+    from ragio.db.migrations import apply_migrations
+    from ragio.employees.lookup import UnknownRole, stored_role
+    from ragio.startup import open_database
+    from ragio.widget import store
+
+    try:
+        if args.action == "add":
+            fields = check_new(
+                {"name": args.name, "allowed_origins": args.origin}
+                | ({"role": args.role} if args.role else {})
+            )
+        elif args.action in ("enable", "disable"):
+            fields = check_patch({"enabled": args.action == "enable"})
+    except InvalidInput as bad:
+        print(f"ragchat: {bad.field}: {bad.message}", file=sys.stderr)
+        return 2
+    now = SystemClock().now()
+    async with startup_errors(), open_database(settings) as database:
+        await database.run(apply_migrations)
+        if args.action == "list":
+            for site in await database.run(store.list_sites):
+                state = "enabled" if site.enabled else "disabled"
+                origins = " ".join(site.allowed_origins) or "(no origin)"
+                print(
+                    f"{site.id}\t{site.public_id}\t{site.name}\t{state}\t{origins}\t"
+                    f"{site.role or ''}"
+                )
+            return 0
+        if args.action == "add":
+            if fields.role:
+                try:
+                    await stored_role(database, fields.role)
+                except UnknownRole as unknown:
+                    print(f"ragchat: --role: {unknown}", file=sys.stderr)
+                    return 2
+            secret = store.new_identity_secret()
+            try:
+                site = await database.run(store.create_site, fields, secret, now)
+            except store.NameTaken:
+                print(f"ragchat: a site named {args.name!r} exists already", file=sys.stderr)
+                return 2
+            base = settings.public_base_url.rstrip("/") or "https://<this service>"
+            print(f"added site {site.id}: {site.public_id}")
+            print(f'embed: <script src="{base}/widget.js" data-site="{site.public_id}" async>'
+                  "</script>")  # fmt: skip
+            print(f"identity secret (shown once, for verified customers): {secret}")
+            return 0
+        changed = await database.run(store.update_site, args.site, fields, now)
+    if changed is None:
+        print(f"ragchat: no site with the id {args.site}; `ragchat sites list` shows them",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(f"site {changed.id} ({changed.name}) {args.action}d")
+    return 0
+
+
 async def graph_command(settings: Settings, args: argparse.Namespace) -> int:
     """``graph rebuild`` and ``graph status``."""
     from ragcore.api.graph import GRAPH_OFF
@@ -674,6 +759,7 @@ async def graph_command(settings: Settings, args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "documents": documents_command,
+    "sites": sites_command,
     "graph": graph_command,
     "rekey": rekey_command,
     "sync": sync_command,

@@ -413,3 +413,32 @@ def test_graph_rebuild_and_status(tmp_path, database_url):
 
     off = run_cli("graph", "status", cwd=tmp_path, database_url=database_url)
     assert off.returncode == 2 and "GRAPH_ENABLED=true" in off.stderr
+
+
+def test_sites_add_list_disable_and_enable(tmp_path, database_url):
+    cli = {"cwd": tmp_path, "database_url": database_url}
+    added = run_cli(
+        "sites", "add", "shop", "--origin", "https://shop.example.com/",
+        "--origin", "http://localhost:3000", **cli,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    lines = added.stdout.splitlines()
+    public_id = lines[0].split(": ")[1]
+    assert public_id.startswith("site_") and f'data-site="{public_id}"' in lines[1]
+    assert lines[2].startswith("identity secret (shown once")
+    listed = run_cli("sites", "list", **cli)
+    assert listed.stdout.split("\t")[1:5] == [
+        public_id,
+        "shop",
+        "enabled",
+        "https://shop.example.com http://localhost:3000",
+    ]
+    assert lines[2].split(": ")[1] not in listed.stdout  # the secret is shown once
+    assert run_cli("sites", "disable", "1", **cli).stdout.strip() == "site 1 (shop) disabled"
+    assert "\tdisabled\t" in run_cli("sites", "list", **cli).stdout
+    assert run_cli("sites", "enable", "1", **cli).returncode == 0
+    bad = run_cli("sites", "add", "other", "--origin", "http://shop.example.com", **cli)
+    assert bad.returncode == 2 and "allowed_origins" in bad.stderr and "https" in bad.stderr
+    taken = run_cli("sites", "add", "shop", "--origin", "https://a.example.com", **cli)
+    assert taken.returncode == 2 and "exists already" in taken.stderr
+    assert run_cli("sites", "disable", "9", **cli).returncode == 2
