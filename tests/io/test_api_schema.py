@@ -331,3 +331,38 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", "/webhook/whatsapp", **form)
     await c.send("POST", "/webhook/voice", **form)
     await c.send("POST", "/webhook/discord", json={"type": 1})
+
+    # the chat widget: the owner's sites, then a visitor's session, question and feedback
+    shop = "https://shop.example.com"
+    sites = "/widget/sites"
+    site = (await c.send("POST", sites, json={"name": "shop", "allowed_origins": [shop]})).json()
+    await c.send("POST", sites, json={"name": "shop", "allowed_origins": [shop]})  # 409
+    await c.send("POST", sites, json={"name": "x", "allowed_origins": ["http://x.example"]})
+    await c.send("GET", sites)
+    one = f"{sites}/{site['id']}"
+    await c.send("GET", f"{sites}/{{id}}", one)
+    await c.send("GET", f"{sites}/{{id}}", f"{sites}/999")
+    await c.send("PATCH", f"{sites}/{{id}}", one, json={"greeting": "Hello!"})
+    await c.send("PATCH", f"{sites}/{{id}}", one, json={"colour": "red"})
+    await c.send("POST", f"{sites}/{{id}}/identity-secret", f"{one}/identity-secret")
+    await c.send("POST", f"{sites}/{{id}}/identity-secret", f"{sites}/999/identity-secret")
+    await c.send("POST", f"{sites}/{{id}}/revoke-sessions", f"{one}/revoke-sessions")
+    await c.send("POST", f"{sites}/{{id}}/revoke-sessions", f"{sites}/999/revoke-sessions")
+    await c.send("GET", "/widget.js")
+    origin = {"Origin": shop}
+    started = await c.send(
+        "POST", "/widget/sessions", json={"site": site["public_id"]}, headers=origin
+    )
+    await c.send("POST", "/widget/sessions", json={"site": "site_nothing"}, headers=origin)
+    elsewhere = {"Origin": "https://elsewhere.example.net"}
+    await c.send("POST", "/widget/sessions", json={"site": site["public_id"]}, headers=elsewhere)
+    visitor = {"Authorization": f"Bearer {started.json()['token']}", **origin}
+    asked = {"question": "When does the shop open?"}
+    await c.send("POST", "/widget/chat/stream", json=asked, headers=visitor)
+    await c.send("POST", "/widget/chat/stream", json={"question": ""}, headers=visitor)
+    await c.send("POST", "/widget/chat/stream", json=asked, headers=origin)  # 401
+    await c.send("GET", "/widget/conversation", headers=visitor)
+    await c.send("POST", "/widget/feedback", json={"turn": 1, "rating": "up"}, headers=visitor)
+    await c.send("POST", "/widget/feedback", json={"turn": 9, "rating": "up"}, headers=visitor)
+    await c.send("DELETE", f"{sites}/{{id}}", one)
+    await c.send("DELETE", f"{sites}/{{id}}", one)

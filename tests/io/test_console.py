@@ -157,6 +157,14 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         seen["approved"] = driver.find_element(By.ID, "status").text
         snap("approvals-decided")
 
+        page("sites", "#site-form")
+        driver.find_element(By.ID, "site-name").send_keys("shop")
+        driver.find_element(By.ID, "site-origins").send_keys("https://shop.example.com")
+        driver.find_element(By.CSS_SELECTOR, "#site-form button[type=submit]").click()
+        seen["site_secret"] = visible("#site-secret").text
+        wait.until(lambda d: "data-site=" in d.find_element(By.ID, "site-list").text)
+        seen["site_listed"] = driver.find_element(By.ID, "site-list").text
+
         for name, ready in (
             ("conversations", "#conversation-list table"),
             ("roles", "#profile-form"),
@@ -219,6 +227,9 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert seen["same_name"][1] == "Replaced hours.md with the new version."
     assert "opening-hours.md" in seen["listed_after_rename"]
     assert seen["cancelled"] == "Cancelled: nothing of it was stored."
+    assert len(seen["site_secret"]) > 30 and seen["site_secret"] not in seen["site_listed"]
+    assert '/widget.js" data-site="site_' in seen["site_listed"]
+    assert "https://shop.example.com" in seen["site_listed"]
     assert "catalogue.md" not in seen["listed_after_rename"]
     assert "9 am" in seen["answer"] and "[1]" in seen["answer"]
     assert "hours.md" in seen["citation"]

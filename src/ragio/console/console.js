@@ -475,6 +475,51 @@ PAGES.workflows = async (area) => {
   await load();
 };
 
+// The websites the chat widget runs on (docs/widget.md): the embed line to copy, the
+// origins it may run on, switched on and off; the identity secret is shown once.
+PAGES.sites = async (area) => {
+  const list = el("div", { id: "site-list" });
+  const created = el("div", { id: "site-created", role: "status" });
+  const name = el("input", { id: "site-name", required: true });
+  const origins = el("input", { id: "site-origins", required: true, placeholder: "https://shop.example.com" });
+  const role = el("input", { id: "site-role", placeholder: "support" });
+  const embed = (s) => `<script src="${location.origin}/widget.js" data-site="${s.public_id}" async></script>`;
+  const load = async () => {
+    const { data } = await api("GET", "/widget/sites");
+    list.replaceChildren(table("Sites", [
+      ["Name", (s) => s.name],
+      ["Embed", (s) => el("code", { text: embed(s) })],
+      ["Origins", (s) => s.allowed_origins.join(", ") || "none: refused everywhere"],
+      ["Role", (s) => s.role || "—"],
+      ["On", (s) => el("button", { type: "button", className: "secondary", text: s.enabled ? "On: turn off" : "Off: turn on",
+        "aria-label": `${s.enabled ? "Turn off" : "Turn on"} the chat on ${s.name}`,
+        onclick: async () => { await guarded(list, async () => { await api("PATCH", `/widget/sites/${s.id}`, { enabled: !s.enabled }); await load(); }); } })],
+      ["", (s) => el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete site ${s.name}`,
+        onclick: async () => {
+          if (!confirm(`Delete ${s.name}? The chat stops on it.`)) return;
+          await guarded(list, async () => { await api("DELETE", `/widget/sites/${s.id}`); await load(); });
+        } })],
+    ], firstList(data)));
+  };
+  area.append(el("h2", { text: "Chat on your website" }),
+    el("form", { className: "stack card", id: "site-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const body = { name: name.value, allowed_origins: origins.value.split(/[\s,]+/).filter(Boolean) };
+      if (role.value.trim()) body.role = role.value.trim();
+      await guarded(list, async () => {
+        const { data } = await api("POST", "/widget/sites", body);
+        created.replaceChildren(
+          el("p", { text: `Added ${data.name}. Put this line on your pages:` }), el("code", { text: embed(data) }),
+          el("p", { text: "Identity secret, shown only now (for logged-in customers; see the docs):" }),
+          el("code", { id: "site-secret", text: data.identity_secret }));
+        await load();
+      });
+    } }, field("Name", name), field("Allowed origins (comma-separated)", origins), field("Role (optional)", role),
+      el("div", {}, el("button", { type: "submit", text: "Add" }))),
+    created, list);
+  await load();
+};
+
 PAGES.usage = async (area) => {
   const { data } = await api("GET", "/usage");
   const days = data.by_day.slice().reverse();
