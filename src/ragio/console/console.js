@@ -321,7 +321,7 @@ const RATINGS = { up: "👍 up", down: "👎 down" };
 
 PAGES.conversations = async (area) => {
   const channel = el("select", { id: "conversation-channel" },
-    ["", "chat", "openai", "telegram", "whatsapp", "discord", "voice"].map((c) =>
+    ["", "chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"].map((c) =>
       el("option", { value: c, text: c || "All channels" })));
   const list = el("div", { id: "conversation-list" });
   const detail = el("div", { id: "conversation-detail" });
