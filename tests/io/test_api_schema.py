@@ -206,6 +206,12 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/conversations")
     await c.send("GET", "/conversations", params={"channel": "chat", "limit": "1"})
     await c.send("GET", "/conversations", params={"since": "soon"})
+    feedback = "/conversations/{id}/turns/{turn}/feedback"
+    rated = f"/conversations/{conversation}/turns/2/feedback"
+    await c.send("POST", feedback, rated, json={"rating": "up"})
+    await c.send("POST", feedback, rated, json={"rating": "sideways"})
+    await c.send("POST", feedback, f"/conversations/{conversation}/turns/9/feedback", json={})
+    await c.send("POST", feedback, "/conversations/12345/turns/1/feedback", json={"rating": None})
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
     await c.send("GET", "/conversations/{id}", "/conversations/12345")
 

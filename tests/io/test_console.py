@@ -165,8 +165,23 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         wait.until(lambda d: "data-site=" in d.find_element(By.ID, "site-list").text)
         seen["site_listed"] = driver.find_element(By.ID, "site-list").text
 
+        # the answer rated down (as a widget visitor would), then read in its conversation
+        keyed = {"X-API-Key": KEY}
+        asked = httpx.get(f"{base_url}/conversations?limit=1", headers=keyed).json()
+        conversation = asked["conversations"][0]["id"]
+        rated = httpx.post(
+            f"{base_url}/conversations/{conversation}/turns/1/feedback",
+            json={"rating": "down"},
+            headers=keyed,
+        )
+        assert rated.status_code == 204, rated.text
+        page(
+            "conversations",
+            f"#conversation-list button[aria-label='Read conversation {conversation}']",
+        )
+        visible(f"button[aria-label='Read conversation {conversation}']").click()
+        seen["rated"] = visible("#conversation-detail .feedback").text
         for name, ready in (
-            ("conversations", "#conversation-list table"),
             ("roles", "#profile-form"),
             ("workflows", "#workflow-list"),
             ("usage", "svg.chart"),
@@ -234,6 +249,7 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert "9 am" in seen["answer"] and "[1]" in seen["answer"]
     assert "hours.md" in seen["citation"]
     assert "extractive" in seen["answered_by"]
+    assert seen["rated"].startswith("Rated 👎 down")
     assert seen["approve_label"] == f"Approve action {held.json()['id']}"
     assert "executed" in seen["approved"]
     assert [r.body for r in chatops.requests] == [{"text": NOTE["text"]}]

@@ -459,6 +459,10 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     completion = {"model": "ragchat", "messages": [{"role": "user", "content": question}]}
     await c.send("POST", "/v1/chat/completions", json=completion)
     await c.send("GET", "/conversations", params={"channel": "chat", "limit": 2})
+    feedback = "/conversations/{id}/turns/{turn}/feedback"
+    rated = f"/conversations/{conversation}/turns/1/feedback"
+    await c.send("POST", feedback, rated, json={"rating": "up"})
+    await c.send("POST", feedback, rated, json={"rating": "sideways"})  # 422
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
 
     # the knowledge graph

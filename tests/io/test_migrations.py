@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 from ragcore.api.conversations import Conversation
 from ragcore.chat.history import place_key
 from ragcore.converter import converter
-from ragio.chat.conversations import get_conversation
+from ragio.chat.conversations import get_conversation, set_feedback
 from ragio.db.migrations import apply_migrations, migration_files
 from ragio.voice.calls import caller_hash, recent_calls
 from tests.io.processes import RAGCHAT, clean_environ
@@ -171,9 +171,36 @@ def test_jobs_keep_their_status_and_may_then_be_cancelled(empty_database_url):
             """INSERT INTO jobs (kind, status, max_attempts) VALUES ('ingest', 'done', 5),
                                                                    ('ingest', 'queued', 5)"""
         )
-        assert apply_migrations(conn) == ["025_job_cancellation"]
+        assert apply_migrations(conn)[0] == "025_job_cancellation"
         rows = conn.execute("SELECT status, cancel_requested_at FROM jobs ORDER BY id").fetchall()
         assert rows == [("done", None), ("queued", None)]
         conn.execute("UPDATE jobs SET status = 'cancelled' WHERE status = 'queued'")
         with pytest.raises(psycopg.errors.CheckViolation):
             conn.execute("UPDATE jobs SET status = 'paused'")
+
+
+def test_turns_are_unrated_and_may_then_be_rated_up_or_down(empty_database_url):
+    """Migration 026: the turns stay as they were, none rated; a turn may then be rated
+    up or down, and nothing else."""
+    at = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        migrated_to(conn, 25)
+        [(conversation,)] = conn.execute(
+            """INSERT INTO conversations (channel, started_at, updated_at, turn_count)
+               VALUES ('chat', %s, %s, 1) RETURNING id""",
+            (at, at),
+        ).fetchall()
+        conn.execute(
+            """INSERT INTO conversation_turns (conversation_id, turn, question, answer,
+                                               outcome, created_at)
+               VALUES (%s, 1, 'Hours?', 'From 9 am. [1]', 'answered', %s)""",
+            (conversation, at),
+        )
+        assert apply_migrations(conn)[0] == "026_turn_feedback"
+        read = get_conversation(conn, conversation)
+        assert read is not None
+        [turn] = converter.structure(read, Conversation).turns
+        assert (turn.answer, turn.feedback, turn.feedback_at) == ("From 9 am. [1]", None, None)
+        assert set_feedback(conn, conversation, 1, "down", at)
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE conversation_turns SET feedback = 'meh'")

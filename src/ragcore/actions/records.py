@@ -21,21 +21,21 @@ from typing import Any
 import attrs
 
 from ragcore.actions.kinds import Action, check_action, preview
-from ragcore.channel_names import TEXT_CHANNELS
+from ragcore.channel_names import CUSTOMER_CHANNELS
 
 INTERRUPTED = (
     "interrupted: the service stopped while sending it, so it may or may not have arrived; "
     "check with the receiver before submitting it again"
 )
-#: origins of a customer's conversation on a public channel
-PUBLIC_ORIGINS = frozenset(TEXT_CHANNELS)
+#: origins of a customer's conversation on a public channel (a text channel, the widget)
+PUBLIC_ORIGINS = frozenset(CUSTOMER_CHANNELS)
 
 
 @attrs.frozen
 class ActionRecord:
     id: str
     action: Action
-    origin: str  # "api" (POST /actions), "chat" (POST /chat) or a channel name
+    origin: str  # "api" (POST /actions), "chat" (POST /chat) or a channel name (as "web")
     status: str
     created_at: datetime
     role: str | None = None

@@ -1,5 +1,6 @@
 """GET /conversations and GET /conversations/{id}: what was asked and answered, on which
-channel, by which role, with the citations and how long it took."""
+channel, by which role, with the citations, how long it took and how the asker rated
+it (POST /conversations/{id}/turns/{turn}/feedback: ``TurnFeedback``)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,19 @@ import attrs
 
 from ragcore.channel_names import CONVERSATION_CHANNELS
 from ragcore.chat.citations import Citation
+from ragcore.converter import refusal
 from ragcore.errors import InvalidInput
 from ragcore.schema import described
 
 DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100
 MAX_CONVERSATION_ID = 2**62
+MAX_TURN = 2**31 - 1  # turns are numbered by a PostgreSQL integer
 CHANNELS = CONVERSATION_CHANNELS
+#: a turn's ratings: null is none (never given, or taken back)
+RATINGS = ("up", "down")
+Rating = Literal["up", "down"]
+RATING_REFUSAL = 'must be "up", "down" or null (null takes the rating back)'
 #: since and until: a date, a date and time (RFC 3339), or empty (``instant``)
 INSTANT = {"anyOf": [{"format": "date"}, {"format": "date-time"}, {"const": ""}]}
 
@@ -45,6 +52,20 @@ class ConversationTurn:
         ),
     ]
     created_at: datetime
+    feedback: Annotated[
+        Rating | None, described("the asker's rating of the answer; null: none, or taken back")
+    ]
+    feedback_at: Annotated[datetime | None, described("when it was rated; null: not rated")]
+
+
+@attrs.frozen
+class TurnFeedback:
+    """POST /conversations/{id}/turns/{turn}/feedback (and the widget's feedback): the
+    rating of a turn's answer, or null to take it back."""
+
+    rating: Annotated[Rating | None, described("up or down; null takes a rating back")] = (
+        attrs.field(metadata=refusal(RATING_REFUSAL))
+    )
 
 
 @attrs.frozen
@@ -120,6 +141,14 @@ class ConversationsQuery:
             "since": since,
             "until": until,
         }
+
+
+def turn_number(raw: str) -> int | None:
+    """A path's turn number, or None when it cannot be one (nothing has it: 404)."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(MAX_TURN)):
+        return None
+    number = int(raw)
+    return number if 0 < number <= MAX_TURN else None
 
 
 def instant(raw: str, name: str) -> datetime | None:

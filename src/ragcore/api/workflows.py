@@ -25,8 +25,8 @@ class NewWorkflow:
     channels: Annotated[
         list[Channel],
         described(
-            "the wired text channels whose replies call it; voice, api, slack and email never do "
-            "and are refused",
+            "the wired text channels and the chat widget (web) whose replies call it; voice, "
+            "api, slack and email never do and are refused",
             **CHANNELS,
         ),
     ]

@@ -121,16 +121,17 @@ class ChatRequest:
     asker: str | None = None
     #: where the conversation is, for actions the role's reply may propose
     #: (``ragcore.actions.proposals``): ``chat`` (POST /chat) or a channel name
-    #: (``telegram``, ``whatsapp``, ``discord``: a customer's conversation). None: the
-    #: role is not offered any action
+    #: (``telegram``, ``whatsapp``, ``discord``, ``web``: a customer's conversation,
+    #: ``ragcore.channel_names.CUSTOMER_CHANNELS``). None: the role is not offered any action
     origin: str | None = None
     #: the answer will be said aloud on a phone call: short and sayable
     spoken: bool = False
-    #: where the question was asked, for live-data actions (``ragcore.live``): ``chat``,
-    #: ``telegram``, ``whatsapp``, ``discord`` or ``voice``; None runs none (the CLI)
+    #: where the question was asked, for live-data actions (``ragcore.live``): one of
+    #: ``ragcore.channel_names.ASKING_CHANNELS``; None runs none (the CLI)
     channel: str | None = None
     #: who the channel says is asking, for ``{caller}``: the caller's or the WhatsApp
-    #: sender's phone number, a Telegram or Discord user id, /chat's ``user``
+    #: sender's phone number, a Telegram or Discord user id, /chat's ``user``, the
+    #: widget visitor's verified user id (None when not verified)
     user_identifier: str | None = None
     #: the conversation so far, oldest first: a follow-up is searched as a standalone
     #: question (``ragcore.chat.followup``) and the model sees the latest exchanges

@@ -1,7 +1,8 @@
 """The nine built-in AI employees, with their default personalities.
 
 Channel identifiers are the adapters' names: ``api`` (``POST /chat``), ``email``,
-``voice`` and the text platforms ``whatsapp``, ``telegram``, ``discord`` and ``slack``.
+``voice``, ``web`` (the chat widget on the owner's website) and the text platforms
+``whatsapp``, ``telegram``, ``discord`` and ``slack``.
 The customer-facing roles (secretary, sales, support) are on the customer channels;
 the internal ones (manager, ceo, hr, finance) never answer there
 (``ragcore.channels.routing``).
@@ -52,7 +53,7 @@ _DEFINITIONS = (
             "You do not confirm an appointment, a booking or a price yourself; you say that a "
             "person from the team will confirm it."
         ),
-        channels=("api", "whatsapp", "telegram", "discord", "email", "voice"),
+        channels=("api", "whatsapp", "telegram", "discord", "web", "email", "voice"),
         skill_tags=("scheduling", "appointments", "messages", "contact_details", "opening_hours"),
         autonomy="semi",
         memory_seeds=(
@@ -95,7 +96,7 @@ _DEFINITIONS = (
             "When a customer is ready to buy or wants a custom deal, you hand over to a person "
             "on the team."
         ),
-        channels=("api", "whatsapp", "telegram", "discord", "email"),
+        channels=("api", "whatsapp", "telegram", "discord", "web", "email"),
         skill_tags=("products", "pricing", "quotes", "leads", "offers"),
         autonomy="semi",
         memory_seeds=(
@@ -118,7 +119,7 @@ _DEFINITIONS = (
             "When the documents do not cover a case, or the customer is upset or asks for a "
             "person, you offer to pass the conversation to the team."
         ),
-        channels=("api", "whatsapp", "telegram", "discord", "email", "voice"),
+        channels=("api", "whatsapp", "telegram", "discord", "web", "email", "voice"),
         skill_tags=("orders", "returns", "troubleshooting", "faq", "accounts"),
         autonomy="semi",
         memory_seeds=(

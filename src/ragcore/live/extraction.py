@@ -204,7 +204,8 @@ def caller_value(channel: str, user_identifier: str | None) -> str | None:
     """``{caller}``: who the channel says is writing. On WhatsApp and the voice channel
     that is a phone number, given as ``whatsapp:+…``, ``tel:+…`` or bare digits: it is
     made E.164, as the owner's records hold it (``+14155550100``); on other channels
-    (a Telegram or Discord user id) it is the identifier as given."""
+    (a Telegram or Discord user id, the widget visitor's verified user id on ``web``) it
+    is the identifier as given."""
     if user_identifier is None or not user_identifier.strip():
         return None
     text = user_identifier.strip()

@@ -1,10 +1,11 @@
 """A workflow's definition: the rules for ``POST``/``PATCH /automation-workflows`` bodies
 and the ``GET`` filters, and the workflow as the API shows it.
 
-Only the three wired text channels can trigger a workflow. Voice is not wired (SPEC
-section 6 rule 3), and ``api``, ``slack`` and ``email``, which roles also list, are not
-text channels that call workflows: a workflow naming one of them would never fire, so
-it is refused with a message that says so rather than stored to stay silent.
+Only the customer channels can trigger a workflow: the three wired text channels and
+the website's chat widget (``web``). Voice is not wired (SPEC section 6 rule 3), and
+``api``, ``slack`` and ``email``, which roles also list, are not channels that call
+workflows: a workflow naming one of them would never fire, so it is refused with a
+message that says so rather than stored to stay silent.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ragcore.channel_names import TEXT_CHANNELS
+from ragcore.channel_names import CUSTOMER_CHANNELS
 from ragcore.converter import listing, structure_body, unless_sent
 from ragcore.errors import InvalidInput, check_text
 from ragcore.inputs import SPACE, number_pattern
@@ -25,14 +26,16 @@ from ragcore.schema import described, text
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
 
-WIRED_CHANNELS = TEXT_CHANNELS
+#: the channels workflows follow
+WIRED_CHANNELS = CUSTOMER_CHANNELS
 Channel = Literal[WIRED_CHANNELS]  # type: ignore[valid-type]
+_FIRING = ", ".join(WIRED_CHANNELS[:-1]) + " and " + WIRED_CHANNELS[-1]
 #: channel identifiers roles use that never call workflows, and why
 UNWIRED_CHANNELS = {
     "voice": "the voice channel is not wired to workflows: calls never fire them",
     "api": "replies through the HTTP API (POST /chat) do not fire workflows",
-    "slack": "slack is not a wired channel: only telegram, whatsapp and discord fire workflows",
-    "email": "email is not a wired channel: only telegram, whatsapp and discord fire workflows",
+    "slack": f"slack is not a wired channel: only {_FIRING} fire workflows",
+    "email": f"email is not a wired channel: only {_FIRING} fire workflows",
 }
 REQUIRED = ("name", "webhook_url", "channels")
 READ_ONLY_FIELDS = ("id", "created_at", "updated_at")

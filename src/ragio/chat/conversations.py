@@ -1,5 +1,6 @@
 """Conversations and their turns (tables ``conversations`` and ``conversation_turns``),
-for follow-up questions and for ``GET /conversations``.
+for follow-up questions and for ``GET /conversations``; the asker's rating of a turn
+(``set_feedback``).
 
 A turn is recorded once it is answered (or failed): a conversation is begun with its
 first turn, so a request that never got that far leaves nothing. A call numbers its turns
@@ -297,6 +298,8 @@ TURN_COLUMNS = (
     "language",
     "timings",
     "created_at",
+    "feedback",
+    "feedback_at",
 )
 
 
@@ -333,6 +336,33 @@ def list_conversations(
         },
     ).fetchall()
     return [dict(zip(_CONVERSATION_COLUMNS, row, strict=True)) for row in rows]
+
+
+def has_conversation(conn: psycopg.Connection, conversation_id: int) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM conversations WHERE id = %s", (conversation_id,)).fetchone()
+        is not None
+    )
+
+
+def set_feedback(
+    conn: psycopg.Connection, conversation_id: int, turn: int, rating: str | None, now: datetime
+) -> bool:
+    """Rate turn ``turn`` of the conversation ``rating`` (``up`` or ``down``, checked by
+    ``ragcore.api.conversations.TurnFeedback``) at ``now``; None takes a rating back. False
+    when the conversation has no such turn. Rating the same again keeps when it was first
+    given."""
+    row = conn.execute(
+        """UPDATE conversation_turns
+              SET feedback_at = CASE WHEN %(rating)s::text IS NULL THEN NULL
+                                     WHEN feedback IS NOT DISTINCT FROM %(rating)s::text
+                                     THEN feedback_at ELSE %(now)s END,
+                  feedback = %(rating)s::text
+            WHERE conversation_id = %(conversation)s AND turn = %(turn)s
+        RETURNING 1""",
+        {"rating": rating, "now": now, "conversation": conversation_id, "turn": turn},
+    ).fetchone()
+    return row is not None
 
 
 def get_conversation(conn: psycopg.Connection, conversation_id: int) -> dict[str, Any] | None:

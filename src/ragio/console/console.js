@@ -316,9 +316,12 @@ PAGES.documents = async (area) => {
   await load();
 };
 
+// a turn's rating of its answer (POST /conversations/{id}/turns/{turn}/feedback)
+const RATINGS = { up: "👍 up", down: "👎 down" };
+
 PAGES.conversations = async (area) => {
   const channel = el("select", { id: "conversation-channel" },
-    ["", "chat", "openai", "telegram", "whatsapp", "discord", "voice"].map((c) =>
+    ["", "chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"].map((c) =>
       el("option", { value: c, text: c || "All channels" })));
   const list = el("div", { id: "conversation-list" });
   const detail = el("div", { id: "conversation-detail" });
@@ -330,6 +333,7 @@ PAGES.conversations = async (area) => {
         t.search_question ? el("p", { className: "muted", text: `Searched as: ${t.search_question}` }) : null,
         el("p", { className: "answer", text: t.answer || "(no answer)" }),
         el("p", { className: "muted", text: `${t.outcome} · ${t.provider || "no provider"} · ${t.timings.answer_ms ?? "?"} ms · ${when(t.created_at)}` }),
+        t.feedback ? el("p", { className: "feedback", text: `Rated ${RATINGS[t.feedback] || t.feedback} · ${when(t.feedback_at)}` }) : null,
         t.citations.length ? el("ul", {}, t.citations.map((c) => el("li", { text: `[${c.number}] ${c.document_name}` }))) : null)));
     detail.focus();
   };

@@ -79,8 +79,11 @@ def end_call(conn: psycopg.Connection, call_sid: str, reason: str, now: datetime
 
 
 _CALL_COLUMNS = ("id", "call_sid", "caller_hash", "role", "started_at", "ended_at", "end_reason")
-#: a turn as ``GET /voice/calls`` shows it, from the conversation's turn
-_TURN_COLUMNS = tuple(c for c in TURN_COLUMNS if c != "search_question")
+#: a turn as ``GET /voice/calls`` shows it, from the conversation's turn (a call's turns
+#: are not rated)
+_TURN_COLUMNS = tuple(
+    c for c in TURN_COLUMNS if c not in ("search_question", "feedback", "feedback_at")
+)
 #: a citation's fields shown (the conversation keeps the whole citation)
 _CITATION_FIELDS = ("number", "document_id", "document_name", "live_action_id")
 
