@@ -317,6 +317,7 @@ def extras(answer: ChatAnswer) -> dict[str, Any]:
             "limited": answer.limited,
             "search_question": answer.search_question,
             "conversation_id": answer.conversation_id,
+            "turn": answer.turn,
         },
     }
 
