@@ -19,7 +19,7 @@ NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
 async def test_a_widget_conversation_is_listed_on_web_alone_and_may_be_rated(api, service):
     await api.post("/chat", json={"question": "When do you open?"})
     visitor = TurnRecord("web", None, "Where is my order?", "It shipped. [1]", "answered")
-    web = await service.database.run(record_turn, visitor, NOW, 0)
+    web = (await service.database.run(record_turn, visitor, NOW, 0)).conversation_id
 
     listed = await api.get("/conversations", params={"channel": "web"})
     assert listed.status_code == 200, listed.text

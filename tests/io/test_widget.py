@@ -94,6 +94,19 @@ def _bearer(token: str, origin: str = SHOP) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "Origin": origin}
 
 
+async def test_a_site_answers_as_a_customer_facing_role_on_the_web(api):
+    site = await make_site(api)
+    token = (await session(api, site)).json()["token"]
+    done = events(await ask(api, token, "Hello?"))[-1][1]
+    assert done["role"] == "support"  # none chosen: the web's default, as on the channels
+    refused = await api.patch(f"/widget/sites/{site['id']}", json={"role": "finance"})
+    assert_problem(refused, 422, "does not answer customers on the web")
+    assert_problem(await api.patch(f"/widget/sites/{site['id']}", json={"role": "x"}), 422)
+    chosen = await api.patch(f"/widget/sites/{site['id']}", json={"role": "sales"})
+    assert chosen.json()["role"] == "sales"
+    assert events(await ask(api, token, "Hello again?"))[-1][1]["role"] == "sales"
+
+
 async def test_an_origin_not_allowed_gets_no_session_and_no_cors(api):
     site = await make_site(api)
     refused = await session(api, site, origin=ELSEWHERE)

@@ -32,10 +32,13 @@ from ragcore.api.widget import (
     WidgetQuestion,
     WidgetTurn,
 )
+from ragcore.channel_names import WEB
+from ragcore.channels.routing import customer_roles, default_role
 from ragcore.chat.history import IDLE_MINUTES, place_key
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest
 from ragcore.converter import converter, structure_body
+from ragcore.employees.roles import Role
 from ragcore.widget import tokens
 from ragcore.widget.quotas import (
     client_address,
@@ -45,7 +48,7 @@ from ragcore.widget.quotas import (
 )
 from ragcore.widget.tokens import TOKEN_LIFETIME, TokenRefused, VisitorClaims
 from ragio.chat import conversations
-from ragio.employees.lookup import UnknownRole, stored_role
+from ragio.employees import store as employees_store
 from ragio.http.chat import ChatWire
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -54,7 +57,7 @@ from ragio.widget import store
 from ragio.widget.store import PublicSite
 
 blueprint = Blueprint("widget", __name__)
-CHANNEL = "web"
+CHANNEL = WEB
 #: the visitor's routes: open, answered to the allowed origins only
 OPEN_PATHS = (
     "/widget.js",
@@ -260,12 +263,7 @@ async def widget_question() -> Response:
         problem = ProblemError(429, refused.message, title="Too many questions")
         problem.headers = {"Retry-After": str(refused.retry_after(now))}  # type: ignore[attr-defined]
         raise problem
-    employee = None
-    if site.site.role:
-        try:
-            employee = await stored_role(svc.database, site.site.role)
-        except UnknownRole:  # the owner deleted it: the service answers itself
-            employee = None
+    employee = await _answering_role(site)
     visitor = f"{site.site.public_id}:{claims.visitor}"
     question = ChatRequest(
         question=asked.question,
@@ -285,6 +283,20 @@ async def widget_question() -> Response:
             await svc.database.run(store.add_tokens, site.site.id, spent, used - reserve)
 
     return await stream_turn(turn, ChatWire(), after=count_tokens)
+
+
+async def _answering_role(site: PublicSite) -> Role | None:
+    """The site's role while it answers customers on the web; else (none chosen, or it
+    was deleted or taken off the web since) the web's default customer role, as a text
+    channel's (``support``)."""
+    roles = await service().database.run(_roles)
+    reachable = customer_roles(roles, CHANNEL)
+    chosen = next((r for r in reachable if r.identifier == site.site.role), None)
+    return chosen or default_role(roles, CHANNEL)
+
+
+def _roles(conn: psycopg.Connection) -> list[Role]:
+    return [stored.role for stored in employees_store.list_roles(conn)]
 
 
 @blueprint.get("/widget/conversation")

@@ -10,6 +10,8 @@ from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id
 from ragcore.api.widget import IdentitySecret, SiteCreated, Sites
+from ragcore.channel_names import WEB
+from ragcore.channels.routing import customer_roles
 from ragcore.errors import InvalidInput
 from ragcore.widget.sites import Site, SitePatch, check_new, check_patch
 from ragio.employees.lookup import UnknownRole, stored_role
@@ -24,12 +26,20 @@ SITES = ("site", PATH)  # what a path id names, and where they are listed
 
 
 async def _checked(fields: SitePatch) -> SitePatch:
-    """``fields`` when their role (if one is named) is a stored role; 422 otherwise."""
+    """``fields`` when their role (if one is named) is a stored role that answers
+    customers on the web (its ``channels`` include ``web``); 422 otherwise."""
     if fields.role:
         try:
-            await stored_role(service().database, fields.role)
+            role = await stored_role(service().database, fields.role)
         except UnknownRole as unknown:
             raise InvalidInput("role", str(unknown)) from None
+        if not customer_roles([role], WEB):
+            raise InvalidInput(
+                "role",
+                f"{role.identifier} does not answer customers on the web (its channels: "
+                f"{', '.join(role.channels) or 'none'}); add web to its channels with PATCH "
+                f"/employees/{role.identifier}, or choose a customer-facing role",
+            )
     return fields
 
 
