@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from ragcore.widget.tokens import user_hash
 from tests.io.test_http_errors import assert_problem
@@ -253,3 +254,38 @@ async def test_the_identity_secret_is_in_no_visitor_response_page_or_log(api, ca
     for response in seen:
         assert secret not in response.text, response.request.url
     assert secret not in caplog.text and hashed not in caplog.text
+
+
+class TestVerifiedCustomers:
+    @pytest.fixture
+    def settings_overrides(self):
+        from cryptography.fernet import Fernet
+
+        return {"addon_encryption_key": Fernet.generate_key().decode()}
+
+    async def test_a_verified_customer_gets_their_own_live_data_and_a_visitor_none(self, api):
+        crm = "customer,plan\ncust_7,gold plan\ncust_8,silver plan\n"
+        source = await api.post(
+            "/integrations", json={"name": "crm", "source_type": "csv", "content": crm}
+        )
+        assert source.status_code == 201, source.text
+        action = await api.post(
+            "/live-actions",
+            json={
+                "name": "plan",
+                "source_id": source.json()["id"],
+                "template": "customer = {caller}",
+                "triggers": ["my plan"],
+            },
+        )
+        assert action.status_code == 201, action.text
+        site = await make_site(api)
+        hashed = user_hash(site["identity_secret"], "cust_7")
+        known = (await session(api, site, user_id="cust_7", user_hash=hashed)).json()["token"]
+        done = events(await ask(api, known, "What is my plan?"))[-1][1]
+        assert "gold" in done["answer"] and "silver" not in done["answer"]
+        assert done["citations"][0]["document_name"] == "live data: plan"
+
+        anonymous = (await session(api, site)).json()["token"]
+        done = events(await ask(api, anonymous, "What is my plan?"))[-1][1]
+        assert "gold" not in done["answer"] and "silver" not in done["answer"]
