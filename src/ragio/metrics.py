@@ -86,6 +86,13 @@ TOKENS = Counter(
     ("provider", "role", "kind"),
     registry=REGISTRY,
 )
+WIDGET_QUESTIONS = Counter(
+    "ragchat_widget_questions",
+    "Questions the chat widget's visitors asked, by result: taken, or the quota that "
+    "refused it (visitor_day, ip_hour, ip_day, tokens_day)",
+    ("result",),
+    registry=REGISTRY,
+)
 VOICE_CALLS = Gauge(
     "ragchat_voice_calls_in_progress",
     "Phone calls being answered by this process's voice server now",

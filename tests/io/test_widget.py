@@ -198,6 +198,8 @@ class TestQuotas:
         other = (await session(api, site)).json()["token"]  # another visitor still may
         assert (await ask(api, other, "Hello?")).status_code == 200
         assert body["status"] == 429
+        metrics = (await api.get("/metrics")).text
+        assert 'ragchat_widget_questions_total{result="visitor_day"} 1.0' in metrics
 
     async def test_an_address_gets_its_hourly_questions_whatever_visitor_it_claims(self, api):
         site = await make_site(api, ip_questions_per_hour=3)

@@ -59,6 +59,11 @@ class Counter:
         return max(1, math.ceil((self.ends - now).total_seconds()))
 
     @property
+    def name(self) -> str:
+        """The quota's name: ``visitor_day``, ``ip_hour``, ``ip_day``, ``tokens_day``."""
+        return f"{self.kind}_{self.window}"
+
+    @property
     def message(self) -> str:
         return MESSAGES[(self.kind, self.window)]
 

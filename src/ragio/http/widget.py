@@ -53,6 +53,7 @@ from ragio.http.chat import ChatWire
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.http.turns import stream_turn
+from ragio.metrics import WIDGET_QUESTIONS
 from ragio.widget import store
 from ragio.widget.store import PublicSite
 
@@ -259,6 +260,7 @@ async def widget_question() -> Response:
     refused = await svc.database.run(
         store.take_question, site.site.id, counters, spent, reserve, now
     )
+    WIDGET_QUESTIONS.labels("taken" if refused is None else refused.name).inc()
     if refused is not None:
         problem = ProblemError(429, refused.message, title="Too many questions")
         problem.headers = {"Retry-After": str(refused.retry_after(now))}  # type: ignore[attr-defined]
