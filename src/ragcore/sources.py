@@ -20,6 +20,8 @@ class Hit:
     #: set on the live-data source (ragcore.live.pipeline.live_hit), whose rows come from
     #: the owner's systems: it has no document or chunk (their ids are 0)
     live_action_id: int | None = None
+    #: where the document is published, when the owner said (a citation links to it)
+    source_url: str | None = None
 
 
 @attrs.frozen

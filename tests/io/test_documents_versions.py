@@ -290,3 +290,26 @@ async def test_documents_are_found_by_a_part_of_their_name_in_any_case(api):
 async def test_a_bad_paging_or_search_parameter_is_422_naming_it(api, params, field):
     problem = assert_problem(await api.get("/documents", params=params), 422)
     assert problem["field"] == field
+
+
+async def test_where_a_document_is_published_is_kept_and_cited(api):
+    page = "https://shop.example.com/returns"
+    doc = await add(api, "returns.md", "Items can be returned within 30 days.", source_url=page)
+    assert doc.status_code == 201, doc.text
+    assert doc.json()["source_url"] == page
+    answer = await ask(api, "How long do I have to return an item?")
+    assert answer["citations"][0]["source_url"] == page
+    other = await upload(
+        api, "hours.txt", b"We open at 9 am.", "text/plain", source_url="https://shop.example.com/h"
+    )
+    assert other.json()["source_url"] == "https://shop.example.com/h"
+    cleared = await api.patch(f"/documents/{doc.json()['id']}", json={"source_url": ""})
+    assert "source_url" not in cleared.json()  # left out when not said
+    answer = await ask(api, "How long do I have to return an item?")
+    assert "source_url" not in answer["citations"][0]
+    for bad in ("ftp://x.example/a", "https://user:pw@x.example/", "not a url"):
+        refused = await add(api, "x.md", "Some text.", source_url=bad)
+        assert assert_problem(refused, 422)["field"] == "source_url"
+    assert_problem(
+        await upload(api, "y.txt", b"Words.", "text/plain", source_url="javascript:alert(1)"), 422
+    )

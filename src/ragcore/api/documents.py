@@ -11,17 +11,20 @@ from urllib.parse import urlencode
 import attrs
 
 from ragcore.api.problems import Problem, ProblemError
-from ragcore.converter import listing, refusal
+from ragcore.converter import listing, refusal, unless_sent
 from ragcore.errors import InvalidInput
 from ragcore.inputs import HAS_WORD
 from ragcore.jobs import JobStatus
 from ragcore.knowledge.documents import (
     MAX_NAME_CHARS,
+    MAX_SOURCE_URL_CHARS,
     NAME_REFUSAL,
     NO_WORDS,
     TEXT_REFUSAL,
     Format,
     StoredDocument,
+    check_name,
+    check_source_url,
     detect_format,
     supported_formats,
     upload_name,
@@ -29,6 +32,7 @@ from ragcore.knowledge.documents import (
 from ragcore.schema import described
 from ragcore.schema import text as text_schema
 
+SOURCE_URL = "where the document is published (an http(s) page): its citations link there"
 REPLACE_DESCRIPTION = (
     "true: replace the documents holding this name (they are deleted with their chunks as "
     "this one is stored); false: a name held by a document of other content is refused "
@@ -44,6 +48,9 @@ class NewDocument:
         metadata=refusal(TEXT_REFUSAL)
     )
     replace: Annotated[bool, described(REPLACE_DESCRIPTION)] = False
+    source_url: Annotated[str | None, described(SOURCE_URL, maxLength=MAX_SOURCE_URL_CHARS)] = (
+        attrs.field(default=None, converter=check_source_url)
+    )
 
 
 @listing(words="allowed")
@@ -56,6 +63,7 @@ class DocumentUpload:
         str, described("the document's name; default: the file's name", maxLength=MAX_NAME_CHARS)
     ] = ""
     replace: Annotated[str, described(REPLACE_DESCRIPTION, enum=["true", "false"])] = "false"
+    source_url: Annotated[str, described(SOURCE_URL, maxLength=MAX_SOURCE_URL_CHARS)] = ""
 
 
 def form_flag(value: str, field: str) -> bool:
@@ -68,7 +76,14 @@ def form_flag(value: str, field: str) -> bool:
 @listing(words="allowed")
 @attrs.frozen
 class DocumentChange:
-    name: Annotated[str, text_schema(MAX_NAME_CHARS)] = attrs.field(metadata=refusal(NAME_REFUSAL))
+    """The fields to change: a new name, where it is published ("" for nowhere)."""
+
+    name: Annotated[str | None, text_schema(MAX_NAME_CHARS)] = unless_sent(
+        lambda value: check_name(value).strip()
+    )
+    source_url: Annotated[
+        str | None, described(SOURCE_URL + '; "" says nowhere', maxLength=MAX_SOURCE_URL_CHARS)
+    ] = unless_sent(lambda value: check_source_url(value) or "")
 
 
 @attrs.frozen
@@ -79,6 +94,9 @@ class Document:
     content_type: Annotated[str, described("media type of the file it was read from")] = ""
     size_bytes: Annotated[int, described("size of that file (of the text, when sent as JSON)")] = 0
     created_at: datetime | None = None
+    source_url: Annotated[
+        str | None, described("where it is published; left out when not said")
+    ] = unless_sent()
 
     @classmethod
     def of(cls, doc: StoredDocument, **extra: Any) -> Any:
@@ -90,6 +108,7 @@ class Document:
             doc.content_type,
             doc.size_bytes,
             doc.created_at,
+            source_url=doc.source_url,
             **extra,
         )
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import attrs
 
+from ragcore.converter import unless_sent
 from ragcore.schema import described
 from ragcore.sources import Source
 
@@ -31,6 +32,10 @@ class Citation:
             "null for a document"
         ),
     ] = None
+    source_url: Annotated[
+        str | None,
+        described("where the document is published, when the owner said; left out otherwise"),
+    ] = unless_sent()
 
 
 def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Citation, ...]]:
@@ -65,4 +70,5 @@ def _citation(source: Source) -> Citation:
         score=hit.score,
         heading_path=hit.heading_path,
         live_action_id=hit.live_action_id,
+        source_url=hit.source_url,
     )

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Generator, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -50,6 +51,7 @@ class StoredDocument:
     created_at: datetime | None = None
     #: the documents that held its name until it was stored, gone with their chunks
     replaced: tuple[StoredDocument, ...] = ()
+    source_url: str | None = None
 
 
 # --- formats -------------------------------------------------------------------------------
@@ -93,6 +95,7 @@ class StoreDocument:
     size_bytes: int = 0
     #: the ids of the documents holding ``name`` that it replaces (``replacing``'s choice)
     replaces: tuple[int, ...] = ()
+    source_url: str | None = None
 
 
 @attrs.frozen
@@ -268,6 +271,36 @@ class NewDocument:
     content_type: str
     size_bytes: int
     chunks: tuple[Chunk, ...]
+    source_url: str | None = None
+
+
+MAX_SOURCE_URL_CHARS = 2000
+
+
+def check_source_url(value: Any, field: str = "source_url") -> str | None:
+    """Where the document is published (a web page a citation may link to): an absolute
+    http(s) URL without a user or password; None for blank."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be the document's web address, as text")
+    url = value.strip()
+    if not url:
+        return None
+    if len(url) > MAX_SOURCE_URL_CHARS:
+        raise InvalidInput(field, f"is longer than {MAX_SOURCE_URL_CHARS} characters")
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise InvalidInput(field, "is not a web address") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise InvalidInput(
+            field, "must be an http(s) address, such as https://shop.example.com/returns"
+        )
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput(field, "must not hold a user or password: it is shown to visitors")
+    check_text_input(url, field)
+    return url
 
 
 def prepare_document(
@@ -280,6 +313,7 @@ def prepare_document(
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
     max_chunks: int | None = None,
     field: str = "text",
+    source_url: str | None = None,
 ) -> NewDocument:
     """Check, hash and chunk a document; InvalidInput when it cannot be one, TooLarge
     (naming ``field``, where the text came from) when it would make more than
@@ -293,6 +327,7 @@ def prepare_document(
     holds more than ``target_tokens`` tokens, so it makes at least tokens/target chunks.
     """
     name, text = check_document(name, text)
+    source_url = check_source_url(source_url)
     if max_chunks is not None:
         least = -(-count_tokens_lazily(text) // target_tokens)
         if least > max_chunks:
@@ -307,6 +342,7 @@ def prepare_document(
         content_type=content_type or text_content_type(name),
         size_bytes=len(text.encode("utf-8")) if size_bytes is None else size_bytes,
         chunks=chunks,
+        source_url=source_url,
     )
 
 
@@ -442,6 +478,7 @@ def store_new_documents(
                 content_type=doc.content_type,
                 size_bytes=doc.size_bytes,
                 replaces=tuple(old.id for old in replaces[id(doc)]),
+                source_url=doc.source_url,
             )
         )
     stored: dict[str, StoredDocument] = {}

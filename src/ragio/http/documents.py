@@ -35,7 +35,7 @@ from ragcore.api.queries import no_such, path_id, read_query, stored_id
 from ragcore.converter import converter, refuse_unknown, structure_body
 from ragcore.knowledge.documents import (
     StoredDocument,
-    check_name,
+    check_source_url,
     forget_documents,
     prepare_document,
     store_new_document,
@@ -92,7 +92,7 @@ async def create_document() -> tuple[DocumentAdded | DocumentJob, int, dict[str,
         check_json_media_type(request.mimetype)
         check_size("body", request.content_length or 0, svc.settings.max_upload_bytes)
         new = structure_body(await json_body(required=True), NewDocument)
-        stored = await _add(svc, new.name, new.text, replace=new.replace)
+        stored = await _add(svc, new.name, new.text, replace=new.replace, source_url=new.source_url)
     added = DocumentAdded.added(stored)
     if stored.created:
         return added, 201, {"Location": f"/documents/{stored.id}"}
@@ -108,12 +108,15 @@ async def _add_upload(svc: Service) -> StoredDocument | jobs_store.Job:
     first = uploads[0].filename if uploads else None
     name, filename = upload_names(len(uploads), "file" in form, first, form.get("name", ""))
     replace = form_flag(form.get("replace", "false"), "replace")
+    source_url = check_source_url(form.get("source_url"))
     upload = uploads[0]
     data = await trio.to_thread.run_sync(upload.read)
     fmt = upload_format(name, filename, upload.mimetype, data, svc.settings.max_upload_bytes)
     charset = upload.mimetype_params.get("charset")
     if ingested_as_job(len(data), svc.settings.ingest_job_bytes):
-        return await _queue_ingestion(svc, name, fmt.name, charset, data, replace=replace)
+        return await _queue_ingestion(
+            svc, name, fmt.name, charset, data, replace=replace, source_url=source_url
+        )
     text = await read_upload(data, fmt, charset, seconds=svc.settings.max_document_read_seconds)
     with said_of_the_file():
         return await _add(
@@ -121,6 +124,7 @@ async def _add_upload(svc: Service) -> StoredDocument | jobs_store.Job:
             name,
             text,
             replace=replace,
+            source_url=source_url,
             content_type=fmt.content_type,
             size_bytes=len(data),
             field="file",
@@ -128,7 +132,14 @@ async def _add_upload(svc: Service) -> StoredDocument | jobs_store.Job:
 
 
 async def _queue_ingestion(
-    svc: Service, name: str, fmt: str, charset: str | None, data: bytes, *, replace: bool
+    svc: Service,
+    name: str,
+    fmt: str,
+    charset: str | None,
+    data: bytes,
+    *,
+    replace: bool,
+    source_url: str | None,
 ) -> jobs_store.Job:
     """The file kept in the database with its job, for whichever process runs it."""
     payload = {
@@ -137,6 +148,7 @@ async def _queue_ingestion(
         "charset": charset,
         "size_bytes": len(data),
         "replace": replace,
+        "source_url": source_url,
     }
     job, _ = await svc.database.run(
         lambda conn: jobs_store.enqueue(conn, INGEST, payload, svc.clock.now(), data=data)
@@ -222,17 +234,18 @@ async def get_document(id: str) -> DocumentWithText:
 
 @blueprint.patch("/documents/<id>")
 @operation(
-    Reply(200, "Renamed", Document), 404, 409, 422, body=DocumentChange, path={"id": DOCUMENT_ID}
+    Reply(200, "Changed", Document), 404, 409, 422, body=DocumentChange, path={"id": DOCUMENT_ID}
 )
-async def rename_document(id: str) -> Document:
-    """Rename a document; a name another document holds is refused (409 naming it)"""
+async def change_document(id: str) -> Document:  # noqa: A002 (the path's name)
+    """Rename a document or say where it is published; a name another holds is refused (409)"""
     document_id = path_id(id, *DOCUMENTS)
     change = structure_body(await json_body(required=True), DocumentChange)
-    name = check_name(change.name).strip()
-    renamed = await service().database.run(store.rename_document, document_id, name)
-    if renamed is None:
+    changed = await service().database.run(
+        store.change_document, document_id, change.name, change.source_url
+    )
+    if changed is None:
         raise no_such(id, *DOCUMENTS)
-    return Document.of(renamed)
+    return Document.of(changed)
 
 
 @blueprint.delete("/documents/<id>")

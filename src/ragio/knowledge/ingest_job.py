@@ -42,6 +42,7 @@ async def ingest(running: Running) -> dict[str, Any]:
         content_type=fmt.content_type,
         size_bytes=len(data),
         field="file",
+        source_url=job.payload.get("source_url"),
     )
     with said_of_the_file():
         doc = await trio.to_thread.run_sync(prepare)

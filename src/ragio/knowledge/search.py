@@ -161,7 +161,7 @@ _SELECT = """
 SELECT c.id, c.document_id, doc.name, c.text, f.score, c.heading_path,
        f.vector_rank, f.lexical_rank,
        -- the vector is read only for the few hits the dense list did not find
-       1 - coalesce(f.distance, {distance}) AS similarity, f.graph_rank
+       1 - coalesce(f.distance, {distance}) AS similarity, f.graph_rank, doc.source_url
 FROM fused f
 JOIN chunks c ON c.id = f.id
 JOIN documents doc ON doc.id = c.document_id
@@ -302,6 +302,7 @@ def rank_chunks(
             lexical_rank=r[7],
             similarity=float(r[8]),
             graph_rank=r[9],
+            source_url=r[10],
             similarity_floor=floor,
             topic_floor=on_topic,
             topic_floor_languages=on_topic_languages,

@@ -14,7 +14,7 @@ from ragcore.knowledge.documents import RENAME_ADVICE, NameTaken, StoredDocument
 
 # The columns a StoredDocument is read from, for a documents row ``d``.
 _DOCUMENT = """d.id, d.name, d.content_type, d.size_bytes, d.created_at,
-               (SELECT count(*) FROM chunks c WHERE c.document_id = d.id)"""
+               (SELECT count(*) FROM chunks c WHERE c.document_id = d.id), d.source_url"""
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -42,6 +42,7 @@ def _stored(row: Sequence[Any], created: bool = False) -> StoredDocument:
         created_at=row[4],
         chunk_count=row[5],
         created=created,
+        source_url=row[6],
     )
 
 
@@ -94,16 +95,29 @@ def _lock_name(conn: psycopg.Connection, name: str) -> None:
 
 
 def rename_document(conn: psycopg.Connection, document_id: int, name: str) -> StoredDocument | None:
+    """Give the document ``document_id`` the name ``name``: ``change_document``."""
+    return change_document(conn, document_id, name, None)
+
+
+def change_document(
+    conn: psycopg.Connection, document_id: int, name: str | None, source_url: str | None
+) -> StoredDocument | None:
     """Give the document ``document_id`` the name ``name`` (under the name's lock, as a
-    new version is stored); NameTaken when another document holds it; None when there is
-    no such document."""
+    new version is stored: NameTaken when another document holds it) and the
+    ``source_url`` ("" for none), each when given; None when there is no such document."""
     with conn.transaction():
-        _lock_name(conn, name)
-        [holders] = find_named(conn, [name])
-        others = [doc for doc in holders if doc.id != document_id]
-        if others:
-            raise NameTaken(name, others, RENAME_ADVICE)
-        conn.execute("UPDATE documents SET name = %s WHERE id = %s", (name, document_id))
+        if name is not None:
+            _lock_name(conn, name)
+            [holders] = find_named(conn, [name])
+            others = [doc for doc in holders if doc.id != document_id]
+            if others:
+                raise NameTaken(name, others, RENAME_ADVICE)
+            conn.execute("UPDATE documents SET name = %s WHERE id = %s", (name, document_id))
+        if source_url is not None:
+            conn.execute(
+                "UPDATE documents SET source_url = %s WHERE id = %s",
+                (source_url or None, document_id),
+            )
         row = conn.execute(
             f"SELECT {_DOCUMENT} FROM documents d WHERE d.id = %s", (document_id,)
         ).fetchone()
@@ -148,10 +162,18 @@ def store_documents(
         new: list[tuple[int, StoreDocument]] = []
         for doc in docs:
             row = conn.execute(
-                """INSERT INTO documents (name, content_hash, text, content_type, size_bytes)
-                   VALUES (%s, %s, %s, %s, %s)
+                """INSERT INTO documents
+                          (name, content_hash, text, content_type, size_bytes, source_url)
+                   VALUES (%s, %s, %s, %s, %s, %s)
                    ON CONFLICT (content_hash) DO NOTHING RETURNING id, created_at""",
-                (doc.name, doc.content_hash, doc.text, doc.content_type, doc.size_bytes),
+                (
+                    doc.name,
+                    doc.content_hash,
+                    doc.text,
+                    doc.content_type,
+                    doc.size_bytes,
+                    doc.source_url,
+                ),
             ).fetchone()
             if row is None:
                 existing = find_document(conn, doc.content_hash)
@@ -170,6 +192,7 @@ def store_documents(
                     content_type=doc.content_type,
                     size_bytes=doc.size_bytes,
                     created_at=row[1],
+                    source_url=doc.source_url,
                 )
             )
         with (
@@ -217,7 +240,7 @@ def get_document(conn: psycopg.Connection, document_id: int) -> tuple[StoredDocu
     row = conn.execute(
         f"SELECT {_DOCUMENT}, d.text FROM documents d WHERE d.id = %s", (document_id,)
     ).fetchone()
-    return (_stored(row), row[6]) if row else None
+    return (_stored(row), row[7]) if row else None
 
 
 def delete_documents(conn: psycopg.Connection, reference: int | str) -> list[StoredDocument]:
