@@ -87,7 +87,7 @@ class HostPage:
         await send({"type": "http.response.body", "body": self.page()})
 
 
-def visit(allowed_url: str, refused_url: str) -> dict[str, Any]:
+def visit(allowed_url: str, refused_url: str, service_url: str, site: int) -> dict[str, Any]:
     """The visitor's path on the owner's page, then the page on an origin not allowed."""
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -176,6 +176,23 @@ def visit(allowed_url: str, refused_url: str) -> dict[str, Any]:
         seen["console_errors"] = [
             entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"
         ]
+        # what the owner sees now; then the owner revokes the visitors' tokens: the next
+        # question gets a new session (a new visitor) once and is answered
+        listed = httpx.get(f"{service_url}/conversations", params={"channel": "web"}, headers=OWNER)
+        seen["listed"] = (listed.status_code, listed.json())
+        revoked = httpx.post(f"{service_url}/widget/sites/{site}/revoke-sessions", headers=OWNER)
+        assert revoked.status_code == 204, revoked.text
+        driver.set_window_size(1280, 900)
+        shown("#i").send_keys("Can I return a gift?", Keys.ENTER)
+        wait.until(lambda d: len(d.execute_script(
+            f"{SHADOW}.querySelectorAll('li.a[data-turn], li.e')"
+        )) == 3)  # fmt: skip
+        seen["after_revoke"] = driver.execute_script(
+            f"const e = [...{SHADOW.removeprefix('return ')}"
+            ".querySelectorAll('li.a[data-turn], li.e')].pop();"
+            "return [e.className, e.dataset.turn, e.querySelector('.x').textContent]"
+        )
+        driver.get_log("browser")  # the refused token read: a 401 without CORS headers
 
         driver.get(refused_url)  # the same page, on an origin the site does not allow
         shown(".launcher").click()
@@ -206,7 +223,8 @@ async def test_a_visitor_chats_through_the_widget_on_a_strict_page_of_another_or
     assert created.status_code == 201, created.text
     host.site = created.json()["public_id"]
 
-    seen = await trio.to_thread.run_sync(visit, allowed + "/", refused + "/")
+    site = created.json()["id"]
+    seen = await trio.to_thread.run_sync(visit, allowed + "/", refused + "/", host.service, site)
     stop.set()
 
     # the launcher and the dialog, in the page's language (<html lang="de">)
@@ -229,12 +247,16 @@ async def test_a_visitor_chats_through_the_widget_on_a_strict_page_of_another_or
     assert seen["phone"] == [0, 0]
 
     # one conversation on channel web, the follow-up in it
-    listed = await api.get("/conversations", params={"channel": "web"}, headers=OWNER)
-    assert listed.status_code == 200, listed.text
-    assert len(listed.json()["conversations"]) == 1
-    conversation = listed.json()["conversations"][0]["id"]
+    status, listed = seen["listed"]
+    assert status == 200, listed
+    assert len(listed["conversations"]) == 1
+    conversation = listed["conversations"][0]["id"]
     owner = (await api.get(f"/conversations/{conversation}", headers=OWNER)).json()
     assert [t["turn"] for t in owner["turns"]] == [1, 2]
+    # tokens revoked: the widget got a new session once and asked again (a new visitor)
+    assert seen["after_revoke"] == ["a", "1", REPLY]
+    now = (await api.get("/conversations", params={"channel": "web"}, headers=OWNER)).json()
+    assert len(now["conversations"]) == 2
 
     # an origin not allowed: refused (403, no CORS), the widget says so kindly
     assert seen["refused"] == GERMAN_DOWN
