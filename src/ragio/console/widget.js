@@ -158,11 +158,11 @@ border-radius:0}.open .launcher{display:none}}
     el("label", { for: "i", class: "sr", text: T.question }), input, send);
   const panel = el("div", {
     id: "p", class: "panel", role: "dialog", "aria-label": T.chat, hidden: "",
-    onkeydown: (event) => event.key === "Escape" && close(),
   }, el("header", {}, title,
     el("button", { class: "close", type: "button", "aria-label": T.close, text: "×",
       onclick: close })), list, form);
-  const frame = el("div", { class: "w" }, panel, launcher);
+  const frame = el("div", { class: "w", onkeydown: (event) => event.key === "Escape" && close() },
+    panel, launcher);
   root.append(frame);
   (document.body ? Promise.resolve() : new Promise((ok) =>
     document.addEventListener("DOMContentLoaded", ok))).then(() => document.body.append(host));
