@@ -140,7 +140,9 @@ async def test_tokens_forged_of_another_site_expired_or_revoked_are_refused(api,
     assert_problem(await api.post("/widget/chat/stream", json={"question": "Hi?"}), 401)
 
     fake_clock.advance(timedelta(hours=1, seconds=1))
-    assert_problem(await ask(api, token, "Hi?"), 401, "expired")
+    expired = await ask(api, token, "Hi?")
+    assert_problem(expired, 401, "expired")
+    assert expired.headers["access-control-allow-origin"] == SHOP  # the widget reads it
     renewed = await session(api, site, renew=token)
     assert renewed.json()["visitor"] == (await _visitor_of(api, token, site))
     fresh = renewed.json()["token"]
@@ -164,7 +166,9 @@ async def test_a_disabled_site_stops_at_once(api):
     site = await make_site(api)
     token = (await session(api, site)).json()["token"]
     await api.patch(f"/widget/sites/{site['id']}", json={"enabled": False})
-    assert_problem(await ask(api, token, "Hi?"), 403, "switched off")
+    off = await ask(api, token, "Hi?")
+    assert_problem(off, 403, "switched off")
+    assert off.headers["access-control-allow-origin"] == SHOP
     assert_problem(await session(api, site), 403)
 
 

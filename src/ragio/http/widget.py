@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 from quart import Blueprint, Response, g, request
 
+from ragcore.api.chat import event_stream
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.widget import (
@@ -119,13 +120,12 @@ def _check_origin(site: PublicSite) -> None:
     """The request's origin must be one the site allows (a browser always sends it); a
     request without one (not a browser) goes on to the quotas."""
     origin = _origin()
+    if origin is not None and origin in site.site.allowed_origins:
+        _allow(origin)  # the page may read whatever is answered, a refusal too
     if not site.site.enabled:
         raise ProblemError(403, "the chat is switched off on this site")
-    if origin is None:
-        return
-    if origin not in site.site.allowed_origins:
+    if origin is not None and origin not in site.site.allowed_origins:
         raise ProblemError(403, "the chat is not allowed on this website (its origin)")
-    _allow(origin)
 
 
 @blueprint.get("/widget.js")
@@ -190,10 +190,10 @@ async def _visitor() -> tuple[PublicSite, VisitorClaims]:
     expired, revoked or of another site; 403 for an origin the site does not allow."""
     given = request.headers.get("Authorization", "")
     scheme, _, token = given.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise _unauthorized("send the visitor token as Authorization: Bearer <token>")
     svc = service()
     try:
+        if scheme.lower() != "bearer" or not token.strip():
+            raise TokenRefused("send the visitor token as Authorization: Bearer <token>")
         # which site: read from the token, trusted only once its signature is checked
         unverified_site = _site_named(token.strip())
         site = await svc.database.run(store.public_site, unverified_site)
@@ -207,6 +207,11 @@ async def _visitor() -> tuple[PublicSite, VisitorClaims]:
             generation=site.sessions_generation,
         )
     except TokenRefused as refused:
+        # the widget must read the refusal to start a new session: CORS for an origin
+        # some site allows (the token cannot say which site it is for)
+        origin = _origin()
+        if origin is not None and await svc.database.run(store.origin_allowed, origin):
+            _allow(origin)
         raise _unauthorized(str(refused)) from None
     _check_origin(site)
     return site, claims
@@ -234,8 +239,13 @@ def _place(site: PublicSite, claims: VisitorClaims) -> str:
 
 @blueprint.post("/widget/chat/stream")
 @operation(
-    Reply(200, "The answer as server-sent events (token, then done or error)", {"type": "string"},
-          "text/event-stream"),
+    Reply(
+        200,
+        "An event stream, as /chat/stream's: `token` events, then one `done` (with the "
+        "answer's `turn`) or `error` event",
+        event_stream,
+        "text/event-stream",
+    ),
     401, 403, 422, 429, 502, 503,
     body=WidgetQuestion,
     open=True,
