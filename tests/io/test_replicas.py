@@ -663,6 +663,11 @@ async def test_the_widget_quotas_hold_exactly_with_50_visitors_through_both(repl
                 WHERE s.name = 'quota-tokens' AND c.subject = 'tokens'"""
         )
         assert counted == sum(spent(r) for r in served) <= limit  # settled to what was spent
+
+        # switched off through one process: the other refuses its visitors at once
+        await client.patch(f"{a.url}/widget/sites/{site['id']}", json={"enabled": False})
+        off = await widget_question(client, b.url, tokens[1], "192.0.2.200")()
+        assert off.status_code == 403 and "switched off" in off.json()["detail"]
     finally:
         replicas.fakes.openai.delay = 0.0
     assert replicas.errors() == []

@@ -5,6 +5,7 @@ and tokens refused when forged, expired, revoked or of another site."""
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import timedelta
 from typing import Any
@@ -133,9 +134,19 @@ async def test_tokens_forged_of_another_site_expired_or_revoked_are_refused(api,
     payload, signature = token.split(".")
     forged = payload + "." + ("A" if signature[0] != "A" else "B") + signature[1:]
     assert_problem(await ask(api, forged, "Hi?"), 401, "not valid")
-    # a token of site A is refused on site B: its claims name A, and B's routes check
+    # a token of site A is refused on site B's pages (B's origin is not A's), and one
+    # rewritten to name site B fails its signature
     other_token = (await session(api, other)).json()["token"]
     assert (await ask(api, other_token, "Hello there?")).status_code == 200
+    b_only = await make_site(api, name="b-only", allowed_origins=["https://b.example.com"])
+    assert_problem(await ask(api, token, "Hi?", origin="https://b.example.com"), 403)
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    renamed = (
+        base64.urlsafe_b64encode(json.dumps({**claims, "s": b_only["public_id"]}).encode())
+        .rstrip(b"=")
+        .decode()
+    )
+    assert_problem(await ask(api, f"{renamed}.{signature}", "Hi?"), 401, "not valid")
     assert_problem(await ask(api, "x.y", "Hi?"), 401)
     assert_problem(await api.post("/widget/chat/stream", json={"question": "Hi?"}), 401)
 
@@ -157,8 +168,6 @@ async def test_tokens_forged_of_another_site_expired_or_revoked_are_refused(api,
 
 async def _visitor_of(api, token, site) -> str:
     payload = token.split(".")[0]
-    import base64
-
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["v"]
 
 
