@@ -91,6 +91,22 @@ def number_pattern(low: int, high: int) -> str:
     return "(?:" + "|".join(options) + ")"
 
 
+_LABEL = "[A-Za-z0-9-]{1,63}"
+#: a host: a name whose last label begins with a letter, or an IPv4 address
+HOST = f"(?:(?:{_LABEL}\\.)*[A-Za-z][A-Za-z0-9-]{{0,62}}\\.?|(?:[0-9]{{1,3}}\\.){{3}}[0-9]{{1,3}})"
+
+
+def http_url_pattern() -> str:
+    """An http(s) URL as a pattern: http or https (any case), a ``HOST``, an optional port,
+    then a path, query or fragment without spaces or control characters; spaces around
+    it are dropped by the checks that use it."""
+    port = number_pattern(0, 65535)
+    return (
+        f"^[{SPACE}]*[Hh][Tt][Tt][Pp][Ss]?://{HOST}(?::{port})?"
+        f"(?:[/?#][^{SPACE}\\u0000-\\u001f\\u007f]*)?[{SPACE}]*$"
+    )
+
+
 def blank_or(pattern: str) -> str:
     """``pattern`` (anchored at both ends), or the empty text."""
     return f"^(?:{pattern.removeprefix('^').removesuffix('$')})?$"

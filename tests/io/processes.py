@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -103,3 +104,24 @@ def postgres_processes_for(pgdata: Path) -> list[int]:
         if proc.info["name"] == "postgres" and str(pgdata.resolve()) in cmdline:
             found.append(proc.pid)
     return found
+
+
+def run_in_process(
+    monkeypatch: Any, capsys: Any, *args: str, cwd: Path, **settings: object
+) -> tuple[int, str, str]:
+    """`ragchat ARGS` run in this process, as ``run_cli`` runs it in another (the same
+    environment, folder and output): (exit code, stdout, stderr). For commands whose
+    process start-up would cost a test more than the command (a short one run many
+    times); from a plain test function, since the command runs its own Trio loop."""
+    from ragcore.settings import SETTING_NAMES
+    from voiceio.cli import main
+
+    for name in SETTING_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in settings.items():
+        monkeypatch.setenv(name.upper(), str(value))
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err

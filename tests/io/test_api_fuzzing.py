@@ -72,7 +72,7 @@ negative_data_rejection.enabled = true
 # as a raw string; the document describes the stream as the list of its events with their
 # data parsed (as OpenAPI 3.2 does), which test_chat_stream checks against real streams.
 [[operations]]
-include-path = "/chat/stream"
+include-path-regex = "^(/widget)?/chat/stream$"
 checks.response_schema_conformance.enabled = false
 
 # a stored role, data source, live action and workflow: their bodies are read only then

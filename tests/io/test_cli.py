@@ -17,7 +17,7 @@ import psycopg
 from cryptography.fernet import Fernet
 
 from ragcore import __version__
-from tests.io.processes import RAGCHAT, clean_environ, run_cli
+from tests.io.processes import RAGCHAT, clean_environ, run_cli, run_in_process
 from tests.io.test_documents import CSV, DOCX, HTML, make_docx, make_pdf
 
 
@@ -297,148 +297,154 @@ def test_a_public_voice_bind_without_signatures_refuses_to_start_and_says_why(tm
     assert not (tmp_path / "data").exists()
 
 
-def test_ingest_replaces_a_document_of_the_same_name_only_with_replace(tmp_path, database_url):
+def test_ingest_replaces_a_document_of_the_same_name_only_with_replace(
+    tmp_path, database_url, monkeypatch, capsys
+):
+    def ingest(*args: str) -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, "ingest", *args, cwd=tmp_path, database_url=database_url
+        )
+
     first = tmp_path / "first"
     first.mkdir()
     (first / "returns.md").write_text("# Returns\n\nItems can be returned within 14 days.")
-    assert run_cli("ingest", str(first), cwd=tmp_path, database_url=database_url).returncode == 0
+    assert ingest(str(first))[0] == 0
 
     second = tmp_path / "second"
     (second / "a").mkdir(parents=True)
     (second / "b").mkdir()
     (second / "a" / "returns.md").write_text("# Returns\n\nItems can be returned within 30 days.")
     (second / "b" / "returns.md").write_text("# Returns\n\nA third text of the same name.")
-    refused = run_cli("ingest", str(second / "a"), cwd=tmp_path, database_url=database_url)
-    assert refused.returncode == 1
+    code, refused, _ = ingest(str(second / "a"))
+    assert code == 1
     assert (
         f"failed: {second / 'a' / 'returns.md'}: a different document named 'returns.md' is "
         "stored (document 1); nothing was stored: run `ragchat ingest --replace`"
-    ) in refused.stdout
-    result = run_cli("ingest", "--replace", str(second), cwd=tmp_path, database_url=database_url)
-    assert result.returncode == 1, result.stderr  # b/returns.md refused
-    assert (
-        "added 1 file(s), 1 chunks; skipped 0 duplicate(s); failed 1; replaced 1" in result.stdout
-    )
-    assert f"replaced: document 1, returns.md by {second / 'a' / 'returns.md'}" in result.stdout
-    assert f"failed: {second / 'b' / 'returns.md'}: name: has the same name as" in result.stdout
+    ) in refused
+    code, result, _ = ingest("--replace", str(second))
+    assert code == 1  # b/returns.md refused
+    assert "added 1 file(s), 1 chunks; skipped 0 duplicate(s); failed 1; replaced 1" in result
+    assert f"replaced: document 1, returns.md by {second / 'a' / 'returns.md'}" in result
+    assert f"failed: {second / 'b' / 'returns.md'}: name: has the same name as" in result
     with psycopg.connect(database_url) as conn:
         texts = [r[0] for r in conn.execute("SELECT text FROM documents")]
     assert texts == ["# Returns\n\nItems can be returned within 30 days."]
 
 
-def test_documents_list_rename_and_delete_by_id_or_name(tmp_path, database_url):
+def test_documents_list_rename_and_delete_by_id_or_name(
+    tmp_path, database_url, monkeypatch, capsys
+):
+    """In this process: each command's start-up would cost more than the command."""
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        return run_in_process(monkeypatch, capsys, *args, cwd=tmp_path, database_url=database_url)
+
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "Refund policy.md").write_text("Refunds are paid within 5 days.")
     (docs / "hours.txt").write_text("The shop opens at 9 am.")
     (docs / "refund-form.txt").write_text("Fill in the form to ask for a refund.")
-    assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+    assert cli("ingest", str(docs))[0] == 0
 
-    listed = run_cli("documents", "list", cwd=tmp_path, database_url=database_url)
-    assert listed.returncode == 0, listed.stderr
-    lines = listed.stdout.splitlines()
-    assert [line.split("\t")[:3] for line in lines] == [
+    code, listed, counted = cli("documents", "list")
+    assert code == 0
+    assert [line.split("\t")[:3] for line in listed.splitlines()] == [
         ["1", "Refund policy.md", "1 chunks"],
         ["2", "hours.txt", "1 chunks"],
         ["3", "refund-form.txt", "1 chunks"],
     ]
-    assert "3 of 3 document(s)" in listed.stderr
+    assert "3 of 3 document(s)" in counted
 
-    found = run_cli(
-        "documents",
-        "list",
-        "--query",
-        "REFUND",
-        "--limit",
-        "1",
-        cwd=tmp_path,
-        database_url=database_url,
-    )
-    assert [line.split("\t")[1] for line in found.stdout.splitlines()] == ["Refund policy.md"]
-    assert "1 of 2 document(s) named like 'REFUND'" in found.stderr
+    _, found, counted = cli("documents", "list", "--query", "REFUND", "--limit", "1")
+    assert [line.split("\t")[1] for line in found.splitlines()] == ["Refund policy.md"]
+    assert "1 of 2 document(s) named like 'REFUND'" in counted
 
-    cli = {"cwd": tmp_path, "database_url": database_url}
-    taken = run_cli("documents", "rename", "2", "refund-form.txt", **cli)
-    assert taken.returncode == 2
-    assert "a different document named 'refund-form.txt' is stored (document 3)" in taken.stderr
-    renamed = run_cli("documents", "rename", "2", " opening hours.txt ", **cli)
-    assert renamed.stdout.strip() == "renamed document 2 to opening hours.txt", renamed.stderr
-    assert run_cli("documents", "rename", "9", "x.txt", **cli).returncode == 2
-    assert run_cli("documents", "rename", "2", " ", **cli).stderr.startswith("ragchat: NEW_NAME")
+    code, _, taken = cli("documents", "rename", "2", "refund-form.txt")
+    assert code == 2
+    assert "a different document named 'refund-form.txt' is stored (document 3)" in taken
+    _, renamed, _ = cli("documents", "rename", "2", " opening hours.txt ")
+    assert renamed.strip() == "renamed document 2 to opening hours.txt"
+    assert cli("documents", "rename", "9", "x.txt")[0] == 2
+    assert cli("documents", "rename", "2", " ")[2].startswith("ragchat: NEW_NAME")
 
-    by_name = run_cli(
-        "documents", "delete", "Refund policy.md", cwd=tmp_path, database_url=database_url
-    )
-    assert by_name.returncode == 0, by_name.stderr
-    assert by_name.stdout.strip() == "deleted document 1, Refund policy.md (1 chunks)"
-    by_id = run_cli("documents", "delete", "2", cwd=tmp_path, database_url=database_url)
-    assert by_id.stdout.strip() == "deleted document 2, opening hours.txt (1 chunks)"
+    code, by_name, _ = cli("documents", "delete", "Refund policy.md")
+    assert (code, by_name.strip()) == (0, "deleted document 1, Refund policy.md (1 chunks)")
+    _, by_id, _ = cli("documents", "delete", "2")
+    assert by_id.strip() == "deleted document 2, opening hours.txt (1 chunks)"
 
-    missing = run_cli("documents", "delete", "menu.pdf", cwd=tmp_path, database_url=database_url)
-    assert missing.returncode == 2
-    assert "no document with the id or name 'menu.pdf'" in missing.stderr
-    assert "ragchat documents list" in missing.stderr
-    left = run_cli("documents", "list", cwd=tmp_path, database_url=database_url)
-    assert [line.split("\t")[1] for line in left.stdout.splitlines()] == ["refund-form.txt"]
+    code, _, missing = cli("documents", "delete", "menu.pdf")
+    assert code == 2
+    assert "no document with the id or name 'menu.pdf'" in missing
+    assert "ragchat documents list" in missing
+    _, left, _ = cli("documents", "list")
+    assert [line.split("\t")[1] for line in left.splitlines()] == ["refund-form.txt"]
 
-    bad = run_cli("documents", "list", "--limit", "0", cwd=tmp_path, database_url=database_url)
-    assert bad.returncode == 2 and "--limit" in bad.stderr
+    code, _, bad = cli("documents", "list", "--limit", "0")
+    assert code == 2 and "--limit" in bad
 
 
-def test_graph_rebuild_and_status(tmp_path, database_url):
+def test_graph_rebuild_and_status(tmp_path, database_url, monkeypatch, capsys):
+    """In this process: each command's start-up would cost more than the command."""
+
+    def cli(*args: str, **settings: str) -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, *args, cwd=tmp_path, database_url=database_url, **settings
+        )
+
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "suppliers.md").write_text("The Widget X is made by Foo Ltd in Leeds.")
     (docs / "owners.md").write_text("Foo Ltd was acquired by Bar Inc in 2021.")
-    on = {"database_url": database_url, "graph_enabled": "true"}
-    assert run_cli("ingest", str(docs), cwd=tmp_path, **on).returncode == 0
-    status = run_cli("graph", "status", cwd=tmp_path, **on)
-    assert status.returncode == 0, status.stderr
+    on = {"graph_enabled": "true"}
+    assert cli("ingest", str(docs), **on)[0] == 0
+    code, status, _ = cli("graph", "status", **on)
+    assert code == 0
     # Widget X, Foo Ltd, Leeds, Bar Inc; Foo Ltd in both documents
-    assert status.stdout.strip() == "graph (postgres): 4 entities, 5 mentions, 4 relations"
+    assert status.strip() == "graph (postgres): 4 entities, 5 mentions, 4 relations"
 
     # DOMAIN_TERMS changed: the rebuild reads every document again
-    rebuilt = run_cli("graph", "rebuild", cwd=tmp_path, domain_terms="acquired", **on)
-    assert rebuilt.returncode == 0, rebuilt.stderr
-    assert rebuilt.stdout.splitlines() == [
+    code, rebuilt, _ = cli("graph", "rebuild", domain_terms="acquired", **on)
+    assert code == 0
+    assert rebuilt.splitlines() == [
         "recorded 2 document(s)",
         "graph (postgres): 5 entities, 6 mentions, 6 relations",
     ]
 
     # a document deleted from the command line leaves the graph too
-    assert run_cli("documents", "delete", "owners.md", cwd=tmp_path, **on).returncode == 0
+    assert cli("documents", "delete", "owners.md", **on)[0] == 0
     with psycopg.connect(database_url) as conn:
         names = [row[0] for row in conn.execute("SELECT name FROM graph_entities ORDER BY key")]
     assert names == ["Foo Ltd", "Leeds", "Widget X"]
 
-    off = run_cli("graph", "status", cwd=tmp_path, database_url=database_url)
-    assert off.returncode == 2 and "GRAPH_ENABLED=true" in off.stderr
+    code, _, off = cli("graph", "status")
+    assert code == 2 and "GRAPH_ENABLED=true" in off
 
 
-def test_sites_add_list_disable_and_enable(tmp_path, database_url):
-    cli = {"cwd": tmp_path, "database_url": database_url}
-    added = run_cli(
-        "sites", "add", "shop", "--origin", "https://shop.example.com/",
-        "--origin", "http://localhost:3000", **cli,
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    lines = added.stdout.splitlines()
+def test_sites_add_list_disable_and_enable(tmp_path, database_url, monkeypatch, capsys):
+    def cli(*args: str) -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, "sites", *args, cwd=tmp_path, database_url=database_url
+        )
+
+    code, added, _ = cli(
+        "add", "shop", "--origin", "https://shop.example.com/", "--origin", "http://localhost:3000"
+    )
+    assert code == 0
+    lines = added.splitlines()
     public_id = lines[0].split(": ")[1]
     assert public_id.startswith("site_") and f'data-site="{public_id}"' in lines[1]
     assert lines[2].startswith("identity secret (shown once")
-    listed = run_cli("sites", "list", **cli)
-    assert listed.stdout.split("\t")[1:5] == [
+    assert cli("disable", "1")[1].strip() == "site 1 (shop) disabled"
+    _, listed, _ = cli("list")
+    assert listed.split("\t")[1:5] == [
         public_id,
         "shop",
-        "enabled",
+        "disabled",
         "https://shop.example.com http://localhost:3000",
     ]
-    assert lines[2].split(": ")[1] not in listed.stdout  # the secret is shown once
-    assert run_cli("sites", "disable", "1", **cli).stdout.strip() == "site 1 (shop) disabled"
-    assert "\tdisabled\t" in run_cli("sites", "list", **cli).stdout
-    assert run_cli("sites", "enable", "1", **cli).returncode == 0
-    bad = run_cli("sites", "add", "other", "--origin", "http://shop.example.com", **cli)
-    assert bad.returncode == 2 and "allowed_origins" in bad.stderr and "https" in bad.stderr
-    taken = run_cli("sites", "add", "shop", "--origin", "https://a.example.com", **cli)
-    assert taken.returncode == 2 and "exists already" in taken.stderr
-    assert run_cli("sites", "disable", "9", **cli).returncode == 2
+    assert lines[2].split(": ")[1] not in listed  # the secret is shown once
+    code, _, bad = cli("add", "other", "--origin", "http://shop.example.com")
+    assert code == 2 and "allowed_origins" in bad and "https" in bad
+    code, _, taken = cli("add", "shop", "--origin", "https://a.example.com")
+    assert code == 2 and "exists already" in taken
+    assert cli("enable", "9")[0] == 2

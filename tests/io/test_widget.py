@@ -102,8 +102,9 @@ async def test_a_site_answers_as_a_customer_facing_role_on_the_web(api):
     done = events(await ask(api, token, "Hello?"))[-1][1]
     assert done["role"] == "support"  # none chosen: the web's default, as on the channels
     refused = await api.patch(f"/widget/sites/{site['id']}", json={"role": "finance"})
-    assert_problem(refused, 422, "does not answer customers on the web")
-    assert_problem(await api.patch(f"/widget/sites/{site['id']}", json={"role": "x"}), 422)
+    assert_problem(refused, 409, "does not answer customers on the web")
+    assert_problem(await api.patch(f"/widget/sites/{site['id']}", json={"role": "x"}), 404)
+    assert_problem(await api.patch(f"/widget/sites/{site['id']}", json={"role": "X Y"}), 422)
     chosen = await api.patch(f"/widget/sites/{site['id']}", json={"role": "sales"})
     assert chosen.json()["role"] == "sales"
     assert events(await ask(api, token, "Hello again?"))[-1][1]["role"] == "sales"

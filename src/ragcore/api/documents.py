@@ -20,6 +20,7 @@ from ragcore.knowledge.documents import (
     MAX_SOURCE_URL_CHARS,
     NAME_REFUSAL,
     NO_WORDS,
+    SOURCE_URL_PATTERN,
     TEXT_REFUSAL,
     Format,
     StoredDocument,
@@ -33,6 +34,7 @@ from ragcore.schema import described
 from ragcore.schema import text as text_schema
 
 SOURCE_URL = "where the document is published (an http(s) page): its citations link there"
+SOURCE_URL_SCHEMA = {"maxLength": MAX_SOURCE_URL_CHARS, "pattern": SOURCE_URL_PATTERN}
 REPLACE_DESCRIPTION = (
     "true: replace the documents holding this name (they are deleted with their chunks as "
     "this one is stored); false: a name held by a document of other content is refused "
@@ -48,8 +50,8 @@ class NewDocument:
         metadata=refusal(TEXT_REFUSAL)
     )
     replace: Annotated[bool, described(REPLACE_DESCRIPTION)] = False
-    source_url: Annotated[str | None, described(SOURCE_URL, maxLength=MAX_SOURCE_URL_CHARS)] = (
-        attrs.field(default=None, converter=check_source_url)
+    source_url: Annotated[str | None, described(SOURCE_URL, **SOURCE_URL_SCHEMA)] = attrs.field(
+        default=None, converter=check_source_url
     )
 
 
@@ -63,7 +65,7 @@ class DocumentUpload:
         str, described("the document's name; default: the file's name", maxLength=MAX_NAME_CHARS)
     ] = ""
     replace: Annotated[str, described(REPLACE_DESCRIPTION, enum=["true", "false"])] = "false"
-    source_url: Annotated[str, described(SOURCE_URL, maxLength=MAX_SOURCE_URL_CHARS)] = ""
+    source_url: Annotated[str, described(SOURCE_URL, **SOURCE_URL_SCHEMA)] = ""
 
 
 def form_flag(value: str, field: str) -> bool:
@@ -82,7 +84,7 @@ class DocumentChange:
         lambda value: check_name(value).strip()
     )
     source_url: Annotated[
-        str | None, described(SOURCE_URL + '; "" says nowhere', maxLength=MAX_SOURCE_URL_CHARS)
+        str | None, described(SOURCE_URL + '; "" says nowhere', **SOURCE_URL_SCHEMA)
     ] = unless_sent(lambda value: check_source_url(value) or "")
 
 

@@ -13,7 +13,7 @@ from ragcore.chat.pipeline import MAX_QUESTION_CHARS, check_question
 from ragcore.converter import listing
 from ragcore.errors import InvalidInput
 from ragcore.schema import described, text
-from ragcore.widget.sites import Position, Site
+from ragcore.widget.sites import MAX_NAME_CHARS, READ_ONLY_FIELDS, Position, Site, SitePatch
 from ragcore.widget.tokens import MAX_TOKEN_CHARS, MAX_USER_ID_CHARS
 
 
@@ -56,9 +56,9 @@ class NewSession:
         str | None,
         described("the previous token: the same visitor goes on", maxLength=MAX_TOKEN_CHARS),
     ] = None
-    user_id: Annotated[
-        str | None, described("a logged-in customer's id", maxLength=MAX_USER_ID_CHARS)
-    ] = attrs.field(default=None, converter=_user_id)
+    user_id: Annotated[str | None, text(MAX_USER_ID_CHARS, "a logged-in customer's id")] = (
+        attrs.field(default=None, converter=_user_id)
+    )
     user_hash: Annotated[
         str | None, described("hex HMAC-SHA256 of user_id with the site's identity secret")
     ] = None
@@ -112,3 +112,12 @@ class WidgetTurn:
 class WidgetConversation:
     conversation_id: Annotated[int | None, described("null: none is going on")]
     turns: list[WidgetTurn]
+
+
+@listing(read_only=READ_ONLY_FIELDS)
+@attrs.frozen
+class NewSite(SitePatch):
+    """A POST's body: a PATCH's fields, ``name`` required (the schema; ``check_new``
+    reads it)."""
+
+    name: Annotated[str, text(MAX_NAME_CHARS)] = attrs.field(kw_only=True)

@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 import attrs
 
 from ragcore.converter import listing, structure_body, unless_sent
+from ragcore.employees.roles import _IDENTIFIER, IDENTIFIER_RULE
 from ragcore.errors import InvalidInput, check_text
+from ragcore.inputs import HOST, SPACE, STORABLE, blank_or, number_pattern, whole_number
 from ragcore.schema import described, text
 
 MAX_NAME_CHARS = 100
@@ -32,6 +34,17 @@ PUBLIC_ID_PATTERN = re.compile(r"site_[a-z0-9]{16}")
 #: hosts an ``http://`` origin may name: a page served on this machine, for testing
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
+_PORT = number_pattern(0, 65535)
+_LOOPBACK = "(?:[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|127\\.0\\.0\\.1|\\[::1\\])"
+#: an origin a site may allow, as a pattern: https with a host, or http on a loopback
+#: host; an optional port and a trailing slash; spaces around it dropped
+ORIGIN_PATTERN = (
+    f"^[{SPACE}]*(?:[Hh][Tt][Tt][Pp][Ss]://{HOST}|[Hh][Tt][Tt][Pp]://{_LOOPBACK})"
+    f"(?::{_PORT})?/?[{SPACE}]*$"
+)
+ORIGIN = re.compile(ORIGIN_PATTERN)
+#: a role's identifier, or blank for none
+ROLE_PATTERN = blank_or(_IDENTIFIER.pattern)
 Position = Literal["right", "left"]
 #: the quotas' bounds: a question quota of 0 would refuse everything (disable the site)
 MAX_QUESTIONS = 1_000_000
@@ -67,41 +80,27 @@ def check_name(value: Any) -> str:
 
 
 def check_origin(value: Any) -> str:
-    """An exact origin, normalised (``https://shop.example.com``, a port only when not the
-    scheme's own): https, or http on a loopback host (a page served on this machine);
-    no path, query, fragment or user."""
+    """An exact origin (``ORIGIN_PATTERN``), normalised (``https://shop.example.com``, a
+    port only when not the scheme's own): https, or http on a loopback host (a page
+    served on this machine); no path, query, fragment or user."""
     field = "allowed_origins"
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(field, "each must be an origin such as https://shop.example.com")
-    raw = value.strip()
-    if len(raw) > MAX_ORIGIN_CHARS:
-        raise InvalidInput(field, f"an origin is longer than {MAX_ORIGIN_CHARS} characters")
-    try:
-        parts = urlsplit(raw)
-        port = parts.port
-    except ValueError:
-        raise InvalidInput(field, f"{raw[:80]!r} is not an origin") from None
-    host = (parts.hostname or "").lower()
+    if not isinstance(value, str) or len(value) > MAX_ORIGIN_CHARS:
+        raise InvalidInput(
+            field, f"each must be an origin such as https://shop.example.com, at most "
+            f"{MAX_ORIGIN_CHARS} characters"
+        )  # fmt: skip
+    if not ORIGIN.fullmatch(value):
+        raise InvalidInput(
+            field,
+            f"{value[:80]!r} is not an origin a website may have: https://host[:port] (the "
+            "origin a browser sends), or http:// only for localhost, 127.0.0.1 and [::1]",
+        )
+    parts = urlsplit(value.strip())
+    scheme, host, port = parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
     shown_host = f"[{host}]" if ":" in host else host
-    if parts.scheme not in ("https", "http") or not host:
-        raise InvalidInput(
-            field, f"{raw[:80]!r} is not an origin: write it as https://shop.example.com"
-        )
-    if parts.username is not None or parts.query or parts.fragment or parts.path not in ("", "/"):
-        raise InvalidInput(
-            field,
-            f"{raw[:80]!r} is not an origin: only scheme, host and port "
-            "(https://shop.example.com), the origin a browser sends",
-        )
-    if parts.scheme == "http" and shown_host not in LOOPBACK_HOSTS:
-        raise InvalidInput(
-            field,
-            f"{raw[:80]!r}: a website's origin must be https (http only for localhost, "
-            "127.0.0.1 and [::1], for testing)",
-        )
-    default_port = 443 if parts.scheme == "https" else 80
+    default_port = 443 if scheme == "https" else 80
     suffix = f":{port}" if port is not None and port != default_port else ""
-    return f"{parts.scheme}://{shown_host}{suffix}"
+    return f"{scheme}://{shown_host}{suffix}"
 
 
 def check_origins(value: Any) -> tuple[str, ...]:
@@ -113,13 +112,16 @@ def check_origins(value: Any) -> tuple[str, ...]:
 
 
 def check_role(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("role", "must be a role's identifier, or null for no role")
-    return value.strip()
+    """A role's identifier, or "" for none."""
+    if not isinstance(value, str) or not re.fullmatch(ROLE_PATTERN, value):
+        raise InvalidInput(
+            "role", f'must be a role\'s identifier ({IDENTIFIER_RULE}), or "" for none'
+        )
+    return value
 
 
 def check_greeting(value: Any) -> str:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or "\x00" in value:
         raise InvalidInput("greeting", "must be text")
     if len(value) > MAX_GREETING_CHARS:
         raise InvalidInput("greeting", f"is longer than {MAX_GREETING_CHARS} characters")
@@ -127,18 +129,19 @@ def check_greeting(value: Any) -> str:
 
 
 def check_colour(value: Any) -> str:
-    if not isinstance(value, str) or not COLOUR.fullmatch(value.strip()):
+    if not isinstance(value, str) or not COLOUR.fullmatch(value):
         raise InvalidInput("colour", "must be a colour as #rrggbb, such as #2563eb")
-    return value.strip().lower()
+    return value.lower()
 
 
 def _quota(field: str, minimum: int, maximum: int) -> Any:
     def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
+        number = whole_number(value)
+        if number is None:
             raise InvalidInput(field, "must be a whole number")
-        if not minimum <= value <= maximum:
+        if not minimum <= number <= maximum:
             raise InvalidInput(field, f"must be from {minimum} to {maximum}")
-        return value
+        return number
 
     return check
 
@@ -153,16 +156,24 @@ class SitePatch:
 
     name: Annotated[str | None, text(MAX_NAME_CHARS)] = unless_sent(check_name)
     allowed_origins: Annotated[
-        tuple[str, ...] | None,
+        tuple[Annotated[str, described(maxLength=MAX_ORIGIN_CHARS, pattern=ORIGIN_PATTERN)], ...]
+        | None,
         described(
             "exact origins: https://host[:port] (http only for localhost, 127.0.0.1, [::1])",
             maxItems=MAX_ORIGINS,
         ),
     ] = unless_sent(check_origins)
-    role: Annotated[str | None, described('a role\'s identifier; "" for none')] = unless_sent(
-        lambda value: "" if value == "" else check_role(value)
+    role: Annotated[
+        str | None,
+        described(
+            "a customer-facing role's identifier (404 unknown; 409 when it does not answer "
+            'on the web); "" for the default',
+            pattern=ROLE_PATTERN,
+        ),
+    ] = unless_sent(check_role)
+    greeting: Annotated[str | None, described(maxLength=MAX_GREETING_CHARS, pattern=STORABLE)] = (
+        unless_sent(check_greeting)
     )
-    greeting: Annotated[str | None, text(MAX_GREETING_CHARS)] = unless_sent(check_greeting)
     colour: Annotated[str | None, described(pattern="^#[0-9a-fA-F]{6}$")] = unless_sent(
         check_colour
     )

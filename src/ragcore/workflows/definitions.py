@@ -21,7 +21,7 @@ import attrs
 from ragcore.channel_names import CUSTOMER_CHANNELS
 from ragcore.converter import listing, structure_body, unless_sent
 from ragcore.errors import InvalidInput, check_text
-from ragcore.inputs import SPACE, number_pattern
+from ragcore.inputs import http_url_pattern
 from ragcore.schema import described, text
 from ragcore.settings import Settings
 from ragcore.targets.addresses import Reach, own_networks
@@ -43,17 +43,9 @@ FILTERS = ("channel", "is_active")
 MAX_NAME_CHARS = 200
 MAX_URL_CHARS = 2048
 URL_REFUSAL = "must be text: an http:// or https:// URL"
-_LABEL = "[A-Za-z0-9-]{1,63}"
-_PORT = number_pattern(0, 65535)
-#: ``check_webhook_url``'s URL as a pattern: http or https (any case), a host (a name
-#: whose last label begins with a letter, or an IPv4 address), an optional port, then a
-#: path, query or fragment without spaces or control characters; spaces around it are
-#: dropped. (It takes an IPv6 address in brackets and an internationalised name too.)
-URL_PATTERN = (
-    f"^[{SPACE}]*[Hh][Tt][Tt][Pp][Ss]?://"
-    f"(?:(?:{_LABEL}\\.)*[A-Za-z][A-Za-z0-9-]{{0,62}}\\.?|(?:[0-9]{{1,3}}\\.){{3}}[0-9]{{1,3}})"
-    f"(?::{_PORT})?(?:[/?#][^{SPACE}\\u0000-\\u001f\\u007f]*)?[{SPACE}]*$"
-)
+#: ``check_webhook_url``'s URL as a pattern (it takes an IPv6 address in brackets and an
+#: internationalised name too)
+URL_PATTERN = http_url_pattern()
 CHANNELS_REFUSAL = f"must be a list of {', '.join(WIRED_CHANNELS)}"
 TARGET = (
     "http:// or https://, with a host and no user:password; never a metadata, link-local or "

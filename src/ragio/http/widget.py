@@ -137,7 +137,10 @@ async def widget_script() -> Response:
 
 
 @blueprint.post("/widget/sessions")
-@operation(Reply(201, "A visitor token for the site", Session), 403, 404, 422, open=True)
+@operation(
+    Reply(201, "A visitor token for the site", Session), 403, 404, 413, 422, body=NewSession,
+    open=True,
+)  # fmt: skip
 async def new_session() -> tuple[Session, int]:
     """Start or renew a visitor's session on a site"""
     svc = service()

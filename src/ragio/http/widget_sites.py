@@ -9,10 +9,9 @@ from quart import Blueprint
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id
-from ragcore.api.widget import IdentitySecret, SiteCreated, Sites
+from ragcore.api.widget import IdentitySecret, NewSite, SiteCreated, Sites
 from ragcore.channel_names import WEB
 from ragcore.channels.routing import customer_roles
-from ragcore.errors import InvalidInput
 from ragcore.widget.sites import Site, SitePatch, check_new, check_patch
 from ragio.employees.lookup import UnknownRole, stored_role
 from ragio.http.context import service
@@ -26,19 +25,21 @@ SITES = ("site", PATH)  # what a path id names, and where they are listed
 
 
 async def _checked(fields: SitePatch) -> SitePatch:
-    """``fields`` when their role (if one is named) is a stored role that answers
-    customers on the web (its ``channels`` include ``web``); 422 otherwise."""
+    """``fields`` when their role (if one is named) is a stored role (404 otherwise) that
+    answers customers on the web (its ``channels`` include ``web``; 409 otherwise: the
+    role's channels are to change, or the choice)."""
     if fields.role:
         try:
             role = await stored_role(service().database, fields.role)
         except UnknownRole as unknown:
-            raise InvalidInput("role", str(unknown)) from None
+            raise ProblemError(404, str(unknown), field="role") from None
         if not customer_roles([role], WEB):
-            raise InvalidInput(
-                "role",
+            raise ProblemError(
+                409,
                 f"{role.identifier} does not answer customers on the web (its channels: "
                 f"{', '.join(role.channels) or 'none'}); add web to its channels with PATCH "
                 f"/employees/{role.identifier}, or choose a customer-facing role",
+                field="role",
             )
     return fields
 
@@ -57,9 +58,10 @@ async def list_sites() -> Sites:
 @blueprint.post(PATH)
 @operation(
     Reply(201, "Created (Location: its URL), with its identity secret, shown once", SiteCreated),
+    404,
     409,
     422,
-    body=SitePatch,
+    body=NewSite,
 )
 async def create_site() -> tuple[SiteCreated, int, dict[str, str]]:
     """Add a website the chat widget may run on"""
