@@ -137,9 +137,13 @@ def main() -> int:
     arguments = sys.argv[2:]
     # the whole suite: one worker per core (pytest-xdist), each with its own embedded
     # PostgreSQL; then, alone, the tests that stream audio in real time (marked realtime),
-    # whose timing another worker's load would bend
+    # whose timing another worker's load would bend. A worker out of tests takes some of
+    # the other's (worksteal): a long test near the end no longer leaves one core idle.
     runs = (
-        [["-n", "auto", "-m", "not realtime", "--durations=25"], ["-m", "realtime"]]
+        [
+            ["-n", "auto", "--dist", "worksteal", "-m", "not realtime", "--durations=25"],
+            ["-m", "realtime"],
+        ]
         if not arguments
         else [arguments]
     )

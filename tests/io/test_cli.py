@@ -130,13 +130,15 @@ def test_an_unreachable_database_is_a_clear_error(tmp_path):
     assert "secretpw" not in result.stderr + result.stdout
 
 
-def test_migrate_applies_once(tmp_path, empty_database_url):
-    database_url = empty_database_url
-    first = run_cli("migrate", cwd=tmp_path, database_url=database_url)
-    assert first.returncode == 0, first.stderr
-    assert "001_documents" in first.stdout
-    again = run_cli("migrate", cwd=tmp_path, database_url=database_url)
-    assert again.stdout.strip() == "the database is up to date"
+def test_migrate_applies_once(tmp_path, empty_database_url, monkeypatch, capsys):
+    def migrate() -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, "migrate", cwd=tmp_path, database_url=empty_database_url
+        )
+
+    code, first, _ = migrate()
+    assert code == 0 and "001_documents" in first
+    assert migrate()[1].strip() == "the database is up to date"
 
 
 def test_ingest_a_folder_then_ask(tmp_path, database_url):
