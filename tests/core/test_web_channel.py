@@ -92,3 +92,13 @@ def test_the_customer_facing_built_in_roles_answer_on_web_and_the_internal_ones_
     assert default_role(roles, WEB) == BUILT_IN["support"]
     # every built-in role on a messaging platform is on the widget too
     assert on_web == [r.identifier for r in roles if set(TEXT_CHANNELS) & set(r.channels)]
+
+
+def test_a_sites_chosen_role_answers_while_it_may_else_the_webs_default():
+    from ragcore.channels.routing import chosen_role
+
+    roles = list(BUILT_IN.values())
+    assert chosen_role(roles, "sales", WEB) == BUILT_IN["sales"]
+    assert chosen_role(roles, None, WEB) == BUILT_IN["support"]
+    assert chosen_role(roles, "finance", WEB) == BUILT_IN["support"]  # never a customer's
+    assert chosen_role(roles, "deleted", WEB) == BUILT_IN["support"]

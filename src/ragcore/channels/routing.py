@@ -58,6 +58,16 @@ def default_role(roles: Sequence[Role], channel: str) -> Role | None:
     return next((r for r in roles if r.identifier == DEFAULT_ROLE), None)
 
 
+def chosen_role(roles: Sequence[Role], chosen: str | None, channel: str) -> Role | None:
+    """The role the owner chose for a place on ``channel`` (a website's chat) while it
+    answers customers there; else (none chosen, or it was deleted or taken off the channel
+    since) the channel's ``default_role``."""
+    reachable = customer_roles(roles, channel)
+    return next((r for r in reachable if r.identifier == chosen), None) or default_role(
+        roles, channel
+    )
+
+
 def split_addressed(text: str) -> tuple[str | None, str]:
     """``("sales", "the rest")`` for ``/sales the rest`` or ``@sales the rest``; the
     identifier is lowercased. ``(None, text)`` when the text is not addressed."""

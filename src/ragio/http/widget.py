@@ -34,7 +34,7 @@ from ragcore.api.widget import (
     WidgetTurn,
 )
 from ragcore.channel_names import WEB
-from ragcore.channels.routing import customer_roles, default_role
+from ragcore.channels.routing import chosen_role
 from ragcore.chat.history import IDLE_MINUTES, place_key
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest
@@ -304,10 +304,7 @@ async def _answering_role(site: PublicSite) -> Role | None:
     """The site's role while it answers customers on the web; else (none chosen, or it
     was deleted or taken off the web since) the web's default customer role, as a text
     channel's (``support``)."""
-    roles = await service().database.run(_roles)
-    reachable = customer_roles(roles, CHANNEL)
-    chosen = next((r for r in reachable if r.identifier == site.site.role), None)
-    return chosen or default_role(roles, CHANNEL)
+    return chosen_role(await service().database.run(_roles), site.site.role, CHANNEL)
 
 
 def _roles(conn: psycopg.Connection) -> list[Role]:

@@ -54,7 +54,10 @@ class Job:
 FINISHED_CHANNEL = "ragchat_job_finished"
 
 
-def _announce_finished(conn: psycopg.Connection, job_id: int) -> None:
+def _ended(conn: psycopg.Connection, job_id: int) -> None:
+    """A job has ended (done, failed or cancelled): its file goes, and whoever waits on it
+    (``ragio.jobs.waiting``) is told."""
+    conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
     conn.execute("SELECT pg_notify(%s, %s)", (FINISHED_CHANNEL, str(job_id)))
 
 
@@ -185,8 +188,7 @@ def finish(
             (Jsonb(result), now, now, job_id, process),
         ).fetchone()
         if row is not None:
-            conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
-            _announce_finished(conn, job_id)
+            _ended(conn, job_id)
     return row is not None
 
 
@@ -219,8 +221,7 @@ def fail(
             (Jsonb(problem), now, job_id, process),
         ).fetchone()
         if row is not None:
-            conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
-            _announce_finished(conn, job_id)
+            _ended(conn, job_id)
 
 
 def hand_back(conn: psycopg.Connection, job_ids: Sequence[int], process: str, now: datetime) -> int:
@@ -257,8 +258,7 @@ def cancel(conn: psycopg.Connection, job_id: int, now: datetime) -> tuple[Job, O
                    WHERE id = %s""",
                 (Jsonb(cancelled_before_start()), now, now, job_id),
             )
-            conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
-            _announce_finished(conn, job_id)
+            _ended(conn, job_id)
         elif action == "asked":
             conn.execute(
                 """UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, %s)
@@ -297,8 +297,7 @@ def _end_cancelled(
         (Jsonb(result), now, now, job_id, process),
     ).fetchone()
     if row is not None:
-        conn.execute("DELETE FROM job_files WHERE job_id = %s", (job_id,))
-        _announce_finished(conn, job_id)
+        _ended(conn, job_id)
     return row is not None
 
 
@@ -327,8 +326,7 @@ def requeue_stale(conn: psycopg.Connection, now: datetime) -> list[Job]:
                        WHERE id = %s""",
                     (Jsonb(problem), Jsonb({"stopped": "as its process went quiet"}), now, job.id),
                 )
-                conn.execute("DELETE FROM job_files WHERE job_id = %s", (job.id,))
-                _announce_finished(conn, job.id)
+                _ended(conn, job.id)
                 continue
             last = job.attempts >= job.max_attempts
             conn.execute(
@@ -339,8 +337,7 @@ def requeue_stale(conn: psycopg.Connection, now: datetime) -> list[Job]:
                 ("failed" if last else "queued", Jsonb(problem), now, last, now, job.id),
             )
             if last:
-                conn.execute("DELETE FROM job_files WHERE job_id = %s", (job.id,))
-                _announce_finished(conn, job.id)
+                _ended(conn, job.id)
     return found
 
 
