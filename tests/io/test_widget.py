@@ -76,6 +76,8 @@ async def test_a_visitor_asks_on_an_allowed_origin_and_sees_the_answer_stream(ap
     done = events(answered)[-1][1]
     assert "30 days" in done["answer"] and done["turn"] == 1
     assert done["citations"][0]["document_name"] == "returns.md"
+    # the owner's to know, not the visitor's: who answered, the tokens
+    assert not {"provider", "model", "usage", "role"} & set(done)
 
     again = await ask(api, token, "And do I get all my money back?")
     assert events(again)[-1][1]["turn"] == 2
@@ -99,15 +101,21 @@ def _bearer(token: str, origin: str = SHOP) -> dict[str, str]:
 async def test_a_site_answers_as_a_customer_facing_role_on_the_web(api):
     site = await make_site(api)
     token = (await session(api, site)).json()["token"]
-    done = events(await ask(api, token, "Hello?"))[-1][1]
-    assert done["role"] == "support"  # none chosen: the web's default, as on the channels
+
+    async def answered_as(question: str) -> str:
+        await ask(api, token, question)
+        shown = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+        owner = (await api.get(f"/conversations/{shown['conversation_id']}")).json()
+        return str(owner["turns"][-1]["role"])
+
+    assert await answered_as("Hello?") == "support"  # none chosen: the web's default
     refused = await api.patch(f"/widget/sites/{site['id']}", json={"role": "finance"})
     assert_problem(refused, 409, "does not answer customers on the web")
     assert_problem(await api.patch(f"/widget/sites/{site['id']}", json={"role": "x"}), 404)
     assert_problem(await api.patch(f"/widget/sites/{site['id']}", json={"role": "X Y"}), 422)
     chosen = await api.patch(f"/widget/sites/{site['id']}", json={"role": "sales"})
     assert chosen.json()["role"] == "sales"
-    assert events(await ask(api, token, "Hello again?"))[-1][1]["role"] == "sales"
+    assert await answered_as("Hello again?") == "sales"
 
 
 async def test_an_origin_not_allowed_gets_no_session_and_no_cors(api):
@@ -305,3 +313,32 @@ class TestVerifiedCustomers:
         anonymous = (await session(api, site)).json()["token"]
         done = events(await ask(api, anonymous, "What is my plan?"))[-1][1]
         assert "gold" not in done["answer"] and "silver" not in done["answer"]
+
+
+class TestAProviderFailing:
+    @pytest.fixture
+    async def fake_openai(self, serve_fake: Any) -> Any:
+        from tests.io.fakes.openai_server import FakeOpenAI
+
+        return await serve_fake(FakeOpenAI())
+
+    @pytest.fixture
+    async def settings_overrides(self, fake_openai: Any) -> dict[str, Any]:
+        return {
+            "openai_api_key": fake_openai.api_key,
+            "openai_base_url": fake_openai.base_url,
+            "embedding_provider": "local",
+        }
+
+    async def test_the_visitor_reads_a_plain_apology_the_owner_the_providers(
+        self, api, fake_openai, caplog
+    ):
+        await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+        site = await make_site(api)
+        token = (await session(api, site)).json()["token"]
+        fake_openai.fail_next(500, times=10)
+        failed = await ask(api, token, "How long do I have to return an item?")
+        body = assert_problem(failed, 503, "not available right now")
+        assert "providers" not in body and "openai" not in failed.text
+        assert failed.headers["access-control-allow-origin"] == SHOP
+        assert "openai" in caplog.text  # the owner's log says which failed

@@ -8,11 +8,13 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.chat import ChatStreamToken
+from ragcore.api.problems import Problem
 from ragcore.chat.citations import Citation
-from ragcore.chat.pipeline import MAX_QUESTION_CHARS, check_question
+from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
 from ragcore.converter import listing
 from ragcore.errors import InvalidInput
-from ragcore.schema import described, text
+from ragcore.schema import OneOf, Schemas, described, text
 from ragcore.widget.sites import MAX_NAME_CHARS, READ_ONLY_FIELDS, Position, Site, SitePatch
 from ragcore.widget.tokens import MAX_TOKEN_CHARS, MAX_USER_ID_CHARS
 
@@ -121,3 +123,56 @@ class NewSite(SitePatch):
     reads it)."""
 
     name: Annotated[str, text(MAX_NAME_CHARS)] = attrs.field(kw_only=True)
+
+
+@attrs.frozen
+class WidgetAnswer:
+    """An answer as a visitor sees it: what /chat returns, less what is the owner's to
+    know (which provider and model, the tokens, the role's grounding check)."""
+
+    answer: str
+    citations: list[Citation]
+    turn: Annotated[int | None, described("what feedback on it names; null if not recorded")]
+    language: str | None = None
+    limited: Annotated[bool, described("true when the service's token budget stopped it")] = False
+
+
+def visitor_answer(answer: ChatAnswer) -> WidgetAnswer:
+    return WidgetAnswer(
+        answer.answer, list(answer.citations), answer.turn, answer.language, answer.limited
+    )
+
+
+#: what a visitor reads when their question could not be answered (the owner's log says
+#: why: which provider failed, and how)
+VISITOR_FAILURE = "The assistant is not available right now: please try again later."
+
+
+def visitor_problem(status: int, title: str) -> Problem:
+    """A failure as a visitor sees it: its status, without the providers tried."""
+    return Problem("about:blank", title, status, VISITOR_FAILURE)
+
+
+@attrs.frozen
+class WidgetStreamDone:
+    event: Literal["done"]
+    data: WidgetAnswer
+
+
+@attrs.frozen
+class WidgetStreamError:
+    event: Literal["error"]
+    data: Annotated[Problem, described("the answer failed after the first event")]
+
+
+WIDGET_STREAM_EVENT = OneOf(
+    "WidgetStreamEvent",
+    (ChatStreamToken, WidgetStreamDone, WidgetStreamError),
+    "One server-sent event of /widget/chat/stream: any number of `token` events, then "
+    "exactly one `done` or `error` event.",
+)
+
+
+def widget_event_stream(schemas: Schemas) -> dict[str, Any]:
+    """The stream as the list of its events (as ``ragcore.api.chat.event_stream``)."""
+    return {"type": "array", "items": schemas.of(WIDGET_STREAM_EVENT), "minItems": 1}

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import secrets
 from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
 
+import attrs
 import psycopg
 from quart import Blueprint, Response, g, request
 
-from ragcore.api.chat import event_stream
+from ragcore.api.chat import sse
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.widget import (
+    VISITOR_FAILURE,
     NewSession,
     Session,
     SiteLook,
@@ -32,6 +35,9 @@ from ragcore.api.widget import (
     WidgetFeedback,
     WidgetQuestion,
     WidgetTurn,
+    visitor_answer,
+    visitor_problem,
+    widget_event_stream,
 )
 from ragcore.channel_names import WEB
 from ragcore.channels.routing import chosen_role
@@ -53,12 +59,14 @@ from ragio.employees import store as employees_store
 from ragio.http.chat import ChatWire
 from ragio.http.context import service
 from ragio.http.inputs import json_body
+from ragio.http.problems import problem_for
 from ragio.http.turns import stream_turn
 from ragio.metrics import WIDGET_QUESTIONS
 from ragio.widget import store
 from ragio.widget.store import PublicSite
 
 blueprint = Blueprint("widget", __name__)
+log = logging.getLogger(__name__)
 CHANNEL = WEB
 #: the visitor's routes: open, answered to the allowed origins only
 OPEN_PATHS = (
@@ -244,9 +252,9 @@ def _place(site: PublicSite, claims: VisitorClaims) -> str:
 @operation(
     Reply(
         200,
-        "An event stream, as /chat/stream's: `token` events, then one `done` (with the "
-        "answer's `turn`) or `error` event",
-        event_stream,
+        "An event stream: `token` events, then one `done` (the answer as a visitor sees "
+        "it, with its `turn`) or `error` event",
+        widget_event_stream,
         "text/event-stream",
     ),
     401, 403, 422, 429, 502, 503,
@@ -297,7 +305,31 @@ async def widget_question() -> Response:
         if spent is not None and used != reserve:
             await svc.database.run(store.add_tokens, site.site.id, spent, used - reserve)
 
-    return await stream_turn(turn, ChatWire(), after=count_tokens)
+    try:
+        return await stream_turn(turn, WidgetWire(), after=count_tokens)
+    except Exception as error:  # before the first event: said plainly, the log has why
+        problem = problem_for(error)
+        if problem.status < 500:
+            raise
+        log.warning("a widget question on site %s failed: %s", site.site.public_id, error)
+        plain = ProblemError(problem.status, VISITOR_FAILURE, title=problem.title)
+        plain.headers = getattr(problem, "headers", {})  # type: ignore[attr-defined]
+        raise plain from None
+
+
+@attrs.frozen
+class WidgetWire(ChatWire):
+    """/widget/chat/stream's events: as /chat/stream's, the answer as a visitor sees it
+    (``visitor_answer``) and a failure without the providers tried (the log has them)."""
+
+    def failed(self, error: Exception) -> bytes:
+        problem = problem_for(error)
+        shown = visitor_problem(problem.status, problem.title)
+        return sse("error", converter.unstructure(shown))
+
+    def done(self, answer: ChatAnswer, streamed: bool) -> list[bytes]:
+        said = [] if streamed or not answer.answer else [self.token(answer.answer)]
+        return [*said, sse("done", converter.unstructure(visitor_answer(answer)))]
 
 
 async def _answering_role(site: PublicSite) -> Role | None:
