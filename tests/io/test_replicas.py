@@ -637,6 +637,21 @@ async def test_the_widget_quotas_hold_exactly_with_50_visitors_through_both(repl
         refused = next(r for r in answered if r.status_code == 429)
         assert "Retry-After" in refused.headers and "try again" in refused.json()["detail"]
 
+        # the address's daily quota, the same way (its hourly one larger)
+        site = await widget_site(
+            client, b.url, name="quota-day", ip_questions_per_hour=100, ip_questions_per_day=9
+        )
+        tokens = [await visitor_token(client, r.url, site) for r in (a, b) * 25]
+        answered = await at_once(
+            *(
+                widget_question(client, r.url, token, "198.51.100.30")
+                for r, token in zip((a, b) * 25, tokens, strict=True)
+            )
+        )
+        statuses = [r.status_code for r in answered]
+        assert (statuses.count(200), statuses.count(429)) == (9, 41), statuses
+        assert "today" in next(r for r in answered if r.status_code == 429).json()["detail"]
+
         site = await widget_site(client, b.url, name="quota-visitor", visitor_questions_per_day=7)
         token = await visitor_token(client, a.url, site)
         answered = await at_once(
