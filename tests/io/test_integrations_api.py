@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx
@@ -491,12 +492,13 @@ async def test_a_sync_stops_at_the_bound_and_removes_nothing(api, database_url, 
     assert not (await records(api, created["id"], "u700@example.com"))["records"]
 
 
-async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(
-    database_url, tmp_path, nursery, serve_fake
-):
-    """A sync of a slow paginated API (a second per page): its progress is on the source
-    while it runs, and a second sync is refused until it ends."""
-    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1200, page_size=500))
+@asynccontextmanager
+async def syncing_a_slow_api(
+    database_url: str, tmp_path: Path, nursery: trio.Nursery, serve_fake: Any, records: int
+) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """The service syncing a slow paginated API (``records`` of them, 500 a page, a second
+    a page), the sync just asked for: the client and the source's URL."""
+    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", records, page_size=500))
     fake.delay = 1.0
     loopback = {
         "addon_encryption_key": KEY_A,
@@ -514,6 +516,18 @@ async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(
         created = await create(api, body)
         url = f"/integrations/{created['id']}"
         assert (await api.post(f"{url}/sync")).status_code == 202
+        yield api, url
+
+
+async def test_a_running_syncs_progress_shows_and_a_second_sync_is_409(
+    database_url, tmp_path, nursery, serve_fake
+):
+    """A sync of a slow paginated API (a second per page): its progress is on the source
+    while it runs, and a second sync is refused until it ends."""
+    async with syncing_a_slow_api(database_url, tmp_path, nursery, serve_fake, 1200) as (
+        api,
+        url,
+    ):
         with trio.fail_after(30):
             while (shown := (await api.get(url)).json())["sync"]["records_seen"] == 0:
                 await trio.sleep(0.05)

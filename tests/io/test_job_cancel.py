@@ -156,27 +156,12 @@ async def test_a_sync_cancelled_between_pages_keeps_the_pages_stored_before(
 ):
     """A sync of a slow paginated API (a second a page), cancelled once its first page
     is stored: the next page is not stored, the first stays, nothing is removed."""
-    from tests.io.fakes.rest_server import FakeRestApi
-    from tests.io.test_integrations_api import KEY_A, counts, create, serving
+    from tests.io.test_integrations_api import counts, syncing_a_slow_api
 
-    fake = await serve_fake(FakeRestApi("Authorization", "Bearer t-1", 1500, page_size=500))
-    fake.delay = 1.0
-    loopback = {
-        "addon_encryption_key": KEY_A,
-        "integrations_allow_http_loopback": True,  # the fake: http on 127.0.0.1
-        "integrations_allow_private_targets": True,
-    }
-    async with serving(database_url, tmp_path, nursery, **loopback) as api:
-        body = {
-            "name": "Slow API",
-            "source_type": "rest_api",
-            "base_url": fake.base_url,
-            "records_path": "/v1/customers",
-            "auth_header": "Authorization: Bearer t-1",
-        }
-        created = await create(api, body)
-        url = f"/integrations/{created['id']}"
-        assert (await api.post(f"{url}/sync")).status_code == 202
+    async with syncing_a_slow_api(database_url, tmp_path, nursery, serve_fake, 1500) as (
+        api,
+        url,
+    ):
         with trio.fail_after(30):
             while (await api.get(url)).json()["sync"]["records_stored"] == 0:
                 await trio.sleep(0.05)
