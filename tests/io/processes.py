@@ -72,12 +72,18 @@ def running_service(cwd: Path, **settings: object) -> Iterator[tuple[subprocess.
         wait_until_healthy(process, base_url)
         yield process, base_url
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(process, 30)
+
+
+def stop(process: subprocess.Popen, grace: float) -> None:
+    """SIGTERM, and SIGKILL when it has not ended within ``grace`` seconds."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def wait_until_healthy(process: subprocess.Popen, base_url: str, timeout: float = 120) -> None:

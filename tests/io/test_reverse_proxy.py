@@ -33,7 +33,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -55,7 +54,7 @@ from tests.io.conftest import on_openai
 from tests.io.fakes.deepgram_server import FakeDeepgram
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.fakes.phone import phone_call
-from tests.io.processes import free_port
+from tests.io.processes import free_port, stop
 from voiceio.server import VoiceServer, serve_voice
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,13 +199,7 @@ def running_proxy(
                 time.sleep(0.05)
         yield f"127.0.0.1:{port}"
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process, 5)
         shutil.rmtree(prefix, ignore_errors=True)
 
 
