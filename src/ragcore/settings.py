@@ -372,6 +372,13 @@ def _stream_url(raw: str) -> str:
     return value
 
 
+def _phone_number(raw: str) -> str:
+    value = raw.strip()
+    if not re.match(r"^\+[1-9][0-9]{6,14}$", value):
+        raise _Bad(f"must be a phone number in E.164 form such as +14155238886, got {raw!r}")
+    return value
+
+
 def _whatsapp_number(raw: str) -> str:
     value = raw.strip().removeprefix("whatsapp:")
     if not re.match(r"^\+[1-9][0-9]{6,14}$", value):
@@ -943,6 +950,25 @@ SETTINGS: tuple[Setting, ...] = (
         _integer(1, 1000),
     ),
     Setting(
+        "VOICE_TRANSFER_NUMBER",
+        "",
+        "the number (E.164) a call handed to a person is put through to; blank: the caller "
+        "leaves a message for the inbox",
+        _phone_number,
+    ),
+    Setting(
+        "HANDOFF_AFTER_REFUSALS",
+        "2",
+        "grounded refusals in a row that hand a customer's conversation to a person; 0: never",
+        _integer(0, 100),
+    ),
+    Setting(
+        "HANDOFF_IDLE_MINUTES",
+        "60",
+        "a conversation with a person that nobody wrote in for this long goes back to the AI",
+        _integer(1, 525600),
+    ),
+    Setting(
         "CONVERSATION_RETENTION_DAYS",
         "90",
         "days a conversation and its turns are kept (GET /conversations); 0 keeps them",
@@ -1086,6 +1112,9 @@ class Settings:
     voice_stt_model: str
     voice_language: str
     voice_max_calls: int
+    voice_transfer_number: str
+    handoff_after_refusals: int
+    handoff_idle_minutes: int
     conversation_retention_days: int
     usage_ledger: bool
     budget_daily_tokens: int

@@ -8,7 +8,7 @@ needs and returns a ``ChatAnswer``. The runner in ragio executes the effects;
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 import attrs
 
@@ -52,6 +52,7 @@ from ragcore.employees.roles import Role
 from ragcore.employees.sensitivity import Sensitivity, assess_sensitivity
 from ragcore.errors import InvalidInput, check_text
 from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, ModelReply
+from ragcore.handoff.policy import HandoffPolicy
 from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.graph import ReachGraph
 from ragcore.knowledge.graph_rules import GraphPolicy, graph_ranked
@@ -160,6 +161,7 @@ class ChatPolicy:
     #: a language model answers (not only the offline answerer): it rewrites follow-ups
     rewrite_with_model: bool = False
     graph: GraphPolicy | None = None  # None: the knowledge graph is off
+    handoff: HandoffPolicy = HandoffPolicy()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatPolicy:
@@ -178,6 +180,7 @@ class ChatPolicy:
             reviewed_safe=tuple(settings.sensitive_roles_reviewed_safe),
             actions=ActionPolicy.from_settings(settings),
             graph=GraphPolicy.from_settings(settings),
+            handoff=HandoffPolicy.from_settings(settings),
         )
 
     def sensitivity(self, role: Role) -> Sensitivity:
@@ -237,6 +240,20 @@ class ChatAnswer:
             "/conversations/{id}/turns/{turn}/feedback); null when it was not recorded"
         ),
     ] = None
+    mode: Annotated[
+        Literal["ai", "human", "closed"],
+        described(
+            "the conversation's mode after this turn: human when a person answers from now "
+            "on (this turn handed it over, or a person was answering already: see held)"
+        ),
+    ] = "ai"
+    held: Annotated[
+        bool,
+        described(
+            "true when the AI gave no answer: a person answers this conversation, and the "
+            "message waits for them"
+        ),
+    ] = False
 
 
 def check_question(question: Any) -> str:
