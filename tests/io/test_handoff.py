@@ -171,7 +171,7 @@ async def test_a_person_takes_over_and_answers_on_the_customers_channel(
     assert ASK_FOR_PERSON in hook["text"]
     [told] = to_owner(telegram)
     talk = await conversation(api, channel)
-    assert f"{whatsapp_wire.PUBLIC}/console/#/inbox/{talk['id']}" in told["text"]
+    assert f"{whatsapp_wire.PUBLIC}/#/inbox/{talk['id']}" in told["text"]
     assert talk["mode"] == "human" and talk["turns"][0]["outcome"] == "handed_off"
     inbox = (await api.get("/conversations", params={"mode": "human"})).json()
     assert [c["id"] for c in inbox["conversations"]] == [talk["id"]]
