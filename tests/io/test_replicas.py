@@ -719,7 +719,9 @@ async def test_a_handoff_made_through_one_process_is_respected_by_the_other(repl
         f"{b.url}/webhook/telegram", json=telegram_update(9102, chat), headers=headers
     )
     assert response.status_code == 200
-    answered = "SELECT 1 FROM channel_updates WHERE delivery_id = '9102' AND answered_at IS NOT NULL"
+    answered = (
+        "SELECT 1 FROM channel_updates WHERE delivery_id = '9102' AND answered_at IS NOT NULL"
+    )
     with trio.fail_after(30):
         while not replicas.query(answered):
             await trio.sleep(0.05)
