@@ -154,7 +154,7 @@ class PhoneCall:
                     # the provider may end the stream before it answers the transfer
                     with trio.move_on_after(TRANSFER_SECONDS):
                         await self._transfer_done.wait()
-                if self.call.transferred:
+                if self.call.transferred is not None:
                     reason = TRANSFERRED_REASON
                 self.feed(Ended(reason, self.now()))
                 nursery.cancel_scope.cancel()

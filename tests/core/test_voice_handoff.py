@@ -16,6 +16,8 @@ from ragcore.voice.call import (
     SILENCE_SECONDS,
     STILL_THERE,
     TRANSFER_FAILED,
+    TRANSFERRED_REASON,
+    TRANSFERRED_STREAM_SECONDS,
     Answered,
     Call,
     Ended,
@@ -94,8 +96,19 @@ def test_the_call_is_put_through_once_the_notice_is_heard_and_not_before() -> No
     quiet += phone.feed(KeyPressed("1", phone.now)) + phone.feed(MarkPlayed("9.0", phone.now))
     assert of(quiet, Listen) == [] and of(quiet, Speak) == [] and of(quiet, HangUp) == []
     assert phone.feed(Transferred(phone.now)) == []
-    assert phone.call.transferred
+    assert phone.call.transferred == phone.now
     phone.feed(Ended("the caller hung up", phone.now))  # the provider closes the stream
+    assert phone.call.state is State.ENDED
+
+
+def test_a_stream_the_provider_leaves_open_after_taking_the_call_is_hung_up_here() -> None:
+    phone = phone_with(NUMBER)
+    answered(phone, "I want to talk to a person", handing_over(NOTICE))
+    heard(phone)
+    phone.feed(Transferred(phone.now))
+    assert of(phone.ticks(TRANSFERRED_STREAM_SECONDS - 0.1), HangUp) == []
+    [hang_up] = of(phone.ticks(0.2), HangUp)
+    assert hang_up.reason == TRANSFERRED_REASON
     assert phone.call.state is State.ENDED
 
 
@@ -167,7 +180,7 @@ def test_a_failed_transfer_is_said_and_the_call_takes_a_message_instead() -> Non
     assert speak.text == MESSAGE_TAKEN  # no second attempt: the caller leaves a message
     effects = heard(phone)
     assert of(effects, TransferCall) == [] and phone.call.state is State.LISTENING
-    assert not phone.call.transferred
+    assert phone.call.transferred is None
 
 
 def test_a_failed_transfer_is_said_in_the_callers_language() -> None:

@@ -75,6 +75,9 @@ MAX_LISTENER_FAILURES = 3
 #: and this much of the shutdown grace is kept for the closing words to be said
 FINISH_SENTENCE_SECONDS = 8.0
 CLOSING_SECONDS = 8.0
+#: a call put through whose media stream the provider has not ended after this long is
+#: hung up here (the stream only: the provider carries the call on)
+TRANSFERRED_STREAM_SECONDS = 10.0
 
 #: the words the call says on its own, in English (``ragcore.voice.phrases`` has them in
 #: every language the call speaks; the call says them in the caller's: ``Call.language``)
@@ -460,7 +463,7 @@ class Call:
         self.greeting = greeting
         self.language = language
         self.transfer_to = transfer_to
-        self.transferred = False  # the provider took the call to put it through
+        self.transferred: float | None = None  # when the provider took it to put it through
         self._transfer_failed = False  # once failed, the call takes messages instead
         self.state = State.CONNECTING
         self.stream_sid = ""
@@ -816,8 +819,19 @@ class Call:
         return bool(self.transfer_to) and not self._transfer_failed
 
     def _transferred(self, event: Transferred) -> list[Any]:
-        self.transferred = True
+        self.transferred = event.at
         return []  # the provider ends the media stream (``Ended``)
+
+    def _await_the_streams_end(self, event: Tick) -> list[Any]:
+        """Being put through: keep speech-to-text alive; once the provider has taken the
+        call, end a stream it leaves open too long."""
+        effects = self._tick(event)
+        if self.transferred is not None and event.at - self.transferred >= (
+            TRANSFERRED_STREAM_SECONDS
+        ):
+            self.state = State.ENDED
+            effects.append(HangUp(TRANSFERRED_REASON))
+        return effects
 
     def _transfer_not_made(self, event: TransferFailed) -> list[Any]:
         """The caller is still here: tell them, and take their message instead."""
@@ -918,7 +932,7 @@ _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], .
     (_SAYING, SpeechFailed, Call._speech_failed),
     ((State.TRANSFERRING,), Transferred, Call._transferred),
     ((State.TRANSFERRING,), TransferFailed, Call._transfer_not_made),
-    ((State.TRANSFERRING,), Tick, Call._tick),  # keeps speech-to-text alive meanwhile
+    ((State.TRANSFERRING,), Tick, Call._await_the_streams_end),
     ((State.TRANSFERRING,), Ended, Call._end),
     ((State.TRANSFERRING,), Stopping, Call._stop),
     # ignored on purpose:
