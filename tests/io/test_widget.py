@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from ragcore.widget.tokens import user_hash
@@ -342,3 +343,41 @@ class TestAProviderFailing:
         assert "providers" not in body and "openai" not in failed.text
         assert failed.headers["access-control-allow-origin"] == SHOP
         assert "openai" in caplog.text  # the owner's log says which failed
+
+
+async def test_a_visitor_sees_a_persons_messages_in_their_own_conversation_only(api, database_url):
+    from tests.io.test_conversation_events import add_turn, move_mode, streaming
+
+    site = await make_site(api)
+    mine, theirs, newcomer = [(await session(api, site)).json()["token"] for _ in range(3)]
+    for token in (mine, theirs):
+        assert (await ask(api, token, "Hello?")).status_code == 200
+
+    async def conversation_of(token: str) -> int:
+        shown = await api.get("/widget/conversation", headers=_bearer(token))
+        return int(shown.json()["conversation_id"])
+
+    my_conversation, their_conversation = [await conversation_of(t) for t in (mine, theirs)]
+    with psycopg.connect(database_url, autocommit=True) as sql:
+        async with streaming(api, "/widget/events", headers=_bearer(mine)) as stream:
+            assert stream.response.headers["access-control-allow-origin"] == SHOP
+            add_turn(sql, their_conversation, "person", "For the other visitor")
+            move_mode(sql, their_conversation, "human")
+            moved = move_mode(sql, my_conversation, "human")
+            assert await stream.next() == (moved, "mode", {"mode": "human"})
+            add_turn(sql, my_conversation, "customer", "Are you there?")  # their own: not sent
+            _, anna = add_turn(sql, my_conversation, "person", "Hello, Anna here.")
+            message = {"turn": 3, "author": "person", "answer": "Hello, Anna here."}
+            assert await stream.next() == (anna, "message", message)
+        # a visitor listening before their first question: the conversation it begins
+        async with streaming(api, "/widget/events", headers=_bearer(newcomer)) as stream:
+            assert (await ask(api, newcomer, "Hello?")).status_code == 200
+            _, wrote = add_turn(sql, await conversation_of(newcomer), "person", "Welcome!")
+            assert (await stream.next())[0] == wrote
+        # resumed after its last event: what came meanwhile
+        _, later = add_turn(sql, my_conversation, "person", "Still there?")
+        resumed = {**_bearer(mine), "Last-Event-ID": str(moved)}
+        async with streaming(api, "/widget/events", headers=resumed) as stream:
+            assert [(await stream.next())[0] for _ in range(2)] == [anna, later]
+    assert_problem(await api.get("/widget/events"), 401)
+    assert_problem(await api.get("/widget/events", headers=_bearer(mine, ELSEWHERE)), 403)

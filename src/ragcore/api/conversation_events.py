@@ -23,6 +23,10 @@ EVENT_ID_DOC = described("the event's id: resume after it (Last-Event-ID)", patt
 HEARTBEAT = b": keep-alive\n\n"
 
 
+#: the longest a stream asked to end (``?wait=``) is held open
+MAX_WAIT_SECONDS = 3600
+
+
 @attrs.frozen
 class EventsQuery:
     after: Annotated[
@@ -33,6 +37,23 @@ class EventsQuery:
             pattern=f"^(?:{EVENT_ID[1:-1]})?$",
         ),
     ] = ""
+    wait: Annotated[
+        str,
+        described(
+            f"end the stream after this many seconds (at most {MAX_WAIT_SECONDS}); 0: the "
+            "events after `after`, then the end (a poll); none: the stream does not end",
+            pattern="^[0-9]{0,4}$",
+        ),
+    ] = ""
+
+
+def waited(query: str | None) -> float | None:
+    """``?wait=``: the seconds a stream is held open; None: it does not end."""
+    if query is None or not query.strip():
+        return None
+    if not re.fullmatch("[0-9]{1,4}", query.strip()) or int(query) > MAX_WAIT_SECONDS:
+        raise InvalidInput("wait", f"must be a number of seconds from 0 to {MAX_WAIT_SECONDS}")
+    return float(query)
 
 
 def resumed_after(header: str | None, query: str | None) -> int | None:

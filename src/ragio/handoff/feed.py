@@ -132,6 +132,10 @@ class Listening:
         self._missed = missed[::-1]
         self._handed = {event.id for event in missed}
 
+    def take_missed(self) -> FeedEvent | None:
+        """The next missed event, if any is left (without waiting)."""
+        return self._missed.pop() if self._missed else None
+
     async def receive(self) -> FeedEvent:
         if self._missed:
             await trio.lowlevel.checkpoint()

@@ -17,6 +17,7 @@ from ragcore.api.conversation_events import (
     conversation_event_stream,
     resumed_after,
     sse_event,
+    waited,
 )
 from ragcore.api.operations import Reply, operation
 from ragio.handoff.feed import Feed, FeedEvent
@@ -52,6 +53,12 @@ def resume_point() -> int | None:
     return resumed_after(request.headers.get("Last-Event-ID"), request.args.get("after"))
 
 
+def wait_asked() -> float:
+    """How long the client asks the stream to stay open (``?wait=``): for ever by default."""
+    asked = waited(request.args.get("wait"))
+    return math.inf if asked is None else asked
+
+
 async def event_stream(
     after: int | None,
     write: Callable[[FeedEvent], bytes | None],
@@ -60,27 +67,31 @@ async def event_stream(
 ) -> Response:
     """The feed's events (``place``'s only, when given) after ``after`` as a response:
     each as ``write`` makes it (None: not this stream's), a heartbeat comment while
-    nothing happens. It ends after ``seconds``, or when the feed ends it (the service
-    stops, or the client fell too far behind: it resumes from its last event id)."""
+    nothing happens. It ends after ``seconds`` (the events missed since ``after`` all
+    sent), or when the feed ends it (the service stops, or the client fell too far
+    behind: it resumes from its last event id)."""
+    ends_at = trio.current_time() + max(0.0, min(seconds, wait_asked()))
     live = feed()
     if after is None:  # from now on: what commits before the stream begins included
         after = await live.position()
-    ends_at = trio.current_time() + max(0.0, seconds)
 
     async def events() -> AsyncIterator[bytes]:
         async with live.listen(after, place) as listening:
-            yield HEARTBEAT  # the stream is open: a client sees it before any event
-            while trio.current_time() < ends_at:
-                wait = min(HEARTBEAT_SECONDS, ends_at - trio.current_time())
-                with trio.move_on_after(wait) as waited:
-                    try:
-                        event = await listening.receive()
-                    except trio.EndOfChannel:
+            while True:
+                event = listening.take_missed()
+                if event is None:
+                    left = ends_at - trio.current_time()
+                    if left <= 0:
                         return
-                if waited.cancelled_caught:
-                    if trio.current_time() < ends_at:
-                        yield HEARTBEAT
-                    continue
+                    with trio.move_on_after(min(HEARTBEAT_SECONDS, left)):
+                        try:
+                            event = await listening.receive()
+                        except trio.EndOfChannel:
+                            return
+                    if event is None:  # nothing came in time
+                        if trio.current_time() < ends_at:
+                            yield HEARTBEAT
+                        continue
                 written = write(event)
                 if written is not None:
                     yield written
@@ -124,5 +135,6 @@ async def conversation_events() -> Response:
     conversation on a customer channel (web, telegram, whatsapp, discord, voice), `mode`
     when its mode moves. Resume after an event with the Last-Event-ID header (or
     ?after=); events are kept a day. A comment line comes every 15 s while nothing
-    happens."""
+    happens. ?wait= ends the stream after so many seconds (0: a poll of the events after
+    ?after=)."""
     return await event_stream(resume_point(), owner_event)
