@@ -373,19 +373,23 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", "/widget/feedback", json={"turn": 1, "rating": "up"}, headers=visitor)
     await c.send("POST", "/widget/feedback", json={"turn": 9, "rating": "up"}, headers=visitor)
 
-    # the live views: a person writes in the visitor's conversation, and takes it over
-    from tests.io.test_conversation_events import add_turn, move_mode
-
+    # a person writes in the visitor's conversation (taking it over), then hands it back;
+    # the live views show it
     web = shown.json()["conversation_id"]
-    await c.service.database.run(add_turn, web, "person", "Hello, a person here.")
-    await c.service.database.run(move_mode, web, "human")
+    messages, mode = "/conversations/{id}/messages", "/conversations/{id}/mode"
+    written = {"text": "Hello, a person here."}
+    await c.send("POST", messages, f"/conversations/{web}/messages", json=written)
+    await c.send("POST", messages, f"/conversations/{web}/messages", json={"text": ""})
+    await c.send("POST", messages, "/conversations/12345/messages", json=written)
+    await c.send("POST", mode, f"/conversations/{web}/mode", json={"mode": "ai"})
+    await c.send("POST", mode, f"/conversations/{web}/mode", json={"mode": "sideways"})
     polled = {"after": "0", "wait": "0"}  # what happened since the first event, then the end
     owner = await c.send("GET", "/conversations/events", params=polled)
-    assert [event["event"] for event in _body("text/event-stream", owner)][-2:] == ["turn", "mode"]
+    assert {event["event"] for event in _body("text/event-stream", owner)} == {"turn", "mode"}
     await c.send("GET", "/conversations/events", headers={"Last-Event-ID": "x"})
     await c.send("GET", "/conversations/events", params={"wait": "9999"})
-    shown = await c.send("GET", "/widget/events", params=polled, headers=visitor)
-    assert [event["event"] for event in _body("text/event-stream", shown)] == ["message", "mode"]
+    seen = await c.send("GET", "/widget/events", params=polled, headers=visitor)
+    assert {event["event"] for event in _body("text/event-stream", seen)} == {"message", "mode"}
     await c.send("GET", "/widget/events", headers=origin)  # 401
     await c.send("DELETE", f"{sites}/{{id}}", one)
     await c.send("DELETE", f"{sites}/{{id}}", one)

@@ -381,3 +381,56 @@ async def test_a_visitor_sees_a_persons_messages_in_their_own_conversation_only(
             assert [(await stream.next())[0] for _ in range(2)] == [anna, later]
     assert_problem(await api.get("/widget/events"), 401)
     assert_problem(await api.get("/widget/events", headers=_bearer(mine, ELSEWHERE)), 403)
+
+
+class TestAPersonTakesOver:
+    @pytest.fixture
+    async def fake_openai(self, serve_fake: Any) -> Any:
+        from tests.io.fakes.openai_server import FakeOpenAI
+
+        return await serve_fake(FakeOpenAI())
+
+    @pytest.fixture
+    async def settings_overrides(self, fake_openai: Any) -> dict[str, Any]:
+        return {
+            "openai_api_key": fake_openai.api_key,
+            "openai_base_url": fake_openai.base_url,
+            "embedding_provider": "local",
+        }
+
+    async def test_the_visitor_asks_for_a_person_who_answers_live(self, api, fake_openai):
+        from tests.io.test_conversation_events import streaming
+
+        def model_calls() -> int:
+            return sum(r.path.endswith("/chat/completions") for r in fake_openai.requests)
+
+        await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+        site = await make_site(api)
+        token = (await session(api, site)).json()["token"]
+        handed = events(await ask(api, token, "Can I talk to a person?"))[-1][1]
+        assert (handed["mode"], handed["held"]) == ("human", False)
+        assert "will reply here" in handed["answer"]
+        conversation = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+        async with streaming(api, "/widget/events", headers=_bearer(token)) as stream:
+            before = model_calls()
+            held = events(await ask(api, token, "My parcel has not arrived."))
+            assert [kind for kind, _ in held] == ["done"]  # no words: nobody wrote any
+            assert held[-1][1]["held"] is True and held[-1][1]["answer"] == ""
+            assert model_calls() == before  # the AI stays silent: no provider call
+            text = "Hello, this is Anna: let me look into your parcel."
+            wrote = await api.post(
+                f"/conversations/{conversation['conversation_id']}/messages", json={"text": text}
+            )
+            assert wrote.status_code == 201, wrote.text
+            _, kind, message = await stream.next()
+            assert (kind, message) == (
+                "message",
+                {"turn": wrote.json()["turn"], "author": "person", "answer": text},
+            )
+        again = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+        assert [(t["turn"], t["author"]) for t in again["turns"]] == [
+            (1, "ai"),
+            (2, "customer"),
+            (3, "person"),
+        ]
+        assert again["turns"][2]["answer"] == text and again["turns"][2]["question"] == ""

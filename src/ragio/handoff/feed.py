@@ -28,13 +28,13 @@ import attrs
 import psycopg
 import trio
 
-from ragcore.channel_names import CUSTOMER_CHANNELS
+from ragcore.handoff.modes import HANDOFF_CHANNELS
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
 
 #: the channels whose conversations a person can take over: the feed's
-FEED_CHANNELS = (*CUSTOMER_CHANNELS, "voice")
+FEED_CHANNELS = HANDOFF_CHANNELS
 POLL_SECONDS = 0.5
 #: events a listener may be behind before it is dropped
 BUFFER = 256
