@@ -75,6 +75,12 @@ negative_data_rejection.enabled = true
 include-path-regex = "^(/widget)?/chat/stream$"
 checks.response_schema_conformance.enabled = false
 
+# the live views' streams do not end unless asked to (?wait=): at once here
+[[operations]]
+include-path-regex = "^/(conversations|widget)/events$"
+checks.response_schema_conformance.enabled = false
+parameters = {{ "query.wait" = "0" }}
+
 # a stored role, data source, live action and workflow: their bodies are read only then
 [[operations]]
 include-path-regex = "^/employees/\\\\{{role\\\\}}/(memory|context)$"

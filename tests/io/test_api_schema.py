@@ -41,9 +41,10 @@ def settings_overrides():
 class Checker:
     """Sends requests and checks each answer against the served document."""
 
-    def __init__(self, api: httpx.AsyncClient, spec: dict[str, Any]):
+    def __init__(self, api: httpx.AsyncClient, spec: dict[str, Any], service: Any):
         self.api = api
         self.spec = spec
+        self.service = service  # to write what a route shows (an event of a live view)
         self.registry = Registry().with_resource(SPEC_URI, DRAFT202012.create_resource(spec))
         self.seen: set[tuple[str, str]] = set()
         self.problems = 0
@@ -114,7 +115,8 @@ def _body(media_type: str, response: httpx.Response) -> Any:
         events = []
         for block in response.text.strip().split("\n\n"):
             fields = dict(line.split(": ", 1) for line in block.splitlines())
-            events.append({"event": fields["event"], "data": json.loads(fields["data"])})
+            event = {"event": fields["event"], "data": json.loads(fields["data"])}
+            events.append(event | ({"id": fields["id"]} if "id" in fields else {}))
         return events
     return response.text
 
@@ -122,7 +124,7 @@ def _body(media_type: str, response: httpx.Response) -> Any:
 async def test_every_route_answers_as_the_served_schema_says(api, service):
     keyed = httpx.AsyncClient(base_url=api.base_url, headers={"X-API-Key": KEY}, timeout=30)
     async with keyed:
-        checker = Checker(keyed, (await keyed.get("/openapi.json")).json())
+        checker = Checker(keyed, (await keyed.get("/openapi.json")).json(), service)
         await exercise_every_route(checker)
     # the problem every route behind the key shares, for a client without it
     checker.check("GET", "/usage", await api.get("/usage"))
@@ -379,8 +381,27 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", "/widget/chat/stream", json=asked, headers=visitor)
     await c.send("POST", "/widget/chat/stream", json={"question": ""}, headers=visitor)
     await c.send("POST", "/widget/chat/stream", json=asked, headers=origin)  # 401
-    await c.send("GET", "/widget/conversation", headers=visitor)
+    shown = await c.send("GET", "/widget/conversation", headers=visitor)
     await c.send("POST", "/widget/feedback", json={"turn": 1, "rating": "up"}, headers=visitor)
     await c.send("POST", "/widget/feedback", json={"turn": 9, "rating": "up"}, headers=visitor)
+
+    # a person writes in the visitor's conversation (taking it over), then hands it back;
+    # the live views show it
+    web = shown.json()["conversation_id"]
+    messages, mode = "/conversations/{id}/messages", "/conversations/{id}/mode"
+    written = {"text": "Hello, a person here."}
+    await c.send("POST", messages, f"/conversations/{web}/messages", json=written)
+    await c.send("POST", messages, f"/conversations/{web}/messages", json={"text": ""})
+    await c.send("POST", messages, "/conversations/12345/messages", json=written)
+    await c.send("POST", mode, f"/conversations/{web}/mode", json={"mode": "ai"})
+    await c.send("POST", mode, f"/conversations/{web}/mode", json={"mode": "sideways"})
+    polled = {"after": "0", "wait": "0"}  # what happened since the first event, then the end
+    owner = await c.send("GET", "/conversations/events", params=polled)
+    assert {event["event"] for event in _body("text/event-stream", owner)} == {"turn", "mode"}
+    await c.send("GET", "/conversations/events", headers={"Last-Event-ID": "x"})
+    await c.send("GET", "/conversations/events", params={"wait": "9999"})
+    seen = await c.send("GET", "/widget/events", params=polled, headers=visitor)
+    assert {event["event"] for event in _body("text/event-stream", seen)} == {"message", "mode"}
+    await c.send("GET", "/widget/events", headers=origin)  # 401
     await c.send("DELETE", f"{sites}/{{id}}", one)
     await c.send("DELETE", f"{sites}/{{id}}", one)

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from ragcore.widget.tokens import user_hash
@@ -342,3 +343,94 @@ class TestAProviderFailing:
         assert "providers" not in body and "openai" not in failed.text
         assert failed.headers["access-control-allow-origin"] == SHOP
         assert "openai" in caplog.text  # the owner's log says which failed
+
+
+async def test_a_visitor_sees_a_persons_messages_in_their_own_conversation_only(api, database_url):
+    from tests.io.test_conversation_events import add_turn, move_mode, streaming
+
+    site = await make_site(api)
+    mine, theirs, newcomer = [(await session(api, site)).json()["token"] for _ in range(3)]
+    for token in (mine, theirs):
+        assert (await ask(api, token, "Hello?")).status_code == 200
+
+    async def conversation_of(token: str) -> int:
+        shown = await api.get("/widget/conversation", headers=_bearer(token))
+        return int(shown.json()["conversation_id"])
+
+    my_conversation, their_conversation = [await conversation_of(t) for t in (mine, theirs)]
+    with psycopg.connect(database_url, autocommit=True) as sql:
+        async with streaming(api, "/widget/events", headers=_bearer(mine)) as stream:
+            assert stream.response.headers["access-control-allow-origin"] == SHOP
+            add_turn(sql, their_conversation, "person", "For the other visitor")
+            move_mode(sql, their_conversation, "human")
+            moved = move_mode(sql, my_conversation, "human")
+            assert await stream.next() == (moved, "mode", {"mode": "human"})
+            add_turn(sql, my_conversation, "customer", "Are you there?")  # their own: not sent
+            _, anna = add_turn(sql, my_conversation, "person", "Hello, Anna here.")
+            message = {"turn": 3, "author": "person", "answer": "Hello, Anna here."}
+            assert await stream.next() == (anna, "message", message)
+        # a visitor listening before their first question: the conversation it begins
+        async with streaming(api, "/widget/events", headers=_bearer(newcomer)) as stream:
+            assert (await ask(api, newcomer, "Hello?")).status_code == 200
+            _, wrote = add_turn(sql, await conversation_of(newcomer), "person", "Welcome!")
+            assert (await stream.next())[0] == wrote
+        # resumed after its last event: what came meanwhile
+        _, later = add_turn(sql, my_conversation, "person", "Still there?")
+        resumed = {**_bearer(mine), "Last-Event-ID": str(moved)}
+        async with streaming(api, "/widget/events", headers=resumed) as stream:
+            assert [(await stream.next())[0] for _ in range(2)] == [anna, later]
+    assert_problem(await api.get("/widget/events"), 401)
+    assert_problem(await api.get("/widget/events", headers=_bearer(mine, ELSEWHERE)), 403)
+
+
+class TestAPersonTakesOver:
+    @pytest.fixture
+    async def fake_openai(self, serve_fake: Any) -> Any:
+        from tests.io.fakes.openai_server import FakeOpenAI
+
+        return await serve_fake(FakeOpenAI())
+
+    @pytest.fixture
+    async def settings_overrides(self, fake_openai: Any) -> dict[str, Any]:
+        return {
+            "openai_api_key": fake_openai.api_key,
+            "openai_base_url": fake_openai.base_url,
+            "embedding_provider": "local",
+        }
+
+    async def test_the_visitor_asks_for_a_person_who_answers_live(self, api, fake_openai):
+        from tests.io.test_conversation_events import streaming
+
+        def model_calls() -> int:
+            return sum(r.path.endswith("/chat/completions") for r in fake_openai.requests)
+
+        await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+        site = await make_site(api)
+        token = (await session(api, site)).json()["token"]
+        handed = events(await ask(api, token, "Can I talk to a person?"))[-1][1]
+        assert (handed["mode"], handed["held"]) == ("human", False)
+        assert "will reply here" in handed["answer"]
+        conversation = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+        async with streaming(api, "/widget/events", headers=_bearer(token)) as stream:
+            before = model_calls()
+            held = events(await ask(api, token, "My parcel has not arrived."))
+            assert [kind for kind, _ in held] == ["done"]  # no words: nobody wrote any
+            assert held[-1][1]["held"] is True and held[-1][1]["answer"] == ""
+            assert model_calls() == before  # the AI stays silent: no provider call
+            text = "Hello, this is Anna: let me look into your parcel."
+            wrote = await api.post(
+                f"/conversations/{conversation['conversation_id']}/messages", json={"text": text}
+            )
+            assert wrote.status_code == 201, wrote.text
+            _, kind, message = await stream.next()
+            assert (kind, message) == (
+                "message",
+                {"turn": wrote.json()["turn"], "author": "person", "answer": text},
+            )
+        again = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+        assert [(t["turn"], t["author"]) for t in again["turns"]] == [
+            (1, "ai"),
+            (2, "customer"),
+            (3, "person"),
+        ]
+        assert again["turns"][2]["answer"] == text and again["turns"][2]["question"] == ""

@@ -3,7 +3,8 @@ tests/io/test_console.py does), embedded by its one script tag in a page of ANOT
 origin that sends a strict Content-Security-Policy. The visitor opens the launcher,
 asks, sees the answer stream in and its citation, reloads and sees the conversation
 again, asks a follow-up in the same conversation and gives a thumbs-down the owner sees;
-the same page on an origin the site does not allow gets no session.
+a person of the business then writes in the conversation and the visitor sees it at
+once; the same page on an origin the site does not allow gets no session.
 
 The host page is served on 127.0.0.1 (an allowed origin) and, the same server, as
 ``localhost`` (another origin, not allowed): http on loopback is an origin a site may
@@ -14,6 +15,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ KEY = "widget-key-0123"
 OWNER = {"X-API-Key": KEY}
 RETURNS = "# Returns\n\nItems can be returned within 30 days of delivery for a full refund.\n"
 REPLY = "You can return an item within 30 days of delivery and get a full refund [1]."
+PERSON = "Hello, this is Anna from the shop: I can help with a gift."
 COLOUR = "#0f766e"  # the site's accent: rgb(15, 118, 110)
 WIDGET = Path(__file__).parents[2] / "src" / "ragio" / "console" / "widget.js"
 SHADOW = "return document.querySelector('ragchat-widget').shadowRoot"
@@ -87,7 +90,13 @@ class HostPage:
         await send({"type": "http.response.body", "body": self.page()})
 
 
-def visit(allowed_url: str, refused_url: str, service_url: str, site: int) -> dict[str, Any]:
+def visit(
+    allowed_url: str,
+    refused_url: str,
+    service_url: str,
+    site: int,
+    person_writes: Callable[[], None],
+) -> dict[str, Any]:
     """The visitor's path on the owner's page, then the page on an origin not allowed."""
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -168,6 +177,13 @@ def visit(allowed_url: str, refused_url: str, service_url: str, site: int) -> di
         )
         seen["pressed"] = down.get_attribute("aria-pressed")
 
+        person_writes()  # a person of the business writes in the conversation: shown live
+        seen["person"] = shown("li.p[data-turn='3'] .x").text
+        seen["person_by"] = inside("li.p b").text
+        shown("#i").send_keys("Danke, es ist ein Geschenk.", Keys.ENTER)  # for the person
+        seen["held"] = shown("li.s").text
+        seen["answers"] = driver.execute_script(f"{SHADOW}.querySelectorAll('li.a').length")
+
         driver.set_window_size(390, 844)  # a phone: the open panel fills the screen
         seen["phone"] = driver.execute_script(
             f"const r = {SHADOW.removeprefix('return ')}.querySelector('.panel')"
@@ -224,7 +240,17 @@ async def test_a_visitor_chats_through_the_widget_on_a_strict_page_of_another_or
     host.site = created.json()["public_id"]
 
     site = created.json()["id"]
-    seen = await trio.to_thread.run_sync(visit, allowed + "/", refused + "/", host.service, site)
+
+    def person_writes() -> None:
+        listed = httpx.get(f"{host.service}/conversations", headers=OWNER).json()
+        conversation = listed["conversations"][0]["id"]
+        url = f"{host.service}/conversations/{conversation}/messages"
+        wrote = httpx.post(url, json={"text": PERSON}, headers=OWNER)
+        assert wrote.status_code == 201, wrote.text
+
+    seen = await trio.to_thread.run_sync(
+        visit, allowed + "/", refused + "/", host.service, site, person_writes
+    )
     stop.set()
 
     # the launcher and the dialog, in the page's language (<html lang="de">)
@@ -244,6 +270,10 @@ async def test_a_visitor_chats_through_the_widget_on_a_strict_page_of_another_or
     assert seen["citation"] == "returns.md"
     assert seen["closed"] == ("true", "launcher")  # Escape closed it, focus back
     assert seen["after_reload"] == REPLY
+    assert (seen["person"], seen["person_by"]) == (PERSON, "shop")  # live, as the shop's
+    # the next message waits for the person: no assistant's answer, a word that it was sent
+    assert seen["held"] == "Gesendet: eine Person antwortet Ihnen hier."
+    assert seen["answers"] == 2
     assert seen["phone"] == [0, 0]
 
     # one conversation on channel web, the follow-up in it
@@ -252,7 +282,12 @@ async def test_a_visitor_chats_through_the_widget_on_a_strict_page_of_another_or
     assert len(listed["conversations"]) == 1
     conversation = listed["conversations"][0]["id"]
     owner = (await api.get(f"/conversations/{conversation}", headers=OWNER)).json()
-    assert [t["turn"] for t in owner["turns"]] == [1, 2]
+    assert [(t["turn"], t["author"]) for t in owner["turns"]] == [
+        (1, "ai"),
+        (2, "ai"),
+        (3, "person"),
+        (4, "customer"),
+    ]
     # tokens revoked: the widget got a new session once and asked again (a new visitor)
     assert seen["after_revoke"] == ["a", "1", REPLY]
     now = (await api.get("/conversations", params={"channel": "web"}, headers=OWNER)).json()

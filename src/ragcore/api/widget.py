@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.api.chat import ChatStreamToken
+from ragcore.api.conversation_events import Author, Mode
 from ragcore.api.problems import Problem
 from ragcore.chat.citations import Citation
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
@@ -104,10 +105,17 @@ class WidgetFeedback:
 @attrs.frozen
 class WidgetTurn:
     turn: int
-    question: str
-    answer: str
+    question: Annotated[str, described("blank for a person's message")]
+    answer: Annotated[str, described("blank while a customer's message waits for a person")]
     citations: list[Citation]
     feedback: Rating | None = None
+    author: Annotated[
+        Author,
+        described(
+            "who answered: ai (the assistant), person (a person of the business wrote "
+            "answer), customer (the question waits for a person)"
+        ),
+    ] = "ai"
 
 
 @attrs.frozen
@@ -135,11 +143,25 @@ class WidgetAnswer:
     turn: Annotated[int | None, described("what feedback on it names; null if not recorded")]
     language: str | None = None
     limited: Annotated[bool, described("true when the service's token budget stopped it")] = False
+    mode: Annotated[
+        Mode,
+        described("human: a person answers this conversation from now on (GET /widget/events)"),
+    ] = "ai"
+    held: Annotated[
+        bool,
+        described("true: no answer from the assistant: the message waits for a person (blank)"),
+    ] = False
 
 
 def visitor_answer(answer: ChatAnswer) -> WidgetAnswer:
     return WidgetAnswer(
-        answer.answer, list(answer.citations), answer.turn, answer.language, answer.limited
+        answer.answer,
+        list(answer.citations),
+        answer.turn,
+        answer.language,
+        answer.limited,
+        answer.mode,
+        answer.held,
     )
 
 

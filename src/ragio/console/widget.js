@@ -22,34 +22,35 @@
     en: ["Open the chat", "Close the chat", "Chat", "Your question", "Send",
       "Hello! How can I help you today?",
       "The assistant is not available right now, please try again later.",
-      "Helpful", "Not helpful", "Sources"],
+      "Helpful", "Not helpful", "Sources", "Sent: a person will reply here.", "Team"],
     de: ["Chat öffnen", "Chat schließen", "Chat", "Ihre Frage", "Senden",
       "Hallo! Wie kann ich Ihnen heute helfen?",
       "Der Assistent ist gerade nicht erreichbar, bitte versuchen Sie es später noch einmal.",
-      "Hilfreich", "Nicht hilfreich", "Quellen"],
+      "Hilfreich", "Nicht hilfreich", "Quellen", "Gesendet: eine Person antwortet Ihnen hier.",
+      "Team"],
     fr: ["Ouvrir le chat", "Fermer le chat", "Chat", "Votre question", "Envoyer",
       "Bonjour ! Comment puis-je vous aider aujourd’hui ?",
       "L’assistant n’est pas disponible pour le moment, veuillez réessayer plus tard.",
-      "Utile", "Pas utile", "Sources"],
+      "Utile", "Pas utile", "Sources", "Envoyé : une personne vous répondra ici.", "Équipe"],
     es: ["Abrir el chat", "Cerrar el chat", "Chat", "Su pregunta", "Enviar",
       "¡Hola! ¿En qué puedo ayudarle hoy?",
       "El asistente no está disponible en este momento, inténtelo de nuevo más tarde.",
-      "Útil", "No es útil", "Fuentes"],
+      "Útil", "No es útil", "Fuentes", "Enviado: una persona le responderá aquí.", "Equipo"],
     it: ["Apri la chat", "Chiudi la chat", "Chat", "La sua domanda", "Invia",
       "Salve! Come posso aiutarla oggi?",
       "L’assistente non è disponibile al momento, riprovi più tardi.",
-      "Utile", "Non utile", "Fonti"],
+      "Utile", "Non utile", "Fonti", "Inviato: una persona le risponderà qui.", "Team"],
     nl: ["Chat openen", "Chat sluiten", "Chat", "Uw vraag", "Versturen",
       "Hallo! Waarmee kan ik u vandaag helpen?",
       "De assistent is nu niet beschikbaar, probeer het later opnieuw.",
-      "Nuttig", "Niet nuttig", "Bronnen"],
+      "Nuttig", "Niet nuttig", "Bronnen", "Verzonden: een medewerker antwoordt u hier.", "Team"],
     pt: ["Abrir o chat", "Fechar o chat", "Chat", "A sua pergunta", "Enviar",
       "Olá! Como posso ajudar hoje?",
       "O assistente não está disponível neste momento, tente novamente mais tarde.",
-      "Útil", "Não é útil", "Fontes"],
+      "Útil", "Não é útil", "Fontes", "Enviado: uma pessoa responderá aqui.", "Equipa"],
   };
   const NAMES = ["open", "close", "chat", "question", "send", "hello", "down", "up", "no",
-    "sources"];
+    "sources", "held", "team"];
   const lang = [script.dataset.lang, document.documentElement.lang, navigator.language]
     .map((tag) => (tag || "").slice(0, 2).toLowerCase())
     .find((code) => code in TEXTS) || "en";
@@ -82,7 +83,10 @@ flex-direction:column;gap:8px}
 .m>li{max-width:88%;padding:8px 11px;border-radius:10px;white-space:pre-wrap;
 overflow-wrap:anywhere}
 .q{align-self:flex-end;background:var(--a);color:var(--f)}
-.a,.g{align-self:flex-start;background:#f3f4f6}
+.a,.g,.p{align-self:flex-start;background:#f3f4f6}
+.p{background:#fff;border:1px solid var(--a)}
+.p b{display:block;font-size:12px;color:#4b5563}
+.s{align-self:flex-end;padding:0 4px;font-size:13px;color:#4b5563}
 .e{align-self:stretch;background:#fef2f2;color:#991b1b}
 .c{margin:6px 0 0;padding-left:20px;font-size:13px;color:#374151;white-space:normal}
 .c *{font-size:13px}
@@ -268,7 +272,10 @@ border-radius:0}.open .launcher{display:none}}
     launcher.setAttribute("aria-expanded", "true");
     launcher.setAttribute("aria-label", T.close);
     input.focus();
-    if (shown) return;
+    if (shown) {
+      if (known) listen(); // the panel is open again: live again
+      return;
+    }
     try {
       await session();
       const found = await (await call("/widget/conversation", { method: "GET" })).json();
@@ -277,11 +284,12 @@ border-radius:0}.open .launcher{display:none}}
       list.textContent = "";
       list.append(el("li", { class: "g", text: (site.greeting || "").trim() || T.hello }));
       for (const turn of found.turns || []) {
-        list.append(el("li", { class: "q", text: turn.question }));
-        const answer = bubble();
-        finish(answer, turn);
+        if (turn.question) list.append(el("li", { class: "q", text: turn.question }));
+        if (turn.author === "person") person(turn);
+        else if (turn.author !== "customer") finish(bubble(), turn);
       }
       list.scrollTop = list.scrollHeight;
+      if (found.conversation_id) listen();
     } catch (error) {
       failed(error);
     }
@@ -289,6 +297,7 @@ border-radius:0}.open .launcher{display:none}}
 
   function close() {
     if (panel.hidden) return;
+    quiet();
     panel.hidden = true;
     frame.classList.remove("open");
     launcher.setAttribute("aria-expanded", "false");
@@ -379,7 +388,11 @@ border-radius:0}.open .launcher{display:none}}
         else if (kind === "error") throw new Refused(502, "");
       });
       if (!done) throw new Refused(502, "");
-      finish(answer, done);
+      if (done.held) { // no answer from the assistant: a person answers
+        answer.remove();
+        list.append(el("li", { class: "s", role: "status", text: T.held }));
+      } else finish(answer, done);
+      if (done.turn) listen();
     } catch (error) {
       answer.remove();
       failed(error);
@@ -389,7 +402,55 @@ border-radius:0}.open .launcher{display:none}}
     }
   }
 
-  // Server-sent events read from a POST's body (EventSource only GETs).
+  // A person's message, as from the business.
+  function person(turn) {
+    if (list.querySelector(`li.p[data-turn="${Number(turn.turn)}"]`)) return;
+    const name = el("b", { text: (site && site.name) || T.team });
+    list.append(el("li", { class: "p", "data-turn": Number(turn.turn) }, name,
+      el("span", { class: "x", text: turn.answer })));
+    list.scrollTop = list.scrollHeight;
+  }
+
+  // The conversation live (/widget/events, read with fetch: the token is a header, which
+  // EventSource cannot send): a person's messages. Reconnected with a growing wait; it
+  // stops once the panel has been closed for five minutes.
+  let feed = null;
+  let known = false; // the visitor has a conversation: something may come in it
+  let idle = 0;
+  let last = 0; // the last event's id: read on from it
+
+  function listen() {
+    known = true;
+    clearTimeout(idle);
+    if (feed) return;
+    const stop = (feed = new AbortController()).signal;
+    (async () => {
+      let wait = 1000;
+      while (!stop.aborted) {
+        try {
+          const response = await call("/widget/events" + (last ? "?after=" + last : ""),
+            { method: "GET", signal: stop });
+          wait = 1000;
+          await events(response, (kind, data, id) => {
+            last = id || last;
+            if (kind === "message") person(data);
+          });
+        } catch { /* reconnected below */ }
+        await new Promise((ok) => setTimeout(ok, wait));
+        wait = Math.min(wait * 2, 60000);
+      }
+    })();
+  }
+
+  function quiet() {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      if (feed) feed.abort();
+      feed = null;
+    }, 300000);
+  }
+
+  // Server-sent events read from a response's body (EventSource sends no token).
   async function events(response, each) {
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
@@ -409,12 +470,14 @@ border-radius:0}.open .launcher{display:none}}
       buffer = done ? "" : blocks.pop();
       for (const block of blocks) {
         let kind = "message";
+        let id = 0;
         const data = [];
         for (const line of block.split(/\r?\n/)) {
           if (line.startsWith("event:")) kind = line.slice(6).trim();
           else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+          else if (line.startsWith("id:")) id = Number(line.slice(3)) || 0;
         }
-        if (data.length) each(kind, JSON.parse(data.join("\n")));
+        if (data.length) each(kind, JSON.parse(data.join("\n")), id);
       }
       if (done) return;
     }

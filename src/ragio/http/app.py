@@ -22,6 +22,7 @@ from ragio.http import (
     actions,
     chat,
     console,
+    conversation_events,
     conversations,
     documents,
     employees,
@@ -90,6 +91,7 @@ def create_app(svc: Service) -> QuartTrio:
     modules = (
         health,
         chat,
+        conversation_events,
         conversations,
         documents,
         jobs,

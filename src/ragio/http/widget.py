@@ -24,6 +24,7 @@ import psycopg
 from quart import Blueprint, Response, g, request
 
 from ragcore.api.chat import sse
+from ragcore.api.conversation_events import EventsQuery, sse_event, visitor_event_stream
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.widget import (
@@ -56,8 +57,10 @@ from ragcore.widget.quotas import (
 from ragcore.widget.tokens import TOKEN_LIFETIME, TokenRefused, VisitorClaims
 from ragio.chat import conversations
 from ragio.employees import store as employees_store
+from ragio.handoff.feed import FeedEvent
 from ragio.http.chat import ChatWire
 from ragio.http.context import service
+from ragio.http.conversation_events import LAST_EVENT_ID, event_stream, resume_point
 from ragio.http.inputs import json_body
 from ragio.http.problems import problem_for
 from ragio.http.turns import stream_turn
@@ -75,6 +78,7 @@ OPEN_PATHS = (
     "/widget/chat/stream",
     "/widget/conversation",
     "/widget/feedback",
+    "/widget/events",
 )
 SCRIPT_HEADERS = {
     "Cache-Control": "public, max-age=3600",
@@ -356,12 +360,50 @@ async def widget_conversation() -> WidgetConversation:
     turns = [
         converter.structure(
             {name: turn.get(name) for name in ("turn", "question", "answer", "citations")}
-            | {"feedback": turn.get("feedback")},
+            | {"feedback": turn.get("feedback"), "author": turn.get("author") or "ai"},
             WidgetTurn,
         )
         for turn in found["turns"]
     ]
     return WidgetConversation(found["id"], turns)
+
+
+@blueprint.get("/widget/events")
+@operation(
+    Reply(
+        200,
+        "An event stream that does not end: a person's `message` and the `mode` of the "
+        "visitor's conversation, each with its `id:`",
+        visitor_event_stream,
+        "text/event-stream",
+    ),
+    401, 403, 422,
+    query=EventsQuery,
+    headers=LAST_EVENT_ID,
+    open=True,
+)  # fmt: skip
+async def widget_events() -> Response:
+    """The visitor's conversation live: a person's messages, and its mode
+
+    Only the visitor's own conversations (at the place the token names: the one going on,
+    or one their next question begins). The stream ends when the token expires: the
+    widget renews it and reads on from its last event (?after= or Last-Event-ID)."""
+    svc = service()
+    site, claims = await _visitor()
+    after = resume_point()
+    left = (claims.expires_at - svc.clock.now()).total_seconds()
+    return await event_stream(after, _visitor_event, place=_place(site, claims), seconds=left)
+
+
+def _visitor_event(event: FeedEvent) -> bytes | None:
+    """What a visitor sees of an event of their conversation: a person's message, a
+    move of its mode (their own questions and the answers they had already)."""
+    if event.kind == "mode":
+        return sse_event("mode", {"mode": event.mode}, event.id)
+    if event.author != "person" or event.turn is None:
+        return None
+    message = {"turn": event.turn, "author": event.author, "answer": event.answer or ""}
+    return sse_event("message", message, event.id)
 
 
 def _current(
