@@ -93,6 +93,21 @@ WIDGET_QUESTIONS = Counter(
     ("result",),
     registry=REGISTRY,
 )
+HANDOFFS = Counter(
+    "ragchat_handoffs",
+    "Customers' conversations handed to a person, by channel and by whom: customer "
+    "(asked), rule (refusals in a row, a role's topic) or the owner (console, api, "
+    "telegram owner)",
+    ("channel", "by"),
+    registry=REGISTRY,
+)
+HANDOFF_FIRST_REPLY = Histogram(
+    "ragchat_handoff_first_reply_seconds",
+    "From a conversation's handoff to a person's first message in it, by channel",
+    ("channel",),
+    buckets=(30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400),
+    registry=REGISTRY,
+)
 VOICE_CALLS = Gauge(
     "ragchat_voice_calls_in_progress",
     "Phone calls being answered by this process's voice server now",

@@ -22,6 +22,7 @@ from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
 from ragio.employees.profile_learning import LEARN, learn
+from ragio.handoff import handlers as handoff
 from ragio.integrations.sync import SYNC, queue_due_syncs, sync_job
 from ragio.jobs.worker import JobHandler, Schedule
 from ragio.knowledge import handlers as knowledge
@@ -87,6 +88,7 @@ HANDLERS: Handlers = merge_handlers(
         channels.HANDLERS,
         chat.HANDLERS,
         employees.HANDLERS,
+        handoff.HANDLERS,
         knowledge.HANDLERS,
         live.HANDLERS,
         live_answering.HANDLERS,

@@ -10,10 +10,12 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.channel_names import CONVERSATION_CHANNELS
+from ragcore.channels.person import MAX_MESSAGE_CHARS
 from ragcore.chat.citations import Citation
 from ragcore.converter import refusal
-from ragcore.errors import InvalidInput
-from ragcore.schema import described
+from ragcore.errors import InvalidInput, check_text
+from ragcore.handoff.modes import MODES, Mode
+from ragcore.schema import described, text
 
 DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100
@@ -25,6 +27,10 @@ RATINGS = ("up", "down")
 Rating = Literal["up", "down"]
 RATING_REFUSAL = 'must be "up", "down" or null (null takes the rating back)'
 #: since and until: a date, a date and time (RFC 3339), or empty (``instant``)
+MODE_MEANING = (
+    "ai: the AI answers; human: a person answers (the AI stays silent); closed: the "
+    "customer's next message begins a new conversation"
+)
 INSTANT = {"anyOf": [{"format": "date"}, {"format": "date-time"}, {"const": ""}]}
 
 
@@ -37,8 +43,23 @@ class ConversationTurn:
     ]
     answer: str
     outcome: Annotated[
-        Literal["answered", "not_found", "limited", "failed", "interrupted", "hung up"],
-        described("on a call, also how its turn ended (interrupted, hung up)"),
+        Literal[
+            "answered",
+            "not_found",
+            "limited",
+            "failed",
+            "interrupted",
+            "hung up",
+            "handed_off",
+            "to_person",
+            "sent",
+            "not_delivered",
+        ],
+        described(
+            "on a call, also how its turn ended (interrupted, hung up); handed_off: the AI "
+            "handed the conversation to a person with this answer; to_person: a customer's "
+            "message waiting for a person; sent, not_delivered: a person's message"
+        ),
     ]
     citations: list[Citation]
     role: str | None
@@ -56,6 +77,16 @@ class ConversationTurn:
         Rating | None, described("the asker's rating of the answer; null: none, or taken back")
     ]
     feedback_at: Annotated[datetime | None, described("when it was rated; null: not rated")]
+    author: Annotated[
+        Literal["ai", "customer", "person"],
+        described(
+            "who wrote the answer: ai (a question and the AI's answer), customer (a message "
+            "for a person: question only), person (a person's message: answer only)"
+        ),
+    ] = "ai"
+    person: Annotated[
+        str | None, described("the person who wrote: console, api, telegram owner")
+    ] = None
 
 
 @attrs.frozen
@@ -83,6 +114,25 @@ class ConversationSummary:
     started_at: datetime
     updated_at: Annotated[datetime, described("the latest turn")]
     turn_count: int
+    mode: Annotated[Mode, described(MODE_MEANING)] = "ai"
+    waiting_since: Annotated[
+        datetime | None,
+        described("when the oldest customer message not yet answered by a person came"),
+    ] = None
+
+
+@attrs.frozen
+class HandoffLogEntry:
+    at: datetime
+    event: Annotated[
+        Literal["moved", "refused"], described("moved: the mode changed; refused: a write was")
+    ]
+    from_mode: Mode
+    to_mode: Mode
+    by: Annotated[
+        str, described("customer, rule, timeout, or the owner: console, api, telegram owner")
+    ]
+    detail: str
 
 
 @attrs.frozen
@@ -101,6 +151,11 @@ class Conversation:
     updated_at: datetime
     turn_count: int
     turns: list[ConversationTurn]
+    mode: Annotated[Mode, described(MODE_MEANING)] = "ai"
+    waiting_since: datetime | None = None
+    handoff_log: Annotated[
+        list[HandoffLogEntry], described("every move of its mode and every refused write")
+    ] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -127,6 +182,9 @@ class ConversationsQuery:
     until: Annotated[
         str, described("only those last active before this instant, later than since", **INSTANT)
     ] = ""
+    mode: Annotated[
+        str, described("only those in this mode (human: the inbox)", enum=["", *MODES])
+    ] = ""
 
     def filters(self) -> dict[str, Any]:
         """The query's filters for the store, checked: InvalidInput naming a bad one."""
@@ -135,7 +193,10 @@ class ConversationsQuery:
         since, until = instant(self.since, "since"), instant(self.until, "until")
         if since is not None and until is not None and since >= until:
             raise InvalidInput("until", "must be later than since")
+        if self.mode and self.mode not in MODES:
+            raise InvalidInput("mode", f"must be one of {', '.join(MODES)}")
         return {
+            "mode": self.mode or None,
             "channel": self.channel or None,
             "role": self.role or None,
             "since": since,
@@ -161,3 +222,50 @@ def instant(raw: str, name: str) -> datetime | None:
     except ValueError:
         raise InvalidInput(name, "must be an ISO 8601 date or date-time") from None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _message_text(value: Any) -> str:
+    return check_text(value, "text", MAX_MESSAGE_CHARS)
+
+
+@attrs.frozen
+class PersonMessageBody:
+    """POST /conversations/{id}/messages: a person's message to the customer."""
+
+    text: Annotated[str, text(MAX_MESSAGE_CHARS)] = attrs.field(converter=_message_text)
+
+
+@attrs.frozen
+class PersonMessageSent:
+    conversation_id: int
+    turn: Annotated[int | None, described("the message's turn; null: it could not be recorded")]
+    delivered: Annotated[bool, described("whether it reached the customer on their channel")]
+    detail: Annotated[str, described("how it went, in words")]
+    mode: Mode
+
+
+def _reason(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput("reason", "must be text")
+    if len(value) > 500:
+        raise InvalidInput("reason", f"has {len(value)} characters; the limit is 500")
+    return value.strip()
+
+
+@attrs.frozen
+class ModeChange:
+    """POST /conversations/{id}/mode: the owner takes over (human), hands back (ai) or
+    closes the conversation."""
+
+    mode: Annotated[Mode, described(MODE_MEANING)] = attrs.field(
+        metadata=refusal(f"must be one of {', '.join(MODES)}")
+    )
+    reason: Annotated[str, described("why, for the conversation's log", maxLength=500)] = (
+        attrs.field(default="", converter=_reason)
+    )
+
+
+@attrs.frozen
+class ModeChanged:
+    conversation_id: int
+    mode: Mode

@@ -24,6 +24,7 @@ from ragcore.actions.flow import OwnerReplyEffect, owner_reply
 from ragcore.channels import discord, telegram, whatsapp
 from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
+from ragcore.channels.person import OwnerChatEffect, owner_reply_in_chat
 from ragcore.channels.replies import render_reply, split_text
 from ragcore.channels.routing import ReplyWith, plan_reply
 from ragcore.chat.history import place_key
@@ -34,7 +35,13 @@ from ragcore.errors import InvalidInput
 #: what answering a channel message asks for: the owner's YES/NO, the roles, the turn,
 #: the replies sent, the delivery marked answered, the workflows called
 ConverseEffect: TypeAlias = (
-    OwnerReplyEffect | LoadRoles | TurnEffect | SendReply | MarkAnswered | FireWorkflows
+    OwnerReplyEffect
+    | OwnerChatEffect
+    | LoadRoles
+    | TurnEffect
+    | SendReply
+    | MarkAnswered
+    | FireWorkflows
 )
 
 #: UTF-16 units per message on each channel
@@ -69,8 +76,8 @@ def converse(
         yield MarkAnswered(message)
     except Exception as error:
         handled = _failed(handled, error)
-    if handled.answer is None or handled.role is None:
-        return handled
+    if handled.answer is None or handled.role is None or handled.answer.held:
+        return handled  # no AI answer went out
     context = workflow_context(message, handled.answer, handled.role)
     try:
         yield FireWorkflows(message.channel, message.text, handled.answer.answer, context)
@@ -84,12 +91,22 @@ def _reply(
 ) -> Generator[ConverseEffect, Any, Handled]:
     limit = LIMITS[message.channel]
     stranger = False
+    replied_to = message.reply_via.get("replied_to")
+    if message.kind == "text" and replied_to is not None:  # the owner's reply to a handoff
+        in_chat = yield from owner_reply_in_chat(
+            message.channel, message.conversation, message.sender, str(replied_to),
+            message.text, now,
+        )  # fmt: skip
+        if in_chat.reply is not None:
+            yield SendReply(message, tuple(split_text(in_chat.reply, limit)))
+            return Handled()
+        stranger = in_chat.refused
     if message.kind == "text":  # the owner's YES/NO to a held action goes no further
         decided = yield from owner_reply(message.channel, message.sender, message.text, now)
         if decided.reply is not None:
             yield SendReply(message, tuple(split_text(decided.reply, limit)))
             return Handled()
-        stranger = decided.stranger
+        stranger = stranger or decided.stranger
     plan = plan_reply(message, (yield LoadRoles()))
     if isinstance(plan, ReplyWith):
         yield SendReply(message, tuple(split_text(plan.text, limit)))
@@ -108,6 +125,7 @@ def _reply(
         message.channel,
         participant=message.sender or message.conversation,
         place=place_key(message.channel, message.conversation),
+        reply_to=reply_address(message),
     )
     try:
         outcome = yield from take_turn(turn, policy, deliver=lambda done: _send(message, done))
@@ -124,6 +142,8 @@ def _send(
     """The reply to ``message``: the answer with its sources, or what went wrong in words
     the customer can act on (a question too long), or that it could not be answered."""
     limit = LIMITS[message.channel]
+    if isinstance(outcome, ChatAnswer) and outcome.held:
+        return  # a person answers this conversation: the AI stays silent
     if isinstance(outcome, ChatAnswer):
         yield SendReply(message, tuple(render_reply(outcome.answer, outcome.citations, limit)))
     elif isinstance(outcome, InvalidInput):
@@ -135,6 +155,14 @@ def _send(
 
 def _failed(handled: Handled, error: Exception) -> Handled:
     return attrs.evolve(handled, failures=(*handled.failures, error))
+
+
+def reply_address(message: InboundMessage) -> dict[str, Any]:
+    """Where a person's message reaches this customer later (``ragio.handoff.deliver``):
+    the chat, the sender, what the platform's reply needs (the number written to, a
+    Discord interaction); not the message answered."""
+    kept = {k: v for k, v in message.reply_via.items() if k not in ("message_id", "replied_to")}
+    return {"conversation": message.conversation, "sender": message.sender, **kept}
 
 
 def asker(message: InboundMessage) -> str:

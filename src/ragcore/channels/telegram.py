@@ -93,6 +93,9 @@ def parse_update(body: bytes) -> InboundMessage | Ignored:
         "sender_name": _name(sender),
         "reply_via": {"message_id": message_id},
     }
+    replied = message.get("reply_to_message")
+    if isinstance(replied, dict) and _is_int(replied.get("message_id")):
+        common["reply_via"]["replied_to"] = replied["message_id"]  # a notification answered
     text = message.get("text")
     if isinstance(text, str) and text.strip():
         return InboundMessage(text=text, **common)

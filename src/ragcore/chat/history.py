@@ -55,16 +55,23 @@ class TurnRecord:
     continuation: str | None = None
     started: datetime | None = None
     turn: int | None = None
+    author: str = "ai"  # ai, customer (a message for a person), person
+    person: str | None = None  # the person who wrote (console, telegram owner)
+    reply_to: dict[str, Any] | None = None  # where a person's message reaches the customer
 
 
 @attrs.frozen
 class Ongoing:
     """The conversation a turn belongs to (None: it begins one), its latest exchanges,
-    and when the turn began (the handler's clock)."""
+    and when the turn began (the handler's clock); its ``mode`` (``ragcore.handoff``),
+    the AI's grounded ``refusals`` in a row, and when it was last written in."""
 
     conversation_id: int | None
     history: tuple[Exchange, ...]
     started: datetime
+    mode: str = "ai"
+    refusals: int = 0
+    last_message_at: datetime | None = None
 
 
 @attrs.frozen
@@ -96,6 +103,10 @@ class RecordTurn(Effect[RecordedTurn]):
 
 
 def turn_outcome(answer: ChatAnswer) -> str:
+    if answer.held:
+        return "to_person"
+    if answer.mode == "human":
+        return "handed_off"
     if answer.limited:
         return "limited"
     said = not_found(answer.language or "en")
@@ -135,6 +146,7 @@ def turn_record(
     key: str | None = None,
     started: datetime | None = None,
     turn: int | None = None,
+    reply_to: dict[str, Any] | None = None,
 ) -> TurnRecord:
     """The record of ``request``'s turn: answered with ``outcome``, or failed (None).
     ``key``: the conversation's continuation key; None keeps the exchanges' hash."""
@@ -150,6 +162,7 @@ def turn_record(
             continuation=key if key is not None else continuation(request.history),
             started=started,
             turn=turn,
+            reply_to=reply_to,
         )
     exchanges = [
         *request.history,
@@ -171,4 +184,6 @@ def turn_record(
         continuation=key if key is not None else continuation(exchanges),
         started=started,
         turn=turn,
+        author="customer" if outcome.held else "ai",
+        reply_to=reply_to,
     )

@@ -29,12 +29,27 @@ from ragcore.chat.history import (
     RecordedTurn,
     RecordTurn,
     continuation,
+    turn_outcome,
     turn_record,
 )
 from ragcore.chat.pipeline import ChatAnswer, ChatEffect, ChatPolicy, ChatRequest, answer_question
+from ragcore.handoff.asking import asks_for_person
+from ragcore.handoff.effects import LoadBusiness, MoveMode, NotifyOwnerOfHandoff
+from ragcore.handoff.modes import (
+    CUSTOMER,
+    HANDOFF_CHANNELS,
+    RULE,
+    TIMEOUT,
+    refusals_hand_off,
+    timed_out,
+)
+from ragcore.handoff.notices import Business, handoff_notice
 
-#: what a turn asks for: its conversation, the answer's effects, the turn recorded
-TurnEffect: TypeAlias = LoadConversation | RecordTurn | ChatEffect
+#: what a turn asks for: its conversation, the answer's effects, the turn recorded, and
+#: on a customer's channel the handoff's (the mode moved, the business, the owner told)
+TurnEffect: TypeAlias = (
+    LoadConversation | RecordTurn | ChatEffect | MoveMode | LoadBusiness | NotifyOwnerOfHandoff
+)
 #: the effects of a channel's delivery step (a text channel's ``SendReply``)
 D = TypeVar("D")
 #: a channel's own step between answering and recording: sending the reply
@@ -51,7 +66,9 @@ class TurnRequest:
     ``place_key``) while its last turn is under ``idle_minutes`` old (0: however old), or
     else the one whose exchanges are the history the client sent with the question
     (``request.history``, the OpenAI protocol; none: the turn begins a conversation).
-    ``turn``: its number in the conversation, when the channel numbers them (a call)."""
+    ``turn``: its number in the conversation, when the channel numbers them (a call);
+    ``reply_to``: where a person's message reaches the customer (their chat, their
+    number), kept with a customer's conversation."""
 
     request: ChatRequest
     channel: str
@@ -60,6 +77,12 @@ class TurnRequest:
     place: str | None = None
     idle_minutes: int = IDLE_MINUTES
     turn: int | None = None
+    reply_to: dict[str, Any] | None = None
+
+    @property
+    def customer(self) -> bool:
+        """Whether a customer asks: then a person can take the conversation over."""
+        return self.channel in HANDOFF_CHANNELS and self.conversation_id is None
 
     @property
     def history_sent(self) -> bool:
@@ -102,21 +125,132 @@ def take_turn(
     request = turn.request
     if ongoing is not None and not turn.history_sent:
         request = attrs.evolve(request, history=ongoing.history)
-    try:
-        answer: ChatAnswer = yield from answer_question(request, policy)
-    except Exception as error:
-        failures += yield from _deliver(deliver, error)
-        failures += (yield from _record(turn, request, None, ongoing))[1]
-        _note(error, failures)
-        raise
+    mode = yield from _mode_now(turn, ongoing, policy, failures)
+    handing_off: str | None = None  # why this turn hands the conversation to a person
+    if mode == "human":  # a person answers: the AI stays silent, the message is kept
+        answer = held(request)
+    elif turn.customer and (reason := _asks_for_person(request)) is not None:
+        handing_off, language = reason
+        answer = yield from _handoff_answer(turn, request, language, policy)
+    else:
+        try:
+            answer = yield from answer_question(request, policy)
+        except Exception as error:
+            failures += yield from _deliver(deliver, error)
+            failures += (yield from _record(turn, request, None, ongoing))[1]
+            _note(error, failures)
+            raise
+        refusals = ongoing.refusals if ongoing is not None else 0
+        if turn.customer and (why := _rule_hands_off(answer, refusals, policy)) is not None:
+            handing_off = why
+            notice = yield from _handoff_answer(turn, request, answer.language, policy)
+            answer = attrs.evolve(
+                answer, answer=f"{answer.answer}\n\n{notice.answer}".strip(), mode="human"
+            )
     undelivered = yield from _deliver(deliver, answer)
     recorded, unrecorded = yield from _record(turn, request, answer, ongoing)
     failures += unrecorded
+    if recorded is not None:
+        if handing_off is not None:
+            failures += yield from _hand_over(turn, recorded.conversation_id, handing_off)
+        elif answer.held:
+            failures += yield from _pass_on(turn, recorded.conversation_id, request.question)
     if undelivered:  # the asker never saw it; it is recorded all the same
         raise _note(undelivered[0], failures)
     if recorded is not None:
         answer = attrs.evolve(answer, conversation_id=recorded.conversation_id, turn=recorded.turn)
     return TurnOutcome(answer, tuple(failures))
+
+
+def held(request: ChatRequest) -> ChatAnswer:
+    """No AI answer: a person answers this conversation; the message waits for them."""
+    return ChatAnswer("", (), role=request.role, provider=None, model=None, mode="human", held=True)
+
+
+def _mode_now(
+    turn: TurnRequest, ongoing: Ongoing | None, policy: ChatPolicy, failures: list[Exception]
+) -> Generator[MoveMode, Any, str]:
+    """The conversation's mode for this turn: a conversation with a person nobody wrote
+    in for HANDOFF_IDLE_MINUTES goes back to the AI first."""
+    if not turn.customer or ongoing is None or ongoing.conversation_id is None:
+        return "ai"
+    if ongoing.mode == "human" and timed_out(
+        ongoing.last_message_at, ongoing.started, policy.handoff.idle_minutes
+    ):
+        detail = f"nobody wrote for {policy.handoff.idle_minutes} minutes"
+        try:
+            yield MoveMode(ongoing.conversation_id, "ai", TIMEOUT, detail, ("human",))
+        except Exception as error:  # the AI answers all the same
+            failures.append(error)
+        return "ai"
+    return ongoing.mode
+
+
+def _asks_for_person(request: ChatRequest) -> tuple[str, str] | None:
+    """Why this question hands the conversation to a person, and the language to say so
+    in: the customer asks for one."""
+    language = asks_for_person(request.question)
+    if language is not None:
+        return "the customer asked for a person", language
+    return None
+
+
+def _rule_hands_off(answer: ChatAnswer, refusals: int, policy: ChatPolicy) -> str | None:
+    """Why the AI's ``answer`` hands the conversation to a person: its grounded refusal is
+    the HANDOFF_AFTER_REFUSALS-th in a row, or a sensitive role's answer failed its
+    grounding check (a person answers rather than a caveat)."""
+    after = policy.handoff.after_refusals
+    if refusals_hand_off(refusals, turn_outcome(answer) == "not_found", after):
+        return f"the AI found no answer {after} times in a row"
+    if answer.grounded is False:
+        return "a sensitive role's answer was not supported by the documents"
+    return None
+
+
+def _handoff_answer(
+    turn: TurnRequest, request: ChatRequest, language: str | None, policy: ChatPolicy
+) -> Generator[LoadBusiness, Any, ChatAnswer]:
+    """The AI's last answer before a person takes over: what happens now."""
+    try:
+        business: Business = yield LoadBusiness()
+    except Exception:  # the notice is said all the same, without the name and hours
+        business = Business()
+    phone = turn.channel == "voice"
+    text = handoff_notice(language, business, phone=phone, transfer=policy.handoff.transfer)
+    return ChatAnswer(
+        text,
+        (),
+        role=request.role,
+        provider=None,
+        model=None,
+        language=language or None,
+        mode="human",
+    )
+
+
+def _hand_over(
+    turn: TurnRequest, conversation_id: int, why: str
+) -> Generator[MoveMode | NotifyOwnerOfHandoff, Any, list[Exception]]:
+    """Move the conversation to a person and tell the owner."""
+    by = CUSTOMER if why.startswith("the customer") else RULE
+    try:
+        moved = yield MoveMode(conversation_id, "human", by, why, ("ai",))
+        if moved:
+            yield NotifyOwnerOfHandoff(conversation_id, turn.channel, why)
+    except Exception as error:
+        return [error]
+    return []
+
+
+def _pass_on(
+    turn: TurnRequest, conversation_id: int, message: str
+) -> Generator[NotifyOwnerOfHandoff, Any, list[Exception]]:
+    """A customer's new message while a person answers: passed on to the owner."""
+    try:
+        yield NotifyOwnerOfHandoff(conversation_id, turn.channel, message=message)
+    except Exception as error:
+        return [error]
+    return []
 
 
 def _note(error: Exception, failures: list[Exception]) -> Exception:
@@ -151,6 +285,7 @@ def _record(
         key=turn.place,
         started=ongoing.started if ongoing is not None else None,
         turn=turn.turn,
+        reply_to=turn.reply_to,
     )
     try:
         recorded: RecordedTurn = yield RecordTurn(record)

@@ -19,7 +19,9 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.converter import refusal, sent, structure_body
+from ragcore.employees.hours import EXAMPLE, HOURS, check_hours
 from ragcore.employees.memory import MemoryItem
+from ragcore.employees.zones import ZONES
 from ragcore.errors import InvalidInput
 from ragcore.generation import Generate, ModelReply, Prompt
 from ragcore.inputs import SPACE
@@ -34,9 +36,17 @@ OWNER_FIELDS: dict[str, int] = {
     "products": 600,
     "tone": 200,
     "language": 2,
+    "name": 120,
+    "opening_hours": 300,
+    "timezone": 40,
 }
-#: the owner's text fields' limits, in characters as sent (language is a code)
-LIMITS = {field: limit for field, limit in OWNER_FIELDS.items() if field != "language"}
+NAME_MEANING = "the business's name, as customers know it (a person from <name> will reply)"
+HOURS_MEANING = f"opening hours, like {EXAMPLE!r}; read in timezone"
+ZONE_MEANING = "the time zone opening_hours are in (IANA, like Europe/Berlin), or ''"
+#: the owner's free text fields' limits, in characters as sent (the others are checked)
+LIMITS = {
+    field: limit for field, limit in OWNER_FIELDS.items() if field not in ("language", "timezone")
+}
 READ_ONLY_FIELDS = ("learned_summary", "learned_at", "updated_at")
 #: ``language`` as a pattern: a code of ``NAMES`` in any case, or none, spaces around it
 LANGUAGE = (
@@ -62,6 +72,9 @@ class Profile:
     products: Annotated[str, described(maxLength=OWNER_FIELDS["products"])] = ""
     tone: Annotated[str, described(maxLength=OWNER_FIELDS["tone"])] = ""
     language: Annotated[str, described("ISO 639-1 code, or ''")] = ""
+    name: Annotated[str, described(NAME_MEANING, maxLength=OWNER_FIELDS["name"])] = ""
+    opening_hours: Annotated[str, described(HOURS_MEANING, maxLength=300)] = ""
+    timezone: Annotated[str, described(ZONE_MEANING)] = ""
     learned_summary: Annotated[str, described(readOnly=True)] = ""
     learned_at: Annotated[datetime | None, described(readOnly=True)] = None
     updated_at: Annotated[datetime | None, described(readOnly=True)] = None
@@ -75,6 +88,15 @@ def _owner_field(field: str) -> Any:
             raise InvalidInput(
                 field, f"{field} has {len(value)} characters; the limit is {OWNER_FIELDS[field]}"
             )
+        if field == "opening_hours":
+            return check_hours(value)
+        if field == "timezone":  # exactly a name of the database, as the schema lists them
+            if value and value not in ZONES:
+                raise InvalidInput(
+                    "timezone",
+                    f"timezone {value[:60]!r} is not a time zone name like Europe/Berlin",
+                )
+            return value
         value = " ".join(value.split()) if field != "description" else value.strip()
         if field == "language":
             if not value.isascii() or (value and value.lower() not in NAMES):
@@ -104,6 +126,15 @@ class ProfilePatch:
     tone: Annotated[str | None, described(maxLength=OWNER_FIELDS["tone"])] = _owner_field("tone")
     language: Annotated[str | None, described("ISO 639-1 code, or ''", pattern=LANGUAGE)] = (
         _owner_field("language")
+    )
+    name: Annotated[str | None, described(NAME_MEANING, maxLength=OWNER_FIELDS["name"])] = (
+        _owner_field("name")
+    )
+    opening_hours: Annotated[str | None, described(HOURS_MEANING, maxLength=300, pattern=HOURS)] = (
+        _owner_field("opening_hours")
+    )
+    timezone: Annotated[str | None, described(ZONE_MEANING, enum=["", *ZONES])] = _owner_field(
+        "timezone"
     )
 
     def given(self) -> dict[str, str]:

@@ -31,13 +31,18 @@ async def send_texts(
     chat_id: str,
     parts: list[str],
     reply_to: int | None = None,
-) -> None:
+) -> list[str]:
     """Each part as its own message to ``chat_id``, in order (the first quoting the
-    message ``reply_to``); SendFailed unless Telegram took every one."""
+    message ``reply_to``); SendFailed unless Telegram took every one. The ids Telegram
+    gave the messages (a reply to one of them names it)."""
     url = _url(settings, "sendMessage")
+    sent: list[str] = []
     for body in telegram.send_message_bodies(chat_id, parts, reply_to):
         response = await call(client, "telegram", "POST", url, json=body)
-        _check_ok(response)
+        result = _check_ok(response).get("result")
+        if isinstance(result, dict) and result.get("message_id") is not None:
+            sent.append(str(result["message_id"]))
+    return sent
 
 
 async def set_webhook(client: httpx.AsyncClient, settings: Settings, url: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import attrs
 import psycopg
 from psycopg.types.json import Jsonb
 
@@ -27,6 +28,7 @@ from ragcore.api.problems import ProblemError
 from ragcore.chat.followup import Exchange
 from ragcore.chat.history import RecordedTurn, TurnRecord
 from ragcore.employees.learning import asker_hash
+from ragcore.handoff.modes import HANDOFF_CHANNELS
 
 #: the earlier exchanges a follow-up is read with (the rewrite sees the latest of them)
 HISTORY_LOADED = 6
@@ -48,6 +50,7 @@ def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchang
         rows = conn.execute(
             """SELECT question, answer, search_question FROM conversation_turns
                 WHERE conversation_id = %s AND outcome <> 'failed' AND answer <> ''
+                  AND author = 'ai'
                 ORDER BY turn DESC LIMIT %s""",
             (conversation_id, HISTORY_LOADED),
         ).fetchall()
@@ -58,30 +61,58 @@ def find_continued(
     conn: psycopg.Connection, channel: str, key: str | None, active_since: datetime | None = None
 ) -> int | None:
     """The latest conversation on ``channel`` whose continuation key is ``key``, if any
-    (with ``active_since``, only one active since then)."""
+    (with ``active_since``, only one active since then, or one a person answers however
+    long ago). A closed one is never continued: the next message begins a new one."""
     if key is None:
         return None
     row = conn.execute(
-        """SELECT id FROM conversations
+        """SELECT id, mode FROM conversations
             WHERE channel = %s AND continuation = %s
-              AND (%s::timestamptz IS NULL OR updated_at >= %s::timestamptz)
+              AND (%s::timestamptz IS NULL OR updated_at >= %s::timestamptz OR mode = 'human')
             ORDER BY updated_at DESC, id DESC LIMIT 1""",
         (channel, key, active_since, active_since),
     ).fetchone()
-    return None if row is None else int(row[0])
+    if row is None or row[1] == "closed":
+        return None
+    return int(row[0])
+
+
+@attrs.frozen
+class Found:
+    """The conversation a turn belongs to, as ``ongoing`` finds it."""
+
+    conversation_id: int | None = None
+    history: tuple[Exchange, ...] = ()
+    mode: str = "ai"
+    refusals: int = 0
+    last_message_at: datetime | None = None
 
 
 def ongoing(
-    conn: psycopg.Connection, channel: str, key: str, idle_minutes: int, now: datetime
-) -> tuple[int | None, list[Exchange]]:
+    conn: psycopg.Connection,
+    channel: str,
+    key: str | None,
+    idle_minutes: int,
+    now: datetime,
+    conversation_id: int | None = None,
+) -> Found:
     """The conversation a new turn on ``channel`` at the place ``key`` belongs to (one
-    active in the last ``idle_minutes``; 0: however long ago), and its latest exchanges;
-    (None, []) when the turn begins a conversation."""
-    since = now - timedelta(minutes=idle_minutes) if idle_minutes > 0 else None
-    found = find_continued(conn, channel, key, since)
-    if found is None:
-        return None, []
-    return found, load_history(conn, found)
+    active in the last ``idle_minutes``; 0: however long ago; or one a person answers),
+    or the one named ``conversation_id`` (a 404 problem when there is none), with its
+    latest exchanges and its mode; empty when the turn begins a conversation."""
+    if conversation_id is None:
+        since = now - timedelta(minutes=idle_minutes) if idle_minutes > 0 else None
+        conversation_id = find_continued(conn, channel, key, since)
+        if conversation_id is None:
+            return Found()
+    history = load_history(conn, conversation_id)
+    row = conn.execute(
+        "SELECT mode, refusals, last_message_at FROM conversations WHERE id = %s",
+        (conversation_id,),
+    ).fetchone()
+    if row is None:  # deleted meanwhile: the turn begins one
+        return Found()
+    return Found(conversation_id, tuple(history), str(row[0]), int(row[1]), row[2])
 
 
 def record_turn(
@@ -104,16 +135,52 @@ def record_turn(
             row = conn.execute(
                 """UPDATE conversations
                       SET turn_count = turn_count + 1, updated_at = %s,
-                          role = COALESCE(%s, role), continuation = %s
+                          role = COALESCE(%s, role),
+                          continuation = CASE WHEN %s = 'person' THEN continuation ELSE %s END
                     WHERE id = %s
                 RETURNING id, turn_count""",
-                (now, record.role, record.continuation, record.conversation_id),
+                (now, record.role, record.author, record.continuation, record.conversation_id),
             ).fetchone()
         if row is None:
             row = (_begin(conn, record, now, retention_days, turn_count=1), 1)
         conversation_id, turn = int(row[0]), int(row[1])
         _insert_turn(conn, conversation_id, turn, record, timings, now)
+        _written(conn, conversation_id, turn, record, now)
     return RecordedTurn(conversation_id, turn)
+
+
+def _written(
+    conn: psycopg.Connection, conversation_id: int, turn: int, record: TurnRecord, now: datetime
+) -> None:
+    """After a turn of a customer's conversation: where a person's message reaches the
+    customer, the AI's grounded refusals in a row, when it was last written in and since
+    when a customer waits for a person; and the event the live views read."""
+    if record.channel not in HANDOFF_CHANNELS:
+        return
+    conn.execute(
+        """UPDATE conversations
+              SET reply_to = COALESCE(%(reply_to)s, reply_to),
+                  refusals = CASE WHEN %(author)s <> 'ai' THEN refusals
+                                  WHEN %(outcome)s = 'not_found' THEN refusals + 1 ELSE 0 END,
+                  last_message_at = %(now)s,
+                  waiting_since = CASE WHEN %(author)s = 'customer'
+                                       THEN COALESCE(waiting_since, %(now)s)
+                                       WHEN %(author)s = 'person' THEN NULL
+                                       ELSE waiting_since END
+            WHERE id = %(id)s""",
+        {
+            "reply_to": Jsonb(record.reply_to) if record.reply_to is not None else None,
+            "author": record.author,
+            "outcome": record.outcome,
+            "now": now,
+            "id": conversation_id,
+        },
+    )
+    conn.execute(
+        """INSERT INTO conversation_events (conversation_id, at, kind, turn)
+           VALUES (%s, %s, 'turn', %s)""",
+        (conversation_id, now, turn),
+    )
 
 
 def finish_turn(
@@ -135,6 +202,7 @@ def finish_turn(
 #: advisory lock class for a keyed conversation's beginning (with ``hashtext`` of its key)
 BEGIN_LOCK_CLASS = 0x636F6E76  # "conv"
 _COLUMNS = (
+    "author",
     "question",
     "search_question",
     "answer",
@@ -220,8 +288,9 @@ def _insert_turn(
     conn.execute(
         f"""INSERT INTO conversation_turns
                 (conversation_id, turn, question, search_question, answer, outcome,
-                 citations, role, provider, model, language, timings, created_at)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                 citations, role, provider, model, language, timings, created_at,
+                 author, person)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             {conflict}""",
         (
             conversation_id,
@@ -237,6 +306,8 @@ def _insert_turn(
             record.language,
             Jsonb(timings),
             now,
+            record.author,
+            record.person,
         ),
     )
 
@@ -272,6 +343,8 @@ def _numbered(
         )
         merge = _FINISH_MERGE if final else _ANSWER_MERGE
         _insert_turn(conn, conversation_id, record.turn, record, timings, now, merge)
+        if not final:
+            _written(conn, conversation_id, record.turn, record, now)
     return conversation_id
 
 
@@ -283,6 +356,8 @@ _CONVERSATION_COLUMNS = (
     "started_at",
     "updated_at",
     "turn_count",
+    "mode",
+    "waiting_since",
 )
 #: a turn as GET /conversations/{id} shows it (GET /voice/calls shows fewer)
 TURN_COLUMNS = (
@@ -300,6 +375,8 @@ TURN_COLUMNS = (
     "created_at",
     "feedback",
     "feedback_at",
+    "author",
+    "person",
 )
 
 
@@ -311,6 +388,7 @@ def list_conversations(
     role: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    mode: str | None = None,
 ) -> list[dict[str, Any]]:
     """At most ``limit`` conversations, the latest begun first (by id: a stable order,
     which a new turn does not change, so a conversation continued while the owner pages
@@ -324,9 +402,11 @@ def list_conversations(
                AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
                AND (%(until)s::timestamptz IS NULL OR updated_at < %(until)s)
                AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
+               AND (%(mode)s::text IS NULL OR mode = %(mode)s)
              ORDER BY id DESC
              LIMIT %(limit)s""",
         {
+            "mode": mode,
             "channel": channel,
             "role": role,
             "since": since,
@@ -379,6 +459,16 @@ def get_conversation(conn: psycopg.Connection, conversation_id: int) -> dict[str
                  WHERE conversation_id = %s ORDER BY turn""",
             (conversation_id,),
         ).fetchall()
+        log = conn.execute(
+            f"""SELECT {", ".join(LOG_COLUMNS)} FROM handoff_log
+                 WHERE conversation_id = %s ORDER BY id""",
+            (conversation_id,),
+        ).fetchall()
     conversation = dict(zip(_CONVERSATION_COLUMNS, row, strict=True))
     conversation["turns"] = [dict(zip(TURN_COLUMNS, t, strict=True)) for t in turns]
+    conversation["handoff_log"] = [dict(zip(LOG_COLUMNS, entry, strict=True)) for entry in log]
     return conversation
+
+
+#: an entry of a conversation's handoff log as GET /conversations/{id} shows it
+LOG_COLUMNS = ("at", "event", "from_mode", "to_mode", "by", "detail")

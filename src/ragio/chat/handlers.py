@@ -31,15 +31,24 @@ async def detect_language(effect: DetectLanguage, service: Service) -> list[Lang
 
 async def load_conversation(effect: LoadConversation, service: Service) -> Ongoing:
     now = service.clock.now()
-    if effect.conversation_id is not None:  # an unknown one is a 404 problem
-        named = await service.database.run(conversations.load_history, effect.conversation_id)
-        return Ongoing(effect.conversation_id, tuple(named), now)
-    if effect.key is None:
+    if effect.conversation_id is None and effect.key is None:
         return Ongoing(None, (), now)
-    found, history = await service.database.run(
-        conversations.ongoing, effect.channel, effect.key, effect.idle_minutes, now
+    found = await service.database.run(  # an unknown conversation_id is a 404 problem
+        conversations.ongoing,
+        effect.channel,
+        effect.key,
+        effect.idle_minutes,
+        now,
+        effect.conversation_id,
     )
-    return Ongoing(found, tuple(history), now)
+    return Ongoing(
+        found.conversation_id,
+        found.history,
+        now,
+        found.mode,
+        found.refusals,
+        found.last_message_at,
+    )
 
 
 async def record_turn(effect: RecordTurn, service: Service) -> RecordedTurn:

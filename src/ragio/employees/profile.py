@@ -21,7 +21,10 @@ from ragcore.employees.profile import (
     first_line,
 )
 
-_COLUMNS = "description, products, tone, language, learned_summary, learned_at, updated_at"
+_COLUMNS = (
+    "description, products, tone, language, name, opening_hours, timezone, learned_summary, "
+    "learned_at, updated_at"
+)
 
 
 @functools.cache

@@ -12,16 +12,23 @@ from ragcore.api.conversations import (
     Conversation,
     Conversations,
     ConversationsQuery,
+    ModeChange,
+    ModeChanged,
+    PersonMessageBody,
+    PersonMessageSent,
     TurnFeedback,
     turn_number,
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import ProblemError
 from ragcore.api.queries import no_such, path_id, read_query
+from ragcore.channels.person import NoConversation, Refused, owner_move, person_message
 from ragcore.converter import converter, structure_body
 from ragio.chat import conversations
+from ragio.handoff import store as handoff_store
 from ragio.http.context import service
 from ragio.http.inputs import json_body
+from ragio.runner import run
 
 blueprint = Blueprint("conversations", __name__)
 PATH = "/conversations"
@@ -35,14 +42,20 @@ CONVERSATIONS = ("conversation", PATH)  # what a path id names, and where they a
 async def list_conversations() -> Conversations:
     """The conversations, latest begun first, without their turns
 
-    Filter by channel, role and the span they were active in; page with ?before=. The order
+    Filter by channel, role, mode (human: the inbox) and the span they were active in; page
+    with ?before=. The order
     is stable: a conversation continued while paging stays on its page.
     Kept CONVERSATION_RETENTION_DAYS. Who asked is shown only as a hash."""
     query = read_query(ConversationsQuery, request.args)
+    svc = service()
+    filters = query.filters()
+    if filters["mode"] is not None:  # those nobody wrote in for long are the AI's again
+        idle = svc.settings.handoff_idle_minutes
+        await svc.database.run(handoff_store.end_idle, svc.clock.now(), idle)
     listing = functools.partial(
         conversations.list_conversations, limit=query.limit, before=query.before or None
     )
-    found = await service().database.run(functools.partial(listing, **query.filters()))
+    found = await svc.database.run(functools.partial(listing, **filters))
     next_before = found[-1]["id"] if len(found) == query.limit else None
     return converter.structure({"conversations": found, "next_before": next_before}, Conversations)
 
@@ -79,3 +92,50 @@ async def rate_turn(id: str, turn: str) -> tuple[str, int]:
     raise ProblemError(
         404, f"no turn {turn[:40]!r} in conversation {id}; GET {PATH}/{id} lists its turns"
     )
+
+
+@blueprint.post(f"{PATH}/<id>/messages")
+@operation(
+    Reply(201, "Recorded, and delivered unless delivered is false", PersonMessageSent),
+    404, 409, 422,
+    body=PersonMessageBody,
+    **CONVERSATION_ID,
+)  # fmt: skip
+async def write_to_customer(id: str) -> tuple[PersonMessageSent, int]:
+    """A person's message to the customer, on their channel
+
+    A conversation the AI still answers is taken over first (the AI stays silent until it
+    is handed back). 409 when it is closed, or on the phone (call the customer back)."""
+    conversation_id = path_id(id, *CONVERSATIONS)
+    body = structure_body(await json_body(required=True), PersonMessageBody)
+    svc = service()
+    try:
+        sent = await run(
+            person_message(conversation_id, body.text, "console", svc.clock.now()), svc
+        )
+    except NoConversation:
+        raise no_such(id, *CONVERSATIONS) from None
+    except Refused as refused:
+        raise ProblemError(409, str(refused), title="Cannot write to this conversation") from None
+    return PersonMessageSent(
+        sent.conversation_id, sent.turn, sent.delivered, sent.detail, "human"
+    ), 201
+
+
+@blueprint.post(f"{PATH}/<id>/mode")
+@operation(Reply(200, "Moved", ModeChanged), 404, 409, 422, body=ModeChange, **CONVERSATION_ID)
+async def move_conversation(id: str) -> ModeChanged:
+    """Take a conversation over (human), hand it back to the AI (ai) or close it
+
+    Each move is in the conversation's handoff_log. A closed conversation stays closed
+    (409): the customer's next message begins a new one."""
+    conversation_id = path_id(id, *CONVERSATIONS)
+    body = structure_body(await json_body(required=True), ModeChange)
+    svc = service()
+    try:
+        mode = await run(owner_move(conversation_id, body.mode, "console", body.reason), svc)
+    except NoConversation:
+        raise no_such(id, *CONVERSATIONS) from None
+    except Refused as refused:
+        raise ProblemError(409, str(refused), title="Cannot move this conversation") from None
+    return ModeChanged(conversation_id, mode)  # type: ignore[arg-type]

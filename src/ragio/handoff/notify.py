@@ -1,0 +1,91 @@
+"""Telling the owner a conversation needs a person: on CHATOPS_WEBHOOK_URL (an incoming
+webhook that Slack, Mattermost and Discord all read: ``{"text": …, "content": …}``) and
+in the owner's chat, the approval identity of /autonomy (``ragio.actions.notify``).
+
+On Telegram the notification's message ids are kept (``handoff_notifications``): the
+owner's reply to one of them is their message to the customer. Never raises: a
+notification that could not go out is logged, and the conversation waits in the inbox.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from ragcore.handoff.notices import forwarded_message, owner_notification
+from ragio.actions import store as actions_store
+from ragio.actions.handlers import post_json
+from ragio.actions.notify import missing_settings, notify_owner
+from ragio.channels import telegram
+from ragio.channels.outbound import SendFailed
+from ragio.handoff import store
+from ragio.service import Service
+
+log = logging.getLogger(__name__)
+MAX_CHARS = 1500  # under every platform's limit, as the approvals' messages
+
+
+def console_link(service: Service, conversation_id: int) -> str:
+    """Where the owner answers: the console's inbox page of the conversation ('' when
+    PUBLIC_BASE_URL is not set: the service does not know its own address)."""
+    base = service.settings.public_base_url.rstrip("/")
+    return f"{base}/console/#/inbox/{conversation_id}" if base else ""
+
+
+async def notify_handoff(
+    service: Service, conversation_id: int, channel: str, why: str, message: str | None
+) -> None:
+    """The owner told of a handoff (``why``), or passed a customer's new ``message``."""
+    link = console_link(service, conversation_id)
+    if message is None:
+        last = await service.database.run(store.last_messages, conversation_id)
+        text = owner_notification(conversation_id, channel, why, last, link)
+        await _chatops(service, text)
+    else:
+        text = forwarded_message(conversation_id, channel, message, link)
+    await _owner_chat(service, conversation_id, _short(text))
+
+
+async def _chatops(service: Service, text: str) -> None:
+    url = service.settings.chatops_webhook_url
+    if not url:
+        return
+    body = json.dumps({"text": text, "content": _short(text)}, ensure_ascii=False).encode()
+    try:
+        sent = await post_json(service.settings, "chat-ops", url, body)
+    except Exception:  # never raises into the turn
+        log.exception("the chat-ops notification of a handoff failed")
+        return
+    if not sent.ok:
+        log.warning("the chat-ops notification of a handoff was not sent: %s", sent.detail)
+
+
+async def _owner_chat(service: Service, conversation_id: int, text: str) -> None:
+    autonomy = await service.database.run(actions_store.load_autonomy)
+    if not autonomy.owner_set:
+        return
+    channel, target = str(autonomy.approval_channel), str(autonomy.approval_target)
+    if channel != "telegram":
+        sent = await notify_owner(service, channel, target, text)
+        if not sent.ok:
+            log.warning("the owner was not told of a handoff on %s: %s", channel, sent.detail)
+        return
+    missing = missing_settings(service.settings, channel)
+    if missing:
+        log.warning("set %s to tell the owner of handoffs on telegram", ", ".join(missing))
+        return
+    try:
+        ids = await telegram.send_texts(service.outbound, service.settings, target, [text])
+    except SendFailed as error:
+        log.warning("the owner was not told of a handoff: %s", error)
+        return
+    except Exception as error:  # an unexpected answer shape: logged, never raised
+        log.warning("the owner was not told of a handoff on telegram: %s", type(error).__name__)
+        return
+    await service.database.run(
+        store.save_notification, "telegram", target, ids, conversation_id, service.clock.now()
+    )
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
