@@ -138,7 +138,6 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/health/live")
     await c.send("GET", "/health/ready")
     await c.send("GET", "/")
-    await c.send("GET", "/console/")
     await c.send("GET", "/console/console.js")
     await c.send("GET", "/console/console.css")
     await c.send("GET", "/metrics")

@@ -261,7 +261,6 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
 async def test_the_console_is_served_with_a_strict_policy_and_without_the_key(api):
     for path, kind in (
         ("/", "text/html"),
-        ("/console/", "text/html"),  # where the owner's notifications link: /console/#/inbox/<id>
         ("/console/console.js", "text/javascript"),
         ("/console/console.css", "text/css"),
     ):

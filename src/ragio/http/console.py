@@ -1,8 +1,7 @@
 """The owner's console: static files shipped in the package (``ragio/console``), served
-at ``/`` (and ``/console/``, the address the owner's notifications link to, e.g.
-``/console/#/inbox/<id>``), ``/console/console.js`` and ``/console/console.css``
-without the API key (they hold no data: every call the page makes sends the key the
-owner entered), with a strict Content-Security-Policy."""
+at ``/``, ``/console/console.js`` and ``/console/console.css`` without the API key (they
+hold no data: every call the page makes sends the key the owner entered), with a strict
+Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -41,13 +40,6 @@ def _file(name: str) -> Response:
 @operation(Reply(200, "The console's page", {"type": "string"}, "text/html"), open=True)
 async def console() -> Response:
     """The owner's console, in the browser"""
-    return _file("index.html")
-
-
-@blueprint.get("/console/")
-@operation(Reply(200, "The console's page", {"type": "string"}, "text/html"), open=True)
-async def console_folder() -> Response:
-    """The owner's console, at the address its links use (/console/#/inbox/<id>)"""
     return _file("index.html")
 
 
