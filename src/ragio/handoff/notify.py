@@ -29,7 +29,7 @@ def console_link(service: Service, conversation_id: int) -> str:
     """Where the owner answers: the console's inbox page of the conversation ('' when
     PUBLIC_BASE_URL is not set: the service does not know its own address)."""
     base = service.settings.public_base_url.rstrip("/")
-    return f"{base}/console/#/inbox/{conversation_id}" if base else ""
+    return f"{base}/#/inbox/{conversation_id}" if base else ""
 
 
 async def notify_handoff(

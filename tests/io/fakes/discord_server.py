@@ -1,7 +1,8 @@
 """A fake Discord REST API on 127.0.0.1: editing an interaction's original response
 (``PATCH /webhooks/<app>/<token>/messages/@original``), follow-up messages
 (``POST /webhooks/<app>/<token>``) and registering a command
-(``POST /applications/<app>/commands`` with ``Authorization: Bot <token>``), as Discord
+(``POST /applications/<app>/commands`` with ``Authorization: Bot <token>``) and a bot's
+message in a channel (``POST /channels/<id>/messages``, ``channel_messages``), as Discord
 answers them. Content over 2,000 characters is refused as Discord refuses it.
 ``edits``, ``followups`` and ``commands`` list what it took. Set DISCORD_API_BASE_URL
 to its ``base_url``."""
@@ -18,6 +19,7 @@ CONTENT_LIMIT = 2000
 _ORIGINAL = re.compile(r"^/webhooks/(\d+)/([^/]+)/messages/@original$")
 _FOLLOWUP = re.compile(r"^/webhooks/(\d+)/([^/]+)$")
 _COMMANDS = re.compile(r"^/applications/(\d+)/commands$")
+_CHANNEL_MESSAGES = re.compile(r"^/channels/(\d+)/messages$")
 
 
 class DiscordError(WireError):
@@ -34,6 +36,7 @@ class FakeDiscord(FakeServer):
         self.edits: list[tuple[str, str, dict[str, Any]]] = []  # (application, token, body)
         self.followups: list[tuple[str, str, dict[str, Any]]] = []
         self.commands: list[dict[str, Any]] = []
+        self.channel_messages: list[tuple[str, dict[str, Any]]] = []  # (channel, body)
         self._ids = itertools.count(9000)
 
     async def _answer(self, request: Recorded, send: Send) -> None:
@@ -52,6 +55,12 @@ class FakeDiscord(FakeServer):
                 raise DiscordError(401, 0, "401: Unauthorized")
             self.commands.append(body)
             await self._send_json(send, 201, {"id": str(next(self._ids)), **body})
+        elif request.method == "POST" and (match := _CHANNEL_MESSAGES.match(request.path)):
+            if request.headers.get("authorization") != f"Bot {self.api_key}":
+                raise DiscordError(401, 0, "401: Unauthorized")
+            self._check_content(body)
+            self.channel_messages.append((match[1], body))
+            await self._send_json(send, 200, self._message(body))
         else:
             raise DiscordError(404, 0, "404: Not Found")
 
