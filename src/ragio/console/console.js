@@ -419,7 +419,7 @@ function follow(heard) {
   const stop = new AbortController();
   const pause = (ms) => new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    stop.signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); });
+    stop.signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
   });
   (async () => {
     let delay = 1000, last = null;
@@ -578,13 +578,12 @@ PAGES.inbox = async (area, id) => {
     const rows = sortedForInbox(data.conversations);
     // the list has no text: each conversation's last message is read from it
     const read = await Promise.all(rows.map((c) => api("GET", `/conversations/${c.id}`).then((r) => r.data, () => c)));
-    list.replaceChildren(table(MODES[filter.value], [
-      ["Conversation", (c) => el("a", { href: `#inbox/${c.id}`, text: `Conversation ${c.id}`,
-        "aria-current": String(c.id) === id ? "page" : null })],
-      ["Channel", (c) => c.channel],
-      ["Waiting since", (c) => when(c.waiting_since) || "—"],
-      ["Last message", (c) => el("span", { className: "last", text: lastMessage(c) })],
-    ], read));
+    list.replaceChildren(read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
+      read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
+        el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`,
+        el("span", { className: "muted", text: c.waiting_since ? `waiting since ${when(c.waiting_since)}` : `last active ${when(c.updated_at)}` }),
+        el("span", { className: "last", text: lastMessage(c) })))))
+      : el("p", { className: "muted", text: `${MODES[filter.value]}: none.` }));
   }));
   const refresh = id ? inboxConversation(view, id, () => { load(); waiting(); }) : null;
   state.leave = follow((name, data) => {
