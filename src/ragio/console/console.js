@@ -580,7 +580,7 @@ PAGES.inbox = async (area, id) => {
     const read = await Promise.all(rows.map((c) => api("GET", `/conversations/${c.id}`).then((r) => r.data, () => c)));
     list.replaceChildren(read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
       read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
-        el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`,
+        el("span", {}, el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`),
         el("span", { className: "muted", text: c.waiting_since ? `waiting since ${when(c.waiting_since)}` : `last active ${when(c.updated_at)}` }),
         el("span", { className: "last", text: lastMessage(c) })))))
       : el("p", { className: "muted", text: `${MODES[filter.value]}: none.` }));
