@@ -380,6 +380,10 @@ def answer_in_the_inbox(
         visible("#api-key").send_keys(KEY, Keys.ENTER)
         wait.until(lambda d: any(REPLY in m for m in transcript()))
         seen["linked_title"] = text("#inbox-title")
+        driver.set_window_size(390, 844)  # a phone
+        seen["phone_overflow"] = driver.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth"
+        )
         signing_in = f"{base_url}/usage - Failed to load resource"
         seen["console_errors"] = [
             entry["message"]
@@ -431,4 +435,5 @@ async def test_the_owner_answers_a_customer_handed_over_in_the_inbox(api: httpx.
         "Closed: nobody answers it now; the customer's next message begins a new conversation.",
     )
     assert seen["linked_title"] == f"Conversation {waiting['id']} on web"
+    assert seen["phone_overflow"] <= 0
     assert seen["console_errors"] == []
