@@ -8,6 +8,9 @@ service's stop (which closes the call politely), and each turn's answer and spee
 synthesis at once and nothing else). Feeding the machine is synchronous: effects that
 need I/O are handed to the task that does it through memory channels, so the order the
 machine chose is the order on the wire.
+
+A call handed to a person is put through by the provider's Calls API (``TransferCall``:
+the call's markup replaced with ``<Dial>``); the provider then ends the media stream.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ragcore.employees.roles import Role
 from ragcore.voice import media
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, frames
 from ragcore.voice.call import (
+    TRANSFERRED_REASON,
     Answered,
     AnswerNotGiven,
     AnswerPiece,
@@ -59,11 +63,15 @@ from ragcore.voice.call import (
     Stopping,
     Tick,
     Transcript,
+    TransferCall,
+    TransferFailed,
+    Transferred,
     UnexpectedEvent,
     finish_within,
 )
 from ragcore.voice.greeting import greeting
 from ragcore.voice.phrases import call_language
+from ragio.channels import outbound
 from ragio.chat import conversations
 from ragio.chat.policy import chat_policy
 from ragio.employees.profile import get_profile
@@ -81,6 +89,9 @@ START_SECONDS = 10.0
 LISTEN_BACKLOG = 250
 LISTENER_RETRY_SECONDS = (0.2, 1.0, 3.0)
 RECORD_SECONDS = 5.0
+#: the provider has this long to take a call to put through (retries included); past it,
+#: the caller is told and leaves a message instead
+TRANSFER_SECONDS = 15.0
 _KEEP_ALIVE = b""  # in the listener's queue: send KeepAlive, not audio
 
 
@@ -108,6 +119,7 @@ class PhoneCall:
         self._dropped_audio = 0
         self._hung_up: str | None = None  # why this side ended the call
         self._unexpected: set[tuple[State, type]] = set()  # (state, event type) logged
+        self._transfer_done: trio.Event | None = None  # set when the provider answered
 
     def now(self) -> float:
         return trio.current_time() - self._began
@@ -122,7 +134,12 @@ class PhoneCall:
         before = await self._record(
             calls.begin_call, start.call_sid, start.stream_sid, start.caller, role
         )
-        self.call = Call(said, asked_before=before or 0, language=language)
+        self.call = Call(
+            said,
+            asked_before=before or 0,
+            language=language,
+            transfer_to=self.service.settings.voice_transfer_number,
+        )
         reason = "stopped"
         try:
             async with trio.open_nursery() as nursery:
@@ -133,6 +150,12 @@ class PhoneCall:
                 self.feed(Started(start.stream_sid, start.call_sid, start.caller, self.now()))
                 nursery.start_soon(self._stop_when_the_service_stops)
                 reason = await self._read()
+                if self._transfer_done is not None:
+                    # the provider may end the stream before it answers the transfer
+                    with trio.move_on_after(TRANSFER_SECONDS):
+                        await self._transfer_done.wait()
+                if self.call.transferred is not None:
+                    reason = TRANSFERRED_REASON
                 self.feed(Ended(reason, self.now()))
                 nursery.cancel_scope.cancel()
         finally:
@@ -197,6 +220,9 @@ class PhoneCall:
                 log.info("call %s: hanging up: %s", self.call.call_sid, reason)
                 self._hung_up = reason
                 self._nursery.start_soon(self._hang_up)
+            case TransferCall(number=number):
+                self._transfer_done = trio.Event()
+                self._nursery.start_soon(self._transfer, number, self._transfer_done)
             case _:
                 raise TypeError(f"no way to carry out {effect!r}")
 
@@ -274,6 +300,34 @@ class PhoneCall:
         finish = finish_within(self.service.settings.shutdown_grace_seconds)
         log.info("call %s: the service is stopping: closing the call", self._sid())
         self.feed(Stopping(now + finish, now))
+
+    async def _transfer(self, number: str, done: trio.Event) -> None:
+        """Put the call through to ``number``: the provider's call update with ``<Dial>``
+        markup (its Calls API), within TRANSFER_SECONDS. The number is not logged."""
+        assert self.call is not None
+        settings = self.service.settings
+        path = media.call_path(settings.telco_account_sid, self.call.call_sid)
+        form = {"Twiml": media.dial(number)}
+        auth = (settings.telco_account_sid, settings.telco_auth_token)
+        try:
+            with trio.fail_after(TRANSFER_SECONDS):
+                await outbound.call(
+                    self.service.outbound,
+                    "voice",
+                    "POST",
+                    settings.telco_api_base_url + path,
+                    data=form,
+                    auth=auth,
+                )
+        except (outbound.SendFailed, trio.TooSlowError) as error:
+            reason = str(error) if isinstance(error, outbound.SendFailed) else "timed out"
+            log.warning("call %s: could not put it through to a person: %s", self._sid(), reason)
+            self.feed(TransferFailed(reason, self.now()))
+        else:
+            log.info("call %s: the provider puts it through to a person", self._sid())
+            self.feed(Transferred(self.now()))
+        finally:
+            done.set()
 
     async def _hang_up(self) -> None:
         """End the call: closing the stream ends a ``<Connect><Stream>`` call."""

@@ -41,6 +41,21 @@ def test_owner_fields_are_checked_and_tidied():
     }
 
 
+def test_the_handoff_fields_are_the_businesss_name_hours_and_time_zone():
+    checked = check_profile_patch(
+        {
+            "name": " Velo  Corner ",
+            "opening_hours": " Tue-Sat 09:30-18:00 ",
+            "timezone": "Europe/Brussels",
+        }
+    )
+    assert checked == {
+        "name": "Velo Corner",
+        "opening_hours": "Tue-Sat 09:30-18:00",
+        "timezone": "Europe/Brussels",
+    }
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -52,6 +67,11 @@ def test_owner_fields_are_checked_and_tidied():
         ({"language": "eng"}, "language"),
         ({"description": "x" * 601}, "description"),
         ({"tone": 5}, "tone"),
+        ({"opening_hours": "from nine to five"}, "opening_hours"),
+        ({"opening_hours": "Mon 9-17; " * 40}, "opening_hours"),
+        ({"timezone": "Mars/Olympus"}, "timezone"),
+        ({"timezone": " Europe/Berlin"}, "timezone"),
+        ({"name": "x" * 121}, "name"),
     ],
 )
 def test_bad_patches_are_refused_by_name(body, field):

@@ -151,6 +151,14 @@ def test_the_connect_stream_markup_passes_values_as_parameters() -> None:
     assert values == {"caller": '+1555 "<&>"', "call_sid": "CA1"}
 
 
+def test_a_transfer_dials_the_number_escaped_on_the_calls_own_resource() -> None:
+    assert media.dial("+15550001111") == "<Response><Dial>+15550001111</Dial></Response>"
+    root = ET.fromstring(media.dial("+1555<&>"))  # noqa: S314 (our own markup)
+    assert root.findtext("Dial") == "+1555<&>"
+    assert media.call_path("AC1", "CA2") == "/2010-04-01/Accounts/AC1/Calls/CA2.json"
+    assert media.call_path("AC1", "CA/../x") == "/2010-04-01/Accounts/AC1/Calls/CA%2F..%2Fx.json"
+
+
 def test_the_speech_provider_urls() -> None:
     listen = deepgram.listen_url("https://api.deepgram.com", "nova-3", "en")
     assert listen.startswith("wss://api.deepgram.com/v1/listen?")

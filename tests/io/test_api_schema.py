@@ -214,6 +214,18 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", feedback, "/conversations/12345/turns/1/feedback", json={"rating": None})
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
     await c.send("GET", "/conversations/{id}", "/conversations/12345")
+    # the handoff: a person writes (a conversation on /chat has no customer to write to)
+    mode, messages = "/conversations/{id}/mode", "/conversations/{id}/messages"
+    await c.send("POST", mode, f"/conversations/{conversation}/mode", json={"mode": "human"})
+    await c.send("GET", "/conversations", params={"mode": "human"})
+    await c.send("GET", "/conversations", params={"mode": "asleep"})
+    await c.send("POST", mode, f"/conversations/{conversation}/mode", json={"mode": "ai"})
+    await c.send("POST", mode, f"/conversations/{conversation}/mode", json={"mode": "off"})
+    await c.send("POST", mode, "/conversations/12345/mode", json={"mode": "closed"})
+    hello = {"text": "Hello from a person"}
+    await c.send("POST", messages, f"/conversations/{conversation}/messages", json=hello)
+    await c.send("POST", messages, f"/conversations/{conversation}/messages", json={"text": " "})
+    await c.send("POST", messages, "/conversations/12345/messages", json=hello)
 
     # the knowledge graph
     names = "# Suppliers\n\nThe Widget X is made by Foo Ltd in Leeds."

@@ -464,6 +464,19 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     await c.send("POST", feedback, rated, json={"rating": "up"})
     await c.send("POST", feedback, rated, json={"rating": "sideways"})  # 422
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
+    # a person writes to a website visitor (their page reads it: nothing to send), then
+    # into the same conversation once it is closed
+    with psycopg.connect(database_url) as conn:
+        [(visitor,)] = conn.execute(
+            """INSERT INTO conversations (channel, started_at, updated_at)
+               VALUES ('web', now(), now()) RETURNING id"""
+        ).fetchall()
+    messages = "/conversations/{id}/messages"
+    hello = {"text": "Hi, Ann here: your parcel left today."}
+    await c.send("POST", messages, f"/conversations/{visitor}/messages", json=hello)
+    await c.send("POST", "/conversations/{id}/mode", f"/conversations/{visitor}/mode",
+                 json={"mode": "closed"})  # fmt: skip
+    await c.send("POST", messages, f"/conversations/{visitor}/messages", json=hello)  # 409
 
     # the knowledge graph
     suppliers = "# Suppliers\n\nThe Widget X is manufactured by Foo Ltd at its plant in Leeds."

@@ -7,7 +7,7 @@ APIs on 127.0.0.1 speak each platform's wire format."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -268,3 +268,25 @@ async def test_the_ai_answers_again_after_the_idle_timeout(
     talk = await recorded(api, lambda c: c["turn_count"] == 3)
     assert talk["mode"] == "ai"
     assert talk["handoff_log"][-1]["by"] == "timeout"
+
+
+async def test_outside_opening_hours_the_customer_is_told_when_the_business_opens(
+    api, shop, telegram, telco, discord, fake_clock
+):
+    hours = {"opening_hours": "Mon-Fri 09:00-17:00", "timezone": "Europe/Berlin"}
+    assert (await api.patch("/profile", json=hours)).status_code == 200
+    fake_clock.at = datetime(2026, 11, 28, 20, 0, tzinfo=UTC)  # a Saturday evening in Berlin
+    customer = Customer("telegram", api, telegram, telco, discord)
+    await customer.says("Ich möchte mit einem Mitarbeiter sprechen")
+    assert await customer.gets(1) == [
+        "Eine Person von Acme Shoes antwortet Ihnen hier. Wir haben gerade geschlossen; "
+        "unsere Öffnungszeiten: Mon-Fri 09:00-17:00."
+    ]
+    talk = await recorded(api, lambda c: c["mode"] == "human")
+    fake_clock.advance(timedelta(minutes=20))
+    sent = await api.post(f"/conversations/{talk['id']}/messages", json={"text": "Hallo!"})
+    assert sent.json()["delivered"] is True
+    metrics = (await api.get("/metrics")).text
+    assert 'ragchat_handoffs_total{by="customer",channel="telegram"} 1.0' in metrics
+    waited = 'ragchat_handoff_first_reply_seconds_bucket{channel="telegram",le="%s"} %s'
+    assert waited % ("1800.0", "1.0") in metrics and waited % ("600.0", "0.0") in metrics

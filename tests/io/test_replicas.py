@@ -688,3 +688,55 @@ async def test_the_widget_quotas_hold_exactly_with_50_visitors_through_both(repl
     finally:
         replicas.fakes.openai.delay = 0.0
     assert replicas.errors() == []
+
+
+# ---------------------------------------------------------------- 8. handoff
+
+
+async def test_a_handoff_made_through_one_process_is_respected_by_the_other(replicas, client):
+    """A customer asks for a person through process A; their next message, delivered to
+    process B, is never answered by the AI: B reads the mode from the database. The
+    owner's message written through B reaches the customer."""
+    chat, telegram, openai = 8810, replicas.fakes.telegram, replicas.fakes.openai
+    a, b = replicas.both
+    headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
+
+    def to_customer() -> list[str]:
+        return [s["text"] for s in list(telegram.sent) if s["chat_id"] == chat]
+
+    def completions() -> int:
+        return sum(1 for r in list(openai.requests) if r.path.endswith("/chat/completions"))
+
+    asking = {**telegram_update(9101, chat)}
+    asking["message"] = {**asking["message"], "text": "I want to talk to a person"}
+    response = await client.post(f"{a.url}/webhook/telegram", json=asking, headers=headers)
+    assert response.status_code == 200
+    await wait_for(lambda: to_customer(), 30)
+    assert to_customer() == ["A person from our team will reply here."]
+    before = completions()
+
+    response = await client.post(
+        f"{b.url}/webhook/telegram", json=telegram_update(9102, chat), headers=headers
+    )
+    assert response.status_code == 200
+    answered = (
+        "SELECT 1 FROM channel_updates WHERE delivery_id = '9102' AND answered_at IS NOT NULL"
+    )
+    with trio.fail_after(30):
+        while not replicas.query(answered):
+            await trio.sleep(0.05)
+    assert completions() == before and len(to_customer()) == 1  # the AI stayed silent
+    [(conversation, mode)] = replicas.query(
+        """SELECT c.id, c.mode FROM conversations c JOIN conversation_turns t
+                ON t.conversation_id = c.id
+            WHERE t.question = %s AND t.author = 'customer'""",
+        QUESTION,
+    )
+    assert mode == "human"
+
+    written = await client.post(
+        f"{b.url}/conversations/{conversation}/messages", json={"text": "Hello, it's Ann."}
+    )
+    assert written.status_code == 201 and written.json()["delivered"] is True
+    assert to_customer()[-1] == "Hello, it's Ann."
+    assert replicas.errors() == []

@@ -32,7 +32,13 @@ class VoiceTurn:
     turn: int
     question: Annotated[str | None, described("as transcribed")]
     answer: Annotated[str | None, described("the text spoken")]
-    outcome: Literal["answered", "interrupted", "failed", "hung up"]
+    outcome: Annotated[
+        Literal["answered", "interrupted", "failed", "hung up", "handed_off", "to_person"],
+        described(
+            "handed_off: this turn handed the call to a person (its answer is the notice "
+            "said); to_person: a message the caller left for the person"
+        ),
+    ]
     citations: list[TurnCitation]
     role: str | None
     provider: str | None

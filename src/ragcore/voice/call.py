@@ -29,6 +29,13 @@ How a call goes:
   end (or, while an answer is being written, its first sentence), by ``finish_by`` at the
   latest, then ``SHUTTING_DOWN``, and the call is hung up. Nothing more is asked, and
   neither speech nor a key interrupts these last words.
+- Human handoff (docs/handoff.md): an answer in the ``human`` mode hands the call to a
+  person. With a number to put it through to (VOICE_TRANSFER_NUMBER), once the caller
+  has heard that answer (its marks came back) the call is transferred (``TransferCall``):
+  the provider takes the call, and its media stream ends. Without one, or when the
+  transfer fails (the caller is told), the call goes on as a message box: each later
+  utterance is asked as usual, comes back ``held`` (recorded for the person), and is
+  acknowledged with ``MESSAGE_TAKEN`` instead of an answer.
 """
 
 from __future__ import annotations
@@ -68,6 +75,9 @@ MAX_LISTENER_FAILURES = 3
 #: and this much of the shutdown grace is kept for the closing words to be said
 FINISH_SENTENCE_SECONDS = 8.0
 CLOSING_SECONDS = 8.0
+#: a call put through whose media stream the provider has not ended after this long is
+#: hung up here (the stream only: the provider carries the call on)
+TRANSFERRED_STREAM_SECONDS = 10.0
 
 #: the words the call says on its own, in English (``ragcore.voice.phrases`` has them in
 #: every language the call speaks; the call says them in the caller's: ``Call.language``)
@@ -78,8 +88,13 @@ GOODBYE = PHRASES["en"][phrases.GOODBYE]
 CANT_HEAR = PHRASES["en"][phrases.CANT_HEAR]
 MISSED = PHRASES["en"][phrases.MISSED]
 SHUTTING_DOWN = PHRASES["en"][phrases.SHUTTING_DOWN]
+MESSAGE_TAKEN = PHRASES["en"][phrases.MESSAGE_TAKEN]
+PUTTING_THROUGH = PHRASES["en"][phrases.PUTTING_THROUGH]
+TRANSFER_FAILED = PHRASES["en"][phrases.TRANSFER_FAILED]
 #: the hang-up's reason (and the call's recorded end) when the service stopped
 SHUTDOWN_REASON = "the service was shutting down"
+#: the call's recorded end when the provider took it to put it through to a person
+TRANSFERRED_REASON = "put through to a person"
 
 
 def finish_within(grace: float) -> float:
@@ -95,6 +110,7 @@ class State(enum.Enum):
     ANSWERING = "answering"  # a turn is under way; nothing of it has been sent yet
     SPEAKING = "speaking"  # the turn's audio is going out
     CLOSING = "closing"  # the last words before hanging up
+    TRANSFERRING = "transferring"  # the provider is asked to put the call through
     ENDED = "ended"
 
 
@@ -203,6 +219,22 @@ class Stopping:
 
 
 @attrs.frozen
+class Transferred:
+    """The provider took the call to put it through (``TransferCall``): its media stream
+    ends next."""
+
+    at: float
+
+
+@attrs.frozen
+class TransferFailed:
+    """The provider did not take the call (``TransferCall``); ``reason`` is for the log."""
+
+    reason: str
+    at: float
+
+
+@attrs.frozen
 class Ended:
     """The stream stopped: the caller hung up, or the socket dropped."""
 
@@ -227,6 +259,8 @@ CallEvent: TypeAlias = (
     | SpeechFailed
     | ListenerFailed
     | Stopping
+    | Transferred
+    | TransferFailed
     | Ended
 )
 
@@ -365,6 +399,14 @@ class HangUp:
     reason: str
 
 
+@attrs.frozen
+class TransferCall:
+    """Ask the provider to put the call through to ``number`` (E.164); the outcome comes
+    back as ``Transferred`` or ``TransferFailed``."""
+
+    number: str
+
+
 #: everything ``Call.receive`` returns
 CallEffect: TypeAlias = (
     SendAudio
@@ -377,6 +419,7 @@ CallEffect: TypeAlias = (
     | Cancel
     | FinishTurn
     | HangUp
+    | TransferCall
 )
 
 
@@ -408,13 +451,20 @@ class Turn:
 class Call:
     """One call's state. ``receive`` is the only way in."""
 
-    def __init__(self, greeting: str, asked_before: int = 0, language: str = "en") -> None:
+    def __init__(
+        self, greeting: str, asked_before: int = 0, language: str = "en", transfer_to: str = ""
+    ) -> None:
         """``asked_before``: the questions the call's conversation already has (a media
         stream that reconnected mid-call); its questions are numbered after them.
         ``language``: the language of the call's own words until the caller has spoken
-        (``ragcore.voice.phrases.call_language``); then it follows the caller's."""
+        (``ragcore.voice.phrases.call_language``); then it follows the caller's.
+        ``transfer_to``: the number a call handed to a person is put through to
+        (VOICE_TRANSFER_NUMBER); blank: the caller leaves a message."""
         self.greeting = greeting
         self.language = language
+        self.transfer_to = transfer_to
+        self.transferred: float | None = None  # when the provider took it to put it through
+        self._transfer_failed = False  # once failed, the call takes messages instead
         self.state = State.CONNECTING
         self.stream_sid = ""
         self.call_sid = ""
@@ -505,7 +555,9 @@ class Call:
         if self.state is State.LISTENING:
             return self._close(event.at)
         if self.state not in (State.ANSWERING, State.SPEAKING):
-            return []  # not started (the greeting is replaced), or already saying goodbye
+            # not started (the greeting is replaced), already saying goodbye, or being put
+            # through (a transfer that fails closes the call then)
+            return []
         turn = self._current()
         if turn.question is None and "first_frame" not in turn.times:
             # scripted words not begun (a greeting, a prompt) are not worth saying now
@@ -629,8 +681,12 @@ class Call:
         if turn.question is not None:
             spoken_in = caller_language(turn.question, event.answer.language)
             self.language = spoken_in or self.language
-        sentences = [] if turn.streamed else turn.splitter.feed(event.answer.answer)
-        sentences += turn.splitter.flush()
+        if event.answer.held:  # a person answers: the caller's words wait for them
+            held = phrases.PUTTING_THROUGH if self._can_transfer() else phrases.MESSAGE_TAKEN
+            sentences = [self._words(held)]
+        else:
+            sentences = [] if turn.streamed else turn.splitter.feed(event.answer.answer)
+            sentences += turn.splitter.flush()
         if not turn.parts and not sentences:
             sentences = [self._words(phrases.NO_ANSWER)]
         effects = self._speak(turn, sentences, event.at)
@@ -748,10 +804,41 @@ class Call:
             ]
         if self._stopping_by is not None:
             return effects + self._close(at)
+        if turn.answer is not None and turn.answer.mode == "human" and self._can_transfer():
+            self.state = State.TRANSFERRING  # heard whole: the caller knows what comes
+            return effects + [TransferCall(self.transfer_to)]
         self.state = State.LISTENING
         self._quiet_since = at
         self._recent.clear()
         return effects
+
+    # ------------------------------------------------------------ handoff
+
+    def _can_transfer(self) -> bool:
+        """Whether a call handed to a person is put through (else it takes messages)."""
+        return bool(self.transfer_to) and not self._transfer_failed
+
+    def _transferred(self, event: Transferred) -> list[Any]:
+        self.transferred = event.at
+        return []  # the provider ends the media stream (``Ended``)
+
+    def _await_the_streams_end(self, event: Tick) -> list[Any]:
+        """Being put through: keep speech-to-text alive; once the provider has taken the
+        call, end a stream it leaves open too long."""
+        effects = self._tick(event)
+        if self.transferred is not None and event.at - self.transferred >= (
+            TRANSFERRED_STREAM_SECONDS
+        ):
+            self.state = State.ENDED
+            effects.append(HangUp(TRANSFERRED_REASON))
+        return effects
+
+    def _transfer_not_made(self, event: TransferFailed) -> list[Any]:
+        """The caller is still here: tell them, and take their message instead."""
+        self._transfer_failed = True
+        if self._stopping_by is not None:
+            return self._close(event.at)
+        return self._say(self._words(phrases.TRANSFER_FAILED), event.at)
 
     # ------------------------------------------------------------ turns
 
@@ -843,6 +930,11 @@ _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], .
     (_SAYING, SpeechAudio, Call._audio),
     (_SAYING, SpeechDone, Call._speech_done),
     (_SAYING, SpeechFailed, Call._speech_failed),
+    ((State.TRANSFERRING,), Transferred, Call._transferred),
+    ((State.TRANSFERRING,), TransferFailed, Call._transfer_not_made),
+    ((State.TRANSFERRING,), Tick, Call._await_the_streams_end),
+    ((State.TRANSFERRING,), Ended, Call._end),
+    ((State.TRANSFERRING,), Stopping, Call._stop),
     # ignored on purpose:
     # before the stream starts there is nothing to pace and no one to listen to
     ((State.CONNECTING,), Tick, Call._ignore),
@@ -853,6 +945,12 @@ _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], .
     # the caller takes the floor by barging in (the audio decides); what speech-to-text
     # makes of the line while the bot's audio plays, or its last words, is not a question
     ((State.SPEAKING, State.CLOSING), Transcript, Call._ignore),
+    # being put through, the caller talks to no one here: what they say, a key, the
+    # marks of what they heard before, a lost speech-to-text stream change nothing
+    *(
+        ((State.TRANSFERRING,), event, Call._ignore)
+        for event in (Inbound, MarkPlayed, KeyPressed, Transcript, ListenerFailed)
+    ),
     # the call is over; the runner's tasks and the provider's socket may still deliver
     # what was under way (the stream's end after a hang-up, a tick, a mark, a stop)
     *(
@@ -866,6 +964,9 @@ _ROWS: tuple[tuple[tuple[State, ...], type, Callable[[Call, Any], list[Any]]], .
             ListenerFailed,
             Stopping,
             Ended,
+            # the caller hung up while the provider was asked to put the call through
+            Transferred,
+            TransferFailed,
         )
     ),
 )

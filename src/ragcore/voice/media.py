@@ -15,8 +15,8 @@ import binascii
 import json
 import re
 from typing import Any
-from urllib.parse import urlsplit
-from xml.sax.saxutils import quoteattr
+from urllib.parse import quote, urlsplit
+from xml.sax.saxutils import escape, quoteattr
 
 import attrs
 
@@ -180,6 +180,20 @@ def connect_stream(stream_url: str, parameters: dict[str, str]) -> str:
         f"<Response><Connect><Stream url={quoteattr(stream_url)}>{items}</Stream>"
         "</Connect></Response>"
     )
+
+
+def dial(number: str) -> str:
+    """The markup that puts a call through to ``number`` (VOICE_TRANSFER_NUMBER): sent as
+    the ``Twiml`` of a call update, it replaces the call's ``<Connect><Stream>``, which
+    ends the media stream."""
+    return f"<Response><Dial>{escape(number)}</Dial></Response>"
+
+
+def call_path(account_sid: str, call_sid: str) -> str:
+    """The provider's resource of the call ``call_sid`` below TELCO_API_BASE_URL (its
+    Calls API: a POST to it updates the call in progress)."""
+    account, call = quote(account_sid, safe=""), quote(call_sid, safe="")
+    return f"/2010-04-01/Accounts/{account}/Calls/{call}.json"
 
 
 def stream_url(

@@ -19,6 +19,11 @@ GOODBYE = "goodbye"
 CANT_HEAR = "cant_hear"
 MISSED = "missed"
 SHUTTING_DOWN = "shutting_down"
+#: human handoff (docs/handoff.md): a message left for a person, a transfer about to be
+#: made (the handing-over turn says the pipeline's own notice), a transfer that failed
+MESSAGE_TAKEN = "message_taken"
+PUTTING_THROUGH = "putting_through"
+TRANSFER_FAILED = "transfer_failed"
 
 PHRASES: dict[str, dict[str, str]] = {
     "en": {
@@ -30,6 +35,12 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Sorry, I missed that. Could you say it again?",
         SHUTTING_DOWN: (
             "Sorry, I have to end the call now. Please call again in a few minutes. Goodbye!"
+        ),
+        MESSAGE_TAKEN: "Thank you, your message is passed on. Anything else?",
+        PUTTING_THROUGH: "I'll put you through to a person now.",
+        TRANSFER_FAILED: (
+            "Sorry, I couldn't put you through. "
+            "Please leave your message after this, and it will be passed on."
         ),
     },
     "de": {
@@ -45,6 +56,10 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Entschuldigung, das habe ich nicht verstanden. Könnten Sie es wiederholen?",
         SHUTTING_DOWN: "Entschuldigung, ich muss das Gespräch jetzt beenden. "
         "Bitte rufen Sie in ein paar Minuten wieder an. Auf Wiederhören!",
+        MESSAGE_TAKEN: "Danke, Ihre Nachricht wird weitergegeben. Sonst noch etwas?",
+        PUTTING_THROUGH: "Ich verbinde Sie jetzt mit einer Ansprechperson.",
+        TRANSFER_FAILED: "Entschuldigung, ich konnte Sie nicht verbinden. "
+        "Bitte hinterlassen Sie nach diesem Hinweis Ihre Nachricht, sie wird weitergegeben.",
     },
     "fr": {
         APOLOGY: "Désolé, un problème est survenu de mon côté. "
@@ -58,6 +73,10 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Désolé, je n'ai pas compris. Pourriez-vous répéter ?",
         SHUTTING_DOWN: "Désolé, je dois mettre fin à l'appel. "
         "Merci de rappeler dans quelques minutes. Au revoir !",
+        MESSAGE_TAKEN: "Merci, votre message sera transmis. Autre chose ?",
+        PUTTING_THROUGH: "Je vous mets en relation avec une personne.",
+        TRANSFER_FAILED: "Désolé, je n'ai pas pu vous mettre en relation. "
+        "Laissez votre message après ceci, il sera transmis.",
     },
     "es": {
         APOLOGY: "Lo siento, algo ha fallado por mi parte. ¿Podría repetir la pregunta?",
@@ -68,6 +87,10 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Lo siento, no lo he entendido. ¿Podría repetirlo?",
         SHUTTING_DOWN: "Lo siento, tengo que terminar la llamada. "
         "Por favor, vuelva a llamar en unos minutos. ¡Adiós!",
+        MESSAGE_TAKEN: "Gracias, su mensaje se transmitirá. ¿Algo más?",
+        PUTTING_THROUGH: "Le paso ahora con una persona.",
+        TRANSFER_FAILED: "Lo siento, no he podido pasarle la llamada. "
+        "Deje su mensaje después de esto y lo transmitiremos.",
     },
     "it": {
         APOLOGY: "Mi scusi, qualcosa è andato storto da parte mia. Può ripetere la domanda?",
@@ -80,6 +103,10 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Mi scusi, non ho capito. Può ripetere?",
         SHUTTING_DOWN: "Mi scusi, devo chiudere la chiamata. "
         "Richiami tra qualche minuto, per favore. Arrivederci!",
+        MESSAGE_TAKEN: "Grazie, il suo messaggio verrà inoltrato. Desidera altro?",
+        PUTTING_THROUGH: "La metto in contatto con una persona.",
+        TRANSFER_FAILED: "Mi scusi, non sono riuscito a passarle la chiamata. "
+        "Lasci pure il suo messaggio dopo questo avviso: verrà inoltrato.",
     },
     "nl": {
         APOLOGY: "Sorry, er ging aan mijn kant iets mis. Kunt u de vraag nog eens stellen?",
@@ -90,6 +117,10 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Sorry, dat heb ik niet verstaan. Kunt u het herhalen?",
         SHUTTING_DOWN: "Sorry, ik moet het gesprek nu beëindigen. "
         "Belt u over een paar minuten nog eens? Tot ziens!",
+        MESSAGE_TAKEN: "Dank u, uw bericht wordt doorgegeven. Kan ik nog iets voor u doen?",
+        PUTTING_THROUGH: "Ik verbind u nu door met een medewerker.",
+        TRANSFER_FAILED: "Sorry, ik kon u niet doorverbinden. "
+        "Spreek na dit bericht uw boodschap in, dan wordt die doorgegeven.",
     },
     "pt": {
         APOLOGY: "Desculpe, algo correu mal do meu lado. Pode repetir a pergunta?",
@@ -101,6 +132,10 @@ PHRASES: dict[str, dict[str, str]] = {
         MISSED: "Desculpe, não percebi. Pode repetir?",
         SHUTTING_DOWN: "Desculpe, tenho de terminar a chamada. "
         "Ligue novamente daqui a alguns minutos, por favor. Adeus!",
+        MESSAGE_TAKEN: "Obrigado, a sua mensagem será transmitida. Mais alguma coisa?",
+        PUTTING_THROUGH: "Vou transferi-lo agora para uma pessoa.",
+        TRANSFER_FAILED: "Desculpe, não consegui transferir a chamada. "
+        "Deixe a sua mensagem depois disto e ela será transmitida.",
     },
 }
 

@@ -82,7 +82,10 @@ _CALL_COLUMNS = ("id", "call_sid", "caller_hash", "role", "started_at", "ended_a
 #: a turn as ``GET /voice/calls`` shows it, from the conversation's turn (a call's turns
 #: are not rated)
 _TURN_COLUMNS = tuple(
-    c for c in TURN_COLUMNS if c not in ("search_question", "feedback", "feedback_at")
+    c
+    for c in TURN_COLUMNS
+    # who wrote is in the outcome: a caller's words for a person are ``to_person``
+    if c not in ("search_question", "feedback", "feedback_at", "author", "person")
 )
 #: a citation's fields shown (the conversation keeps the whole citation)
 _CITATION_FIELDS = ("number", "document_id", "document_name", "live_action_id")
