@@ -414,7 +414,8 @@ function coalesced(work) {
 // Reads GET /conversations/events (server-sent events; fetch, since EventSource cannot
 // send the key) and calls heard(name, data) for each event, and heard(null) on each
 // (re)connection, when events may have been missed. After a drop it reconnects, waiting
-// 1 s, then twice as long each time up to 30 s. Returns the function that stops it.
+// 1 s, then twice as long each time up to 30 s; from a service without the events (404)
+// it calls heard(null) every 3 s instead. Returns the function that stops it.
 function follow(heard) {
   const stop = new AbortController();
   const pause = (ms) => new Promise((resolve) => {
@@ -429,6 +430,10 @@ function follow(heard) {
         if (last) sent["Last-Event-ID"] = last;
         const response = await fetch("/conversations/events", { headers: sent, signal: stop.signal });
         if (response.status === 401) { signOut("The key was not accepted; sign in again."); return; }
+        if (response.status === 404) { // a service without the events: it is asked every 3 s instead
+          for (; !stop.signal.aborted; await pause(3000)) heard(null);
+          return;
+        }
         if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
         heard(null);
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
