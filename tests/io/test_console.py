@@ -1,7 +1,9 @@
 """The owner's console in a real browser: Debian's chromium, driven through its
 chromedriver by Selenium, against the real app. The owner's main path: sign in with the
 key, upload a document (asked before another file of its name replaces it; renamed), ask
-a question and see its citation, approve a held action.
+a question and see its citation, approve a held action; and the inbox (docs/handoff.md):
+a website visitor asks for a person, the owner answers, sees the visitor's next message
+come in without reloading, hands the conversation back and closes it.
 
 Selenium is synchronous: the browser is driven from a worker thread while the app
 serves in this test's Trio loop. With RAGCHAT_SCREENSHOTS=<folder>, a screenshot of
@@ -272,3 +274,169 @@ async def test_the_console_is_served_with_a_strict_policy_and_without_the_key(ap
         assert "unsafe-inline" not in policy
         assert response.headers["x-content-type-options"] == "nosniff"
     assert (await api.get("/documents")).status_code == 401  # the data still needs the key
+
+
+# ---------------------------------------------------------------- the inbox (docs/handoff.md)
+
+SHOP = "https://shop.example.com"
+ASKING = "Can I talk to a person, please?"
+FOLLOW_UP = "My order is <b>1234</b> & it never came"  # text, never HTML
+REPLY = "Hello, I am looking at order 1234 now."
+
+
+def customer_writes(base_url: str, token: str, text: str) -> None:
+    """A visitor of the shop's website writes in its chat widget."""
+    sent = httpx.post(
+        f"{base_url}/widget/chat/stream",
+        json={"question": text},
+        headers={"Authorization": f"Bearer {token}", "Origin": SHOP},
+        timeout=30,
+    )
+    assert sent.status_code == 200, sent.text
+
+
+def answer_in_the_inbox(
+    base_url: str, conversation: int, token: str, shots: Path | None
+) -> dict[str, Any]:
+    """The owner, told a customer waits, answers from the inbox; what the owner saw."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as shown
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen: dict[str, Any] = {}
+    driver = browser()
+    try:
+        wait = WebDriverWait(driver, 20)
+
+        def visible(selector: str) -> Any:
+            return wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+
+        def transcript() -> list[str]:
+            # read at once: the page redraws it as events come
+            return list(
+                driver.execute_script(
+                    "return [...document.querySelectorAll('#transcript .message')]"
+                    ".map(m => m.innerText)"
+                )
+            )
+
+        def text(selector: str) -> str:
+            return str(driver.find_element(By.CSS_SELECTOR, selector).text)
+
+        driver.get(base_url + "/")
+        visible("#api-key").send_keys(KEY, Keys.ENTER)
+        visible("#chat-form")
+        seen["badge"] = visible("#inbox-count").get_attribute("textContent")
+
+        visible("a[href='#inbox']").click()
+        link = visible(f"#inbox-list a[href='#inbox/{conversation}']")
+        seen["listed"] = text("#inbox-list li")
+        link.click()
+        wait.until(lambda d: len(transcript()) >= 2)
+        seen["opened"] = transcript()
+        seen["mode"] = text("#inbox-mode")
+
+        visible("#reply-text").send_keys(REPLY, Keys.ENTER)  # Enter sends
+        wait.until(lambda d: any(REPLY in m for m in transcript()))
+        seen["replied"] = transcript()
+        seen["reply_box"] = driver.find_element(By.ID, "reply-text").get_attribute("value")
+        seen["reply_error"] = text("#inbox-error")
+        seen["visitor_sees"] = httpx.get(  # the visitor's chat holds the owner's reply
+            f"{base_url}/widget/conversation",
+            headers={"Authorization": f"Bearer {token}", "Origin": SHOP},
+        ).text
+
+        driver.execute_script("window.stillTheSamePage = true")
+        customer_writes(base_url, token, FOLLOW_UP)  # while the page is open
+        wait.until(lambda d: any("1234</b>" in m for m in transcript()))
+        seen["live"] = transcript()
+        seen["reloaded"] = not driver.execute_script("return window.stillTheSamePage === true")
+        seen["html_in_transcript"] = len(driver.find_elements(By.CSS_SELECTOR, "#transcript b"))
+        if shots is not None:
+            driver.save_screenshot(str(shots / "inbox.png"))
+
+        visible("#hand-back").click()
+        wait.until(lambda d: text("#inbox-mode").startswith("With the AI"))
+        seen["handed_back"] = text("#inbox-mode")
+        seen["buttons"] = [
+            (b.text, b.is_enabled())
+            for b in driver.find_elements(By.CSS_SELECTOR, "#inbox-conversation .row button")
+        ]
+        wait.until(lambda d: not d.find_element(By.ID, "inbox-count").is_displayed())
+
+        visible("#close-conversation").click()
+        wait.until(shown.alert_is_present()).accept()  # asked first
+        wait.until(lambda d: text("#inbox-mode") == "Closed")
+        seen["closed_reply"] = (
+            driver.find_element(By.ID, "reply-text").is_enabled(),
+            text("#reply-disabled"),
+        )
+
+        # the owner's notification links to /#/inbox/<id>: opened in a new tab (no key in
+        # it yet), it shows the conversation once signed in
+        driver.switch_to.new_window("tab")
+        driver.get(f"{base_url}/#/inbox/{conversation}")
+        visible("#api-key").send_keys(KEY, Keys.ENTER)
+        wait.until(lambda d: any(REPLY in m for m in transcript()))
+        seen["linked_title"] = text("#inbox-title")
+        driver.set_window_size(390, 844)  # a phone
+        seen["phone_overflow"] = driver.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth"
+        )
+        signing_in = f"{base_url}/usage - Failed to load resource"
+        # a service without GET /conversations/events (404) is asked every 3 s instead
+        no_events = f"{base_url}/conversations/events - Failed to load resource"
+        seen["console_errors"] = [
+            entry["message"]
+            for entry in driver.get_log("browser")
+            if entry["level"] == "SEVERE"
+            and not entry["message"].startswith((signing_in, no_events))
+        ]
+    finally:
+        driver.quit()
+    return seen
+
+
+async def test_the_owner_answers_a_customer_handed_over_in_the_inbox(api: httpx.AsyncClient):
+    keyed = {"X-API-Key": KEY}
+    site = await api.post(
+        "/widget/sites", json={"name": "shop", "allowed_origins": [SHOP]}, headers=keyed
+    )
+    assert site.status_code == 201, site.text
+    started = await api.post(
+        "/widget/sessions", json={"site": site.json()["public_id"]}, headers={"Origin": SHOP}
+    )
+    token = started.json()["token"]
+    base_url = str(api.base_url).rstrip("/")
+    await trio.to_thread.run_sync(customer_writes, base_url, token, ASKING)
+    [waiting] = (await api.get("/conversations?mode=human", headers=keyed)).json()["conversations"]
+
+    shots = os.environ.get("RAGCHAT_SCREENSHOTS")
+    folder = Path(shots) if shots else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    seen = await trio.to_thread.run_sync(
+        answer_in_the_inbox, base_url, waiting["id"], token, folder
+    )
+
+    assert seen["badge"] == "1 waiting"
+    assert f"Conversation {waiting['id']}" in seen["listed"] and "web" in seen["listed"]
+    assert "AI: A person from our team will reply here." in seen["listed"]  # the last message
+    assert seen["opened"][0].startswith("Customer") and ASKING in seen["opened"][0]
+    assert seen["opened"][1].startswith("AI")  # the customer told a person will reply
+    assert seen["mode"].startswith("With a person · waiting since")
+    assert seen["replied"][-1].startswith("You") and REPLY in seen["replied"][-1]
+    assert seen["reply_box"] == "" and seen["reply_error"] == ""
+    assert REPLY in seen["visitor_sees"]
+    assert seen["live"][-1].startswith("Customer") and FOLLOW_UP in seen["live"][-1]
+    assert not seen["reloaded"] and seen["html_in_transcript"] == 0
+    assert seen["handed_back"] == "With the AI"
+    assert seen["buttons"] == [("Take over", True), ("Hand back to AI", False), ("Close", True)]
+    assert seen["closed_reply"] == (
+        False,
+        "Closed: nobody answers it now; the customer's next message begins a new conversation.",
+    )
+    assert seen["linked_title"] == f"Conversation {waiting['id']} on web"
+    assert seen["phone_overflow"] <= 0
+    assert seen["console_errors"] == []

@@ -6,7 +6,8 @@
 
 const KEY = "ragchat-api-key"; // sessionStorage: this tab only, never a URL
 const PAGES = {};
-const state = { conversationId: null };
+// leave: what the page shown stops when another is shown (the inbox's live reading)
+const state = { conversationId: null, leave: null };
 
 // ------------------------------------------------------------------ helpers
 
@@ -117,7 +118,13 @@ async function signedIn() {
   return response.status !== 401;
 }
 
+function leave() {
+  if (state.leave) state.leave();
+  state.leave = null;
+}
+
 async function show(message) {
+  leave();
   const ok = await signedIn();
   document.getElementById("sign-in").hidden = ok;
   document.getElementById("nav").hidden = !ok;
@@ -133,9 +140,11 @@ async function show(message) {
 
 // ------------------------------------------------------------------ pages
 
+// #page or #page/<id>; a leading slash too (the owner's notifications link to #/inbox/<id>)
 function route() {
-  const name = (location.hash || "#chat").slice(1);
+  const [name, ...rest] = (location.hash || "#chat").slice(1).replace(/^\//, "").split("/");
   const page = PAGES[name] ? name : "chat";
+  waiting();
   for (const link of document.querySelectorAll("nav a")) {
     if (link.getAttribute("href") === `#${page}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
@@ -143,7 +152,7 @@ function route() {
   const area = document.getElementById("page");
   area.replaceChildren();
   document.title = `${page[0].toUpperCase()}${page.slice(1)} · ragchat console`;
-  guarded(area, () => PAGES[page](area));
+  guarded(area, () => PAGES[page](area, rest.join("/")));
 }
 
 async function roleOptions(select, blank) {
@@ -318,6 +327,20 @@ PAGES.documents = async (area) => {
 
 // a turn's rating of its answer (POST /conversations/{id}/turns/{turn}/feedback)
 const RATINGS = { up: "👍 up", down: "👎 down" };
+// a conversation's mode (docs/handoff.md): who answers in it
+const MODES = { human: "With a person", ai: "With the AI", closed: "Closed" };
+
+// Who wrote what in a turn: the customer's question and the AI's answer (author ai), a
+// customer's message for a person (customer), or a person's message (person).
+function messages(t) {
+  if (t.author === "person") {
+    return [{ from: "person", who: t.person === "console" ? "You" : `You (${t.person || "a person"})`, text: t.answer }];
+  }
+  const asked = { from: "customer", who: "Customer", text: t.question };
+  return t.author === "customer" ? [asked] : [asked, { from: "ai", who: "AI", text: t.answer || "(no answer)" }];
+}
+
+const NOTES = { handed_off: "handed to a person", not_delivered: "not delivered" };
 
 PAGES.conversations = async (area) => {
   const channel = el("select", { id: "conversation-channel" },
@@ -328,10 +351,12 @@ PAGES.conversations = async (area) => {
   const open = async (id) => {
     const { data } = await api("GET", `/conversations/${id}`);
     detail.replaceChildren(el("h3", { text: `Conversation ${data.id} on ${data.channel}` }),
+      data.mode && data.mode !== "ai" ? el("p", {}, `${MODES[data.mode] || data.mode}: `,
+        el("a", { href: `#inbox/${data.id}`, text: "answer it in the inbox" })) : null,
       ...data.turns.map((t) => el("div", { className: "card" },
-        el("p", {}, el("strong", { text: "Asked: " }), t.question),
+        messages(t).map((m) => el("p", { className: m.from === "customer" ? null : "answer" },
+          el("strong", { text: `${m.who}: ` }), m.text)),
         t.search_question ? el("p", { className: "muted", text: `Searched as: ${t.search_question}` }) : null,
-        el("p", { className: "answer", text: t.answer || "(no answer)" }),
         el("p", { className: "muted", text: `${t.outcome} · ${t.provider || "no provider"} · ${t.timings.answer_ms ?? "?"} ms · ${when(t.created_at)}` }),
         t.feedback ? el("p", { className: "feedback", text: `Rated ${RATINGS[t.feedback] || t.feedback} · ${when(t.feedback_at)}` }) : null,
         t.citations.length ? el("ul", {}, t.citations.map((c) => el("li", { text: `[${c.number}] ${c.document_name}` }))) : null)));
@@ -345,6 +370,7 @@ PAGES.conversations = async (area) => {
       ["Role", (c) => c.role || "—"],
       ["Turns", (c) => c.turn_count],
       ["Last active", (c) => when(c.updated_at)],
+      ["Mode", (c) => (c.mode === "human" ? el("a", { href: `#inbox/${c.id}`, text: MODES.human }) : MODES[c.mode] || "—")],
       ["", (c) => el("button", { type: "button", className: "secondary", text: "Read",
         "aria-label": `Read conversation ${c.id}`, onclick: () => guarded(detail, () => open(c.id)) })],
     ], data.conversations));
@@ -355,6 +381,227 @@ PAGES.conversations = async (area) => {
       field("Channel", channel), el("button", { type: "submit", className: "secondary", text: "Show" })),
     list, detail);
   await load();
+};
+
+// ------------------------------------------------------------------ the inbox
+
+// The conversations handed to a person (docs/handoff.md), answered here; kept current by
+// the service's events while the page is shown.
+
+// the navigation's count of the conversations waiting for a person
+async function waiting() {
+  const badge = document.getElementById("inbox-count");
+  try {
+    const { data } = await api("GET", "/conversations?mode=human&limit=100");
+    const count = data.conversations.filter((c) => c.waiting_since).length;
+    badge.replaceChildren(String(count), el("span", { className: "sr", text: " waiting" }));
+    badge.hidden = !count;
+  } catch (_) { /* shown again with the next page */ }
+}
+
+// work run once at a time: asked again while running, it runs once more after
+function coalesced(work) {
+  let running = null, again = false;
+  return () => {
+    if (running) { again = true; return running; }
+    running = (async () => {
+      do { again = false; await work(); } while (again);
+    })().finally(() => { running = null; });
+    return running;
+  };
+}
+
+// Reads GET /conversations/events (server-sent events; fetch, since EventSource cannot
+// send the key) and calls heard(name, data) for each event, and heard(null) on each
+// (re)connection, when events may have been missed. After a drop it reconnects, waiting
+// 1 s, then twice as long each time up to 30 s; from a service without the events (404)
+// it calls heard(null) every 3 s instead. Returns the function that stops it.
+function follow(heard) {
+  const stop = new AbortController();
+  const pause = (ms) => new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    stop.signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
+  (async () => {
+    let delay = 1000, last = null;
+    while (!stop.signal.aborted) {
+      try {
+        const sent = headers({ Accept: "text/event-stream" });
+        if (last) sent["Last-Event-ID"] = last;
+        const response = await fetch("/conversations/events", { headers: sent, signal: stop.signal });
+        if (response.status === 401) { signOut("The key was not accepted; sign in again."); return; }
+        if (response.status === 404) { // a service without the events: it is asked every 3 s instead
+          for (; !stop.signal.aborted; await pause(3000)) heard(null);
+          return;
+        }
+        if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+        heard(null);
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          delay = 1000;
+          buffer += value.replace(/\r\n?/g, "\n");
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            let name = "message";
+            const data = [];
+            for (const line of block.split("\n")) {
+              const colon = line.indexOf(":");
+              if (colon === 0) continue; // a comment: the stream kept alive
+              const [key, rest] = colon < 0 ? [line, ""] : [line.slice(0, colon), line.slice(colon + 1).replace(/^ /, "")];
+              if (key === "event") name = rest;
+              else if (key === "data") data.push(rest);
+              else if (key === "id") last = rest;
+            }
+            if (!data.length) continue;
+            let parsed = null;
+            try { parsed = JSON.parse(data.join("\n")); } catch (_) { continue; }
+            heard(name, parsed);
+          }
+        }
+      } catch (_) { /* dropped: read again after the pause */ }
+      if (stop.signal.aborted) return;
+      await pause(delay);
+      delay = Math.min(2 * delay, 30000);
+    }
+  })();
+  return () => stop.abort();
+}
+
+function sortedForInbox(conversations) {
+  // the ones waiting first, the longest waiting first; then the latest active
+  const time = (iso) => (iso ? Date.parse(iso) : NaN);
+  return conversations.slice().sort((a, b) => {
+    const wa = time(a.waiting_since), wb = time(b.waiting_since);
+    if (!isNaN(wa) || !isNaN(wb)) return isNaN(wa) ? 1 : isNaN(wb) ? -1 : wa - wb;
+    return time(b.updated_at) - time(a.updated_at);
+  });
+}
+
+// the last thing written in a conversation, for the list
+function lastMessage(conversation) {
+  const turns = conversation.turns || [];
+  if (!turns.length) return "";
+  const said = messages(turns[turns.length - 1]);
+  const { who, text } = said[said.length - 1];
+  return `${who}: ${text}`;
+}
+
+// one conversation of the inbox: its messages, the reply box and the mode's buttons
+function inboxConversation(view, id, changed) {
+  const title = el("h3", { id: "inbox-title", text: `Conversation ${id}` });
+  const mode = el("p", { id: "inbox-mode" });
+  const transcript = el("ol", { id: "transcript", className: "transcript", "aria-label": "Messages" });
+  const problem = el("p", { id: "inbox-error", className: "error", role: "alert" });
+  const text = el("textarea", { id: "reply-text", name: "text", rows: 3, required: true });
+  const send = el("button", { type: "submit", text: "Send" });
+  const why = el("p", { id: "reply-disabled", className: "muted" });
+  const history = el("ul", { id: "handoff-log" });
+  let shown = -1;
+
+  const refresh = coalesced(async () => {
+    let data;
+    try { ({ data } = await api("GET", `/conversations/${id}`)); } catch (error) {
+      if (!(error instanceof ApiError && error.status === 401)) problem.textContent = error.message;
+      return;
+    }
+    title.textContent = `Conversation ${data.id} on ${data.channel}`;
+    mode.textContent = `${MODES[data.mode] || data.mode}${data.waiting_since ? ` · waiting since ${when(data.waiting_since)}` : ""}`;
+    mode.dataset.mode = data.mode;
+    transcript.replaceChildren(...data.turns.flatMap((t) => messages(t).map((m, i, all) =>
+      el("li", { className: `message from-${m.from}` },
+        el("p", { className: "who" }, el("strong", { text: m.who }), ` · ${when(t.created_at)}`),
+        el("p", { className: "text", text: m.text }),
+        i === all.length - 1 && NOTES[t.outcome] ? el("p", { className: `note ${t.outcome}`, text: NOTES[t.outcome] }) : null))));
+    if (data.turns.length !== shown) transcript.scrollTop = transcript.scrollHeight;
+    shown = data.turns.length;
+    const reason = data.mode === "closed" ? "Closed: nobody answers it now; the customer's next message begins a new conversation."
+      : data.channel === "voice" ? "A phone call cannot be answered in writing: call the customer back." : "";
+    text.disabled = send.disabled = Boolean(reason);
+    why.textContent = reason;
+    takeOver.disabled = data.mode !== "ai";
+    handBack.disabled = data.mode !== "human";
+    close.disabled = data.mode === "closed";
+    history.replaceChildren(...(data.handoff_log || []).map((h) => el("li", {
+      text: `${when(h.at)} · ${h.event === "refused" ? "refused" : `${MODES[h.from_mode] || h.from_mode} → ${MODES[h.to_mode] || h.to_mode}`} · by ${h.by}${h.detail ? ` · ${h.detail}` : ""}` })));
+  });
+
+  const act = async (work) => {
+    problem.textContent = "";
+    try { await work(); } catch (error) {
+      if (error instanceof ApiError && error.status === 401) return;
+      problem.textContent = error.message;
+    }
+    await refresh();
+    changed();
+  };
+  const reply = (event) => {
+    event.preventDefault();
+    if (!text.value.trim() || send.disabled) return;
+    send.disabled = true;
+    act(async () => {
+      const { data } = await api("POST", `/conversations/${id}/messages`, { text: text.value });
+      text.value = "";
+      if (data.delivered) say("Sent.");
+      else problem.textContent = `Kept in the conversation but not delivered: ${data.detail}`;
+    }).finally(() => { send.disabled = text.disabled; text.focus(); });
+  };
+  const moveTo = (to, done) => () => act(async () => {
+    await api("POST", `/conversations/${id}/mode`, { mode: to });
+    say(done);
+  });
+  const takeOver = el("button", { type: "button", id: "take-over", text: "Take over", onclick: moveTo("human", "You answer it now.") });
+  const handBack = el("button", { type: "button", id: "hand-back", className: "secondary", text: "Hand back to AI", onclick: moveTo("ai", "The AI answers it again.") });
+  const close = el("button", { type: "button", id: "close-conversation", className: "danger", text: "Close", onclick: () => {
+    if (confirm("Close this conversation? The customer's next message begins a new one, with the AI.")) moveTo("closed", "Closed.")();
+  } });
+  // Enter sends; Shift+Enter is a new line
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) reply(event);
+  });
+  view.replaceChildren(title, mode,
+    el("div", { className: "row" }, takeOver, " ", handBack, " ", close),
+    transcript, problem,
+    el("form", { className: "stack", id: "reply-form", onsubmit: reply },
+      field("Your reply (Enter sends, Shift+Enter for a new line)", text), why,
+      el("div", {}, send)),
+    el("details", {}, el("summary", { text: "Who moved it" }), history));
+  return refresh;
+}
+
+PAGES.inbox = async (area, id) => {
+  const filter = el("select", { id: "inbox-filter" },
+    Object.entries(MODES).map(([value, text]) => el("option", { value, text })));
+  const list = el("div", { id: "inbox-list" });
+  const view = el("div", { id: "inbox-conversation", className: "card", tabIndex: -1, hidden: !id });
+  const load = coalesced(() => guarded(list, async () => {
+    const { data } = await api("GET", `/conversations?mode=${filter.value}&limit=100`);
+    const rows = sortedForInbox(data.conversations);
+    // the list has no text: each conversation's last message is read from it
+    const read = await Promise.all(rows.map((c) => api("GET", `/conversations/${c.id}`).then((r) => r.data, () => c)));
+    list.replaceChildren(read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
+      read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
+        el("span", {}, el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`),
+        el("span", { className: "muted", text: c.waiting_since ? `waiting since ${when(c.waiting_since)}` : `last active ${when(c.updated_at)}` }),
+        el("span", { className: "last", text: lastMessage(c) })))))
+      : el("p", { className: "muted", text: `${MODES[filter.value]}: none.` }));
+  }));
+  const refresh = id ? inboxConversation(view, id, () => { load(); waiting(); }) : null;
+  state.leave = follow((name, data) => {
+    load();
+    waiting();
+    if (refresh && (!name || String(data.conversation_id) === id)) refresh();
+  });
+  filter.addEventListener("change", load);
+  if (id) document.title = `Inbox: conversation ${id} · ragchat console`;
+  area.append(el("h2", { text: "Inbox" }),
+    el("div", { className: id ? "inbox open" : "inbox" },
+      el("div", {}, field("Show", filter), list), view));
+  await Promise.all([load(), refresh && refresh()]);
 };
 
 PAGES.approvals = async (area) => {
