@@ -100,6 +100,12 @@ class TurnFeedback:
 
 
 @attrs.frozen
+class LastMessage:
+    author: Literal["customer", "ai", "person"]
+    text: Annotated[str, described("its first 200 characters")]
+
+
+@attrs.frozen
 class ConversationSummary:
     id: Annotated[int, described("for ?before= (paging) and GET /conversations/{id}")]
     channel: Annotated[str, described(f"where it took place: {', '.join(CHANNELS)}")]
@@ -118,6 +124,9 @@ class ConversationSummary:
     waiting_since: Annotated[
         datetime | None,
         described("when the oldest customer message not yet answered by a person came"),
+    ] = None
+    last_message: Annotated[
+        LastMessage | None, described("the last thing written in it; null: no turn yet")
     ] = None
 
 

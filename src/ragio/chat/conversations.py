@@ -176,10 +176,10 @@ def _written(
             "id": conversation_id,
         },
     )
-    conn.execute(
-        """INSERT INTO conversation_events (conversation_id, at, kind, turn)
-           VALUES (%s, %s, 'turn', %s)""",
-        (conversation_id, now, turn),
+    conn.execute(  # with the conversation's mode as the turn leaves it
+        """INSERT INTO conversation_events (conversation_id, at, kind, turn, mode)
+           SELECT id, %s, 'turn', %s, mode FROM conversations WHERE id = %s""",
+        (now, turn, conversation_id),
     )
 
 
@@ -396,7 +396,7 @@ def list_conversations(
     conversation's id, deleted or not), those begun before it. ``channel``, ``role``: only
     those; ``since``, ``until``: active (updated) in that span."""
     rows = conn.execute(
-        f"""SELECT {", ".join(_CONVERSATION_COLUMNS)} FROM conversations
+        f"""SELECT {", ".join(_CONVERSATION_COLUMNS)}, ({_LAST_MESSAGE}) FROM conversations c
              WHERE (%(channel)s::text IS NULL OR channel = %(channel)s)
                AND (%(role)s::text IS NULL OR role = %(role)s)
                AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
@@ -415,7 +415,20 @@ def list_conversations(
             "limit": limit,
         },
     ).fetchall()
-    return [dict(zip(_CONVERSATION_COLUMNS, row, strict=True)) for row in rows]
+    return [
+        {**dict(zip(_CONVERSATION_COLUMNS, row[:-1], strict=True)), "last_message": row[-1]}
+        for row in rows
+    ]
+
+
+#: a listed conversation's last message: who wrote it and its first characters (a turn of
+#: the AI ends with its answer; a customer's message for a person has only its question)
+_LAST_MESSAGE = """
+    SELECT jsonb_build_object(
+               'author', CASE WHEN t.answer = '' THEN 'customer' ELSE t.author END,
+               'text', left(CASE WHEN t.answer = '' THEN t.question ELSE t.answer END, 200))
+      FROM conversation_turns t WHERE t.conversation_id = c.id
+     ORDER BY t.turn DESC LIMIT 1"""
 
 
 def has_conversation(conn: psycopg.Connection, conversation_id: int) -> bool:

@@ -414,8 +414,7 @@ function coalesced(work) {
 // Reads GET /conversations/events (server-sent events; fetch, since EventSource cannot
 // send the key) and calls heard(name, data) for each event, and heard(null) on each
 // (re)connection, when events may have been missed. After a drop it reconnects, waiting
-// 1 s, then twice as long each time up to 30 s; from a service without the events (404)
-// it calls heard(null) every 3 s instead. Returns the function that stops it.
+// 1 s, then twice as long each time up to 30 s. Returns the function that stops it.
 function follow(heard) {
   const stop = new AbortController();
   const pause = (ms) => new Promise((resolve) => {
@@ -430,10 +429,6 @@ function follow(heard) {
         if (last) sent["Last-Event-ID"] = last;
         const response = await fetch("/conversations/events", { headers: sent, signal: stop.signal });
         if (response.status === 401) { signOut("The key was not accepted; sign in again."); return; }
-        if (response.status === 404) { // a service without the events: it is asked every 3 s instead
-          for (; !stop.signal.aborted; await pause(3000)) heard(null);
-          return;
-        }
         if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
         heard(null);
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -483,12 +478,10 @@ function sortedForInbox(conversations) {
 }
 
 // the last thing written in a conversation, for the list
+const WRITERS = { customer: "Customer", ai: "AI", person: "You" };
 function lastMessage(conversation) {
-  const turns = conversation.turns || [];
-  if (!turns.length) return "";
-  const said = messages(turns[turns.length - 1]);
-  const { who, text } = said[said.length - 1];
-  return `${who}: ${text}`;
+  const last = conversation.last_message;
+  return last ? `${WRITERS[last.author] || last.author}: ${last.text}` : "";
 }
 
 // one conversation of the inbox: its messages, the reply box and the mode's buttons
@@ -580,9 +573,7 @@ PAGES.inbox = async (area, id) => {
   const view = el("div", { id: "inbox-conversation", className: "card", tabIndex: -1, hidden: !id });
   const load = coalesced(() => guarded(list, async () => {
     const { data } = await api("GET", `/conversations?mode=${filter.value}&limit=100`);
-    const rows = sortedForInbox(data.conversations);
-    // the list has no text: each conversation's last message is read from it
-    const read = await Promise.all(rows.map((c) => api("GET", `/conversations/${c.id}`).then((r) => r.data, () => c)));
+    const read = sortedForInbox(data.conversations);
     list.replaceChildren(read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
       read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
         el("span", {}, el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`),
