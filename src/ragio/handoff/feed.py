@@ -60,7 +60,7 @@ class FeedEvent:
     conversation_id: int
     kind: str  # turn | mode
     channel: str
-    mode: str  # kind mode: the new mode; kind turn: the conversation's mode
+    mode: str  # kind mode: the new mode; kind turn: the conversation's, as the turn left it
     turn: int | None = None
     author: str | None = None  # the turn's: ai, customer or person
     answer: str | None = None  # a person's message (author person), else None
