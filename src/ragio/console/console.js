@@ -665,17 +665,22 @@ PAGES.roles = async (area) => {
   const showProfile = async () => {
     const { data } = await api("GET", "/profile");
     const inputs = {
+      name: el("input", { maxLength: 120, value: data.name || "" }),
       description: el("textarea", { maxLength: 600, value: data.description || "" }),
       products: el("textarea", { maxLength: 600, value: data.products || "" }),
       tone: el("input", { maxLength: 200, value: data.tone || "" }),
       language: el("input", { maxLength: 10, value: data.language || "" }),
+      // what a customer handed to a person is told when the business is closed
+      opening_hours: el("input", { maxLength: 300, value: data.opening_hours || "", placeholder: "Mon-Fri 09:00-17:00; Sat 10:00-14:00" }),
+      timezone: el("input", { maxLength: 40, value: data.timezone || "", placeholder: "Europe/Berlin" }),
     };
+    const labels = { name: "Business name", opening_hours: "Opening hours", timezone: "Time zone" };
     profile.replaceChildren(el("h3", { text: "Business profile" }),
       el("form", { className: "stack card", id: "profile-form", onsubmit: async (e) => {
         e.preventDefault();
         const body = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.value]));
         await guarded(profile, async () => { await api("PATCH", "/profile", body); say("Profile saved."); await showProfile(); });
-      } }, Object.entries(inputs).map(([name, input]) => field(name[0].toUpperCase() + name.slice(1), input)),
+      } }, Object.entries(inputs).map(([name, input]) => field(labels[name] || name[0].toUpperCase() + name.slice(1), input)),
       el("div", {}, el("button", { type: "submit", text: "Save" }), " ",
         el("button", { type: "button", className: "secondary", text: "Learn the summary now", onclick: async () => {
           await guarded(profile, async () => { await api("POST", "/profile/learn"); say("Summary learned."); await showProfile(); });
