@@ -30,11 +30,14 @@ def timed_out(last_message_at: datetime | None, now: datetime, idle_minutes: int
     return last_message_at is not None and now - last_message_at >= timedelta(minutes=idle_minutes)
 
 
+CLOSED = "the conversation is closed: the customer's next message begins a new one"
+
+
 def owner_refusal(current: str, to: str) -> str | None:
     """Why the owner cannot move a conversation from ``current`` to ``to``; None when
     they can (moving to where it is already is allowed and changes nothing)."""
     if current == "closed" and to != "closed":
-        return "the conversation is closed: the customer's next message begins a new one"
+        return CLOSED
     return None
 
 
@@ -42,7 +45,7 @@ def write_refusal(mode: str, channel: str) -> str | None:
     """Why a person cannot write into a conversation in ``mode`` on ``channel``; None
     when they can."""
     if mode == "closed":
-        return "the conversation is closed: the customer's next message begins a new one"
+        return CLOSED
     if channel == "voice":
         return "a phone conversation cannot be answered in writing: call the customer back"
     if channel not in WRITABLE_CHANNELS:

@@ -40,34 +40,55 @@ def missing_settings(settings: Settings, channel: str) -> list[str]:
     return required_settings(settings, channel, "notify")
 
 
+def shortened(text: str) -> str:
+    """``text`` within ``MAX_CHARS``, cut with an ellipsis."""
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+
+
 async def notify_owner(service: Service, channel: str, target: str, text: str) -> Sent:
     """Send ``text`` to the owner; never raises."""
+    sent, _ = await message_owner(service, channel, target, text)
+    return sent
+
+
+async def message_owner(
+    service: Service, channel: str, target: str, text: str
+) -> tuple[Sent, list[str]]:
+    """Send ``text`` to the owner, cut to ``MAX_CHARS``; how it went, and the ids the
+    platform gave the message where a reply names them (Telegram). Never raises."""
     missing = missing_settings(service.settings, channel)
     if missing:
-        return Sent(False, f"set {', '.join(missing)} to message the owner on {channel}")
-    text = text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+        return Sent(False, f"set {', '.join(missing)} to message the owner on {channel}"), []
+    text = shortened(text)
     senders = {"telegram": _telegram, "whatsapp": _whatsapp, "discord": _discord}
     try:
-        await senders[channel](service.outbound, service.settings, target, text)
+        ids = await senders[channel](service.outbound, service.settings, target, text)
     except SendFailed as error:
         log.warning("could not message the owner: %s", error)
-        return Sent(False, str(error))
+        return Sent(False, str(error)), []
     except Exception as error:  # an unexpected answer shape: reported, never raised
         log.warning("could not message the owner on %s: %s", channel, type(error).__name__)
-        return Sent(False, f"{channel}: {type(error).__name__}")
-    return Sent(True, f"sent on {channel}")
+        return Sent(False, f"{channel}: {type(error).__name__}"), []
+    return Sent(True, f"sent on {channel}"), ids
 
 
-async def _telegram(client: httpx.AsyncClient, settings: Settings, chat_id: str, text: str) -> None:
-    await telegram.send_texts(client, settings, chat_id, [text])
+async def _telegram(
+    client: httpx.AsyncClient, settings: Settings, chat_id: str, text: str
+) -> list[str]:
+    return await telegram.send_texts(client, settings, chat_id, [text])
 
 
-async def _whatsapp(client: httpx.AsyncClient, settings: Settings, number: str, text: str) -> None:
+async def _whatsapp(
+    client: httpx.AsyncClient, settings: Settings, number: str, text: str
+) -> list[str]:
     to = whatsapp_address(number)
     await whatsapp.send_texts(client, settings, to, settings.whatsapp_from_number, [text])
+    return []
 
 
-async def _discord(client: httpx.AsyncClient, settings: Settings, user_id: str, text: str) -> None:
+async def _discord(
+    client: httpx.AsyncClient, settings: Settings, user_id: str, text: str
+) -> list[str]:
     base = settings.discord_api_base_url
     headers = {"Authorization": f"Bot {settings.discord_bot_token}"}
     response = await call(
@@ -89,3 +110,4 @@ async def _discord(client: httpx.AsyncClient, settings: Settings, user_id: str, 
         json={"content": text, "allowed_mentions": NO_MENTIONS},
         headers=headers,
     )
+    return []

@@ -15,14 +15,11 @@ import logging
 from ragcore.handoff.notices import forwarded_message, owner_notification
 from ragio.actions import store as actions_store
 from ragio.actions.handlers import post_json
-from ragio.actions.notify import missing_settings, notify_owner
-from ragio.channels import telegram
-from ragio.channels.outbound import SendFailed
+from ragio.actions.notify import message_owner, shortened
 from ragio.handoff import store
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
-MAX_CHARS = 1500  # under every platform's limit, as the approvals' messages
 
 
 def console_link(service: Service, conversation_id: int) -> str:
@@ -43,14 +40,15 @@ async def notify_handoff(
         await _chatops(service, text)
     else:
         text = forwarded_message(conversation_id, channel, message, link)
-    await _owner_chat(service, conversation_id, _short(text))
+    await _owner_chat(service, conversation_id, text)
 
 
 async def _chatops(service: Service, text: str) -> None:
     url = service.settings.chatops_webhook_url
     if not url:
         return
-    body = json.dumps({"text": text, "content": _short(text)}, ensure_ascii=False).encode()
+    # Discord takes 2,000 characters of content
+    body = json.dumps({"text": text, "content": shortened(text)}, ensure_ascii=False).encode()
     try:
         sent = await post_json(service.settings, "chat-ops", url, body)
     except Exception:  # never raises into the turn
@@ -65,27 +63,10 @@ async def _owner_chat(service: Service, conversation_id: int, text: str) -> None
     if not autonomy.owner_set:
         return
     channel, target = str(autonomy.approval_channel), str(autonomy.approval_target)
-    if channel != "telegram":
-        sent = await notify_owner(service, channel, target, text)
-        if not sent.ok:
-            log.warning("the owner was not told of a handoff on %s: %s", channel, sent.detail)
-        return
-    missing = missing_settings(service.settings, channel)
-    if missing:
-        log.warning("set %s to tell the owner of handoffs on telegram", ", ".join(missing))
-        return
-    try:
-        ids = await telegram.send_texts(service.outbound, service.settings, target, [text])
-    except SendFailed as error:
-        log.warning("the owner was not told of a handoff: %s", error)
-        return
-    except Exception as error:  # an unexpected answer shape: logged, never raised
-        log.warning("the owner was not told of a handoff on telegram: %s", type(error).__name__)
-        return
-    await service.database.run(
-        store.save_notification, "telegram", target, ids, conversation_id, service.clock.now()
-    )
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+    sent, ids = await message_owner(service, channel, target, text)
+    if not sent.ok:
+        log.warning("the owner was not told of a handoff on %s: %s", channel, sent.detail)
+    elif ids:  # a reply to one of them is the owner's message to the customer
+        await service.database.run(
+            store.save_notification, channel, target, ids, conversation_id, service.clock.now()
+        )
