@@ -17,7 +17,7 @@ import unicodedata
 
 #: the words that name a person to talk to, per language
 _PEOPLE = {
-    "en": r"(?:a |an |some |one |the |your |real |live |actual |)*"
+    "en": r"(?:a |an |some |one |the |your |real |live |actual )*"
     r"(?:human(?: being)?|person|agent|representative|rep|operator|someone|somebody"
     r"|staff(?: member)?|employee|manager|customer (?:service|support)(?: agent)?"
     r"|support (?:agent|team|person)|team member|people)",
