@@ -242,8 +242,7 @@ async def test_a_closed_conversation_refuses_a_reply_and_the_next_message_begins
 ):
     customer = Customer("telegram", api, telegram, telco, discord)
     await customer.says(ASK_FOR_PERSON)
-    await customer.gets(1)
-    talk = await conversation(api, "telegram")
+    talk = await recorded(api, lambda c: c["mode"] == "human")
     closed = await api.post(f"/conversations/{talk['id']}/mode", json={"mode": "closed"})
     assert closed.status_code == 200
     refused = await api.post(f"/conversations/{talk['id']}/messages", json={"text": "Hello?"})
