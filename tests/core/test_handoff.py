@@ -52,12 +52,18 @@ ASKING = {
         "I'd like a real person please",
         "agent",
         "connect me to an agent",
+        "I need human help",
+        "Let me speak to a manager",
     ],
-    "de": ["Ich möchte mit einem Mitarbeiter sprechen", "Kann ich bitte mit einem Menschen reden?"],
+    "de": [
+        "Ich möchte mit einem Mitarbeiter sprechen",
+        "Kann ich bitte mit einem Menschen reden?",
+        "Kann ich einen Mitarbeiter sprechen?",
+    ],
     "fr": ["Je veux parler à un conseiller", "Je voudrais parler avec quelqu'un"],
     "es": ["Quiero hablar con una persona", "pásame con un asesor"],
     "it": ["Vorrei parlare con un operatore", "Posso parlare con una persona vera?"],
-    "nl": ["Ik wil met een medewerker spreken", "Mag ik een medewerker"],
+    "nl": ["Ik wil met een medewerker spreken", "Mag ik een medewerker", "Ik wil een mens spreken"],
     "pt": ["Quero falar com um atendente", "Posso falar com uma pessoa real?"],
 }
 NOT_ASKING = [
@@ -72,6 +78,8 @@ NOT_ASKING = [
     "Qual è il prezzo per persona?",
     "Hoeveel medewerkers werken er?",
     "Quanto custa por pessoa?",
+    "I need help with my order",
+    "Can I get support for my e-bike?",
 ]
 
 

@@ -87,8 +87,9 @@ _POLITE = r"(?:please|pls|bitte|s'il vous plait|svp|por favor|per favore|alstubl
 #: what may follow the person in a plain request
 _TAIL = (
     r"(?:to (?:talk|speak|chat)(?: to| with)?|on the phone|instead|not a bot|asap|"
-    r"right now|am telefon|zum sprechen|au telephone|por telefono|al telefono|"
-    r"aan de telefoon|ao telefone)"
+    r"right now|help|assistance|support|am telefon|zum sprechen|sprechen|au telephone|"
+    r"parler|por telefono|hablar|al telefono|parlare|aan de telefoon|spreken|ao telefone|"
+    r"falar)"
 )
 _PATTERNS = {
     language: (
