@@ -316,7 +316,9 @@ class TestVerifiedCustomers:
         assert "gold" not in done["answer"] and "silver" not in done["answer"]
 
 
-class TestAProviderFailing:
+class OnAFakeProvider:
+    """The service answering on a fake OpenAI server, embedding locally."""
+
     @pytest.fixture
     async def fake_openai(self, serve_fake: Any) -> Any:
         from tests.io.fakes.openai_server import FakeOpenAI
@@ -331,6 +333,8 @@ class TestAProviderFailing:
             "embedding_provider": "local",
         }
 
+
+class TestAProviderFailing(OnAFakeProvider):
     async def test_the_visitor_reads_a_plain_apology_the_owner_the_providers(
         self, api, fake_openai, caplog
     ):
@@ -383,21 +387,7 @@ async def test_a_visitor_sees_a_persons_messages_in_their_own_conversation_only(
     assert_problem(await api.get("/widget/events", headers=_bearer(mine, ELSEWHERE)), 403)
 
 
-class TestAPersonTakesOver:
-    @pytest.fixture
-    async def fake_openai(self, serve_fake: Any) -> Any:
-        from tests.io.fakes.openai_server import FakeOpenAI
-
-        return await serve_fake(FakeOpenAI())
-
-    @pytest.fixture
-    async def settings_overrides(self, fake_openai: Any) -> dict[str, Any]:
-        return {
-            "openai_api_key": fake_openai.api_key,
-            "openai_base_url": fake_openai.base_url,
-            "embedding_provider": "local",
-        }
-
+class TestAPersonTakesOver(OnAFakeProvider):
     async def test_the_visitor_asks_for_a_person_who_answers_live(self, api, fake_openai):
         from tests.io.test_conversation_events import streaming
 

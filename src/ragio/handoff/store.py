@@ -92,7 +92,7 @@ def end_idle(conn: psycopg.Connection, now: datetime, idle_minutes: int) -> list
     not show them; their ids."""
     rows = conn.execute(
         """SELECT id FROM conversations
-            WHERE mode = 'human' AND last_message_at < %s""",
+            WHERE mode = 'human' AND last_message_at <= %s""",
         (now - timedelta(minutes=idle_minutes),),
     ).fetchall()
     detail = f"nobody wrote for {idle_minutes} minutes"
