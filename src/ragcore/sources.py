@@ -22,6 +22,9 @@ class Hit:
     live_action_id: int | None = None
     #: where the document is published, when the owner said (a citation links to it)
     source_url: str | None = None
+    #: set on the owner's answer given as a source (ragcore.answers.matching.owner_hit):
+    #: it has no document or chunk either
+    owner_answer_id: int | None = None
 
 
 @attrs.frozen

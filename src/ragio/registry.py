@@ -18,6 +18,7 @@ import ragcore
 from ragcore.effects import Effect
 from ragcore.knowledge.jobs import INGEST
 from ragio.actions import handlers as actions
+from ragio.answers import handlers as answers
 from ragio.channels import handlers as channels
 from ragio.chat import handlers as chat
 from ragio.employees import handlers as employees
@@ -85,6 +86,7 @@ def _is_effect_of(value: object, module: ModuleType) -> bool:
 HANDLERS: Handlers = merge_handlers(
     [
         actions.HANDLERS,
+        answers.HANDLERS,
         channels.HANDLERS,
         chat.HANDLERS,
         employees.HANDLERS,

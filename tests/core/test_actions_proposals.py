@@ -18,6 +18,7 @@ from ragcore.actions.effects import (
 )
 from ragcore.actions.flow import ActionPolicy
 from ragcore.actions.kinds import Catalog, ChatopsAction
+from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
@@ -47,6 +48,8 @@ def world(reply, autonomy):
         match effect:
             case DetectLanguage():
                 return []
+            case FindOwnerAnswer():
+                return None
             case Embed():
                 return [[0.1, 0.2]]
             case SearchChunks():

@@ -2,6 +2,7 @@
 
 import pytest
 
+from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import REMINDER
 from ragcore.employees.learning import History, RecordInteraction
@@ -26,6 +27,8 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
         match effect:
             case DetectLanguage():
                 return [LanguageGuess("en", "English", 0.9)]
+            case FindOwnerAnswer():
+                return None
             case Embed():
                 return [[0.1, 0.2, 0.3]]
             case SearchChunks():
@@ -46,7 +49,13 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
 def test_embeds_searches_generates_and_cites():
     request = ChatRequest("How long do I have to return something?")
     outcome, effects = drive(answer_question(request, POLICY), recorded())
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks, Generate]
+    assert [type(e) for e in effects] == [
+        DetectLanguage,
+        Embed,
+        FindOwnerAnswer,
+        SearchChunks,
+        Generate,
+    ]
     assert outcome.answer == "Within 30 days [1]."
     assert [(c.number, c.document_name, c.chunk_id) for c in outcome.citations] == [
         (1, "refunds.md", 11)
@@ -56,10 +65,11 @@ def test_embeds_searches_generates_and_cites():
 
 def test_the_reminder_goes_to_generation_but_not_to_embedding_or_search():
     question = "How long do I have to return something?"
-    _, (_, embed, search, generate) = drive(
+    _, (_, embed, find, search, generate) = drive(
         answer_question(ChatRequest(question), POLICY), recorded()
     )
     assert embed.texts == (question,) and embed.purpose == "query"
+    assert find.question == question and find.vector == (0.1, 0.2, 0.3)
     assert search.text == question and search.vector == (0.1, 0.2, 0.3)
     assert REMINDER not in search.text
     prompt = generate.prompt
@@ -88,7 +98,11 @@ def test_a_marker_for_a_source_that_was_not_supplied_is_removed():
 
 def test_with_nothing_retrieved_the_provider_is_not_called():
     outcome, effects = drive(answer_question(ChatRequest("anything?"), POLICY), recorded(hits=[]))
-    assert [type(e) for e in effects] == [Embed, SearchChunks]  # too short to detect a language
+    assert [type(e) for e in effects] == [
+        Embed,
+        FindOwnerAnswer,
+        SearchChunks,
+    ]  # too short to detect a language
     assert outcome.answer == not_found("en") and outcome.citations == ()
     assert outcome.provider is None
 
@@ -154,7 +168,7 @@ def test_sources_that_do_not_support_an_answer_are_declined_before_the_model():
     outcome, effects = drive(
         answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
     )
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks]
+    assert [type(e) for e in effects] == [DetectLanguage, Embed, FindOwnerAnswer, SearchChunks]
     assert outcome.answer == not_found("en") and outcome.citations == ()
     assert (outcome.provider, outcome.usage) == (None, None)
     assert outcome.language == "en"
@@ -220,4 +234,10 @@ def test_an_unmeasured_embedders_hits_still_reach_the_model():
     _, effects = drive(
         answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
     )
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks, Generate]
+    assert [type(e) for e in effects] == [
+        DetectLanguage,
+        Embed,
+        FindOwnerAnswer,
+        SearchChunks,
+        Generate,
+    ]

@@ -5,6 +5,7 @@ failed source said, the pending question kept and resumed, and the offline answe
 from datetime import UTC, datetime
 from typing import Any
 
+from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.generation import Generate, ModelReply
@@ -50,6 +51,8 @@ def recorded(
             case RunLiveQuery():
                 return rows if isinstance(rows, LiveFailure) else LiveRows(rows, duration_ms=12)
             case RecordLive():
+                return None
+            case FindOwnerAnswer():
                 return None
             case Embed():
                 return [[0.1, 0.2]]

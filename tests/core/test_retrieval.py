@@ -2,6 +2,7 @@
 
 import pytest
 
+from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
@@ -78,6 +79,8 @@ def recorded(hits, reply="Within 30 days [1]."):
         match effect:
             case DetectLanguage():
                 return [LanguageGuess("en", "English", 0.9)]
+            case FindOwnerAnswer():
+                return None
             case Embed():
                 return [[0.1, 0.2, 0.3]]
             case SearchChunks():
@@ -96,7 +99,7 @@ def test_with_nothing_relevant_retrieved_the_answer_says_so_and_no_provider_is_c
     ]
     request = ChatRequest("Who won the football world cup in 2018?")
     outcome, effects = drive(answer_question(request, POLICY), recorded(unrelated))
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, SearchChunks]
+    assert [type(e) for e in effects] == [DetectLanguage, Embed, FindOwnerAnswer, SearchChunks]
     assert outcome.citations == () and outcome.provider is None
     assert outcome.answer == not_found("en")
 

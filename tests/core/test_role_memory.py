@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.pipeline import ChatRequest, answer_question
 from ragcore.employees.builtin import BUILT_IN
 from ragcore.employees.memory import (
@@ -181,6 +182,8 @@ def _remembering(stored_meanwhile=False, held=None):
         match effect:
             case FindDuplicateMemory():
                 return next(found)
+            case FindOwnerAnswer():
+                return None
             case Embed(texts=texts):
                 return [[0.5] * 3 for _ in texts]
             case AddMemory(role=role, memory=memory, vector=vector):

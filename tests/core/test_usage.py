@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.effects import Embed, SearchChunks
@@ -150,6 +151,8 @@ def responder(
                 return decision
             case DetectLanguage():
                 return []
+            case FindOwnerAnswer():
+                return None
             case Embed():
                 return [[1.0]]
             case SearchChunks():
@@ -186,6 +189,7 @@ def test_a_call_that_does_not_fit_is_not_made():
         CheckBudget,
         DetectLanguage,
         Embed,
+        FindOwnerAnswer,
         SearchChunks,
         ReserveTokens,
     ]
@@ -200,12 +204,13 @@ def test_an_allowed_request_reserves_its_prompt_and_settles_what_the_provider_re
         CheckBudget,
         DetectLanguage,
         Embed,
+        FindOwnerAnswer,
         SearchChunks,
         ReserveTokens,
         Generate,
         SettleTokens,
     ]
-    reserve, generate = effects[4], effects[5]
+    reserve, generate = effects[5], effects[6]
     prompt = generate.prompt
     assert reserve.prompt_tokens == estimate_tokens(prompt.system + prompt.user)
     assert (reserve.max_output_tokens, reserve.min_output_tokens) == (100, MIN_ANSWER_TOKENS)
@@ -228,6 +233,7 @@ def test_a_failed_call_releases_its_reservation_and_fails():
     effect = next(pipeline)  # CheckBudget
     effect = pipeline.send(answer(effect))  # DetectLanguage
     effect = pipeline.send(answer(effect))  # Embed
+    effect = pipeline.send(answer(effect))  # FindOwnerAnswer
     effect = pipeline.send(answer(effect))  # SearchChunks
     effect = pipeline.send(answer(effect))  # ReserveTokens
     effect = pipeline.send(answer(effect))  # Generate
@@ -243,14 +249,20 @@ def test_with_nothing_retrieved_nothing_is_reserved():
         answer_question(ChatRequest("When do you open?"), POLICY),
         responder(Reservation(9, 100), hits=()),
     )
-    assert [type(e) for e in effects] == [CheckBudget, DetectLanguage, Embed, SearchChunks]
+    assert [type(e) for e in effects] == [
+        CheckBudget,
+        DetectLanguage,
+        Embed,
+        FindOwnerAnswer,
+        SearchChunks,
+    ]
 
 
 def test_with_the_ledger_off_nothing_is_reserved_or_recorded():
     policy = ChatPolicy(max_context_chars=12000, max_output_tokens=100, temperature=0.3)
     _, effects = drive(answer_question(ChatRequest("When?"), policy), responder(None))
     # "When?" is too short to detect a language in: no detection either
-    assert [type(e) for e in effects] == [Embed, SearchChunks, Generate]
+    assert [type(e) for e in effects] == [Embed, FindOwnerAnswer, SearchChunks, Generate]
 
 
 def test_with_the_ledger_on_and_no_cap_the_call_is_recorded_without_a_check():
@@ -262,6 +274,7 @@ def test_with_the_ledger_on_and_no_cap_the_call_is_recorded_without_a_check():
     )
     assert [type(e) for e in effects] == [
         Embed,
+        FindOwnerAnswer,
         SearchChunks,
         ReserveTokens,
         Generate,

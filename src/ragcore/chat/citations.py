@@ -19,9 +19,11 @@ SNIPPET_CHARS = 240
 @attrs.frozen
 class Citation:
     number: int
-    document_id: Annotated[int | None, described("null for live data (see live_action_id)")]
+    document_id: Annotated[
+        int | None, described("null for live data (see live_action_id), the owner's answer")
+    ]
     document_name: str
-    chunk_id: Annotated[int | None, described("null for live data")]
+    chunk_id: Annotated[int | None, described("null for live data and the owner's answer")]
     snippet: str
     score: float
     heading_path: tuple[str, ...] = ()  # where in the document: headings, or "Page 3"
@@ -35,6 +37,13 @@ class Citation:
     source_url: Annotated[
         str | None,
         described("where the document is published, when the owner said; left out otherwise"),
+    ] = unless_sent()
+    owner_answer_id: Annotated[
+        int | None,
+        described(
+            "the owner's answer this cites (GET /answers/{id}), named \"the owner's answer\"; "
+            "left out for a document or live data"
+        ),
     ] = unless_sent()
 
 
@@ -53,14 +62,15 @@ def resolve_citations(text: str, sources: tuple[Source, ...]) -> tuple[str, tupl
         return lead + "".join(f"[{n}]" for n in known)
 
     cleaned = MARKER.sub(keep_known, text).strip()
-    citations = tuple(_citation(by_number[n]) for n in sorted(cited))
+    citations = tuple(citation_of(by_number[n]) for n in sorted(cited))
     return cleaned, citations
 
 
-def _citation(source: Source) -> Citation:
+def citation_of(source: Source) -> Citation:
+    """A source as its citation: live data and the owner's answer have no document."""
     hit = source.hit
     snippet = hit.text if len(hit.text) <= SNIPPET_CHARS else hit.text[: SNIPPET_CHARS - 1] + "…"
-    live = hit.live_action_id is not None
+    live = hit.live_action_id is not None or hit.owner_answer_id is not None
     return Citation(
         number=source.number,
         document_id=None if live else hit.document_id,
@@ -71,4 +81,5 @@ def _citation(source: Source) -> Citation:
         heading_path=hit.heading_path,
         live_action_id=hit.live_action_id,
         source_url=hit.source_url,
+        owner_answer_id=hit.owner_answer_id,
     )

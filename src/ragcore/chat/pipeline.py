@@ -23,7 +23,9 @@ from ragcore.actions.proposals import (
     split_proposal,
 )
 from ragcore.actions.records import ProposedAction
-from ragcore.chat.citations import Citation, resolve_citations
+from ragcore.answers.effects import FindOwnerAnswer
+from ragcore.answers.matching import OwnerAnswerMatch, owner_hit
+from ragcore.chat.citations import Citation, citation_of, resolve_citations
 from ragcore.chat.followup import (
     REWRITE_OUTPUT_TOKENS,
     REWRITE_TEMPERATURE,
@@ -91,6 +93,7 @@ ChatEffect: TypeAlias = (
     | LiveDataEffect
     | MeteredEffect
     | Embed
+    | FindOwnerAnswer
     | ReachGraph
     | SearchChunks
     | RoleContextEffect
@@ -299,6 +302,11 @@ def _grounded_answer(
     question = yield from standalone_question(asked, request, policy, language)
     searched = question if question != asked else None
     [vector] = yield Embed((question,), purpose="query")
+    # The owner's answer to this question, if they wrote one: served as it is, it costs no
+    # model call and no token (live data, the customer's own records, still comes first).
+    owner = yield FindOwnerAnswer(question, tuple(vector))
+    if owner is not None and owner.serves and not isinstance(live, LiveData | LiveFailed):
+        return served_from(owner, request, language, searched)
     graph: tuple[int, ...] = ()
     if policy.graph is not None:
         graph = yield from graph_ranked(question, policy.graph, policy.search_limit)
@@ -310,6 +318,8 @@ def _grounded_answer(
         graph_weight=policy.graph.weight if policy.graph is not None else 0.0,
     )
     kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
+    if owner is not None and owner.informs:  # the owner's answer first: they wrote it
+        kept = [owner_hit(owner), *kept]
     live_source = live_hit(live)
     # the live data first: it is what the customer asked about
     sources = number_sources([live_source, *kept] if live_source is not None else kept)
@@ -376,7 +386,11 @@ def _grounded_answer(
     if offer is not None and autonomy is not None:
         proposed = yield from propose(request, policy, offer, autonomy, proposal)
     if policy.learning is not None:
-        cited = [c.document_name for c in citations if c.live_action_id is None]
+        cited = [
+            c.document_name
+            for c in citations
+            if c.live_action_id is None and c.owner_answer_id is None
+        ]
         record = interaction(request.role, request.asker, question, vector, cited, grounded)
         if record is not None:
             yield from learn_from(record, policy.learning)
@@ -391,6 +405,21 @@ def _grounded_answer(
         grounded=grounded,
         check_usage=check_usage,
         action=proposed,
+        search_question=searched,
+    )
+
+
+def served_from(
+    owner: OwnerAnswerMatch, request: ChatRequest, language: str, searched: str | None = None
+) -> ChatAnswer:
+    """The owner's answer as the answer, citing it; no provider was asked."""
+    return ChatAnswer(
+        owner.answer,
+        (citation_of(Source(1, owner_hit(owner))),),
+        request.role,
+        None,
+        None,
+        language=language,
         search_question=searched,
     )
 

@@ -48,7 +48,8 @@ def reshape(conn: psycopg.Connection, space: EmbeddingSpace) -> None:
     """Retype the embedding column and rebuild its HNSW index; record ``space``. The role
     memory's vectors belong to the old space: they are cleared, and each item is embedded
     again from its text when next searched (ragio.employees.memory). So are the vectors of
-    recorded questions, which then stop counting towards learned patterns."""
+    recorded questions, which then stop counting towards learned patterns, and those of
+    the owner's answers' questions and of customers' questions (ragio.answers)."""
     dims = int(space.dimensions)  # DDL cannot take parameters; an int is safe to format
     conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
     conn.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dims})")
@@ -63,6 +64,10 @@ def reshape(conn: psycopg.Connection, space: EmbeddingSpace) -> None:
         )
     conn.execute("UPDATE role_memory SET embedding = NULL WHERE embedding IS NOT NULL")
     conn.execute("UPDATE role_interactions SET embedding = NULL WHERE embedding IS NOT NULL")
+    # the owner's answers' questions are embedded again before the next match
+    # (ragio.answers.handlers), the customers' questions when next grouped
+    conn.execute("UPDATE owner_answer_questions SET embedding = NULL WHERE embedding IS NOT NULL")
+    conn.execute("DELETE FROM question_vectors")
     conn.execute(
         """INSERT INTO embedding_space (provider, model, dimensions) VALUES (%s, %s, %s)
            ON CONFLICT (only_row) DO UPDATE

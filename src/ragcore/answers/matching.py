@@ -1,0 +1,95 @@
+"""When a question is the owner's answer's to answer.
+
+The owner's answers (docs/answers.md) are matched on the questions each covers: a new
+question's embedding against theirs, by cosine similarity. The nearest one is **served**
+(its text is the answer: no model is asked, no token spent) when the similarity reaches
+the embedder's ``serve`` threshold, or when the question is one of its questions word
+for word (``normalized``); it is **given to the model as its first source** when the
+similarity reaches only ``source``; below, it plays no part.
+
+The thresholds are measured per embedder, like the retrieval's topic floors: on the
+labelled paraphrases of eval/gaps (``scripts/eval_gaps.py``), ``serve`` is the least
+similarity at which serving the nearest answer gives the wrong need for at most 2 % of
+the tuning questions (a wrong curated answer is worse than none), ``source`` the one
+that 95 % of right matches reach. An unmeasured embedder (the remote ones) has none: it
+serves an answer only to its own questions word for word, and gives the nearest as a
+source whatever its similarity (the model judges it, as it judges unfloored hits).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import attrs
+
+from ragcore.sources import Hit
+
+#: what a citation of an owner's answer is named
+OWNER_ANSWER_NAME = "the owner's answer"
+
+
+@attrs.frozen
+class Thresholds:
+    serve: float
+    source: float
+
+
+#: measured with scripts/eval_gaps.py (see the module's docstring)
+THRESHOLDS: dict[tuple[str, str], Thresholds] = {
+    ("local", "all-MiniLM-L6-v2-onnx-int8"): Thresholds(serve=0.80, source=0.55),
+}
+
+
+def thresholds(provider: str, model: str) -> Thresholds | None:
+    """The embedder's measured thresholds; None: unmeasured."""
+    return THRESHOLDS.get((provider, model))
+
+
+def normalized(question: str) -> str:
+    """A question as matched word for word: case, accents' forms, spacing and the
+    punctuation around words do not count."""
+    text = unicodedata.normalize("NFKC", question).casefold()
+    return " ".join(re.findall(r"\w+(?:['’.-]\w+)*", text))
+
+
+@attrs.frozen
+class OwnerAnswerMatch:
+    """The owner's answer nearest a question (``ragcore.answers.effects.FindOwnerAnswer``):
+    its text as now in force, the question of it that is nearest, how near, whether word
+    for word, and the embedder's thresholds (None: unmeasured)."""
+
+    answer_id: int
+    version: int
+    answer: str
+    question: str
+    similarity: float
+    exact: bool = False
+    thresholds: Thresholds | None = None
+
+    @property
+    def serves(self) -> bool:
+        """Close enough to be the answer itself."""
+        if self.exact:
+            return True
+        return self.thresholds is not None and self.similarity >= self.thresholds.serve
+
+    @property
+    def informs(self) -> bool:
+        """Not the answer itself, but close enough to be the model's first source."""
+        if self.serves:
+            return False
+        return self.thresholds is None or self.similarity >= self.thresholds.source
+
+
+def owner_hit(match: OwnerAnswerMatch) -> Hit:
+    """The answer as a source (for the prompt, or the citation of an answer served),
+    titled "the owner's answer"."""
+    return Hit(
+        0,
+        0,
+        OWNER_ANSWER_NAME,
+        match.answer,
+        match.similarity,
+        owner_answer_id=match.answer_id,
+    )
