@@ -114,6 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rename.add_argument("document", metavar="ID", type=int)
     rename.add_argument("name", metavar="NEW_NAME")
+    answers = commands.add_parser("answers", help="the owner's answers (docs/answers.md)")
+    answers_actions = answers.add_subparsers(dest="action", metavar="ACTION", required=True)
+    imported = answers_actions.add_parser(
+        "import",
+        help="import an FAQ, CSV (question and answer columns) or JSON; all of it or nothing",
+    )
+    imported.add_argument("file", metavar="FILE", type=Path)
+    imported.add_argument(
+        "--format", choices=("csv", "json"), default=None, help="default: from FILE's suffix"
+    )
     graph = commands.add_parser("graph", help="the knowledge graph (GRAPH_ENABLED, GRAPH_URI)")
     graph_actions = graph.add_subparsers(dest="action", metavar="ACTION", required=True)
     graph_actions.add_parser(
@@ -757,7 +767,46 @@ async def graph_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def answers_command(settings: Settings, args: argparse.Namespace) -> int:
+    """``ragchat answers import FILE``: every entry of the FAQ, or none, with each
+    malformed one named by its line."""
+    from ragcore.answers.faq import MAX_FAQ_BYTES, FaqInvalid, faq_format
+    from ragio.answers import store, writing
+    from ragio.startup import open_service
+
+    path: Path = args.file
+    kind = args.format or faq_format(path.name)
+    if kind is None:
+        print(f"ragchat: {path}: name a .csv or .json file, or give --format", file=sys.stderr)
+        return 2
+    try:
+        if path.stat().st_size > MAX_FAQ_BYTES:
+            print(f"ragchat: {path}: larger than {MAX_FAQ_BYTES} bytes", file=sys.stderr)
+            return 2
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"ragchat: {path}: cannot be read as UTF-8 text: {error}", file=sys.stderr)
+        return 2
+    async with startup_errors(), open_service(settings) as svc:
+        try:
+            counts = await writing.import_faq(svc, text, kind)
+        except FaqInvalid as invalid:
+            for problem in invalid.problems:
+                print(f"{path}:{problem.line}: {problem.detail}", file=sys.stderr)
+            print(f"ragchat: {path}: nothing imported", file=sys.stderr)
+            return 1
+        except store.Claimed as claimed:
+            print(f"ragchat: {path}: {claimed}; nothing imported", file=sys.stderr)
+            return 1
+    print(
+        f"imported {len(counts['answers'])} answer(s): {counts['created']} new, "
+        f"{counts['updated']} rewritten, {counts['unchanged']} unchanged"
+    )
+    return 0
+
+
 COMMANDS = {
+    "answers": answers_command,
     "documents": documents_command,
     "sites": sites_command,
     "graph": graph_command,

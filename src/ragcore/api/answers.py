@@ -9,7 +9,9 @@ from typing import Annotated, Any, Literal
 import attrs
 
 from ragcore.answers.faq import (
+    FORMATS,
     MAX_ANSWER_CHARS,
+    MAX_FAQ_BYTES,
     MAX_QUESTION_CHARS,
     MAX_QUESTIONS,
     check_answer_text,
@@ -102,6 +104,24 @@ class OwnerAnswersQuery:
             maximum=MAX_ANSWER_ID,
         ),
     ] = 0
+
+
+@listing()
+@attrs.frozen
+class FaqImport:
+    """POST /answers/import: an FAQ file's text, all imported or none."""
+
+    format: Literal["csv", "json"] = attrs.field(
+        metadata=refusal(f"is required: one of {', '.join(FORMATS)}")
+    )
+    text: Annotated[
+        str,
+        described(
+            "the file: CSV with a header row naming a question and an answer column, or a "
+            'JSON array of {"question" or "questions", "answer"} objects',
+            maxLength=MAX_FAQ_BYTES,
+        ),
+    ] = attrs.field(metadata=refusal("is required: the file's text"))
 
 
 @attrs.frozen

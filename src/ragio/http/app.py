@@ -20,6 +20,7 @@ from ragcore.knowledge.documents import NameTaken
 from ragio.employees.lookup import UnknownRole
 from ragio.http import (
     actions,
+    answers,
     chat,
     console,
     conversation_events,
@@ -90,6 +91,7 @@ def create_app(svc: Service) -> QuartTrio:
     app.config["BACKGROUND_TASK_SHUTDOWN_TIMEOUT"] = svc.settings.shutdown_grace_seconds
     modules = (
         health,
+        answers,
         chat,
         conversation_events,
         conversations,
