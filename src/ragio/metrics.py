@@ -108,6 +108,13 @@ HANDOFF_FIRST_REPLY = Histogram(
     buckets=(30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400),
     registry=REGISTRY,
 )
+OWNER_ANSWERS = Counter(
+    "ragchat_owner_answers",
+    "Answers from an owner's answer, by channel and how: served (its text is the answer, "
+    "no model asked) or cited (given to the model as its first source, and cited)",
+    ("channel", "how"),
+    registry=REGISTRY,
+)
 VOICE_CALLS = Gauge(
     "ragchat_voice_calls_in_progress",
     "Phone calls being answered by this process's voice server now",

@@ -450,3 +450,42 @@ def test_sites_add_list_disable_and_enable(tmp_path, database_url, monkeypatch, 
     code, _, taken = cli("add", "shop", "--origin", "https://a.example.com")
     assert code == 2 and "exists already" in taken
     assert cli("enable", "9")[0] == 2
+
+
+def test_answers_import_names_each_malformed_line_and_imports_all_or_nothing(
+    tmp_path, database_url, monkeypatch, capsys
+):
+    def cli(*args: str) -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, "answers", *args, cwd=tmp_path, database_url=database_url
+        )
+
+    def stored() -> list[tuple[str, str]]:
+        with psycopg.connect(database_url) as conn:
+            return conn.execute(
+                """SELECT q.question, a.answer FROM owner_answer_questions q
+                     JOIN owner_answers a ON a.id = q.answer_id ORDER BY q.id"""
+            ).fetchall()
+
+    faq = tmp_path / "faq.csv"
+    faq.write_text(
+        "question,answer\n"
+        "Do you deliver?,We deliver within 10 km.\n"
+        ",An answer with no question\n"
+        "Can I pay by card?,\n"
+    )
+    code, _, errors = cli("import", str(faq))
+    assert code == 1
+    assert f"{faq}:3: questions must be a list of 1 to 50 questions" in errors
+    assert f"{faq}:4: answer must be the answer, as text" in errors
+    assert stored() == []
+
+    faq.write_text("question,answer\nDo you deliver?,We deliver within 10 km.\n")
+    code, out, _ = cli("import", str(faq))
+    assert (code, out.strip()) == (0, "imported 1 answer(s): 1 new, 0 rewritten, 0 unchanged")
+    assert stored() == [("Do you deliver?", "We deliver within 10 km.")]
+
+    other = tmp_path / "faq.txt"
+    other.write_text("[]")
+    code, _, errors = cli("import", str(other))
+    assert code == 2 and "name a .csv or .json file, or give --format" in errors

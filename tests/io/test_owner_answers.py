@@ -35,6 +35,12 @@ async def ask(api: httpx.AsyncClient, question: str) -> dict[str, Any]:
     return response.json()
 
 
+async def owner_answers_metric(api: httpx.AsyncClient, how: str) -> float:
+    series = f'ragchat_owner_answers_total{{channel="chat",how="{how}"}} '
+    lines = (await api.get("/metrics")).text.splitlines()
+    return next((float(line.split()[-1]) for line in lines if line.startswith(series)), 0.0)
+
+
 def served(body: dict[str, Any], answer_id: int) -> bool:
     """Answered with the owner's answer as it is: citing it, no provider asked."""
     return (
@@ -179,6 +185,7 @@ class TestServingAnswers:
         await api.post("/documents", json={"name": "shop.md", "text": "The shop sells shoes."})
         written = await write(api, HOURS, HOURS_ANSWER)
         tokens = (await api.get("/usage")).json()["today"]["tokens"]
+        before = await owner_answers_metric(api, "served")
 
         body = await ask(api, "What are the opening hours?")
 
@@ -187,6 +194,7 @@ class TestServingAnswers:
         assert fake.requests_to(CHAT) == []
         assert (await api.get("/usage")).json()["today"]["tokens"] == tokens
         assert (await api.get(f"/answers/{written['id']}")).json()["served"] == 1
+        assert await owner_answers_metric(api, "served") - before == 1
         turn = (await api.get(f"/conversations/{body['conversation_id']}")).json()["turns"][0]
         assert turn["outcome"] == "answered" and turn["citations"][0]["owner_answer_id"]
 
@@ -203,6 +211,7 @@ class TestServingAnswers:
             "/documents", json={"name": "shop.md", "text": "The shop is in the old town."}
         )
         await write(api, HOURS, HOURS_ANSWER)
+        before = await owner_answers_metric(api, "cited")
 
         body = await ask(api, "How late are you open?")
 
@@ -211,6 +220,7 @@ class TestServingAnswers:
         assert f"[1] (the owner's answer)\n{HOURS_ANSWER}" in prompt
         assert body["provider"] == "openai"
         assert body["citations"][0]["document_name"] == "the owner's answer"
+        assert await owner_answers_metric(api, "cited") - before == 1
 
 
 async def test_offline_the_owner_answer_is_served_too(api):

@@ -8,6 +8,7 @@ from ragcore.chat.history import LoadConversation, Ongoing, RecordedTurn, Record
 from ragcore.generation import Generate, ModelReply
 from ragcore.language import DetectLanguage, LanguageGuess
 from ragio.chat import conversations
+from ragio.metrics import OWNER_ANSWERS
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback
 from ragio.service import HandlerTable, Service, StreamHandlerTable
 
@@ -52,12 +53,17 @@ async def load_conversation(effect: LoadConversation, service: Service) -> Ongoi
 
 
 async def record_turn(effect: RecordTurn, service: Service) -> RecordedTurn:
-    return await service.database.run(
+    recorded = await service.database.run(
         conversations.record_turn,
         effect.record,
         service.clock.now(),
         service.settings.conversation_retention_days,
     )
+    record = effect.record
+    if any(c.get("owner_answer_id") is not None for c in record.citations):
+        how = "served" if record.provider is None else "cited"
+        OWNER_ANSWERS.labels(record.channel, how).inc()
+    return recorded
 
 
 HANDLERS: HandlerTable = {
