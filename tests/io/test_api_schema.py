@@ -228,6 +228,34 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", messages, f"/conversations/{conversation}/messages", json=hello)
     await c.send("POST", messages, f"/conversations/{conversation}/messages", json={"text": " "})
     await c.send("POST", messages, "/conversations/12345/messages", json=hello)
+    # the owner's answers, and the insights (the questions above were refused)
+    for path in ("/insights/gaps", "/insights/top-questions"):
+        await c.send("GET", path)
+        await c.send("GET", path, params={"channel": "chat", "limit": "1", "answered": "true"})
+        await c.send("GET", path, params={"since": "2026-02-01", "until": "2026-01-01"})
+    owner = {"questions": ["Do you deliver?", "Can you bring it home?"], "answer": "Yes."}
+    written = await c.send("POST", "/answers", json=owner)
+    await c.send("POST", "/answers", json=owner)  # 409: its questions are answered
+    await c.send("POST", "/answers", json={"questions": [], "answer": "No."})
+    one, answer_id = "/answers/{id}", written.json()["id"]
+    await c.send("GET", "/answers")
+    await c.send("GET", "/answers", params={"limit": "0"})
+    await c.send("GET", one, f"/answers/{answer_id}")
+    await c.send("GET", one, "/answers/12345")
+    await c.send("PATCH", one, f"/answers/{answer_id}", json={"answer": "Yes, within 10 km."})
+    await c.send("PATCH", one, f"/answers/{answer_id}", json={"answer": None})
+    await c.send("PATCH", one, "/answers/12345", json={})
+    faq = "question,answer\nCan I pay by card?,Yes.\n"
+    await c.send("POST", "/answers/import", json={"format": "csv", "text": faq})
+    await c.send("POST", "/answers/import", json={"format": "json", "text": "[{}]"})
+    clash = json.dumps(
+        [
+            {"questions": ["Do you deliver?", "Can I pay by card?"], "answer": "x"},
+        ]
+    )
+    await c.send("POST", "/answers/import", json={"format": "json", "text": clash})
+    await c.send("DELETE", one, f"/answers/{answer_id}")
+    await c.send("DELETE", one, f"/answers/{answer_id}")
 
     # the knowledge graph
     names = "# Suppliers\n\nThe Widget X is made by Foo Ltd in Leeds."
