@@ -11,11 +11,13 @@ outlives the request: the app's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
-from ragcore.channels.messages import InboundMessage
-from ragio.channels.conversation import answer_message
+from ragcore.channels.messages import ButtonPress, InboundMessage
+from ragio.channels.conversation import answer_message, take_press
 from ragio.channels.updates import (
     RESUME_SECONDS,
     RESUME_WINDOW,
@@ -49,10 +51,17 @@ class Intake:
         self.answer_later(message)
 
     def answer_later(self, message: InboundMessage) -> None:
+        self._later(answer_message, message)
+
+    def press_later(self, press: ButtonPress) -> None:
+        """Take a button press in the background, as a message (a stop waits for it)."""
+        self._later(take_press, press)
+
+    def _later(self, work: Callable[[Service, Any], Awaitable[None]], taken: Any) -> None:
         async def answer() -> None:
             try:
                 async with self.limiter:
-                    await answer_message(self.service, message)
+                    await work(self.service, taken)
             finally:
                 self.answering -= 1
                 if not self.answering:
