@@ -1,6 +1,7 @@
 """Taking a platform's message: its delivery claimed once (across redeliveries and
 restarts, ``ragio.channels.updates``), then answered in the background, at most
-``CONCURRENT_ANSWERS`` at once; and, at start-up and every ``RESUME_SECONDS``, the
+``CONCURRENT_ANSWERS`` at once (a rating button's press is taken in the background at
+once: it asks no model); and, at start-up and every ``RESUME_SECONDS``, the
 deliveries a stopped process cut off answered (``watch``).
 
 The webhooks acknowledge at once (platforms give up after 3 s, Discord, or about 15 s,
@@ -10,9 +11,9 @@ outlives the request: the app's.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import trio
 
@@ -51,17 +52,22 @@ class Intake:
         self.answer_later(message)
 
     def answer_later(self, message: InboundMessage) -> None:
-        self._later(answer_message, message)
+        async def answer() -> None:
+            async with self.limiter:
+                await answer_message(self.service, message)
+
+        self._later(answer)
 
     def press_later(self, press: ButtonPress) -> None:
-        """Take a button press in the background, as a message (a stop waits for it)."""
-        self._later(take_press, press)
+        """Take a button press in the background (a stop waits for it, as for an answer),
+        without waiting for an answering place: a press asks no model, and its button
+        spins until it is answered."""
+        self._later(functools.partial(take_press, self.service, press))
 
-    def _later(self, work: Callable[[Service, Any], Awaitable[None]], taken: Any) -> None:
+    def _later(self, work: Callable[[], Awaitable[None]]) -> None:
         async def answer() -> None:
             try:
-                async with self.limiter:
-                    await work(self.service, taken)
+                await work()
             finally:
                 self.answering -= 1
                 if not self.answering:
