@@ -93,6 +93,13 @@ WIDGET_QUESTIONS = Counter(
     ("result",),
     registry=REGISTRY,
 )
+FEEDBACK = Counter(
+    "ragchat_feedback",
+    "Ratings given to answers (each time one is given; one taken back is not counted), by "
+    "the conversation's channel (chat, openai, web, telegram, …) and rating (up, down)",
+    ("channel", "rating"),
+    registry=REGISTRY,
+)
 HANDOFFS = Counter(
     "ragchat_handoffs",
     "Customers' conversations handed to a person, by channel and by whom: customer "

@@ -211,7 +211,9 @@ async def exercise_every_route(c: Checker) -> None:
     feedback = "/conversations/{id}/turns/{turn}/feedback"
     rated = f"/conversations/{conversation}/turns/2/feedback"
     await c.send("POST", feedback, rated, json={"rating": "up"})
+    await c.send("POST", feedback, rated, json={"rating": "down", "comment": "Not 9 am."})
     await c.send("POST", feedback, rated, json={"rating": "sideways"})
+    await c.send("POST", feedback, rated, json={"rating": None, "comment": "never mind"})
     await c.send("POST", feedback, f"/conversations/{conversation}/turns/9/feedback", json={})
     await c.send("POST", feedback, "/conversations/12345/turns/1/feedback", json={"rating": None})
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
@@ -412,6 +414,8 @@ async def exercise_every_route(c: Checker) -> None:
     shown = await c.send("GET", "/widget/conversation", headers=visitor)
     await c.send("POST", "/widget/feedback", json={"turn": 1, "rating": "up"}, headers=visitor)
     await c.send("POST", "/widget/feedback", json={"turn": 9, "rating": "up"}, headers=visitor)
+    why = {"turn": 1, "rating": "down", "comment": "x" * 1001}
+    await c.send("POST", "/widget/feedback", json=why, headers=visitor)
 
     # a person writes in the visitor's conversation (taking it over), then hands it back;
     # the live views show it

@@ -1,7 +1,8 @@
 """The owner's console in a real browser: Debian's chromium, driven through its
 chromedriver by Selenium, against the real app. The owner's main path: sign in with the
 key, upload a document (asked before another file of its name replaces it; renamed), ask
-a question and see its citation, approve a held action; and the inbox (docs/handoff.md):
+a question and see its citation, rate the answer (down, saying why) and read the rating
+in its conversation, approve a held action; and the inbox (docs/handoff.md):
 a website visitor asks for a person, the owner answers, sees the visitor's next message
 come in without reloading, hands the conversation back and closes it.
 
@@ -23,6 +24,7 @@ import trio
 
 KEY = "console-key-0123"
 NOTE = {"kind": "chatops", "text": "Refund order 1234 for Ann"}
+WHY = "It opens at 8 on Saturdays."
 HOURS = "# Opening hours\n\nThe shop opens at 9 am and closes at 6 pm, Monday to Saturday.\n"
 # Debian's chromium and chromium-driver (scripts/dev.py test installs them)
 BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -149,7 +151,19 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         seen["citation"] = citation.text
         seen["answer"] = driver.find_element(By.CSS_SELECTOR, "#answer .answer").text
         seen["answered_by"] = driver.find_element(By.ID, "answered-by").text
+        # the owner rates the answer: up, then down, saying why
+        driver.find_element(By.CSS_SELECTOR, "button[aria-label='Rate the answer up']").click()
+        wait.until(lambda d: d.find_element(By.ID, "rating-outcome").text == "Rated 👍 up.")
+        driver.find_element(By.CSS_SELECTOR, "button[aria-label='Rate the answer down']").click()
+        visible("#rating-comment").send_keys(WHY)
         snap("chat")
+        driver.find_element(By.CSS_SELECTOR, "#rating-form button[type=submit]").click()
+        wait.until(lambda d: d.find_element(By.ID, "rating-outcome").text.startswith("Rated 👎"))
+        seen["rated_in_chat"] = driver.find_element(By.ID, "rating-outcome").text
+        seen["pressed"] = driver.execute_script(
+            "return [...document.querySelectorAll('.rating button[aria-pressed=true]')]"
+            ".map(b => b.getAttribute('aria-label'))"
+        )
 
         page("approvals", "#pending button")
         approve = driver.find_element(By.CSS_SELECTOR, "#pending button")
@@ -167,22 +181,17 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         wait.until(lambda d: "data-site=" in d.find_element(By.ID, "site-list").text)
         seen["site_listed"] = driver.find_element(By.ID, "site-list").text
 
-        # the answer rated down (as a widget visitor would), then read in its conversation
+        # the answer rated down in the chat above, read in its conversation
         keyed = {"X-API-Key": KEY}
         asked = httpx.get(f"{base_url}/conversations?limit=1", headers=keyed).json()
         conversation = asked["conversations"][0]["id"]
-        rated = httpx.post(
-            f"{base_url}/conversations/{conversation}/turns/1/feedback",
-            json={"rating": "down"},
-            headers=keyed,
-        )
-        assert rated.status_code == 204, rated.text
         page(
             "conversations",
             f"#conversation-list button[aria-label='Read conversation {conversation}']",
         )
         visible(f"button[aria-label='Read conversation {conversation}']").click()
         seen["rated"] = visible("#conversation-detail .feedback").text
+        seen["rated_comment"] = visible("#conversation-detail .feedback-comment").text
         for name, ready in (
             ("roles", "#profile-form"),
             ("workflows", "#workflow-list"),
@@ -251,7 +260,10 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert "9 am" in seen["answer"] and "[1]" in seen["answer"]
     assert "hours.md" in seen["citation"]
     assert "extractive" in seen["answered_by"]
+    assert seen["rated_in_chat"] == f"Rated 👎 down: {WHY}."
+    assert seen["pressed"] == ["Rate the answer down"]
     assert seen["rated"].startswith("Rated 👎 down")
+    assert seen["rated_comment"] == WHY
     assert seen["approve_label"] == f"Approve action {held.json()['id']}"
     assert "executed" in seen["approved"]
     assert [r.body for r in chatops.requests] == [{"text": NOTE["text"]}]

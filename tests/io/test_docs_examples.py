@@ -333,6 +333,7 @@ NOT_PRODUCED = {
     "POST /chat 503",  # every answering provider failing
     "GET /voice/calls 200",  # a phone call (an empty list has no items to compare)
     "POST /actions request",  # a request: its schema admits no other member
+    "POST /conversations/{id}/turns/{turn}/feedback request",  # as that one
 }
 REAL_SETTINGS = {
     "service_api_key": KEY,
@@ -464,7 +465,7 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     await c.send("GET", "/conversations", params={"channel": "chat", "limit": 2})
     feedback = "/conversations/{id}/turns/{turn}/feedback"
     rated = f"/conversations/{conversation}/turns/1/feedback"
-    await c.send("POST", feedback, rated, json={"rating": "up"})
+    await c.send("POST", feedback, rated, json={"rating": "up", "comment": "Clear, thanks."})
     await c.send("POST", feedback, rated, json={"rating": "sideways"})  # 422
     await c.send("GET", "/conversations/{id}", f"/conversations/{conversation}")
     # a person writes to a website visitor (their page reads it: nothing to send), then

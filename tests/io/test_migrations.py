@@ -204,3 +204,37 @@ def test_turns_are_unrated_and_may_then_be_rated_up_or_down(empty_database_url):
         assert set_feedback(conn, conversation, 1, "down", at)
         with pytest.raises(psycopg.errors.CheckViolation):
             conn.execute("UPDATE conversation_turns SET feedback = 'meh'")
+
+
+def test_rated_turns_keep_their_rating_without_a_comment_and_may_then_say_why(
+    empty_database_url,
+):
+    """Migration 030: a turn rated before it keeps its rating, with no comment; a rating
+    may then come with one, and taking the rating back takes it too."""
+    at = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        migrated_to(conn, 29)
+        [(conversation,)] = conn.execute(
+            """INSERT INTO conversations (channel, started_at, updated_at, turn_count)
+               VALUES ('web', %s, %s, 1) RETURNING id""",
+            (at, at),
+        ).fetchall()
+        conn.execute(
+            """INSERT INTO conversation_turns (conversation_id, turn, question, answer,
+                                               outcome, created_at, feedback, feedback_at)
+               VALUES (%s, 1, 'Hours?', 'From 9 am. [1]', 'answered', %s, 'up', %s)""",
+            (conversation, at, at),
+        )
+        assert apply_migrations(conn)[0] == "030_feedback_comment"
+
+        def rated() -> tuple[str | None, str | None]:
+            read = get_conversation(conn, conversation)
+            assert read is not None
+            [turn] = converter.structure(read, Conversation).turns
+            return turn.feedback, turn.feedback_comment
+
+        assert rated() == ("up", None)
+        assert set_feedback(conn, conversation, 1, "down", at, "Closed at 9.") == "web"
+        assert rated() == ("down", "Closed at 9.")
+        assert set_feedback(conn, conversation, 1, None, at) == "web"
+        assert rated() == (None, None)

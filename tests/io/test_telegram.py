@@ -356,7 +356,7 @@ async def test_set_webhook_registers_the_url_with_the_secret(telegram, tmp_path)
         {
             "url": "https://chat.example.com/webhook/telegram",
             "secret_token": SECRET,
-            "allowed_updates": ["message"],
+            "allowed_updates": ["message", "callback_query"],
         }
     ]
     assert TOKEN not in result.stdout + result.stderr

@@ -16,6 +16,7 @@ import pytest
 
 from ragcore.widget.tokens import user_hash
 from tests.io.test_http_errors import assert_problem
+from tests.io.test_metrics import scrape, value
 
 SHOP = "https://shop.example.com"
 ELSEWHERE = "https://evil.example.net"
@@ -97,6 +98,33 @@ async def test_a_visitor_asks_on_an_allowed_origin_and_sees_the_answer_stream(ap
 
 def _bearer(token: str, origin: str = SHOP) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "Origin": origin}
+
+
+async def test_a_visitors_rating_may_say_why_and_the_owner_reads_it(api):
+    await api.post("/documents", json={"name": "returns.md", "text": RETURNS})
+    site = await make_site(api)
+    token = (await session(api, site)).json()["token"]
+    await ask(api, token, "How long do I have to return an item?")
+    before = await scrape(api)
+
+    def rate(**body: Any) -> Any:
+        return api.post("/widget/feedback", json={"turn": 1, **body}, headers=_bearer(token))
+
+    refused = await rate(rating=None, comment="never mind")
+    assert_problem(refused, 422, "goes with a rating")
+    assert refused.json()["field"] == "comment"
+    assert refused.headers["access-control-allow-origin"] == SHOP  # the widget reads it
+    assert_problem(await rate(rating="down", comment="x" * 1001), 422, "the limit is 1000")
+    said = await rate(rating="down", comment=" I bought it 40 days ago. ")
+    assert said.status_code == 204, said.text
+
+    shown = (await api.get("/widget/conversation", headers=_bearer(token))).json()
+    owner = (await api.get(f"/conversations/{shown['conversation_id']}")).json()
+    [turn] = owner["turns"]
+    assert (turn["feedback"], turn["feedback_comment"]) == ("down", "I bought it 40 days ago.")
+    after = await scrape(api)
+    counted = {"name": "ragchat_feedback_total", "channel": "web", "rating": "down"}
+    assert value(after, **counted) - value(before, **counted) == 1
 
 
 async def test_a_site_answers_as_a_customer_facing_role_on_the_web(api):

@@ -1,6 +1,7 @@
 """GET /conversations and GET /conversations/{id}: what was asked and answered, on which
 channel, by which role, with the citations, how long it took and how the asker rated
-it (POST /conversations/{id}/turns/{turn}/feedback: ``TurnFeedback``)."""
+it (POST /conversations/{id}/turns/{turn}/feedback: ``TurnFeedback``, with an optional
+comment: ``check_comment``, ``RATED_OR_NO_COMMENT``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ragcore.chat.citations import Citation
 from ragcore.converter import refusal
 from ragcore.errors import InvalidInput, check_text
 from ragcore.handoff.modes import MODES, Mode
-from ragcore.schema import described, text
+from ragcore.inputs import SPACE
+from ragcore.schema import described, text, whole
 
 DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100
@@ -26,6 +28,21 @@ CHANNELS = CONVERSATION_CHANNELS
 RATINGS = ("up", "down")
 Rating = Literal["up", "down"]
 RATING_REFUSAL = 'must be "up", "down" or null (null takes the rating back)'
+#: a rating's comment, at most (as sent; stored stripped, a blank one is none)
+MAX_COMMENT_CHARS = 1000
+COMMENT_MEANING = (
+    f"why, in the asker's words: at most {MAX_COMMENT_CHARS} characters, stored stripped "
+    "(blank: none); only with a rating up or down"
+)
+COMMENT_WITHOUT_RATING = (
+    'goes with a rating ("up" or "down"); a rating of null takes the rating back, and its '
+    "comment with it"
+)
+#: the schema of a feedback body as a whole: a rating, or no comment (absent, null, blank)
+RATED_OR_NO_COMMENT = [
+    {"required": ["rating"], "properties": {"rating": {"enum": list(RATINGS)}}},
+    {"properties": {"comment": {"type": ["string", "null"], "pattern": f"^[{SPACE}]*$"}}},
+]
 #: since and until: a date, a date and time (RFC 3339), or empty (``instant``)
 MODE_MEANING = (
     "ai: the AI answers; human: a person answers (the AI stays silent); closed: the "
@@ -77,6 +94,9 @@ class ConversationTurn:
         Rating | None, described("the asker's rating of the answer; null: none, or taken back")
     ]
     feedback_at: Annotated[datetime | None, described("when it was rated; null: not rated")]
+    feedback_comment: Annotated[
+        str | None, described("what the asker said with the rating; null: nothing")
+    ]
     author: Annotated[
         Literal["ai", "customer", "person"],
         described(
@@ -89,14 +109,44 @@ class ConversationTurn:
     ] = None
 
 
+def check_comment(value: Any) -> str | None:
+    """A rating's comment: text of at most MAX_COMMENT_CHARS characters as sent (the
+    schema's ``maxLength``), stripped; None when null or blank. InvalidInput naming
+    ``comment`` otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("comment", "must be text (or null)")
+    if len(value) > MAX_COMMENT_CHARS:
+        raise InvalidInput(
+            "comment", f"has {len(value)} characters; the limit is {MAX_COMMENT_CHARS}"
+        )
+    return value.strip() or None
+
+
+def check_rated(rating: str | None, comment: str | None) -> None:
+    """A comment only with a rating (``RATED_OR_NO_COMMENT``): InvalidInput naming
+    ``comment`` for a comment with a rating of null."""
+    if rating is None and comment is not None:
+        raise InvalidInput("comment", COMMENT_WITHOUT_RATING)
+
+
+@whole(anyOf=RATED_OR_NO_COMMENT)
 @attrs.frozen
 class TurnFeedback:
     """POST /conversations/{id}/turns/{turn}/feedback (and the widget's feedback): the
-    rating of a turn's answer, or null to take it back."""
+    rating of a turn's answer, with an optional comment, or null to take it back (its
+    comment with it)."""
 
     rating: Annotated[Rating | None, described("up or down; null takes a rating back")] = (
         attrs.field(metadata=refusal(RATING_REFUSAL))
     )
+    comment: Annotated[str | None, described(COMMENT_MEANING, maxLength=MAX_COMMENT_CHARS)] = (
+        attrs.field(default=None, converter=check_comment)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        check_rated(self.rating, self.comment)
 
 
 @attrs.frozen

@@ -10,12 +10,19 @@ import attrs
 
 from ragcore.api.chat import ChatStreamToken
 from ragcore.api.conversation_events import Author, Mode
+from ragcore.api.conversations import (
+    COMMENT_MEANING,
+    MAX_COMMENT_CHARS,
+    RATED_OR_NO_COMMENT,
+    check_comment,
+    check_rated,
+)
 from ragcore.api.problems import Problem
 from ragcore.chat.citations import Citation
 from ragcore.chat.pipeline import MAX_QUESTION_CHARS, ChatAnswer, check_question
 from ragcore.converter import listing
 from ragcore.errors import InvalidInput
-from ragcore.schema import OneOf, Schemas, described, text
+from ragcore.schema import OneOf, Schemas, described, text, whole
 from ragcore.widget.sites import MAX_NAME_CHARS, READ_ONLY_FIELDS, Position, Site, SitePatch
 from ragcore.widget.tokens import MAX_TOKEN_CHARS, MAX_USER_ID_CHARS
 
@@ -96,10 +103,17 @@ Rating = Literal["up", "down"]
 
 
 @listing(words="allowed")
+@whole(anyOf=RATED_OR_NO_COMMENT)
 @attrs.frozen
 class WidgetFeedback:
     turn: Annotated[int, described("the answer's turn (the done event's turn)", minimum=1)]
     rating: Annotated[Rating | None, described("up, down, or null to take it back")]
+    comment: Annotated[str | None, described(COMMENT_MEANING, maxLength=MAX_COMMENT_CHARS)] = (
+        attrs.field(default=None, converter=check_comment)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        check_rated(self.rating, self.comment)
 
 
 @attrs.frozen

@@ -8,8 +8,10 @@ kind that cannot be read) is sent as is; anything else is a question for the rol
 message chose, answered by the chat pipeline for this asker, with this channel as the
 origin of any action it proposes (a customer's conversation, where an action always
 meets the gate). A customer whose question could not be answered is told so rather than
-left waiting. Then the delivery is marked answered, and after an AI answer went out the
-channel's workflows are called with what they may know (no platform credential).
+left waiting. Once an AI answer's turn is recorded, the answer gets its rating buttons
+where the channel has them (``ragcore.channels.rating``, which says why only then). Then
+the delivery is marked answered, and after an AI answer went out the channel's workflows
+are called with what they may know (no platform credential).
 """
 
 from __future__ import annotations
@@ -22,9 +24,16 @@ import attrs
 
 from ragcore.actions.flow import OwnerReplyEffect, owner_reply
 from ragcore.channels import discord, telegram, whatsapp
-from ragcore.channels.effects import FireWorkflows, LoadRoles, MarkAnswered, SendReply
+from ragcore.channels.effects import (
+    FireWorkflows,
+    LoadRoles,
+    MarkAnswered,
+    OfferRating,
+    SendReply,
+)
 from ragcore.channels.messages import FAILED_REPLY, InboundMessage
 from ragcore.channels.person import OwnerChatEffect, owner_reply_in_chat
+from ragcore.channels.rating import offer_rating
 from ragcore.channels.replies import render_reply, split_text
 from ragcore.channels.routing import ReplyWith, plan_reply
 from ragcore.chat.history import place_key
@@ -33,13 +42,15 @@ from ragcore.chat.turn import TurnEffect, TurnRequest, take_turn
 from ragcore.errors import InvalidInput
 
 #: what answering a channel message asks for: the owner's YES/NO, the roles, the turn,
-#: the replies sent, the delivery marked answered, the workflows called
+#: the replies sent and their rating buttons, the delivery marked answered, the workflows
+#: called
 ConverseEffect: TypeAlias = (
     OwnerReplyEffect
     | OwnerChatEffect
     | LoadRoles
     | TurnEffect
     | SendReply
+    | OfferRating
     | MarkAnswered
     | FireWorkflows
 )
@@ -133,24 +144,33 @@ def _reply(
         return Handled(stranger=stranger)
     except Exception as error:  # the customer was told (when a send could), and it is recorded
         return Handled(stranger=stranger, failures=(error,))
-    return Handled(outcome.answer, plan.role.identifier, stranger, outcome.failures)
+    failures = outcome.failures
+    try:
+        yield from offer_rating(message, outcome.answer, outcome.delivered)
+    except Exception as error:  # the answer stands without its buttons
+        failures = (*failures, error)
+    return Handled(outcome.answer, plan.role.identifier, stranger, failures)
 
 
 def _send(
     message: InboundMessage, outcome: ChatAnswer | Exception
-) -> Generator[SendReply, Any, None]:
+) -> Generator[SendReply, Any, tuple[str, ...]]:
     """The reply to ``message``: the answer with its sources, or what went wrong in words
-    the customer can act on (a question too long), or that it could not be answered."""
+    the customer can act on (a question too long), or that it could not be answered. The
+    ids of the answer's messages (none for anything else)."""
     limit = LIMITS[message.channel]
     if isinstance(outcome, ChatAnswer) and outcome.held:
-        return  # a person answers this conversation: the AI stays silent
+        return ()  # a person answers this conversation: the AI stays silent
     if isinstance(outcome, ChatAnswer):
-        yield SendReply(message, tuple(render_reply(outcome.answer, outcome.citations, limit)))
-    elif isinstance(outcome, InvalidInput):
+        parts = tuple(render_reply(outcome.answer, outcome.citations, limit))
+        sent = yield SendReply(message, parts)
+        return tuple(sent or ())
+    if isinstance(outcome, InvalidInput):
         text = f"Sorry, I can't answer that: the question {outcome.message}."
         yield SendReply(message, tuple(split_text(text, limit)))
     else:
         yield SendReply(message, (FAILED_REPLY,))
+    return ()
 
 
 def _failed(handled: Handled, error: Exception) -> Handled:

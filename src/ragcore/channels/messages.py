@@ -1,9 +1,10 @@
 """What every channel's webhook is read into, and how a verification turns out.
 
-A platform module turns its own update shape into one of three outcomes:
-``InboundMessage`` (someone wrote to us: answer it), ``Ignored`` (a valid update with
-nothing to answer, such as a delivery receipt) or ``BadShape`` raised (not the
-platform's shape at all: a 400 once the signature has passed).
+A platform module turns its own update shape into one of its outcomes:
+``InboundMessage`` (someone wrote to us: answer it), ``ButtonPress`` (someone pressed a
+button under one of our messages: a rating, ``ragcore.channels.rating``), ``Ignored`` (a
+valid update with nothing to answer, such as a delivery receipt) or ``BadShape`` raised
+(not the platform's shape at all: a 400 once the signature has passed).
 """
 
 from __future__ import annotations
@@ -74,6 +75,25 @@ class InboundMessage:
     @property
     def readable(self) -> bool:
         return self.kind == "text"
+
+
+@attrs.frozen
+class ButtonPress:
+    """A button pressed under one of our messages (Telegram's ``callback_query``).
+
+    ``press_id`` is what answering the press names (the spinner on the button stops then);
+    ``conversation`` is the chat the pressed message is in, as the platform says it (blank
+    when it does not: a message too old to be shown), ``message_id`` that message;
+    ``data`` is what the button carries (``ragcore.channels.rating.rating_data``), as the
+    presser's client sent it: anything, until checked against the chat."""
+
+    channel: str
+    delivery_id: str
+    press_id: str
+    conversation: str
+    message_id: int | None
+    data: str
+    sender: str = ""
 
 
 @attrs.frozen

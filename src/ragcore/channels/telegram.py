@@ -1,9 +1,11 @@
-"""Telegram (Bot API): the webhook's secret check, the Update shape, sendMessage bodies.
+"""Telegram (Bot API): the webhook's secret check, the Update shape, sendMessage bodies,
+and the rating buttons under an answer (an inline keyboard; ``ragcore.channels.rating``).
 
 Telegram proves a webhook request is its own by echoing the ``secret_token`` given to
 ``setWebhook`` in the ``X-Telegram-Bot-Api-Secret-Token`` header; nothing else is
-signed. Only ``message`` updates are answered; other update kinds are acknowledged
-and ignored, so Telegram stops redelivering them.
+signed. ``message`` updates are answered, and ``callback_query`` updates (a button
+pressed) are read as a ``ButtonPress``; other update kinds are acknowledged and
+ignored, so Telegram stops redelivering them.
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ from typing import Any
 
 from ragcore.channels.messages import (
     BadShape,
+    ButtonPress,
     Ignored,
     InboundMessage,
     Verification,
     json_object,
 )
+from ragcore.channels.rating import RATINGS, rating_data
 from ragcore.channels.replies import TELEGRAM_LIMIT
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header name
 LIMIT = TELEGRAM_LIMIT
-ALLOWED_UPDATES = ("message",)
+ALLOWED_UPDATES = ("message", "callback_query")
+#: the rating buttons' faces, and the mark of the one chosen
+RATING_FACES = {"up": "👍", "down": "👎"}
+CHOSEN_MARK = " ✓"
 # message fields that carry something other than text, named as the polite reply names them
 _UNREADABLE = (
     "sticker",
@@ -64,12 +71,15 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
-def parse_update(body: bytes) -> InboundMessage | Ignored:
-    """An Update read into an InboundMessage, or Ignored; BadShape if it is no Update."""
+def parse_update(body: bytes) -> InboundMessage | ButtonPress | Ignored:
+    """An Update read into an InboundMessage, a ButtonPress or Ignored; BadShape if it is
+    no Update."""
     update = json_object(body, "a Telegram Update")
     update_id = update.get("update_id")
     if not isinstance(update_id, int) or isinstance(update_id, bool):
         raise BadShape("an update needs an integer update_id")
+    if "callback_query" in update and "message" not in update:
+        return _press(update_id, update["callback_query"])
     if "message" not in update:
         kinds = sorted(k for k in update if k != "update_id")
         return Ignored(f"update kind {', '.join(kinds) or 'none'} is not answered")
@@ -107,6 +117,54 @@ def parse_update(body: bytes) -> InboundMessage | Ignored:
     return Ignored("a service message (members joining, a title change …) is not answered")
 
 
+def _press(update_id: int, query: Any) -> ButtonPress | Ignored:
+    """A CallbackQuery read into a ButtonPress: its id, the chat and message of the
+    button (a message too old for Telegram to show still names both; a message sent in
+    inline mode names neither: no chat to rate in), and its data."""
+    if not isinstance(query, dict) or not isinstance(query.get("id"), str) or not query["id"]:
+        raise BadShape("a callback_query needs a string id")
+    data = query.get("data")
+    if not isinstance(data, str):
+        return Ignored("a callback_query without data (a game's) is not answered")
+    message = query.get("message")
+    chat = message.get("chat") if isinstance(message, dict) else None
+    chat_id = chat.get("id") if isinstance(chat, dict) else None
+    message_id = message.get("message_id") if isinstance(message, dict) else None
+    sender = query.get("from")
+    return ButtonPress(
+        channel="telegram",
+        delivery_id=str(update_id),
+        press_id=query["id"],
+        conversation=str(chat_id) if _is_int(chat_id) else "",
+        message_id=message_id if _is_int(message_id) else None,
+        data=data,
+        sender=str(sender.get("id", "")) if isinstance(sender, dict) else "",
+    )
+
+
+def rating_keyboard(conversation_id: int, turn: int, chosen: str | None = None) -> dict[str, Any]:
+    """The inline keyboard under an answer: 👍 and 👎, each rating turn ``turn`` of
+    ``conversation_id``; the ``chosen`` one marked."""
+    buttons = [
+        {
+            "text": RATING_FACES[rating] + (CHOSEN_MARK if rating == chosen else ""),
+            "callback_data": rating_data(conversation_id, turn, rating),
+        }
+        for rating in RATINGS
+    ]
+    return {"inline_keyboard": [buttons]}
+
+
+def edit_markup_body(chat_id: str, message_id: int | str, markup: dict[str, Any]) -> dict[str, Any]:
+    """The editMessageReplyMarkup body: ``markup`` under message ``message_id`` in the chat."""
+    return {"chat_id": _chat_id(chat_id), "message_id": int(message_id), "reply_markup": markup}
+
+
+def answer_press_body(press_id: str, text: str) -> dict[str, Any]:
+    """The answerCallbackQuery body: ``text`` shown to the presser (at most 200 characters)."""
+    return {"callback_query_id": press_id, "text": text[:200]}
+
+
 def send_message_bodies(
     chat_id: str, parts: list[str], reply_to: int | None
 ) -> list[dict[str, Any]]:
@@ -116,7 +174,7 @@ def send_message_bodies(
     bodies = []
     for index, part in enumerate(parts):
         body: dict[str, Any] = {
-            "chat_id": int(chat_id) if _looks_int(chat_id) else chat_id,
+            "chat_id": _chat_id(chat_id),
             "text": part,
             "link_preview_options": {"is_disabled": True},
         }
@@ -130,7 +188,8 @@ def send_message_bodies(
 
 
 def set_webhook_body(url: str, secret: str) -> dict[str, Any]:
-    """The setWebhook body: our URL, the secret Telegram will echo, message updates only."""
+    """The setWebhook body: our URL, the secret Telegram will echo, and the updates read:
+    messages, and buttons pressed."""
     return {"url": url, "secret_token": secret, "allowed_updates": list(ALLOWED_UPDATES)}
 
 
@@ -146,6 +205,11 @@ def _is_int(value: Any) -> bool:
 
 def _looks_int(value: str) -> bool:
     return value.lstrip("-").isdigit()
+
+
+def _chat_id(chat_id: str) -> int | str:
+    """A chat's id as the Bot API takes it: a number, or a channel's ``@username``."""
+    return int(chat_id) if _looks_int(chat_id) else chat_id
 
 
 def _name(user: dict[str, Any]) -> str:

@@ -52,8 +52,9 @@ TurnEffect: TypeAlias = (
 )
 #: the effects of a channel's delivery step (a text channel's ``SendReply``)
 D = TypeVar("D")
-#: a channel's own step between answering and recording: sending the reply
-Deliver: TypeAlias = Callable[[ChatAnswer | Exception], Generator[D, Any, None]]
+#: a channel's own step between answering and recording: sending the reply; it returns
+#: what it delivered (a text channel: the ids of the reply's messages)
+Deliver: TypeAlias = Callable[[ChatAnswer | Exception], Generator[D, Any, Any]]
 
 
 @attrs.frozen
@@ -100,10 +101,12 @@ class TurnRequest:
 @attrs.frozen
 class TurnOutcome:
     """The answer, with the id of the conversation it was recorded in (None: it could
-    not be recorded), and what went wrong on the way without stopping it."""
+    not be recorded), what went wrong on the way without stopping it, and what the
+    channel's delivery step returned (``Deliver``; None without one)."""
 
     answer: ChatAnswer
     failures: tuple[Exception, ...] = ()
+    delivered: Any = None
 
 
 def take_turn(
@@ -136,7 +139,7 @@ def take_turn(
         try:
             answer = yield from answer_question(request, policy)
         except Exception as error:
-            failures += yield from _deliver(deliver, error)
+            failures += (yield from _deliver(deliver, error))[1]
             failures += (yield from _record(turn, request, None, ongoing))[1]
             _note(error, failures)
             raise
@@ -147,7 +150,7 @@ def take_turn(
             answer = attrs.evolve(
                 answer, answer=f"{answer.answer}\n\n{notice.answer}".strip(), mode="human"
             )
-    undelivered = yield from _deliver(deliver, answer)
+    delivered, undelivered = yield from _deliver(deliver, answer)
     recorded, unrecorded = yield from _record(turn, request, answer, ongoing)
     failures += unrecorded
     if recorded is not None:
@@ -159,7 +162,7 @@ def take_turn(
         raise _note(undelivered[0], failures)
     if recorded is not None:
         answer = attrs.evolve(answer, conversation_id=recorded.conversation_id, turn=recorded.turn)
-    return TurnOutcome(answer, tuple(failures))
+    return TurnOutcome(answer, tuple(failures), delivered)
 
 
 def held(request: ChatRequest) -> ChatAnswer:
@@ -262,14 +265,15 @@ def _note(error: Exception, failures: list[Exception]) -> Exception:
 
 def _deliver(
     deliver: Deliver[D] | None, outcome: ChatAnswer | Exception
-) -> Generator[D, Any, list[Exception]]:
+) -> Generator[D, Any, tuple[Any, list[Exception]]]:
+    """What the delivery step returned, or what went wrong."""
     if deliver is None:
-        return []
+        return None, []
     try:
-        yield from deliver(outcome)
+        delivered = yield from deliver(outcome)
     except Exception as error:  # the turn is still recorded
-        return [error]
-    return []
+        return None, [error]
+    return delivered, []
 
 
 def _record(

@@ -12,8 +12,9 @@ from ragio.channels.outbound import call
 from ragio.service import Service
 
 
-async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
-    """The first part replaces the "thinking…" message; the others follow it."""
+async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> list[str]:
+    """The first part replaces the "thinking…" message; the others follow it. No ids:
+    nothing here refers to a sent message later."""
     base = service.settings.discord_api_base_url
     app, token = message.reply_via["application_id"], message.reply_via["token"]
     for index, part in enumerate(parts):
@@ -24,6 +25,7 @@ async def send_reply(service: Service, message: InboundMessage, parts: list[str]
         await call(
             service.outbound, "discord", method, base + path, json=discord.message_body(part)
         )
+    return []
 
 
 async def register_command(client: httpx.AsyncClient, settings: Settings, roles: list[Role]) -> str:

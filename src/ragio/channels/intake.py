@@ -1,6 +1,7 @@
 """Taking a platform's message: its delivery claimed once (across redeliveries and
 restarts, ``ragio.channels.updates``), then answered in the background, at most
-``CONCURRENT_ANSWERS`` at once; and, at start-up and every ``RESUME_SECONDS``, the
+``CONCURRENT_ANSWERS`` at once (a rating button's press is taken in the background at
+once: it asks no model); and, at start-up and every ``RESUME_SECONDS``, the
 deliveries a stopped process cut off answered (``watch``).
 
 The webhooks acknowledge at once (platforms give up after 3 s, Discord, or about 15 s,
@@ -10,12 +11,14 @@ outlives the request: the app's.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 
 import trio
 
-from ragcore.channels.messages import InboundMessage
-from ragio.channels.conversation import answer_message
+from ragcore.channels.messages import ButtonPress, InboundMessage
+from ragio.channels.conversation import answer_message, take_press
 from ragio.channels.updates import (
     RESUME_SECONDS,
     RESUME_WINDOW,
@@ -50,9 +53,21 @@ class Intake:
 
     def answer_later(self, message: InboundMessage) -> None:
         async def answer() -> None:
+            async with self.limiter:
+                await answer_message(self.service, message)
+
+        self._later(answer)
+
+    def press_later(self, press: ButtonPress) -> None:
+        """Take a button press in the background (a stop waits for it, as for an answer),
+        without waiting for an answering place: a press asks no model, and its button
+        spins until it is answered."""
+        self._later(functools.partial(take_press, self.service, press))
+
+    def _later(self, work: Callable[[], Awaitable[None]]) -> None:
+        async def answer() -> None:
             try:
-                async with self.limiter:
-                    await answer_message(self.service, message)
+                await work()
             finally:
                 self.answering -= 1
                 if not self.answering:

@@ -11,12 +11,13 @@ from ragio.channels.outbound import call
 from ragio.service import Service
 
 
-async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> None:
+async def send_reply(service: Service, message: InboundMessage, parts: list[str]) -> list[str]:
     """Each part as its own message, in order, from WHATSAPP_FROM_NUMBER or else from the
-    number the customer wrote to."""
+    number the customer wrote to. No ids: nothing here refers to a sent message later."""
     settings = service.settings
     sender = settings.whatsapp_from_number or message.reply_via["to_number"]
     await send_texts(service.outbound, settings, message.conversation, sender, parts)
+    return []
 
 
 async def send_texts(

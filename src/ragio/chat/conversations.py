@@ -375,6 +375,7 @@ TURN_COLUMNS = (
     "created_at",
     "feedback",
     "feedback_at",
+    "feedback_comment",
     "author",
     "person",
 )
@@ -439,23 +440,47 @@ def has_conversation(conn: psycopg.Connection, conversation_id: int) -> bool:
 
 
 def set_feedback(
-    conn: psycopg.Connection, conversation_id: int, turn: int, rating: str | None, now: datetime
-) -> bool:
+    conn: psycopg.Connection,
+    conversation_id: int,
+    turn: int,
+    rating: str | None,
+    now: datetime,
+    comment: str | None = None,
+    place: tuple[str, str] | None = None,
+) -> str | None:
     """Rate turn ``turn`` of the conversation ``rating`` (``up`` or ``down``, checked by
-    ``ragcore.api.conversations.TurnFeedback``) at ``now``; None takes a rating back. False
-    when the conversation has no such turn. Rating the same again keeps when it was first
-    given."""
+    ``ragcore.api.conversations.TurnFeedback``) with ``comment`` (None: none) at ``now``;
+    None takes a rating back, its comment with it. Rating the same again keeps when it was
+    first given; its comment is the one given last. ``place``: rated from a chat
+    (``(channel, continuation key)``): only an AI answer of a conversation on that channel
+    at that place is rated. The conversation's channel; None when it has no such turn
+    (or, with ``place``, not there)."""
     row = conn.execute(
-        """UPDATE conversation_turns
+        """UPDATE conversation_turns t
               SET feedback_at = CASE WHEN %(rating)s::text IS NULL THEN NULL
-                                     WHEN feedback IS NOT DISTINCT FROM %(rating)s::text
-                                     THEN feedback_at ELSE %(now)s END,
-                  feedback = %(rating)s::text
-            WHERE conversation_id = %(conversation)s AND turn = %(turn)s
-        RETURNING 1""",
-        {"rating": rating, "now": now, "conversation": conversation_id, "turn": turn},
+                                     WHEN t.feedback IS NOT DISTINCT FROM %(rating)s::text
+                                     THEN t.feedback_at ELSE %(now)s END,
+                  feedback = %(rating)s::text,
+                  feedback_comment = CASE WHEN %(rating)s::text IS NULL THEN NULL
+                                          ELSE %(comment)s::text END
+             FROM conversations c
+            WHERE c.id = t.conversation_id
+              AND t.conversation_id = %(conversation)s AND t.turn = %(turn)s
+              AND (%(channel)s::text IS NULL
+                   OR (c.channel = %(channel)s AND c.continuation = %(key)s
+                       AND t.author = 'ai'))
+        RETURNING c.channel""",
+        {
+            "rating": rating,
+            "comment": comment,
+            "now": now,
+            "conversation": conversation_id,
+            "turn": turn,
+            "channel": place[0] if place is not None else None,
+            "key": place[1] if place is not None else None,
+        },
     ).fetchone()
-    return row is not None
+    return None if row is None else str(row[0])
 
 
 def get_conversation(conn: psycopg.Connection, conversation_id: int) -> dict[str, Any] | None:

@@ -187,6 +187,7 @@ PAGES.chat = async (area) => {
         el("h3", { text: "Answer" }),
         el("p", { className: "answer", text: data.answer }),
         el("p", { className: "muted", id: "answered-by", text: `Answered by ${who}` }),
+        data.turn && data.conversation_id ? rateAnswer(data.conversation_id, data.turn) : null,
         data.citations.length ? el("h3", { text: "Sources" }) : null,
         el("ol", { className: "citations", id: "citations" }, data.citations.map((c) =>
           el("li", { value: c.number },
@@ -205,6 +206,33 @@ PAGES.chat = async (area) => {
     answer);
   await roleOptions(role, "The service itself (no role)");
 };
+
+// 👍 / 👎 under an answer of the chat (POST /conversations/{id}/turns/{turn}/feedback);
+// 👎 asks what was wrong first (optional, sent with the rating)
+function rateAnswer(conversationId, turn) {
+  const outcome = el("span", { id: "rating-outcome", role: "status" });
+  const comment = el("textarea", { id: "rating-comment", name: "comment", maxLength: 1000 });
+  const thumbs = {};
+  const send = async (rating) => {
+    const body = { rating };
+    if (rating === "down" && comment.value.trim()) body.comment = comment.value;
+    try {
+      await api("POST", `/conversations/${conversationId}/turns/${turn}/feedback`, body);
+      for (const [name, button] of Object.entries(thumbs)) button.setAttribute("aria-pressed", String(name === rating));
+      why.hidden = true;
+      outcome.textContent = `Rated ${RATINGS[rating]}${body.comment ? `: ${body.comment.trim()}` : ""}.`;
+    } catch (error) { outcome.textContent = `Not rated: ${error.message}`; }
+  };
+  const why = el("form", { className: "stack", id: "rating-form", hidden: true,
+    onsubmit: (e) => { e.preventDefault(); send("down"); } },
+  field("What was wrong? (optional)", comment),
+  el("div", {}, el("button", { type: "submit", text: "Rate 👎 down" })));
+  thumbs.up = el("button", { type: "button", className: "secondary", text: "👍", "aria-label": "Rate the answer up",
+    "aria-pressed": "false", onclick: () => send("up") });
+  thumbs.down = el("button", { type: "button", className: "secondary", text: "👎", "aria-label": "Rate the answer down",
+    "aria-pressed": "false", onclick: () => { why.hidden = false; comment.focus(); } });
+  return el("div", { className: "rating" }, thumbs.up, " ", thumbs.down, " ", outcome, why);
+}
 
 PAGES.documents = async (area) => {
   const list = el("div", { id: "document-list" });
@@ -358,7 +386,8 @@ PAGES.conversations = async (area) => {
           el("strong", { text: `${m.who}: ` }), m.text)),
         t.search_question ? el("p", { className: "muted", text: `Searched as: ${t.search_question}` }) : null,
         el("p", { className: "muted", text: `${t.outcome} · ${t.provider || "no provider"} · ${t.timings.answer_ms ?? "?"} ms · ${when(t.created_at)}` }),
-        t.feedback ? el("p", { className: "feedback", text: `Rated ${RATINGS[t.feedback] || t.feedback} · ${when(t.feedback_at)}` }) : null,
+        t.feedback ? el("p", { className: "feedback" }, `Rated ${RATINGS[t.feedback] || t.feedback} · ${when(t.feedback_at)}`,
+          t.feedback_comment ? el("q", { className: "feedback-comment", text: t.feedback_comment }) : null) : null,
         t.citations.length ? el("ul", {}, t.citations.map((c) => el("li", { text: `[${c.number}] ${c.document_name}` }))) : null)));
     detail.focus();
   };

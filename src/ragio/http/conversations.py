@@ -25,6 +25,7 @@ from ragcore.api.queries import no_such, path_id, read_query
 from ragcore.channels.person import NoConversation, Refused, owner_move, person_message
 from ragcore.converter import converter, structure_body
 from ragio.chat import conversations
+from ragio.chat.feedback import rate
 from ragio.handoff import store as handoff_store
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -75,16 +76,17 @@ async def get_conversation(id: str) -> Conversation:
 @blueprint.post(f"{PATH}/<id>/turns/<turn>/feedback")
 @operation(Reply(204, "Rated"), 404, 422, body=TurnFeedback, **TURN)
 async def rate_turn(id: str, turn: str) -> tuple[str, int]:
-    """Rate a turn's answer up or down, or take the rating back
+    """Rate a turn's answer up or down, with an optional comment, or take the rating back
 
-    The rating shows on the turn in GET /conversations/{id}; rating again replaces it, and
-    null takes it back. The chat widget's visitors rate their own turns the same way."""
+    The rating and its comment show on the turn in GET /conversations/{id}; rating again
+    replaces both, and null takes them back (a comment with null is refused). The chat
+    widget's visitors rate their own turns the same way."""
     conversation_id = path_id(id, *CONVERSATIONS)
     feedback = structure_body(await json_body(required=True), TurnFeedback)
     number = turn_number(turn)
     svc = service()
-    if number is not None and await svc.database.run(
-        conversations.set_feedback, conversation_id, number, feedback.rating, svc.clock.now()
+    if number is not None and await rate(
+        svc, conversation_id, number, feedback.rating, feedback.comment
     ):
         return "", 204
     if not await svc.database.run(conversations.has_conversation, conversation_id):

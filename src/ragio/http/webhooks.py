@@ -18,7 +18,13 @@ from quart import Blueprint, Response, current_app, request
 
 from ragcore.api.operations import JSON, Reply, operation
 from ragcore.channels import discord, telco, telegram, whatsapp
-from ragcore.channels.messages import BadShape, Ignored, InboundMessage, Verification
+from ragcore.channels.messages import (
+    BadShape,
+    ButtonPress,
+    Ignored,
+    InboundMessage,
+    Verification,
+)
 from ragcore.channels.required import missing_settings
 from ragcore.inputs import check_text_input
 from ragio.channels.intake import Intake
@@ -50,8 +56,9 @@ async def telegram_webhook() -> dict[str, Any]:
 
     Verified by the X-Telegram-Bot-Api-Secret-Token header, which must equal
     TELEGRAM_WEBHOOK_SECRET (no API key). A message is acknowledged at once and answered
-    through sendMessage; the same update_id is answered once. Other update kinds are
-    acknowledged and ignored."""
+    through sendMessage; the same update_id is answered once. A rating button pressed (a
+    callback_query) rates its answer when it came from that answer's chat, and is
+    answered (answerCallbackQuery). Other update kinds are acknowledged and ignored."""
     settings = service().settings
     given = request.headers.get(telegram.SECRET_HEADER)
     # checked on the headers alone, before the body is read: a stranger is refused at
@@ -174,14 +181,18 @@ def _parsed(parse: Any, data: Any) -> Any:
         raise Problem(400, f"not a {request.path.rsplit('/', 1)[-1]} update: {error}") from None
 
 
-async def _take(parsed: InboundMessage | Ignored) -> None:
-    """Claim a message's delivery and start answering it in the background."""
+async def _take(parsed: InboundMessage | ButtonPress | Ignored) -> None:
+    """Claim a message's delivery and start answering it in the background (a button
+    press: take it in the background)."""
     if isinstance(parsed, Ignored):
         log.info("ignored a %s update: %s", request.path, parsed.reason)
         return
     missing = missing_settings(service().settings, parsed.channel, "reply")
     if missing:  # refused before claiming, so the platform's redelivery is answered later
         raise Problem(503, f"{parsed.channel} replies need {', '.join(missing)}")
+    if isinstance(parsed, ButtonPress):
+        _intake().press_later(parsed)
+        return
     await _intake().take(parsed)
 
 

@@ -56,6 +56,7 @@ from ragcore.widget.quotas import (
 )
 from ragcore.widget.tokens import TOKEN_LIFETIME, TokenRefused, VisitorClaims
 from ragio.chat import conversations
+from ragio.chat.feedback import rate
 from ragio.employees import store as employees_store
 from ragio.handoff.feed import FeedEvent
 from ragio.http.chat import ChatWire
@@ -418,14 +419,15 @@ def _current(
 @blueprint.post("/widget/feedback")
 @operation(Reply(204, "Stored on the turn"), 401, 403, 404, 422, body=WidgetFeedback, open=True)
 async def widget_feedback() -> tuple[str, int]:
-    """A visitor's thumbs up or down on an answer of their conversation"""
+    """A visitor's thumbs up or down on an answer of their conversation
+
+    With an optional comment (only with up or down); null takes the rating back, and its
+    comment with it."""
     svc = service()
     site, claims = await _visitor()
     given = structure_body(await _body(), WidgetFeedback)
     found = await svc.database.run(_latest_id, _place(site, claims))
-    stored = found is not None and await svc.database.run(
-        conversations.set_feedback, found, given.turn, given.rating, svc.clock.now()
-    )
+    stored = found is not None and await rate(svc, found, given.turn, given.rating, given.comment)
     if not stored:
         raise ProblemError(404, f"no answer {given.turn} in your conversation", field="turn")
     return "", 204

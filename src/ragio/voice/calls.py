@@ -81,11 +81,12 @@ def end_call(conn: psycopg.Connection, call_sid: str, reason: str, now: datetime
 _CALL_COLUMNS = ("id", "call_sid", "caller_hash", "role", "started_at", "ended_at", "end_reason")
 #: a turn as ``GET /voice/calls`` shows it, from the conversation's turn (a call's turns
 #: are not rated)
+_RATING = ("feedback", "feedback_at", "feedback_comment")
 _TURN_COLUMNS = tuple(
     c
     for c in TURN_COLUMNS
     # who wrote is in the outcome: a caller's words for a person are ``to_person``
-    if c not in ("search_question", "feedback", "feedback_at", "author", "person")
+    if c not in ("search_question", *_RATING, "author", "person")
 )
 #: a citation's fields shown (the conversation keeps the whole citation)
 _CITATION_FIELDS = ("number", "document_id", "document_name", "live_action_id")
