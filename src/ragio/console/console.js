@@ -857,6 +857,151 @@ PAGES.calls = async (area) => {
         el("p", { className: "muted", text: `${t.outcome}${t.stages.voice_to_voice_ms ? ` · ${t.stages.voice_to_voice_ms} ms voice to voice` : ""}` })))))) : [el("p", { className: "muted", text: "No calls yet." })]));
 };
 
+// ------------------------------------------------------------------ knowledge gaps
+
+// What customers asked that was not answered well (GET /insights/gaps), grouped by need;
+// answered in place (POST /answers with the group's phrasings: the group leaves the
+// list); the owner's answers, edited, withdrawn and imported from an FAQ file.
+
+const GAP_CHANNELS = ["chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"];
+const GAP_REASONS = { not_found: "not answered", disliked: "rated down", handed_off: "handed to a person" };
+const GAPS_PER_PAGE = 20;
+
+// an error of the API for the owner, in words (an FAQ's problems one a line); a 401 is
+// the sign-in's (null)
+function problemText(error) {
+  if (error instanceof ApiError && error.status === 401) return null;
+  const lines = (error.body && error.body.problems) || [];
+  if (!lines.length) return error.message;
+  return ["Not imported (nothing of the file was kept):", ...lines.map((p) => `Line ${p.line}: ${p.detail}`)].join("\n");
+}
+
+// one group of the gaps, with the form that answers it
+function gapItem(group, answered) {
+  const text = el("textarea", { className: "gap-answer", required: true, maxLength: 4000, rows: 3 });
+  const problem = el("p", { className: "error", role: "alert" });
+  const save = el("button", { type: "submit", text: "Save answer", "aria-label": `Save the answer to ${group.question}` });
+  // the phrasings a customer used, as the answer's questions (the API's limit is 500 characters)
+  const questions = group.examples.filter((q) => q.split(/\s+/).join(" ").trim().length <= 500);
+  const others = group.examples.filter((q) => q !== group.question);
+  const reasons = Object.entries(GAP_REASONS).filter(([key]) => group.reasons[key])
+    .map(([key, words]) => `${group.reasons[key]} ${words}`);
+  return el("li", { className: "card gap" },
+    el("h3", { text: group.question }),
+    el("p", { className: "muted", text: [`Asked ${group.count} ${group.count === 1 ? "time" : "times"}`,
+      `on ${group.channels.join(", ")}`, `last ${when(group.last_seen)}`].join(" · ") }),
+    el("p", { className: "reasons", text: reasons.join(" · ") }),
+    others.length ? el("p", { className: "muted", text: "Also asked as:" }) : null,
+    el("ul", { className: "examples", "aria-label": "Also asked as" }, others.map((q) => el("li", { text: q }))),
+    group.conversations.length ? el("p", {}, "In ", group.conversations.flatMap((id, i) =>
+      [i ? ", " : "", el("a", { href: `#inbox/${id}`, text: `conversation ${id}` })])) : null,
+    el("form", { className: "stack", onsubmit: async (event) => {
+      event.preventDefault();
+      problem.textContent = "";
+      save.disabled = true;
+      try {
+        await api("POST", "/answers", { questions: questions.length ? questions : [group.question], answer: text.value });
+        say("Saved: questions like these are answered with it now.");
+        await answered();
+      } catch (error) { problem.textContent = problemText(error) || ""; }
+      save.disabled = false;
+    } }, field("Your answer", text), el("div", {}, save), problem));
+}
+
+// one of the owner's answers: its questions and text, edited in place or withdrawn
+function ownerAnswerItem(answer, changed) {
+  const body = el("div", {});
+  const problem = el("p", { className: "error", role: "alert" });
+  const act = async (work) => {
+    problem.textContent = "";
+    try { await work(); await changed(); } catch (error) { problem.textContent = problemText(error) || ""; }
+  };
+  const reading = () => body.replaceChildren(
+    el("p", { className: "answer", text: answer.answer }),
+    el("p", { className: "muted", text: `Served ${answer.served} ${answer.served === 1 ? "time" : "times"} · version ${answer.version} · ${when(answer.updated_at)}` }),
+    el("div", { className: "row" },
+      el("button", { type: "button", className: "secondary", text: "Edit", "aria-label": `Edit answer ${answer.id}`, onclick: editing }), " ",
+      el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete answer ${answer.id}`, onclick: () => {
+        if (confirm("Delete this answer? Its questions are answered from the documents again.")) {
+          act(async () => { await api("DELETE", `/answers/${answer.id}`); say("Answer deleted."); });
+        }
+      } })));
+  const editing = () => {
+    const text = el("textarea", { className: "edit-answer", required: true, maxLength: 4000, value: answer.answer });
+    body.replaceChildren(el("form", { className: "stack", onsubmit: (event) => {
+      event.preventDefault();
+      act(async () => { await api("PATCH", `/answers/${answer.id}`, { answer: text.value }); say("Answer changed."); });
+    } }, field("Answer", text), el("div", {}, el("button", { type: "submit", text: "Save" }), " ",
+      el("button", { type: "button", className: "secondary", text: "Cancel", onclick: reading }))));
+    text.focus();
+  };
+  reading();
+  return el("li", { className: "card owner-answer" },
+    el("ul", { className: "examples", "aria-label": "Answers the questions" }, answer.questions.map((q) => el("li", { text: q }))),
+    body, problem);
+}
+
+PAGES.gaps = async (area) => {
+  const channel = el("select", { id: "gaps-channel" },
+    ["", ...GAP_CHANNELS].map((c) => el("option", { value: c, text: c || "All channels" })));
+  const list = el("div", { id: "gap-list" });
+  const answers = el("div", { id: "answer-list" });
+  const file = el("input", { id: "faq-file", type: "file", accept: ".csv,.json", required: true });
+  const imported = el("p", { id: "faq-outcome", role: "status" });
+  let offset = 0;
+  const load = async () => {
+    const query = new URLSearchParams({ limit: GAPS_PER_PAGE, offset });
+    if (channel.value) query.set("channel", channel.value);
+    const { data } = await api("GET", `/insights/gaps?${query}`);
+    if (!data.groups.length && offset > 0) { offset = Math.max(0, offset - GAPS_PER_PAGE); return load(); }
+    const turn = (to, text) => el("button", { type: "button", className: "secondary", text,
+      onclick: () => { offset = to; guarded(list, load); } });
+    list.replaceChildren(
+      el("p", { className: "muted", id: "gap-summary", text: data.groups.length
+        ? `${data.total} ${data.total === 1 ? "need" : "needs"} to answer, from ${data.questions} ${data.questions === 1 ? "question" : "questions"} not answered well${
+          data.total > data.groups.length ? ` (here ${offset + 1} to ${offset + data.groups.length})` : ""}.`
+        : "Nothing to answer: every question was answered well, or by one of your answers." }),
+      el("ol", { className: "gaps", start: offset + 1 }, data.groups.map((g) => gapItem(g, refresh))),
+      el("div", { className: "row" },
+        offset > 0 ? turn(Math.max(0, offset - GAPS_PER_PAGE), "Previous") : null, " ",
+        data.next_offset !== null ? turn(data.next_offset, "Next") : null));
+  };
+  const loadAnswers = async (before) => {
+    const { data } = await api("GET", `/answers${before ? `?before=${before}` : ""}`);
+    const items = data.answers.map((a) => ownerAnswerItem(a, () => guarded(answers, loadAnswers)));
+    const more = data.next_before ? el("button", { type: "button", className: "secondary", text: "More answers",
+      onclick: (event) => { event.target.remove(); guarded(answers, () => loadAnswers(data.next_before)); } }) : null;
+    if (before) { answers.querySelector("ol").append(...items); if (more) answers.append(more); return; }
+    answers.replaceChildren(items.length ? el("ol", { className: "owner-answers" }, items)
+      : el("p", { className: "muted", text: "No answers of yours yet." }), ...(more ? [more] : []));
+  };
+  const importFaq = async (event) => {
+    event.preventDefault();
+    const chosen = file.files[0];
+    if (!chosen) return;
+    const format = chosen.name.toLowerCase().endsWith(".json") ? "json" : "csv";
+    imported.textContent = "Importing…";
+    try {
+      const { data } = await api("POST", "/answers/import", { format, text: await chosen.text() });
+      imported.textContent = `Imported ${chosen.name}: ${data.created} new, ${data.updated} changed, ${data.unchanged} as they were.`;
+      await refresh();
+    } catch (error) { imported.textContent = problemText(error) || ""; }
+  };
+  // each part on its own: the answers are shown even when the gaps cannot be grouped (503)
+  const refresh = () => Promise.all([guarded(list, load), guarded(answers, loadAnswers)]);
+  channel.addEventListener("change", () => { offset = 0; guarded(list, load); });
+  area.append(el("h2", { text: "Knowledge gaps" }),
+    el("p", { className: "muted", text: "What customers asked that was not answered, was rated down or was handed to a person, grouped by need, the most asked first. Answer one here: from then on, questions like it get your answer." }),
+    el("form", { className: "row", onsubmit: (e) => e.preventDefault() }, field("Channel", channel)),
+    list,
+    el("h2", { text: "Your answers" }),
+    el("form", { className: "stack card", id: "faq-form", onsubmit: importFaq },
+      field("Import an FAQ (CSV with a question and an answer column, or JSON)", file),
+      el("div", {}, el("button", { type: "submit", text: "Import" })), imported),
+    answers);
+  await refresh();
+};
+
 // ------------------------------------------------------------------ start
 
 document.addEventListener("DOMContentLoaded", () => {
