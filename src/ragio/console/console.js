@@ -187,8 +187,8 @@ PAGES.chat = async (area) => {
         el("h3", { text: "Answer" }),
         el("p", { className: "answer", text: data.answer }),
         el("p", { className: "muted", id: "answered-by", text: `Answered by ${who}` }),
-        data.turn && data.conversation_id ? rateAnswer(data.conversation_id, data.turn) : null,
-        data.citations.length ? el("h3", { text: "Sources" }) : null,
+        data.turn && data.conversation_id ? rateAnswer(data.conversation_id, data.turn) : "",
+        data.citations.length ? el("h3", { text: "Sources" }) : "",
         el("ol", { className: "citations", id: "citations" }, data.citations.map((c) =>
           el("li", { value: c.number },
             el("strong", { text: c.document_name }),
