@@ -10,7 +10,8 @@ local embedder, the extractive answerer, over real HTTP):
 1. every question of ``eval/answers/questions.jsonl`` is asked with no owner's answer:
    the misses are those ``eval_answers.py --failures`` lists;
 2. the owner's answers of ``eval/owner_answers/answers.jsonl`` (written for half of the
-   misses, each covering its question as asked) are written through ``POST /answers``;
+   misses, each covering its question as asked and two phrasings of the owner's; with
+   ``--asked-only``, the question as asked alone) are written through ``POST /answers``;
 3. the paraphrases of ``eval/owner_answers/paraphrases.jsonl`` (written separately:
    other words for the same need) are asked: **served** is the share answered with the
    right owner's answer as it is (citing it, no provider), **wrong** the share answered
@@ -89,6 +90,12 @@ def served_by(body: dict[str, Any]) -> int | None:
     return ids[0] if len(ids) == 1 else None
 
 
+def cites_first(body: dict[str, Any], answer_id: int) -> bool:
+    """The answer's first citation is the owner's answer (a model, or the offline
+    answerer, answered from it as its first source)."""
+    return bool(body["citations"]) and body["citations"][0].get("owner_answer_id") == answer_id
+
+
 async def score_all(client: httpx.AsyncClient, questions: list[dict]) -> dict[str, dict]:
     scores = {}
     for q in questions:
@@ -136,10 +143,9 @@ async def run(args: argparse.Namespace) -> int:
                     before = await score_all(client, questions)
                     written: dict[str, int] = {}
                     for entry in answers:
-                        body = {
-                            "questions": [by_id[entry["id"]]["question"]],
-                            "answer": entry["answer"],
-                        }
+                        asked = [by_id[entry["id"]]["question"]]
+                        phrasings = [] if args.asked_only else entry.get("questions", [])
+                        body = {"questions": asked + phrasings, "answer": entry["answer"]}
                         response = await client.post("/answers", json=body)
                         if response.status_code != 201:
                             raise SystemExit(f"POST /answers {entry['id']}: {response.text}")
@@ -157,6 +163,7 @@ async def run(args: argparse.Namespace) -> int:
     misses = [q["id"] for q in questions if missed(before[q["id"]])]
     not_missed = sorted(set(written) - set(misses))
     right = [o for o in outcomes if o[1] == written[o[0]["id"]]]
+    cited = [o for o in outcomes if o not in right and cites_first(o[2], written[o[0]["id"]])]
     wrong = [o for o in outcomes if o[1] is not None and o[1] != written[o[0]["id"]]]
     others = [q["id"] for q in questions if q["id"] not in written]
     lost = {qid: worse(before[qid], after[qid]) for qid in others}
@@ -172,6 +179,11 @@ async def run(args: argparse.Namespace) -> int:
     print(
         f"paraphrases asked {len(outcomes):3d}   served the right answer "
         f"{share['right']:5.1f}%   a wrong one {share['wrong']:5.1f}%"
+    )
+    print(
+        f"                  answered citing it first (not served) "
+        f"{100 * len(cited) / len(outcomes):5.1f}%   so answered from it "
+        f"{100 * (len(right) + len(cited)) / len(outcomes):5.1f}%"
     )
     print(
         f"other questions   {len(others):3d}   worse {len(lost)}   "
@@ -195,6 +207,11 @@ def main() -> None:
         help="eval_answers.py's folder for the embedded database (default %(default)s)",
     )
     parser.add_argument("--show", action="store_true", help="list the paraphrases not served")
+    parser.add_argument(
+        "--asked-only",
+        action="store_true",
+        help="each owner's answer covers its question as asked, without the owner's phrasings",
+    )
     raise SystemExit(trio.run(run, parser.parse_args()))
 
 

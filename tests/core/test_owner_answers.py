@@ -86,8 +86,23 @@ def test_with_nothing_retrieved_a_near_owner_answer_still_reaches_the_model():
 @pytest.mark.parametrize("exact, served", [(True, True), (False, False)])
 def test_an_unmeasured_embedder_serves_only_word_for_word(exact, served):
     found = match(0.99, exact=exact, measured=None)
-    assert found.serves is served
-    assert found.informs is not served  # the nearest is a source whatever its similarity
+    assert found.serves("en") is served
+    assert found.informs("en") is not served  # the nearest is a source whatever its similarity
+
+
+def test_an_answer_in_another_language_is_given_to_the_model_to_translate():
+    german = OwnerAnswerMatch(
+        7, 1, "Wir öffnen um 9 Uhr.", "Wann öffnet ihr?", 0.95, True, MEASURED, "de"
+    )
+    assert german.serves("de") and not german.serves("en")
+    assert german.serves(None)  # the question's language not surely known
+    assert german.informs("en") and not german.informs("de")
+    outcome, effects = drive(
+        answer_question(ChatRequest("When do you open in the morning?"), POLICY), with_owner(german)
+    )
+    [generate] = [e for e in effects if isinstance(e, Generate)]
+    assert generate.prompt.sources[0].hit.text == "Wir öffnen um 9 Uhr."
+    assert outcome.provider == "recorded"
 
 
 def test_a_follow_up_is_matched_as_the_question_it_stands_for():

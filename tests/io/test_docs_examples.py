@@ -117,7 +117,7 @@ def test_the_scores_the_docs_state_follow_the_fusion_constant():
     assert {int(n) for n in re.findall(r"`GRAPH_WEIGHT`/(\d+)", text)} == {RRF_K + 1}
     for name, doc in (("README.md", _readme()), ("api.md", text)):
         for found in re.finditer(r'"score": ([0-9.]+)', doc):
-            if "\"the owner's answer\"" in doc[found.start() - 300 : found.start()]:
+            if '"the owner\'s answer"' in doc[found.start() - 300 : found.start()]:
                 continue  # an owner's answer's citation: its score is the similarity
             shown = found.group(1)
             digits = len(shown.split(".")[1])

@@ -4,8 +4,9 @@ The owner's answers (docs/answers.md) are matched on the questions each covers: 
 question's embedding against theirs, by cosine similarity. The nearest one is **served**
 (its text is the answer: no model is asked, no token spent) when the similarity reaches
 the embedder's ``serve`` threshold, or when the question is one of its questions word
-for word (``normalized``); it is **given to the model as its first source** when the
-similarity reaches only ``source``; below, it plays no part.
+for word (``normalized``), and it is written in the language the answer is due in; it is
+**given to the model as its first source** when the similarity reaches only ``source``
+(or when it is in another language: a model translates it); below, it plays no part.
 
 The thresholds are measured per embedder, like the retrieval's topic floors: on the
 labelled paraphrases of eval/gaps (``scripts/eval_gaps.py``), ``serve`` is the least
@@ -37,7 +38,7 @@ class Thresholds:
 
 #: measured with scripts/eval_gaps.py (see the module's docstring)
 THRESHOLDS: dict[tuple[str, str], Thresholds] = {
-    ("local", "all-MiniLM-L6-v2-onnx-int8"): Thresholds(serve=0.80, source=0.55),
+    ("local", "all-MiniLM-L6-v2-onnx-int8"): Thresholds(serve=0.70, source=0.55),
 }
 
 
@@ -66,20 +67,26 @@ class OwnerAnswerMatch:
     similarity: float
     exact: bool = False
     thresholds: Thresholds | None = None
+    language: str | None = None  # the answer's, when known
 
     @property
-    def serves(self) -> bool:
+    def close(self) -> bool:
         """Close enough to be the answer itself."""
         if self.exact:
             return True
         return self.thresholds is not None and self.similarity >= self.thresholds.serve
 
-    @property
-    def informs(self) -> bool:
+    def serves(self, language: str | None) -> bool:
+        """The answer itself to a question surely asked in ``language`` (None: not sure):
+        close enough, and not surely in another language than the question's. Otherwise
+        a model, which can translate it, is given it."""
+        return self.close and (None in (self.language, language) or self.language == language)
+
+    def informs(self, language: str | None) -> bool:
         """Not the answer itself, but close enough to be the model's first source."""
-        if self.serves:
+        if self.serves(language):
             return False
-        return self.thresholds is None or self.similarity >= self.thresholds.source
+        return self.close or self.thresholds is None or self.similarity >= self.thresholds.source
 
 
 def owner_hit(match: OwnerAnswerMatch) -> Hit:

@@ -305,7 +305,11 @@ def _grounded_answer(
     # The owner's answer to this question, if they wrote one: served as it is, it costs no
     # model call and no token (live data, the customer's own records, still comes first).
     owner = yield FindOwnerAnswer(question, tuple(vector))
-    if owner is not None and owner.serves and not isinstance(live, LiveData | LiveFailed):
+    if (
+        owner is not None
+        and owner.serves(question_language)
+        and not isinstance(live, LiveData | LiveFailed)
+    ):
         return served_from(owner, request, language, searched)
     graph: tuple[int, ...] = ()
     if policy.graph is not None:
@@ -318,7 +322,9 @@ def _grounded_answer(
         graph_weight=policy.graph.weight if policy.graph is not None else 0.0,
     )
     kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
-    if owner is not None and owner.informs:  # the owner's answer first: they wrote it
+    if owner is not None and owner.informs(
+        question_language
+    ):  # the owner's answer first: they wrote it
         kept = [owner_hit(owner), *kept]
     live_source = live_hit(live)
     # the live data first: it is what the customer asked about

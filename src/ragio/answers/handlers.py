@@ -29,6 +29,7 @@ async def find_owner_answer(effect: FindOwnerAnswer, service: Service) -> OwnerA
         similarity=float(found["similarity"]),
         exact=bool(found["exact"]),
         thresholds=thresholds(space.provider, space.model),
+        language=found["language"],
     )
 
 

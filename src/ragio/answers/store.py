@@ -47,16 +47,18 @@ def create(
     vectors: Sequence[Sequence[float]] | None,
     now: datetime,
     change: str = "created",
+    language: str | None = None,
 ) -> int:
-    """A new answer covering ``questions`` (embedded as ``vectors``, None: not yet); its
-    id. Claimed when another answer covers one of the questions."""
+    """A new answer covering ``questions`` (embedded as ``vectors``, None: not yet), in
+    ``language`` (None: not known); its id. Claimed when another answer covers one of
+    the questions."""
     with conn.transaction():
         _check_unclaimed(conn, questions, None)
         answer_id = _one(
             conn,
-            """INSERT INTO owner_answers (answer, created_at, updated_at)
-               VALUES (%s, %s, %s) RETURNING id""",
-            (answer, now, now),
+            """INSERT INTO owner_answers (answer, language, created_at, updated_at)
+               VALUES (%s, %s, %s, %s) RETURNING id""",
+            (answer, language, now, now),
         )
         _write_questions(conn, answer_id, questions, vectors)
         _write_version(conn, answer_id, 1, questions, answer, now, change)
@@ -71,6 +73,7 @@ def update(
     vectors: Sequence[Sequence[float]] | None,
     now: datetime,
     change: str = "edited",
+    language: str | None = None,
 ) -> bool:
     """Change the answer's text, its questions, or both, as a new version (nothing
     changed: no new version). False when there is no such answer (or it was deleted);
@@ -94,9 +97,11 @@ def update(
             conn.execute("DELETE FROM owner_answer_questions WHERE answer_id = %s", (answer_id,))
             _write_questions(conn, answer_id, new_questions, vectors)
         conn.execute(
-            """UPDATE owner_answers SET answer = %s, version = version + 1, updated_at = %s
+            """UPDATE owner_answers
+                  SET answer = %s, language = CASE WHEN %s THEN %s ELSE language END,
+                      version = version + 1, updated_at = %s
                 WHERE id = %s""",
-            (new_answer, now, answer_id),
+            (new_answer, answer is not None, language, now, answer_id),
         )
         _write_version(conn, answer_id, version + 1, new_questions, new_answer, now, change)
     return True
@@ -162,6 +167,7 @@ def import_faq(
     conn: psycopg.Connection,
     entries: Sequence[FaqEntry],
     vectors: Sequence[Sequence[Sequence[float]] | None],
+    languages: Sequence[str | None],
     now: datetime,
 ) -> dict[str, Any]:
     """The FAQ's entries, all or none: an entry with a question some answer already
@@ -171,19 +177,30 @@ def import_faq(
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     ids: list[int] = []
     with conn.transaction():
-        for entry, embedded in zip(entries, vectors, strict=True):
+        for entry, embedded, language in zip(entries, vectors, languages, strict=True):
             owners = _claims(conn, entry.questions, None)
             if len(set(owners.values())) > 1:
                 question = next(iter(owners))
                 raise Claimed(question, owners[question])
             if not owners:
-                answer_id = create(conn, entry.questions, entry.answer, embedded, now, "imported")
+                answer_id = create(
+                    conn, entry.questions, entry.answer, embedded, now, "imported", language
+                )
                 counts["created"] += 1
             else:
                 answer_id = next(iter(owners.values()))
                 version = "SELECT version FROM owner_answers WHERE id = %s"
                 before = _one(conn, version, (answer_id,))
-                update(conn, answer_id, entry.questions, entry.answer, embedded, now, "imported")
+                update(
+                    conn,
+                    answer_id,
+                    entry.questions,
+                    entry.answer,
+                    embedded,
+                    now,
+                    "imported",
+                    language,
+                )
                 after = _one(conn, version, (answer_id,))
                 counts["updated" if after != before else "unchanged"] += 1
             ids.append(answer_id)
@@ -311,7 +328,7 @@ def nearest(
             (len(vector),),
         ).fetchone()
         row = conn.execute(
-            """SELECT a.id, a.version, a.answer, q.question, 1.0, true
+            """SELECT a.id, a.version, a.answer, q.question, 1.0, true, a.language
                  FROM owner_answer_questions q
                  JOIN owner_answers a ON a.id = q.answer_id AND a.deleted_at IS NULL
                 WHERE q.normalized = %s ORDER BY q.id LIMIT 1""",
@@ -320,14 +337,14 @@ def nearest(
         if row is None:
             row = conn.execute(
                 """SELECT a.id, a.version, a.answer, q.question,
-                          1 - (q.embedding <=> %(v)s::vector), false
+                          1 - (q.embedding <=> %(v)s::vector), false, a.language
                      FROM owner_answer_questions q
                      JOIN owner_answers a ON a.id = q.answer_id AND a.deleted_at IS NULL
                     WHERE q.embedding IS NOT NULL AND vector_dims(q.embedding) = %(dims)s
                     ORDER BY q.embedding <=> %(v)s::vector, q.id LIMIT 1""",
                 {"v": literal, "dims": len(vector)},
             ).fetchone()
-    keys = ("answer_id", "version", "answer", "question", "similarity", "exact")
+    keys = ("answer_id", "version", "answer", "question", "similarity", "exact", "language")
     found = dict(zip(keys, row, strict=True)) if row is not None else None
     return found, missing is not None
 

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragcore.answers.faq import read_faq
+from ragcore.chat.pipeline import ChatPolicy
+from ragcore.language import asked_in
 from ragio.answers import store
 from ragio.providers.chain import embed
 from ragio.service import Service
@@ -28,6 +30,14 @@ async def embedded(svc: Service, questions: Sequence[str]) -> list[list[float]] 
         return None
 
 
+async def language_of(svc: Service, answer: str) -> str | None:
+    """The language an owner's answer is written in, when it surely tells (as a question's
+    is told: ``ragcore.language.asked_in``); an answer is served as it is only to
+    questions answered in its language."""
+    guesses = await svc.language.detect(answer)
+    return asked_in(answer, guesses, ChatPolicy.from_settings(svc.settings).language)
+
+
 async def import_faq(svc: Service, text: str, kind: str) -> dict[str, Any]:
     """Read, embed and store an FAQ, all of it or nothing: FaqInvalid naming every
     malformed entry by line, store.Claimed when an entry's questions belong to two
@@ -40,4 +50,5 @@ async def import_faq(svc: Service, text: str, kind: str) -> dict[str, Any]:
         count = len(entry.questions)
         per_entry.append(None if vectors is None else vectors[position : position + count])
         position += count
-    return await svc.database.run(store.import_faq, entries, per_entry, svc.clock.now())
+    languages = [await language_of(svc, entry.answer) for entry in entries]
+    return await svc.database.run(store.import_faq, entries, per_entry, languages, svc.clock.now())

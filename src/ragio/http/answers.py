@@ -59,8 +59,9 @@ async def create_answer() -> tuple[OwnerAnswer, int, dict[str, str]]:
     svc = service()
     vectors = await writing.embedded(svc, new.questions)
     try:
+        language = await writing.language_of(svc, new.answer)
         answer_id = await svc.database.run(
-            store.create, new.questions, new.answer, vectors, svc.clock.now()
+            store.create, new.questions, new.answer, vectors, svc.clock.now(), "created", language
         )
     except store.Claimed as claimed:
         raise _conflict(claimed) from None
@@ -89,9 +90,17 @@ async def edit_answer(id: str) -> OwnerAnswer:  # noqa: A002 (the path's name)
     patch = structure_body(await json_body(required=True), OwnerAnswerPatch)
     svc = service()
     vectors = await writing.embedded(svc, patch.questions) if patch.questions is not None else None
+    language = await writing.language_of(svc, patch.answer) if patch.answer is not None else None
     try:
         changed = await svc.database.run(
-            store.update, answer_id, patch.questions, patch.answer, vectors, svc.clock.now()
+            store.update,
+            answer_id,
+            patch.questions,
+            patch.answer,
+            vectors,
+            svc.clock.now(),
+            "edited",
+            language,
         )
     except store.Claimed as claimed:
         raise _conflict(claimed) from None

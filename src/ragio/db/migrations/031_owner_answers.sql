@@ -2,13 +2,14 @@
 -- any model is asked when a question matches one of theirs closely enough.
 --
 -- owner_answers: each answer as now in force (deleted_at set: withdrawn, kept for its
--- history). owner_answer_questions: the questions it covers, each with its embedding in
+-- history), with the language it is written in (NULL: not known). owner_answer_questions: the questions it covers, each with its embedding in
 -- the service's embedding space (NULL until embedded; cleared when the space changes,
 -- and embedded again before the next match). owner_answer_versions: every version, as
 -- written (created, edited, imported, deleted).
 CREATE TABLE owner_answers (
     id          bigserial PRIMARY KEY,
     answer      text NOT NULL,
+    language    text,
     version     integer NOT NULL DEFAULT 1,
     created_at  timestamptz NOT NULL,
     updated_at  timestamptz NOT NULL,
