@@ -11,6 +11,7 @@ from ragcore.answers.matching import (
     OWNER_ANSWER_NAME,
     OwnerAnswerMatch,
     Thresholds,
+    answer_language,
     normalized,
     thresholds,
 )
@@ -19,7 +20,7 @@ from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.generation import Generate
 from ragcore.insights.groups import AnswerQuestion, AskedQuestion, gap_reason, group_questions
 from ragcore.knowledge.effects import Embed, SearchChunks
-from ragcore.language import DetectLanguage
+from ragcore.language import DetectLanguage, LanguageGuess
 from ragcore.sources import Hit
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import recorded
@@ -228,3 +229,10 @@ def test_groups_are_summed_up_most_asked_first_and_covered_by_an_owner_answer():
     assert parking.answer_id == 6
     parking, _ = group_questions(questions, vectors, near, None, threshold=0.9)
     assert parking.answer_id is None  # unmeasured: word for word only
+
+
+def test_an_answer_language_is_told_by_its_function_words_or_a_very_sure_guess():
+    command = "Avec a2enmod <module> puis systemctl reload apache2 ; a2dismod désactive un module."
+    assert answer_language(command, [LanguageGuess("eo", "Esperanto", 0.75)]) is None
+    assert answer_language("Wir öffnen um 9 Uhr und schließen um 18 Uhr.", []) == "de"
+    assert answer_language("9-18h", [LanguageGuess("fr", "French", 0.95)]) == "fr"

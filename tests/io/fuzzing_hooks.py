@@ -100,12 +100,25 @@ def an_action_the_settings_cannot_send(case: Any, response: Any) -> bool:
 
 
 def a_span_that_ends_before_it_begins(case: Any, response: Any) -> bool:
-    """GET /conversations: until must be later than since, a comparison of two values."""
+    """GET /conversations and /insights: until must be later than since, a comparison of
+    two values."""
     return (
         response.status_code == 422
         and _field(response) == "until"
         and ("later than since" in _detail(response))
     )
+
+
+def the_same_question_twice(case: Any, response: Any) -> bool:
+    """An owner's answer's questions are told apart word for word, case, spacing and
+    punctuation aside ("a?" and "A"): a schema's uniqueItems compares them as sent."""
+    return response.status_code == 422 and "repeats an earlier question" in _detail(response)
+
+
+def an_faq_that_cannot_be_read(case: Any, response: Any) -> bool:
+    """POST /answers/import reads the FAQ's text as CSV or JSON: a schema describes the
+    field, not what the file holds (its problems come by line)."""
+    return response.status_code == 422 and "problems" in _problem(response)
 
 
 def the_last_message_of_a_completion(case: Any, response: Any) -> bool:
@@ -208,6 +221,11 @@ RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
     "PATCH /employees/{role}": (a_role_made_by_its_first_change,),
     "POST /actions": (an_action_the_settings_cannot_send,),
     "GET /conversations": (a_span_that_ends_before_it_begins,),
+    "GET /insights/gaps": (a_span_that_ends_before_it_begins,),
+    "GET /insights/top-questions": (a_span_that_ends_before_it_begins,),
+    "POST /answers": (the_same_question_twice,),
+    "PATCH /answers/{id}": (the_same_question_twice,),
+    "POST /answers/import": (an_faq_that_cannot_be_read,),
     "POST /v1/chat/completions": (the_last_message_of_a_completion,),
     "POST /automation-workflows": (an_address_a_workflow_may_not_call,),
     "PATCH /automation-workflows/{id}": (an_address_a_workflow_may_not_call,),

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 import attrs
 
+from ragcore.language import LanguageGuess, function_word_language
 from ragcore.sources import Hit
 
 #: what a citation of an owner's answer is named
@@ -38,13 +40,30 @@ class Thresholds:
 
 #: measured with scripts/eval_gaps.py (see the module's docstring)
 THRESHOLDS: dict[tuple[str, str], Thresholds] = {
-    ("local", "all-MiniLM-L6-v2-onnx-int8"): Thresholds(serve=0.70, source=0.55),
+    ("local", "all-MiniLM-L6-v2-onnx-int8"): Thresholds(serve=0.70, source=0.45),
 }
 
 
 def thresholds(provider: str, model: str) -> Thresholds | None:
     """The embedder's measured thresholds; None: unmeasured."""
     return THRESHOLDS.get((provider, model))
+
+
+#: how sure the detector must be of an answer's language without function words to tell
+#: it: owners' answers mix words with commands and names ("Avec a2enmod <module> puis
+#: systemctl reload apache2": Esperanto at 0.75)
+ANSWER_LANGUAGE_CONFIDENCE = 0.9
+
+
+def answer_language(text: str, guesses: Sequence[LanguageGuess]) -> str | None:
+    """The language an owner's answer is surely written in: its function words', else
+    the detector's when very sure; None when not known (it is then served whatever the
+    question's language)."""
+    told = function_word_language(text)
+    if told is not None:
+        return told
+    sure = [g for g in guesses[:1] if g.confidence >= ANSWER_LANGUAGE_CONFIDENCE]
+    return sure[0].code if sure else None
 
 
 def normalized(question: str) -> str:

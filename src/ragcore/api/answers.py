@@ -34,6 +34,7 @@ QUESTIONS_SCHEMA = described(
     "answered too)",
     minItems=1,
     maxItems=MAX_QUESTIONS,
+    uniqueItems=True,
     items={"type": "string", "maxLength": MAX_QUESTION_CHARS, "pattern": r"\w"},
 )
 ANSWER_SCHEMA = text(MAX_ANSWER_CHARS, "what the customer is told, as written")

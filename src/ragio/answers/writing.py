@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragcore.answers.faq import read_faq
-from ragcore.chat.pipeline import ChatPolicy
-from ragcore.language import asked_in
+from ragcore.answers.matching import answer_language
 from ragio.answers import store
 from ragio.providers.chain import embed
 from ragio.service import Service
@@ -31,11 +30,9 @@ async def embedded(svc: Service, questions: Sequence[str]) -> list[list[float]] 
 
 
 async def language_of(svc: Service, answer: str) -> str | None:
-    """The language an owner's answer is written in, when it surely tells (as a question's
-    is told: ``ragcore.language.asked_in``); an answer is served as it is only to
-    questions answered in its language."""
-    guesses = await svc.language.detect(answer)
-    return asked_in(answer, guesses, ChatPolicy.from_settings(svc.settings).language)
+    """The language an owner's answer is surely written in (``answer_language``); an
+    answer is not served as it is to a question surely asked in another language."""
+    return answer_language(answer, await svc.language.detect(answer))
 
 
 async def import_faq(svc: Service, text: str, kind: str) -> dict[str, Any]:
