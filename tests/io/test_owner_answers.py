@@ -213,7 +213,7 @@ class TestServingAnswers:
         await write(api, HOURS, HOURS_ANSWER)
         before = await owner_answers_metric(api, "cited")
 
-        body = await ask(api, "How late are you open?")
+        body = await ask(api, "Are you open late on Fridays?")
 
         [call] = fake.requests_to(CHAT)
         prompt = call.body["messages"][-1]["content"]
