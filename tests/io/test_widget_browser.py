@@ -176,6 +176,10 @@ def visit(
             )
         )
         seen["pressed"] = down.get_attribute("aria-pressed")
+        why = shown("li.a[data-turn='2'] form.y input")  # what was wrong, in the visitor's words
+        seen["why_label"] = why.get_attribute("aria-label")
+        why.send_keys("It did not say how long the refund takes", Keys.ENTER)
+        seen["thanks"] = shown("li.a[data-turn='2'] p.y").text
 
         person_writes()  # a person of the business writes in the conversation: shown live
         seen["person"] = shown("li.p[data-turn='3'] .x").text
@@ -306,6 +310,8 @@ async def test_a_visitor_chats_through_the_widget_on_a_strict_page_of_another_or
     assert seen["thumb_label"] == "Nicht hilfreich"
     assert seen["pressed"] == "true"
     assert owner["turns"][1]["feedback"] == "down"
+    assert seen["why_label"] == "Was war falsch? (optional)" and seen["thanks"] == "Danke!"
+    assert owner["turns"][1]["feedback_comment"] == "It did not say how long the refund takes"
     assert seen["console_errors"] == []  # no script error, no CSP violation
 
 

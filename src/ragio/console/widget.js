@@ -22,35 +22,42 @@
     en: ["Open the chat", "Close the chat", "Chat", "Your question", "Send",
       "Hello! How can I help you today?",
       "The assistant is not available right now, please try again later.",
-      "Helpful", "Not helpful", "Sources", "Sent: a person will reply here.", "Team"],
+      "Helpful", "Not helpful", "Sources", "Sent: a person will reply here.", "Team",
+      "What was wrong? (optional)", "Thank you!"],
     de: ["Chat öffnen", "Chat schließen", "Chat", "Ihre Frage", "Senden",
       "Hallo! Wie kann ich Ihnen heute helfen?",
       "Der Assistent ist gerade nicht erreichbar, bitte versuchen Sie es später noch einmal.",
       "Hilfreich", "Nicht hilfreich", "Quellen", "Gesendet: eine Person antwortet Ihnen hier.",
-      "Team"],
+      "Team",
+      "Was war falsch? (optional)", "Danke!"],
     fr: ["Ouvrir le chat", "Fermer le chat", "Chat", "Votre question", "Envoyer",
       "Bonjour ! Comment puis-je vous aider aujourd’hui ?",
       "L’assistant n’est pas disponible pour le moment, veuillez réessayer plus tard.",
-      "Utile", "Pas utile", "Sources", "Envoyé : une personne vous répondra ici.", "Équipe"],
+      "Utile", "Pas utile", "Sources", "Envoyé : une personne vous répondra ici.", "Équipe",
+      "Qu’est-ce qui n’allait pas ? (facultatif)", "Merci !"],
     es: ["Abrir el chat", "Cerrar el chat", "Chat", "Su pregunta", "Enviar",
       "¡Hola! ¿En qué puedo ayudarle hoy?",
       "El asistente no está disponible en este momento, inténtelo de nuevo más tarde.",
-      "Útil", "No es útil", "Fuentes", "Enviado: una persona le responderá aquí.", "Equipo"],
+      "Útil", "No es útil", "Fuentes", "Enviado: una persona le responderá aquí.", "Equipo",
+      "¿Qué estaba mal? (opcional)", "¡Gracias!"],
     it: ["Apri la chat", "Chiudi la chat", "Chat", "La sua domanda", "Invia",
       "Salve! Come posso aiutarla oggi?",
       "L’assistente non è disponibile al momento, riprovi più tardi.",
-      "Utile", "Non utile", "Fonti", "Inviato: una persona le risponderà qui.", "Team"],
+      "Utile", "Non utile", "Fonti", "Inviato: una persona le risponderà qui.", "Team",
+      "Che cosa non andava? (facoltativo)", "Grazie!"],
     nl: ["Chat openen", "Chat sluiten", "Chat", "Uw vraag", "Versturen",
       "Hallo! Waarmee kan ik u vandaag helpen?",
       "De assistent is nu niet beschikbaar, probeer het later opnieuw.",
-      "Nuttig", "Niet nuttig", "Bronnen", "Verzonden: een medewerker antwoordt u hier.", "Team"],
+      "Nuttig", "Niet nuttig", "Bronnen", "Verzonden: een medewerker antwoordt u hier.", "Team",
+      "Wat klopte er niet? (optioneel)", "Bedankt!"],
     pt: ["Abrir o chat", "Fechar o chat", "Chat", "A sua pergunta", "Enviar",
       "Olá! Como posso ajudar hoje?",
       "O assistente não está disponível neste momento, tente novamente mais tarde.",
-      "Útil", "Não é útil", "Fontes", "Enviado: uma pessoa responderá aqui.", "Equipa"],
+      "Útil", "Não é útil", "Fontes", "Enviado: uma pessoa responderá aqui.", "Equipa",
+      "O que estava errado? (opcional)", "Obrigado!"],
   };
   const NAMES = ["open", "close", "chat", "question", "send", "hello", "down", "up", "no",
-    "sources", "held", "team"];
+    "sources", "held", "team", "why", "thanks"];
   const lang = [script.dataset.lang, document.documentElement.lang, navigator.language]
     .map((tag) => (tag || "").slice(0, 2).toLowerCase())
     .find((code) => code in TEXTS) || "en";
@@ -92,6 +99,9 @@ overflow-wrap:anywhere}
 .c *{font-size:13px}
 .c a{color:inherit}
 .t{margin-top:4px;display:flex;gap:4px}
+.y{margin-top:4px;display:flex;gap:4px;font-size:13px;color:#4b5563}
+.y input{flex:1;min-width:0;border:1px solid #d1d5db;border-radius:6px;padding:2px 6px}
+.y button{border:0;border-radius:6px;background:var(--a);color:var(--f);padding:2px 8px}
 .t button{background:none;border:1px solid #d1d5db;border-radius:6px;padding:0 6px;
 font-size:14px;filter:grayscale(1);opacity:.7}
 .t button[aria-pressed=true]{filter:none;opacity:1;border-color:var(--a);
@@ -348,6 +358,26 @@ border-radius:0}.open .launcher{display:none}}
     }
   }
 
+  // After a thumbs-down, the visitor may say what was wrong: the owner reads it with the
+  // rating (a comment goes with a rating, at most 1,000 characters).
+  function askWhy(turn, thumbs) {
+    const answer = thumbs[0].closest("li");
+    if (answer.querySelector("form.y")) return;
+    const why = el("input", { type: "text", maxlength: "1000", "aria-label": T.why,
+      placeholder: T.why });
+    const form = el("form", { class: "y", onsubmit: async (event) => {
+      event.preventDefault();
+      const comment = why.value.trim();
+      if (!comment) { form.remove(); return; }
+      try {
+        await call("/widget/feedback", json({ turn, rating: "down", comment }));
+        form.replaceWith(el("p", { class: "y", text: T.thanks }));
+      } catch { /* the rating stands; the comment may be sent again */ }
+    } }, why, el("button", { type: "submit", text: T.send }));
+    answer.append(form);
+    why.focus();
+  }
+
   async function rate(turn, rating, thumbs) {
     const pressed = thumbs.find((b) => b.dataset.rating === rating);
     const chosen = pressed.getAttribute("aria-pressed") === "true" ? null : rating;
@@ -357,6 +387,7 @@ border-radius:0}.open .launcher{display:none}}
     }
     try {
       await call("/widget/feedback", json({ turn, rating: chosen }));
+      if (chosen === "down") askWhy(turn, thumbs);
     } catch {
       thumbs.forEach((b, i) => b.setAttribute("aria-pressed", before[i]));
     }
