@@ -17,6 +17,7 @@ from ragio.startup import open_service
 from tests.conftest import make_settings
 from tests.io.conftest import serve_service
 from tests.io.fakes.openai_server import FakeOpenAI
+from tests.io.test_chat_stream import events
 
 HOURS = ["What are your opening hours?", "When does the shop open?"]
 HOURS_ANSWER = "We are open Monday to Saturday, 9 am to 6 pm."
@@ -257,3 +258,11 @@ async def test_a_change_of_embedding_space_embeds_the_owner_questions_again(
             "SELECT count(*) FROM owner_answer_questions WHERE embedding IS NULL"
         ).fetchone()
     assert empty == (0,)
+
+
+async def test_a_streamed_question_gets_the_owner_answer_too(api):
+    written = await write(api, HOURS, HOURS_ANSWER)
+    response, received = await events(api, question="What are the opening hours?")
+    assert response.status_code == 200
+    [(kind, done)] = [event for event in received if event[0] == "done"]
+    assert done["answer"] == HOURS_ANSWER and served(done, written["id"])
