@@ -1,4 +1,6 @@
-"""The chat pipeline: embed the question, search, trim, generate, check citations.
+"""The chat pipeline: embed the question, find the owner's answer to it (served as it
+is when close enough: ``ragcore.answers.matching``), search, trim, generate, check
+citations.
 
 Written as a generator of effects (see ``ragcore.effects``): it yields what it
 needs and returns a ``ChatAnswer``. The runner in ragio executes the effects;
@@ -321,11 +323,10 @@ def _grounded_answer(
         graph_chunk_ids=graph,
         graph_weight=policy.graph.weight if policy.graph is not None else 0.0,
     )
-    kept = trim_hits(relevant_hits(hits), policy.max_context_chars)
-    if owner is not None and owner.informs(
-        question_language
-    ):  # the owner's answer first: they wrote it
-        kept = [owner_hit(owner), *kept]
+    relevant = relevant_hits(hits)
+    if owner is not None and owner.informs(question_language):
+        relevant = [owner_hit(owner), *relevant]  # the owner's answer first: they wrote it
+    kept = trim_hits(relevant, policy.max_context_chars)
     live_source = live_hit(live)
     # the live data first: it is what the customer asked about
     sources = number_sources([live_source, *kept] if live_source is not None else kept)
