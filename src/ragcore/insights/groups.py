@@ -25,7 +25,7 @@ import numpy as np
 
 from ragcore.answers.matching import normalized
 from ragcore.handoff.asking import asks_for_person
-from ragcore.insights.clustering import GROUP_THRESHOLD, cluster, representative
+from ragcore.insights.clustering import GROUP_THRESHOLD, cluster, representative, unit_vectors
 
 MAX_EXAMPLES = 5
 MAX_CONVERSATIONS = 5
@@ -149,8 +149,8 @@ def _covering(
     embedded = [a for a in answers if a.vector is not None and len(a.vector) == matrix.shape[1]]
     similar = None
     if serve_at is not None and embedded:
-        theirs = _unit(np.asarray([a.vector for a in embedded], dtype=np.float64))
-        similar = _unit(matrix) @ theirs.T
+        theirs = unit_vectors([a.vector for a in embedded if a.vector is not None])
+        similar = unit_vectors(matrix) @ theirs.T
     covering: list[int | None] = []
     for members in groups:
         answer = next(
@@ -168,8 +168,3 @@ def _covering(
                 answer = embedded[int(best[1])].answer_id
         covering.append(answer)
     return covering
-
-
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
