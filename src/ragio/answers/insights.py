@@ -12,7 +12,6 @@ import attrs
 import psycopg
 
 from ragcore.answers.matching import thresholds
-from ragcore.api.problems import ProblemError as Problem
 from ragcore.insights.groups import (
     MAX_INSIGHT_QUESTIONS,
     AnswerQuestion,
@@ -138,13 +137,8 @@ async def _vectors(svc: Service, questions: Sequence[str], dimensions: int) -> l
     keys = [text_hash(q) for q in questions]
     known = await svc.database.run(known_vectors, sorted(set(keys)), dimensions)
     missing = sorted({k: q for k, q in zip(keys, questions, strict=True) if k not in known}.items())
-    if missing:
-        try:
-            fresh = await embed(svc.embedder, [q for _, q in missing], "query")
-        except Exception as error:
-            raise Problem(
-                503, f"the questions could not be embedded to group them: {error}"
-            ) from None
+    if missing:  # an embedder's failure is its problem (EmbeddingFailed: 502 or 503)
+        fresh = await embed(svc.embedder, [q for _, q in missing], "query")
         pairs = [(key, vector) for (key, _), vector in zip(missing, fresh, strict=True)]
         await svc.database.run(keep_vectors, pairs)
         known.update(pairs)

@@ -143,7 +143,7 @@ async def import_answers() -> tuple[FaqImported, int]:
 
 @blueprint.get("/insights/gaps")
 @operation(
-    Reply(200, "The groups, most asked first", QuestionGroups), 422, 503, query=InsightsQuery
+    Reply(200, "The groups, most asked first", QuestionGroups), 422, 502, 503, query=InsightsQuery
 )
 async def gaps() -> QuestionGroups:
     """What customers asked that was not answered well, grouped by need
@@ -160,7 +160,7 @@ async def gaps() -> QuestionGroups:
 
 @blueprint.get("/insights/top-questions")
 @operation(
-    Reply(200, "The groups, most asked first", QuestionGroups), 422, 503, query=InsightsQuery
+    Reply(200, "The groups, most asked first", QuestionGroups), 422, 502, 503, query=InsightsQuery
 )
 async def top_questions() -> QuestionGroups:
     """What customers ask most, grouped by need, on every channel"""
