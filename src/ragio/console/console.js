@@ -881,9 +881,12 @@ function gapItem(group, answered) {
   const text = el("textarea", { className: "gap-answer", required: true, maxLength: 4000, rows: 3 });
   const problem = el("p", { className: "error", role: "alert" });
   const save = el("button", { type: "submit", text: "Save answer", "aria-label": `Save the answer to ${group.question}` });
-  // the phrasings a customer used, as the answer's questions (the API's limit is 500 characters)
-  const questions = group.examples.filter((q) => q.split(/\s+/).join(" ").trim().length <= 500);
+  // the phrasings a customer used, as the answer's questions (the API's limit is 500
+  // characters): each may be left out, for a group that took in another need by mistake
+  const fits = (q) => q.split(/\s+/).join(" ").trim().length <= 500;
   const others = group.examples.filter((q) => q !== group.question);
+  const ticks = others.map((q) => el("input", { type: "checkbox", checked: fits(q), disabled: !fits(q),
+    "aria-label": `Answer "${q}" with it too` }));
   const reasons = Object.entries(GAP_REASONS).filter(([key]) => group.reasons[key])
     .map(([key, words]) => `${group.reasons[key]} ${words}`);
   return el("li", { className: "card gap" },
@@ -891,8 +894,9 @@ function gapItem(group, answered) {
     el("p", { className: "muted", text: [`Asked ${group.count} ${group.count === 1 ? "time" : "times"}`,
       `on ${group.channels.join(", ")}`, `last ${when(group.last_seen)}`].join(" · ") }),
     el("p", { className: "reasons", text: reasons.join(" · ") }),
-    others.length ? el("p", { className: "muted", text: "Also asked as:" }) : null,
-    el("ul", { className: "examples", "aria-label": "Also asked as" }, others.map((q) => el("li", { text: q }))),
+    others.length ? el("p", { className: "muted", text: "Also asked as (those ticked are answered too):" }) : null,
+    el("ul", { className: "examples", "aria-label": "Also asked as" },
+      others.map((q, i) => el("li", {}, el("label", {}, ticks[i], " ", q)))),
     group.conversations.length ? el("p", {}, "In ", group.conversations.flatMap((id, i) =>
       [i ? ", " : "", el("a", { href: `#inbox/${id}`, text: `conversation ${id}` })])) : null,
     el("form", { className: "stack", onsubmit: async (event) => {
@@ -900,6 +904,7 @@ function gapItem(group, answered) {
       problem.textContent = "";
       save.disabled = true;
       try {
+        const questions = [group.question, ...others.filter((q, i) => ticks[i].checked)].filter(fits);
         await api("POST", "/answers", { questions: questions.length ? questions : [group.question], answer: text.value });
         say("Saved: questions like these are answered with it now.");
         await answered();
