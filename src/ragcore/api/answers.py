@@ -17,9 +17,8 @@ from ragcore.answers.faq import (
     check_answer_text,
     check_question_list,
 )
-from ragcore.api.conversations import CHANNELS, INSTANT, instant
+from ragcore.api.conversations import CHANNELS, INSTANT, channel_and_span
 from ragcore.converter import listing, refusal, unless_sent
-from ragcore.errors import InvalidInput
 from ragcore.schema import described, text
 
 DEFAULT_ANSWERS = 50
@@ -197,12 +196,7 @@ class InsightsQuery:
 
     def filters(self) -> dict[str, Any]:
         """The query's filters for the store, checked: InvalidInput naming a bad one."""
-        if self.channel and self.channel not in CHANNELS:
-            raise InvalidInput("channel", f"must be one of {', '.join(CHANNELS)}")
-        since, until = instant(self.since, "since"), instant(self.until, "until")
-        if since is not None and until is not None and since >= until:
-            raise InvalidInput("until", "must be later than since")
-        return {"channel": self.channel or None, "since": since, "until": until}
+        return channel_and_span(self.channel, self.since, self.until)
 
     def covered(self, default: bool | None) -> bool | None:
         """Which groups to show: answered (True), not (False), both (None)."""

@@ -247,20 +247,21 @@ class ConversationsQuery:
 
     def filters(self) -> dict[str, Any]:
         """The query's filters for the store, checked: InvalidInput naming a bad one."""
-        if self.channel and self.channel not in CHANNELS:
-            raise InvalidInput("channel", f"must be one of {', '.join(CHANNELS)}")
-        since, until = instant(self.since, "since"), instant(self.until, "until")
-        if since is not None and until is not None and since >= until:
-            raise InvalidInput("until", "must be later than since")
+        where = channel_and_span(self.channel, self.since, self.until)
         if self.mode and self.mode not in MODES:
             raise InvalidInput("mode", f"must be one of {', '.join(MODES)}")
-        return {
-            "mode": self.mode or None,
-            "channel": self.channel or None,
-            "role": self.role or None,
-            "since": since,
-            "until": until,
-        }
+        return {"mode": self.mode or None, "role": self.role or None, **where}
+
+
+def channel_and_span(channel: str, since: str, until: str) -> dict[str, Any]:
+    """A query's ``channel``, ``since`` and ``until`` checked (InvalidInput naming a bad
+    one; until later than since), for the store: None where not given."""
+    if channel and channel not in CHANNELS:
+        raise InvalidInput("channel", f"must be one of {', '.join(CHANNELS)}")
+    start, end = instant(since, "since"), instant(until, "until")
+    if start is not None and end is not None and start >= end:
+        raise InvalidInput("until", "must be later than since")
+    return {"channel": channel or None, "since": start, "until": end}
 
 
 def turn_number(raw: str) -> int | None:
