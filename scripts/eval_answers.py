@@ -41,6 +41,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -348,28 +349,37 @@ async def ask_all(
     return results
 
 
-async def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    questions = load_questions(Path(args.questions), args.kinds, args.limit)
+@dataclass
+class Served:
+    """The service on the corpus: a client of its HTTP API, the service, its database."""
+
+    client: httpx.AsyncClient
+    service: Any
+    url: str
+
+
+@asynccontextmanager
+async def served_corpus(
+    cache: Path, reingest: bool = False, recorder: Recorder | None = None
+) -> AsyncIterator[Served]:
+    """The service as ``ragchat serve`` runs it, on the corpus's database under
+    ``cache`` (the corpus added first when it is not there yet, or with ``reingest``),
+    answering offline, or through ``recorder``."""
     files = corpus_files()
     fingerprint = corpus_fingerprint(files)
-    cache = Path(args.cache)
     server = EmbeddedPostgres(cache / "pg")
     await trio.to_thread.run_sync(server.start)
     url = server.url(DATABASE)
     try:
-        fresh = args.reingest or not await trio.to_thread.run_sync(ingested, url, fingerprint)
+        fresh = reingest or not await trio.to_thread.run_sync(ingested, url, fingerprint)
         if fresh:
             await eval_retrieval.fresh_database(server, DATABASE)
         env = {"DATABASE_URL": url, "DATA_DIR": str(cache / "data"), "EMBEDDING_PROVIDER": "local"}
-        if not args.model:
+        if recorder is None:
             env["LLM_PROVIDER"] = "extractive"
-        settings = load_settings(env)
-        async with open_service(settings) as service:
+        async with open_service(load_settings(env)) as service:
             await service.embedder.ready()  # one graph for every vector
-            recorder = None
-            if args.model:
-                recorder = Recorder()
+            if recorder is not None:
                 service.answerer = AnswererChain((recorder,))
             async with trio.open_nursery() as nursery:
                 base_url, stop = await serve_app(create_app(service), nursery)
@@ -378,16 +388,23 @@ async def run(args: argparse.Namespace) -> int:
                         print(f"adding {len(files)} pages", file=sys.stderr)
                         await ingest(client, files)
                         await trio.to_thread.run_sync(mark_ingested, url, fingerprint)
-                    if args.check_set:
-                        problems = await check_set(client, questions)
-                        stop.set()
-                        return 1 if problems else 0
-                    asking = time.perf_counter()
-                    results = await ask_all(client, questions, recorder, args.show)
-                    asked = time.perf_counter() - asking
+                    yield Served(client, service, url)
                 stop.set()
     finally:
         await trio.to_thread.run_sync(server.stop)
+
+
+async def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    questions = load_questions(Path(args.questions), args.kinds, args.limit)
+    files = corpus_files()
+    recorder = Recorder() if args.model else None
+    async with served_corpus(Path(args.cache), args.reingest, recorder) as served:
+        if args.check_set:
+            return 1 if await check_set(served.client, questions) else 0
+        asking = time.perf_counter()
+        results = await ask_all(served.client, questions, recorder, args.show)
+        asked = time.perf_counter() - asking
     mode = "with a recording model (--model)" if args.model else "offline (extractive answerer)"
     print(f"{len(questions)} questions, {len(files)} pages, {mode}")
     print(table(results, args.model))

@@ -41,14 +41,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from tests.io.conftest import serve_app  # noqa: E402
 
 import eval_answers  # noqa: E402
-import eval_retrieval  # noqa: E402
-from ragcore.settings import load_settings  # noqa: E402
-from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
-from ragio.http.app import create_app  # noqa: E402
-from ragio.startup import open_service  # noqa: E402
 
 SET = ROOT / "eval" / "owner_answers"
 
@@ -115,50 +109,25 @@ async def run(args: argparse.Namespace) -> int:
     by_id = {q["id"]: q for q in questions}
     answers = read_lines(SET / "answers.jsonl")
     paraphrases = read_lines(SET / "paraphrases.jsonl")
-    files = eval_answers.corpus_files()
-    fingerprint = eval_answers.corpus_fingerprint(files)
-    cache = Path(args.cache)
-    server = EmbeddedPostgres(cache / "pg")
-    await trio.to_thread.run_sync(server.start)
-    url = server.url(eval_answers.DATABASE)
-    try:
-        fresh = not await trio.to_thread.run_sync(eval_answers.ingested, url, fingerprint)
-        if fresh:
-            await eval_retrieval.fresh_database(server, eval_answers.DATABASE)
-        env = {
-            "DATABASE_URL": url,
-            "DATA_DIR": str(cache / "data"),
-            "EMBEDDING_PROVIDER": "local",
-            "LLM_PROVIDER": "extractive",
-        }
-        async with open_service(load_settings(env)) as service:
-            await service.embedder.ready()
-            async with trio.open_nursery() as nursery:
-                base_url, stop = await serve_app(create_app(service), nursery)
-                async with httpx.AsyncClient(base_url=base_url, timeout=300) as client:
-                    if fresh:
-                        await eval_answers.ingest(client, files)
-                        await trio.to_thread.run_sync(eval_answers.mark_ingested, url, fingerprint)
-                    await trio.to_thread.run_sync(clear_answers, url)
-                    before = await score_all(client, questions)
-                    written: dict[str, int] = {}
-                    for entry in answers:
-                        asked = [by_id[entry["id"]]["question"]]
-                        phrasings = [] if args.asked_only else entry.get("questions", [])
-                        body = {"questions": asked + phrasings, "answer": entry["answer"]}
-                        response = await client.post("/answers", json=body)
-                        if response.status_code != 201:
-                            raise SystemExit(f"POST /answers {entry['id']}: {response.text}")
-                        written[entry["id"]] = response.json()["id"]
-                    outcomes = []
-                    for p in paraphrases:
-                        body = await ask(client, p["question"])
-                        outcomes.append((p, served_by(body), body))
-                    after = await score_all(client, questions)
-                    await trio.to_thread.run_sync(clear_answers, url)
-                stop.set()
-    finally:
-        await trio.to_thread.run_sync(server.stop)
+    async with eval_answers.served_corpus(Path(args.cache)) as served:
+        client = served.client
+        await trio.to_thread.run_sync(clear_answers, served.url)
+        before = await score_all(client, questions)
+        written: dict[str, int] = {}
+        for entry in answers:
+            asked = [by_id[entry["id"]]["question"]]
+            phrasings = [] if args.asked_only else entry.get("questions", [])
+            body = {"questions": asked + phrasings, "answer": entry["answer"]}
+            response = await client.post("/answers", json=body)
+            if response.status_code != 201:
+                raise SystemExit(f"POST /answers {entry['id']}: {response.text}")
+            written[entry["id"]] = response.json()["id"]
+        outcomes = []
+        for p in paraphrases:
+            reply = await ask(client, p["question"])
+            outcomes.append((p, served_by(reply), reply))
+        after = await score_all(client, questions)
+        await trio.to_thread.run_sync(clear_answers, served.url)
 
     misses = [q["id"] for q in questions if missed(before[q["id"]])]
     not_missed = sorted(set(written) - set(misses))
