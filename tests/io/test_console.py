@@ -222,15 +222,20 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
             f"{base_url}/documents - Failed to load resource: the server responded with a "
             "status of 409"
         )
-        seen["console_errors"] = [
-            entry["message"]
-            for entry in driver.get_log("browser")
-            if entry["level"] == "SEVERE"
-            and not entry["message"].startswith((signing_in, same_name))
-        ]
+        seen["console_errors"] = browser_errors(driver, signing_in, same_name)
     finally:
         driver.quit()
     return seen
+
+
+def browser_errors(driver: Any, *expected: str) -> list[str]:
+    """The browser's severe log entries (script errors, CSP violations, failed loads),
+    but those beginning with one of the ``expected`` ones (refusals the page shows)."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if entry["level"] == "SEVERE" and not entry["message"].startswith(expected)
+    ]
 
 
 async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
@@ -402,11 +407,7 @@ def answer_in_the_inbox(
             "return document.documentElement.scrollWidth - window.innerWidth"
         )
         signing_in = f"{base_url}/usage - Failed to load resource"
-        seen["console_errors"] = [
-            entry["message"]
-            for entry in driver.get_log("browser")
-            if entry["level"] == "SEVERE" and not entry["message"].startswith(signing_in)
-        ]
+        seen["console_errors"] = browser_errors(driver, signing_in)
     finally:
         driver.quit()
     return seen
@@ -575,11 +576,7 @@ def answer_a_gap(base_url: str, folder: Path, shots: Path | None) -> dict[str, A
             f"{base_url}/answers/import - Failed to load resource: the server responded with "
             "a status of 422",
         )
-        seen["console_errors"] = [
-            entry["message"]
-            for entry in driver.get_log("browser")
-            if entry["level"] == "SEVERE" and not entry["message"].startswith(expected)
-        ]
+        seen["console_errors"] = browser_errors(driver, *expected)
     finally:
         driver.quit()
     return seen
