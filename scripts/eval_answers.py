@@ -222,6 +222,17 @@ def score_model(q: dict, prompt: Any | None) -> dict[str, Any]:
     }
 
 
+def missed(score: dict[str, Any]) -> bool:
+    """A question the answer (offline scores) or the prompt (``--model``) got wrong."""
+    return (
+        score.get("declined") is False
+        or score.get("reached_model") is True
+        or score.get("cited") is False
+        or score.get("facts") is False
+        or score.get("in_sources") is False
+    )
+
+
 def percent(values: list[bool]) -> str:
     return f"{100 * sum(values) / len(values):5.1f}%" if values else "    -"
 
@@ -414,14 +425,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     if args.failures:
         for q, score in results:
-            bad = (
-                score.get("declined") is False
-                or score.get("reached_model") is True
-                or score.get("cited") is False
-                or score.get("facts") is False
-                or score.get("in_sources") is False
-            )
-            if bad:
+            if missed(score):
                 print(f"  {q['id']:8s} {q['kind']:14s} {score}")
     return 0
 

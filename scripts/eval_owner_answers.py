@@ -52,13 +52,6 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def missed(score: dict[str, Any]) -> bool:
-    """As ``eval_answers.py --failures`` lists a question (offline scores)."""
-    return (
-        score.get("declined") is False or score.get("cited") is False or score.get("facts") is False
-    )
-
-
 def worse(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """The points a question lost (a refusal changing either way counts)."""
     lost = [
@@ -129,7 +122,7 @@ async def run(args: argparse.Namespace) -> int:
         after = await score_all(client, questions)
         await trio.to_thread.run_sync(clear_answers, served.url)
 
-    misses = [q["id"] for q in questions if missed(before[q["id"]])]
+    misses = [q["id"] for q in questions if eval_answers.missed(before[q["id"]])]
     not_missed = sorted(set(written) - set(misses))
     right = [o for o in outcomes if o[1] == written[o[0]["id"]]]
     cited = [o for o in outcomes if o not in right and cites_first(o[2], written[o[0]["id"]])]
