@@ -84,5 +84,28 @@ async def test_the_answer_comes_in_the_language_of_the_question(api):
 
 
 async def test_a_short_message_falls_back_to_the_default_language(api):
-    response = await api.post("/chat", params={"question": "Hallo?"})
+    response = await api.post("/chat", params={"question": "Rückgabe?"})
     assert response.json()["language"] == "en"
+
+
+async def test_a_greeting_or_a_thank_you_gets_a_short_reply_in_its_language(api):
+    await add(api, "refunds.md", REFUNDS)
+    replies = {}
+    for said in ("hi", "Hallo?", "Merci beaucoup !", "thanks, bye"):
+        response = await api.post("/chat", json={"question": said})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert (body["citations"], body["provider"], body["usage"]) == ([], None, None)
+        replies[said] = (body["answer"], body["language"])
+    assert replies == {
+        "hi": ("Hello! How can I help you?", "en"),
+        "Hallo?": ("Hallo! Wie kann ich Ihnen helfen?", "de"),
+        "Merci beaucoup !": ("Avec plaisir ! Puis-je vous aider pour autre chose ?", "fr"),
+        "thanks, bye": ("You're welcome! Is there anything else I can help with?", "en"),
+    }
+    # a turn answered, not a question the documents missed: no gap to close
+    gaps = (await api.get("/insights/gaps")).json()
+    assert gaps["groups"] == []
+    # anything more is a question, answered from the documents
+    asked = (await api.post("/chat", json={"question": "Hi, can I return an item?"})).json()
+    assert "30 days" in asked["answer"] and asked["citations"]

@@ -48,6 +48,7 @@ from ragcore.chat.grounding import (
 )
 from ragcore.chat.prompts import build_prompt
 from ragcore.chat.reasoning import final_answer
+from ragcore.chat.small_talk import small_talk
 from ragcore.chat.support import supports_answer
 from ragcore.employees.layering import role_instructions
 from ragcore.employees.learning import LearnEffect, LearningPolicy, interaction, learn_from
@@ -273,8 +274,11 @@ def answer_question(
 ) -> Generator[ChatEffect, Any, ChatAnswer]:
     """The grounded answer, metered by the usage ledger and held to the budgets (rule 14):
     a request that could not fit even its least prompt under a cap asks no provider at all
-    (``CheckBudget``); the model call is held to the caps itself (``metered_generate``)."""
+    (``CheckBudget``); the model call is held to the caps itself (``metered_generate``).
+    A greeting, a thank-you or a goodbye alone gets a short reply (``small_talk``)."""
     question = check_question(request.question)
+    if (talk := small_talk(question, policy.language)) is not None:
+        return ChatAnswer(talk.reply, (), request.role, None, None, language=talk.language)
     if policy.usage_ledger and policy.caps.any:
         least = estimate_tokens(GROUNDING_INSTRUCTIONS + question) + MIN_ANSWER_TOKENS
         decision = yield CheckBudget(request.role, least, policy.caps)
