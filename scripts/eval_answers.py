@@ -67,14 +67,9 @@ from ragio.http.app import create_app  # noqa: E402
 from ragio.providers import AnswererChain  # noqa: E402
 from ragio.startup import open_service  # noqa: E402
 
-EVAL_VERSION = "1"  # change to rebuild the cached database
-DATABASE = "answers_eval"
-QUESTIONS = ROOT / "eval" / "answers" / "questions.jsonl"
-#: document-name prefix -> (folder, file pattern): the corpus as README.md describes it
-CORPUS = {
-    "debian-handbook": (Path("/usr/share/doc/debian-handbook/html/en-US"), "*.html"),
-    "debian-faq": (Path("/usr/share/doc/debian/FAQ"), "*.en.html"),
-}
+EVAL_VERSION = "1"  # change to rebuild the cached databases
+SETS = ROOT / "eval"
+DEFAULT_SET = SETS / "answers"
 KINDS = ("fact", "how-to", "paraphrase", "multi-document", "unanswerable", "non-English")
 REFUSALS = {sentence.casefold() for sentence in NOT_FOUND.values()}
 
@@ -82,18 +77,52 @@ REFUSALS = {sentence.casefold() for sentence in NOT_FOUND.values()}
 # ------------------------------------------------------------------ the corpus
 
 
-def corpus_files() -> dict[str, Path]:
-    """Document name -> file, in name order."""
-    files: dict[str, Path] = {}
-    for prefix, (folder, pattern) in CORPUS.items():
-        found = sorted(folder.glob(pattern))
-        if not found:
-            raise SystemExit(
-                f"no {pattern} in {folder}: apt-get install debian-handbook debian-faq"
-            )
-        for path in found:
-            files[f"{prefix}/{path.name}"] = path
-    return dict(sorted(files.items()))
+@dataclass(frozen=True)
+class EvalSet:
+    """An evaluation set: a folder with ``corpus.json`` (the install command and, per
+    document-name prefix, a folder and a file pattern) and ``questions.jsonl``."""
+
+    folder: Path
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    @property
+    def questions(self) -> Path:
+        return self.folder / "questions.jsonl"
+
+    @property
+    def database(self) -> str:
+        """Each set's own database in the one embedded server (the first set's name kept,
+        so its cached database stays valid)."""
+        suffix = self.name.removeprefix("answers").strip("-_").replace("-", "_")
+        return f"answers_eval_{suffix}" if suffix else "answers_eval"
+
+    def corpus(self) -> dict:
+        return json.loads((self.folder / "corpus.json").read_text(encoding="utf-8"))
+
+    def files(self) -> dict[str, Path]:
+        """Document name (``<prefix>/<path under the folder>``) -> file, in name order."""
+        corpus = self.corpus()
+        files: dict[str, Path] = {}
+        for prefix, where in corpus["folders"].items():
+            folder = Path(where["folder"])
+            found = sorted(folder.glob(where["pattern"]))
+            if not found:
+                raise SystemExit(f"no {where['pattern']} in {folder}: {corpus['install']}")
+            for path in found:
+                files[f"{prefix}/{path.relative_to(folder).as_posix()}"] = path
+        return dict(sorted(files.items()))
+
+
+def eval_sets() -> list[EvalSet]:
+    """Every set under eval/ (the folders with a corpus.json)."""
+    return [EvalSet(p.parent) for p in sorted(SETS.glob("*/corpus.json"))]
+
+
+def corpus_files(eval_set: EvalSet = EvalSet(DEFAULT_SET)) -> dict[str, Path]:
+    return eval_set.files()
 
 
 def corpus_fingerprint(files: dict[str, Path]) -> str:
@@ -283,6 +312,36 @@ def table(results: list[tuple[dict, dict]], model: bool) -> str:
     return "\n".join(rows)
 
 
+def by_language(results: list[tuple[dict, dict]], model: bool) -> str:
+    """The answerable questions' main score by the question's language (issue 34: the
+    non-English ones within 0.10 of the English ones); for the non-English ones, their
+    English twins (``translation_of``) beside them when the set names them."""
+    key = "in_sources" if model else "cited"
+    second = "first" if model else "facts"
+    answerable = [(q, s) for q, s in results if key in s]
+    by_id = {q["id"]: s for q, s in answerable}
+    groups: dict[str, list[dict]] = defaultdict(list)
+    twins: dict[str, list[dict]] = defaultdict(list)
+    for q, score in answerable:
+        groups[q["language"]].append(score)
+        if (twin := by_id.get(q.get("translation_of", ""))) is not None:
+            twins[q["language"]].append(twin)
+    rows = [f"{'language':16s} {'n':>3s} {key:>10s} {second:>7s}   their English twins"]
+    for language in sorted(groups, key=lambda code: (code != "en", code)):
+        scores = groups[language]
+        twin_scores = twins.get(language, [])
+        rows.append(
+            f"{language:16s} {len(scores):3d} {percent([s[key] for s in scores]):>10s} "
+            f"{percent([s[second] for s in scores]):>7s}   "
+            + (
+                " ".join(percent([s[k] for s in twin_scores]) for k in (key, second))
+                if twin_scores
+                else "-"
+            )
+        )
+    return "\n".join(rows)
+
+
 #: words a paraphrase may share with its page (``--check-set``)
 FUNCTION_WORDS = frozenset(
     "a an the of to in on for by with and or is are was were be been what which who whom "
@@ -298,9 +357,16 @@ def words(text: str) -> set[str]:
 
 async def check_set(client: httpx.AsyncClient, questions: list[dict]) -> int:
     """Problems of the set against the stored corpus: an expected page that is not stored,
-    an expected fact in none of its question's expected pages. Prints them; their count."""
-    listed = (await client.get("/documents")).raise_for_status().json()["documents"]
-    ids = {doc["name"]: doc["id"] for doc in listed}
+    an expected fact in none of its question's expected pages, a paraphrase sharing a
+    content word with its page, a translation (``translation_of``) expecting other pages
+    or facts than its original. Prints them; their count."""
+    by_id = {q["id"]: q for q in questions}
+    ids: dict[str, int] = {}
+    page: str | None = "/documents?limit=200"
+    while page is not None:
+        listed = (await client.get(page)).raise_for_status().json()
+        ids |= {doc["name"]: doc["id"] for doc in listed["documents"]}
+        page = listed["next"]
     texts: dict[str, str] = {}
     problems = 0
     for q in questions:
@@ -315,6 +381,14 @@ async def check_set(client: httpx.AsyncClient, questions: list[dict]) -> int:
             if not any(has_fact(texts.get(page, ""), fact) for page in q["expected_pages"]):
                 print(f"{q['id']}: expected fact {fact!r} is in none of {q['expected_pages']}")
                 problems += 1
+        twin = by_id.get(q.get("translation_of", ""))
+        if "translation_of" in q and (
+            twin is None
+            or (twin["expected_pages"], twin["expected_facts"])
+            != (q["expected_pages"], q["expected_facts"])
+        ):
+            print(f"{q['id']}: not the pages and facts of {q['translation_of']}, its original")
+            problems += 1
         if q["kind"] == "paraphrase":
             asked = words(q["question"]) - FUNCTION_WORDS
             for page in q["expected_pages"]:
@@ -371,20 +445,23 @@ class Served:
 
 @asynccontextmanager
 async def served_corpus(
-    cache: Path, reingest: bool = False, recorder: Recorder | None = None
+    cache: Path,
+    reingest: bool = False,
+    recorder: Recorder | None = None,
+    eval_set: EvalSet = EvalSet(DEFAULT_SET),
 ) -> AsyncIterator[Served]:
-    """The service as ``ragchat serve`` runs it, on the corpus's database under
-    ``cache`` (the corpus added first when it is not there yet, or with ``reingest``),
-    answering offline, or through ``recorder``."""
-    files = corpus_files()
+    """The service as ``ragchat serve`` runs it, on the set's database under ``cache``
+    (the corpus added first when it is not there yet, or with ``reingest``), answering
+    offline, or through ``recorder``."""
+    files = eval_set.files()
     fingerprint = corpus_fingerprint(files)
     server = EmbeddedPostgres(cache / "pg")
     await trio.to_thread.run_sync(server.start)
-    url = server.url(DATABASE)
+    url = server.url(eval_set.database)
     try:
         fresh = reingest or not await trio.to_thread.run_sync(ingested, url, fingerprint)
         if fresh:
-            await eval_retrieval.fresh_database(server, DATABASE)
+            await eval_retrieval.fresh_database(server, eval_set.database)
         env = {"DATABASE_URL": url, "DATA_DIR": str(cache / "data"), "EMBEDDING_PROVIDER": "local"}
         if recorder is None:
             env["LLM_PROVIDER"] = "extractive"
@@ -405,20 +482,21 @@ async def served_corpus(
         await trio.to_thread.run_sync(server.stop)
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run_set(args: argparse.Namespace, eval_set: EvalSet) -> int:
     started = time.perf_counter()
-    questions = load_questions(Path(args.questions), args.kinds, args.limit)
-    files = corpus_files()
+    questions = load_questions(eval_set.questions, args.kinds, args.limit)
+    files = eval_set.files()
     recorder = Recorder() if args.model else None
-    async with served_corpus(Path(args.cache), args.reingest, recorder) as served:
+    async with served_corpus(Path(args.cache), args.reingest, recorder, eval_set) as served:
         if args.check_set:
             return 1 if await check_set(served.client, questions) else 0
         asking = time.perf_counter()
         results = await ask_all(served.client, questions, recorder, args.show)
         asked = time.perf_counter() - asking
     mode = "with a recording model (--model)" if args.model else "offline (extractive answerer)"
-    print(f"{len(questions)} questions, {len(files)} pages, {mode}")
+    print(f"{eval_set.name}: {len(questions)} questions, {len(files)} pages, {mode}")
     print(table(results, args.model))
+    print(by_language(results, args.model))
     print(
         f"asked in {asked:.0f} s ({1000 * asked / max(1, len(questions)):.0f} ms a question); "
         f"{time.perf_counter() - started:.0f} s in all"
@@ -430,6 +508,14 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
+async def run(args: argparse.Namespace) -> int:
+    sets = eval_sets() if args.all else [EvalSet(Path(args.set))]
+    worst = 0
+    for eval_set in sets:
+        worst = max(worst, await run_set(args, eval_set))
+    return worst
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -437,7 +523,13 @@ def main() -> None:
         default=str(ROOT / "data" / "answers-cache"),
         help="folder for the embedded database (default %(default)s)",
     )
-    parser.add_argument("--questions", default=str(QUESTIONS), help="the set (JSON lines)")
+    parser.add_argument(
+        "--set",
+        default=str(DEFAULT_SET),
+        help="the evaluation set: a folder with corpus.json and questions.jsonl "
+        "(default %(default)s)",
+    )
+    parser.add_argument("--all", action="store_true", help="every set under eval/, one by one")
     parser.add_argument(
         "--model", action="store_true", help="score the prompt a (fake, recording) model is given"
     )

@@ -98,7 +98,9 @@ def clear_answers(url: str) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    questions = eval_answers.load_questions(eval_answers.QUESTIONS, None, None)
+    questions = eval_answers.load_questions(
+        eval_answers.EvalSet(eval_answers.DEFAULT_SET).questions, None, None
+    )
     by_id = {q["id"]: q for q in questions}
     answers = read_lines(SET / "answers.jsonl")
     paraphrases = read_lines(SET / "paraphrases.jsonl")
