@@ -108,3 +108,25 @@ def test_the_words_with_their_heading_and_sentence_before_can_support_an_answer(
 def test_an_embedder_without_a_measured_floor_is_trusted():
     p = prompt("What is the user id of nobody?", "The user root has uid 0.")
     assert extractive_answer(p) == "The user root has uid 0. [1]"
+
+
+def test_a_line_that_introduces_a_command_is_quoted_with_it():
+    p = prompt(
+        "How do I keep a package from being upgraded?",
+        "To keep a package from being upgraded, run:\napt-mark hold package_name\n"
+        "The hold is lifted with apt-mark unhold.",
+    )
+    assert extractive_answer(p).startswith(
+        "To keep a package from being upgraded, run: apt-mark hold package_name [1]"
+    )
+
+
+def test_a_question_the_sources_ask_is_no_answer():
+    p = prompt(
+        "How do I put a package on hold?",
+        "7.12. How do I put a package on hold?\n7.13. How do I install a source package?",
+        "There are two ways to hold back packages: with apt-mark hold, or with dselect.",
+    )
+    assert extractive_answer(p) == (
+        "There are two ways to hold back packages: with apt-mark hold, or with dselect. [2]"
+    )
