@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Answer quality of the real service over HTTP, on an evaluation set of Debian documentation.
+"""Answer quality of the real service over HTTP, on evaluation sets of documentation.
 
     apt-get install debian-handbook debian-faq     # the corpus (eval/answers/README.md)
     .venv/bin/python scripts/eval_answers.py                 # offline: the extractive answerer
@@ -7,14 +7,19 @@
     .venv/bin/python scripts/eval_answers.py --kinds fact unanswerable --limit 5 --show
     .venv/bin/python scripts/eval_answers.py --failures      # also list the questions missed
     .venv/bin/python scripts/eval_answers.py --check-set     # the set against the stored pages
+    .venv/bin/python scripts/eval_answers.py --set eval/answers-apache   # another set
+    .venv/bin/python scripts/eval_answers.py --all           # every set under eval/
 
+A set is a folder with ``corpus.json`` (the command that installs its corpus and, per
+document-name prefix, a folder and a file pattern) and ``questions.jsonl``:
+``eval/answers`` (Debian, the default), ``eval/answers-apache``, ``eval/answers-gnucash``.
 The service runs in-process as ``ragchat serve`` would run it (``ragio.startup.open_service``,
 served by Hypercorn on 127.0.0.1, httpx against it), on an embedded PostgreSQL under
-``--cache`` with the local embedder. The corpus is added page by page through
-``POST /documents`` (multipart upload, named by its path under the corpus, e.g.
-``debian-handbook/apt.html``); the database is kept, with the corpus' fingerprint, so a
-second run does not add it again (``--reingest`` forces it). Then every question of
-``eval/answers/questions.jsonl`` is asked through ``POST /chat``.
+``--cache`` (one database per set) with the local embedder. The corpus is added page by
+page through ``POST /documents`` (multipart upload, named by its path under its folder,
+e.g. ``debian-handbook/apt.html``, ``apache/mod/core.html``); the database is kept, with
+the corpus' fingerprint, so a second run does not add it again (``--reingest`` forces
+it). Then every question of the set is asked through ``POST /chat``.
 
 Offline (default), per kind and overall:
   cited    an expected page among the answer's ``citations[].document_name``
