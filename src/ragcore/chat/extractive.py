@@ -1,7 +1,9 @@
 """The offline answerer: no model, it answers with the best cited passages.
 
 It picks the sentences of the sources that share the most words with the
-question and returns them, each cited, in source order. When no sentence
+question and returns them, each cited, in source order: a line that introduces
+what follows ("run:") with the line it introduces, never a question the sources
+themselves ask. When no sentence
 shares a content word with the question, or the sources do not support an answer
 (``ragcore.chat.support``, the rule the pipeline also applies before a model), it
 says the documents do not answer.
@@ -24,18 +26,17 @@ MAX_ANSWER_CHARS = 900
 #: a sentence scoring under this share of the best one is left out
 RELATIVE_CUTOFF = 0.5
 #: The offline answer's rules, each measured leave-one-corpus-out on the three sets of
-#: eval/ (``scripts/eval_loco.py --grid quoting``; eval/answers/README.md):
-#: a sentence ending with ":" is quoted with the line it introduces (the command after
-#: "To hold a package, run:"): expected facts in the answer +5.7 and +6.0 points on two
-#: sets, the same on the third, nothing else changed;
+#: eval/ (``scripts/eval_loco.py --grid quoting``; eval/answers/README.md).
+#: Whether a sentence ending with ":" is quoted with the line it introduces (the command
+#: after "To hold a package, run:"): yes; expected facts in the answer +5.7 and +6.0
+#: points on two sets, the same on the third, nothing else changed.
 QUOTE_INTRODUCED = True
-#: a question the sources ask (an FAQ's, a table of contents' line) is quoted as an
-#: answer: no set's figures moved either way, and "How do I put a package on hold? [4]"
-#: answers nothing;
+#: Whether a question the sources ask (an FAQ's, a table of contents' line) may be
+#: quoted as an answer: no; no set's figures moved either way, and "How do I put a
+#: package on hold? [4]" answers nothing.
 QUOTE_QUESTIONS = False
-#: a further sentence must cover this share of the question's term weight that the
-#: sentences before it do not: 0.1 to 0.3 lost citations and facts on every set
-#: (0: any sentence above the cutoff).
+#: The share of the question's term weight a further sentence must cover that the
+#: sentences before it do not: none; 0.1 to 0.3 lost citations and facts on every set.
 MIN_GAIN = 0.0
 
 
