@@ -24,6 +24,7 @@ Grids (each constant patched where the code reads it; the service runs in this p
              suffice), RELATIVE_CUTOFF (sentences kept), MAX_SENTENCES
   quoting    the offline answer's rules (``ragcore.chat.extractive``): QUOTE_QUESTIONS,
              QUOTE_INTRODUCED, MIN_GAIN
+  collage    EXACT_WORD_ELSEWHERE (a further sentence from another document)
 Each grid runs with the other constants as the code has them.
 """
 
@@ -72,12 +73,25 @@ GRIDS: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[Any]]]] = {
         "QUOTE_INTRODUCED": ([("ragcore.chat.extractive", "QUOTE_INTRODUCED")], [True, False]),
         "MIN_GAIN": ([("ragcore.chat.extractive", "MIN_GAIN")], [0.0, 0.1, 0.2, 0.3]),
     },
+    "collage": {
+        "EXACT_WORD_ELSEWHERE": (
+            [("ragcore.chat.extractive", "EXACT_WORD_ELSEWHERE")],
+            [True, False],
+        ),
+    },
 }
 
 RATES = ("cited", "facts", "declined", "not refused", "in sources")
 #: constants only the offline answerer reads: the model's prompt is the same whatever they are
 MODEL_BLIND = frozenset(
-    {"RELATIVE_CUTOFF", "MAX_SENTENCES", "QUOTE_QUESTIONS", "QUOTE_INTRODUCED", "MIN_GAIN"}
+    {
+        "RELATIVE_CUTOFF",
+        "MAX_SENTENCES",
+        "QUOTE_QUESTIONS",
+        "QUOTE_INTRODUCED",
+        "MIN_GAIN",
+        "EXACT_WORD_ELSEWHERE",
+    }
 )
 
 

@@ -130,3 +130,20 @@ def test_a_question_the_sources_ask_is_no_answer():
     assert extractive_answer(p) == (
         "There are two ways to hold back packages: with apt-mark hold, or with dselect. [2]"
     )
+
+
+def test_a_sentence_of_another_document_needs_one_of_the_questions_words_as_it_is():
+    # "no longer" is only an inflection of "long": from an unrelated page, no part of
+    # the answer; the same words as they are, from another page, still are
+    p = prompt(
+        "How long do I have to return an item?",
+        "You can return an item within 30 days.",
+        "Old tokens are no longer valid.",
+    )
+    assert extractive_answer(p) == "You can return an item within 30 days. [1]"
+    p = prompt(
+        "What are the opening hours and the phone number?",
+        "Our opening hours are 9 to 6.",
+        "The phone number is 555-0100.",
+    )
+    assert extractive_answer(p).endswith("The phone number is 555-0100. [2]")
