@@ -255,6 +255,20 @@ async def test_a_closed_conversation_refuses_a_reply_and_the_next_message_begins
     assert newest["mode"] == "ai" and newest["turns"][0]["author"] == "ai"
 
 
+async def test_a_chats_messages_are_answered_in_the_order_they_came(
+    api, shop, openai, telegram, telco, discord
+):
+    # the second line comes before the first one's turn is recorded: it must still wait
+    # for it, and go to the person the first one asked for, not to the AI
+    customer = Customer("telegram", api, telegram, telco, discord)
+    await customer.says(ASK_FOR_PERSON)
+    await customer.says(WAITING)
+    await wait_for(lambda: len(to_owner(telegram)) == 2)
+    talk = await recorded(api, lambda c: c["turn_count"] == 2)
+    assert [t["author"] for t in talk["turns"]] == ["ai", "customer"]
+    assert completions(openai) == 0
+
+
 async def test_the_ai_answers_again_after_the_idle_timeout(
     api, shop, openai, telegram, telco, discord, fake_clock
 ):

@@ -1,8 +1,11 @@
 """Taking a platform's message: its delivery claimed once (across redeliveries and
 restarts, ``ragio.channels.updates``), then answered in the background, at most
-``CONCURRENT_ANSWERS`` at once (a rating button's press is taken in the background at
-once: it asks no model); and, at start-up and every ``RESUME_SECONDS``, the
-deliveries a stopped process cut off answered (``watch``).
+``CONCURRENT_ANSWERS`` at once, and one chat's messages one after the other, in the
+order they came (a customer's second message is read once the first one's turn is
+recorded: after "Can I talk to a person?", the next line goes to the person, not to
+the AI); a rating button's press is taken in the background at once: it asks no
+model; and, at start-up and every ``RESUME_SECONDS``, the deliveries a stopped
+process cut off answered (``watch``).
 
 The webhooks acknowledge at once (platforms give up after 3 s, Discord, or about 15 s,
 and retry when a webhook waits for an LLM), so the answering runs in a nursery that
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -41,6 +45,9 @@ class Intake:
         self.limiter = trio.CapacityLimiter(CONCURRENT_ANSWERS)
         self.answering = 0  # answers in flight
         self._idle = trio.Event()
+        # per chat, the messages taken and not yet answered, in the order they came:
+        # each one's event is set when its turn comes
+        self._chats: dict[tuple[str, str], deque[trio.Event]] = {}
 
     async def take(self, message: InboundMessage) -> None:
         """Claim ``message``'s delivery and start answering it; a delivery already taken
@@ -52,9 +59,24 @@ class Intake:
         self.answer_later(message)
 
     def answer_later(self, message: InboundMessage) -> None:
+        chat = (message.channel, message.conversation)
+        queue = self._chats.setdefault(chat, deque())
+        turn = trio.Event()
+        if not queue:
+            turn.set()
+        queue.append(turn)  # now, not in the task: the order they came in
+
         async def answer() -> None:
-            async with self.limiter:
-                await answer_message(self.service, message)
+            try:
+                await turn.wait()
+                async with self.limiter:
+                    await answer_message(self.service, message)
+            finally:  # answered, failed or cancelled (a stop): the next one's turn
+                queue.remove(turn)
+                if queue:
+                    queue[0].set()
+                else:
+                    del self._chats[chat]
 
         self._later(answer)
 
