@@ -301,8 +301,9 @@ class TestChannelQueue:
                 "message": {
                     "message_id": update_id,
                     "date": 1_700_000_000,
-                    "chat": {"id": 4242, "type": "private"},
-                    "from": {"id": 4242, "is_bot": False, "first_name": "Ada"},
+                    # nine customers: one chat's messages are answered one at a time
+                    "chat": {"id": update_id, "type": "private"},
+                    "from": {"id": update_id, "is_bot": False, "first_name": "Ada"},
                     "text": CHANNEL_QUESTION,
                 },
             }
