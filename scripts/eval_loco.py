@@ -122,12 +122,12 @@ def rates(offline: list[tuple[dict, dict]], model: list[tuple[dict, dict]]) -> d
         values = [bool(s[key]) != negate for s in scores if key in s]
         return sum(values) / len(values) if values else 0.0
 
-    answered = [s for _, s in offline]
+    asked_offline = [s for _, s in offline]
     return {
-        "cited": share(answered, "cited"),
-        "facts": share(answered, "facts"),
-        "declined": share(answered, "declined"),
-        "not refused": share(answered, "false_refusal", negate=True),
+        "cited": share(asked_offline, "cited"),
+        "facts": share(asked_offline, "facts"),
+        "declined": share(asked_offline, "declined"),
+        "not refused": share(asked_offline, "false_refusal", negate=True),
         "in sources": share([s for _, s in model], "in_sources"),
     }
 
