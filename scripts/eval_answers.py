@@ -67,6 +67,7 @@ from ragcore.generation import Generate, ModelReply  # noqa: E402
 from ragcore.language import NOT_FOUND  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
 from ragcore.usage import TokenUsage  # noqa: E402
+from ragio.chat.dictionaries import keep_dictionaries  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres  # noqa: E402
 from ragio.http.app import create_app  # noqa: E402
 from ragio.providers import AnswererChain  # noqa: E402
@@ -454,6 +455,7 @@ async def served_corpus(
     reingest: bool = False,
     recorder: Recorder | None = None,
     eval_set: EvalSet = EvalSet(DEFAULT_SET),
+    dictionaries: str = "/usr/share/dictd",
 ) -> AsyncIterator[Served]:
     """The service as ``ragchat serve`` runs it, on the set's database under ``cache``
     (the corpus added first when it is not there yet, or with ``reingest``), answering
@@ -467,11 +469,17 @@ async def served_corpus(
         fresh = reingest or not await trio.to_thread.run_sync(ingested, url, fingerprint)
         if fresh:
             await eval_retrieval.fresh_database(server, eval_set.database)
-        env = {"DATABASE_URL": url, "DATA_DIR": str(cache / "data"), "EMBEDDING_PROVIDER": "local"}
+        env = {
+            "DATABASE_URL": url,
+            "DATA_DIR": str(cache / "data"),
+            "EMBEDDING_PROVIDER": "local",
+            "DICTIONARY_DIR": dictionaries,
+        }
         if recorder is None:
             env["LLM_PROVIDER"] = "extractive"
         async with open_service(load_settings(env)) as service:
             await service.embedder.ready()  # one graph for every vector
+            await keep_dictionaries(service)  # as `ragchat serve` does when it starts
             if recorder is not None:
                 service.answerer = AnswererChain((recorder,))
             async with trio.open_nursery() as nursery:
@@ -492,7 +500,9 @@ async def run_set(args: argparse.Namespace, eval_set: EvalSet) -> int:
     questions = load_questions(eval_set.questions, args.kinds, args.limit)
     files = eval_set.files()
     recorder = Recorder() if args.model else None
-    async with served_corpus(Path(args.cache), args.reingest, recorder, eval_set) as served:
+    async with served_corpus(
+        Path(args.cache), args.reingest, recorder, eval_set, args.dictionaries
+    ) as served:
         if args.check_set:
             return 1 if await check_set(served.client, questions) else 0
         asking = time.perf_counter()
@@ -541,6 +551,12 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="+", choices=KINDS, help="only these kinds")
     parser.add_argument("--limit", type=int, help="at most this many questions of each kind")
     parser.add_argument("--reingest", action="store_true", help="add the corpus again")
+    parser.add_argument(
+        "--dictionaries",
+        default="/usr/share/dictd",
+        help="DICTIONARY_DIR: the FreeDict dictionaries that translate questions in other "
+        "languages; off: no translation",
+    )
     parser.add_argument("--show", action="store_true", help="print every answer")
     parser.add_argument("--failures", action="store_true", help="list the questions missed")
     parser.add_argument(

@@ -25,6 +25,8 @@ Grids (each constant patched where the code reads it; the service runs in this p
   quoting    the offline answer's rules (``ragcore.chat.extractive``): QUOTE_QUESTIONS,
              QUOTE_INTRODUCED, MIN_GAIN
   collage    EXACT_WORD_ELSEWHERE (a further sentence from another document)
+  translation  WORD_TRANSLATIONS (0: none), EMBED_TRANSLATIONS (the dense side too), on
+             the non-English questions only
 Each grid runs with the other constants as the code has them.
 """
 
@@ -73,6 +75,13 @@ GRIDS: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[Any]]]] = {
         "QUOTE_INTRODUCED": ([("ragcore.chat.extractive", "QUOTE_INTRODUCED")], [True, False]),
         "MIN_GAIN": ([("ragcore.chat.extractive", "MIN_GAIN")], [0.0, 0.1, 0.2, 0.3]),
     },
+    "translation": {
+        "WORD_TRANSLATIONS": ([("ragio.chat.dictionaries", "WORD_TRANSLATIONS")], [2, 0, 1, 4]),
+        "EMBED_TRANSLATIONS": (
+            [("ragcore.chat.pipeline", "EMBED_TRANSLATIONS")],
+            [False, True],
+        ),
+    },
     "collage": {
         "EXACT_WORD_ELSEWHERE": (
             [("ragcore.chat.extractive", "EXACT_WORD_ELSEWHERE")],
@@ -82,6 +91,8 @@ GRIDS: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[Any]]]] = {
 }
 
 RATES = ("cited", "facts", "declined", "not refused", "in sources")
+#: the kinds of question a grid is scored on (the others: every kind)
+GRID_KINDS = {"translation": ["non-English"]}
 #: constants only the offline answerer reads: the model's prompt is the same whatever they are
 MODEL_BLIND = frozenset(
     {
@@ -143,7 +154,7 @@ async def measure(
     grid = GRIDS[grid_name]
     found: dict[str, list[dict[str, float]]] = {}
     for eval_set in eval_answers.eval_sets():
-        questions = eval_answers.load_questions(eval_set.questions, None, None)
+        questions = eval_answers.load_questions(eval_set.questions, GRID_KINDS.get(grid_name), None)
         recorder = eval_answers.Recorder()
         async with eval_answers.served_corpus(cache, eval_set=eval_set) as served:
             offline_answerer = served.service.answerer

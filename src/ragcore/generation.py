@@ -48,6 +48,10 @@ class Prompt:
     #: what the offline answerer says of the live data among the sources (the one whose
     #: hit has ``live_action_id``); None: no live source
     live: LiveSaid | None = None
+    #: the question's words as the offline answerer reads them, each with its translations
+    #: when it was asked in another language than the documents'
+    #: (``ragcore.chat.translation.question_terms``); None: its own words
+    terms: tuple[frozenset[str], ...] | None = None
 
 
 @attrs.frozen

@@ -115,6 +115,12 @@ def _boolean(raw: str) -> bool:
     raise _Bad(f"must be true or false, got {raw!r}")
 
 
+def _folder_or_off(raw: str) -> str:
+    """A folder, or ``off`` (kept as ""): a blank value means the default."""
+    folder = raw.strip()
+    return "" if folder.lower() == "off" else folder
+
+
 def _items(raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
@@ -596,6 +602,15 @@ SETTINGS: tuple[Setting, ...] = (
         _languages,
         empty=(),
     ),
+    Setting(
+        "DICTIONARY_DIR",
+        "/usr/share/dictd",
+        "folder of the FreeDict dictionaries into English (dict-freedict-deu-eng and "
+        "others, dictd's format) that translate the words of a question asked in German, "
+        "French, Spanish, Italian, Dutch or Portuguese for the search and the offline "
+        "answer; off: no translation",
+        _folder_or_off,
+    ),
     # knowledge graph
     Setting(
         "GRAPH_ENABLED",
@@ -1051,6 +1066,7 @@ class Settings:
     default_language: str
     language_detection_confidence_threshold: float
     language_detection_supported_languages: tuple[str, ...]
+    dictionary_dir: str
     graph_enabled: str
     graph_uri: str
     graph_user: str

@@ -13,6 +13,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from ragcore.settings import Settings
+from ragio.chat.dictionaries import keep_dictionaries
 from ragio.db.source_connections import keep_sweeping
 from ragio.http.app import create_app
 from ragio.service import Service
@@ -61,6 +62,7 @@ async def run_server(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_on_signal, signals, svc)
                 nursery.start_soon(keep_sweeping, svc.source_connections, svc.stopping)
+                nursery.start_soon(keep_dictionaries, svc)  # in the background: minutes at most
                 async with trio.open_nursery() as beside:
                     for companion in companions:
                         await beside.start(partial(companion, svc))
@@ -98,6 +100,7 @@ async def run_companions(
         async with open_service(settings) as svc, trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, svc)
             nursery.start_soon(keep_sweeping, svc.source_connections, svc.stopping)
+            nursery.start_soon(keep_dictionaries, svc)
             async with trio.open_nursery() as beside:
                 for companion in companions:
                     await beside.start(partial(companion, svc))

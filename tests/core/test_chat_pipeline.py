@@ -5,6 +5,7 @@ import pytest
 from ragcore.answers.effects import FindOwnerAnswer
 from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.chat.prompts import REMINDER
+from ragcore.chat.translation import TranslateWords
 from ragcore.employees.learning import History, RecordInteraction
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
@@ -27,6 +28,8 @@ def recorded(hits=HITS, reply="Within 30 days [1]."):
         match effect:
             case DetectLanguage():
                 return [LanguageGuess("en", "English", 0.9)]
+            case TranslateWords():
+                return {}  # no dictionary knows the words
             case FindOwnerAnswer():
                 return None
             case Embed():

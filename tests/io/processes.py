@@ -37,6 +37,8 @@ def clean_environ(**settings: object) -> dict[str, str]:
     from ragcore.settings import SETTING_NAMES
 
     env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
+    # a machine with FreeDict's German dictionary installed would read it at every start
+    env["DICTIONARY_DIR"] = "off"
     env.update({k.upper(): str(v) for k, v in settings.items()})
     return env
 

@@ -16,8 +16,16 @@ source that could not be reached is said, then the documents are quoted.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from ragcore.chat.support import Sentence, holds, sentences_of, supports_answer, words
+from ragcore.chat.support import (
+    Sentence,
+    Term,
+    holds_term,
+    sentences_of,
+    supports_answer,
+    terms_of,
+)
 from ragcore.generation import Prompt
 from ragcore.language import function_word_language, not_found
 from ragcore.sources import Source
@@ -50,7 +58,8 @@ EXACT_WORD_ELSEWHERE = True
 def extractive_answer(prompt: Prompt) -> str:
     documents = [s for s in prompt.sources if s.hit.live_action_id is None]
     asked = function_word_language(prompt.question) or prompt.language
-    quoted = _quoted(prompt.question, documents, asked)
+    terms = prompt.terms if prompt.terms is not None else terms_of(prompt.question)
+    quoted = _quoted(prompt.question, terms, documents, asked)
     if prompt.live is None:
         return quoted or not_found(prompt.language)
     if prompt.live.found or not quoted:
@@ -58,13 +67,14 @@ def extractive_answer(prompt: Prompt) -> str:
     return f"{prompt.live.text} {quoted}"
 
 
-def _quoted(question: str, sources: list[Source], language: str) -> str | None:
-    """The best sentences of ``sources`` for ``question``, cited; None when none shares
-    a content word with it, or when the sources do not support an answer
-    (``ragcore.chat.support``: neither their meaning nor their words)."""
+def _quoted(
+    question: str, terms: Sequence[Term], sources: list[Source], language: str
+) -> str | None:
+    """The best sentences of ``sources`` for ``question`` (read as ``terms``), cited;
+    None when none shares a content word with it, or when the sources do not support
+    an answer (``ragcore.chat.support``: neither their meaning nor their words)."""
     sentences = sentences_of(sources)
-    terms = set(words(question))
-    found = [(s, {t for t in terms if holds(s.bag, t)}) for s in sentences]
+    found = [(s, {t for t in terms if holds_term(s.bag, t)}) for s in sentences]
     # A question word found in every sentence ("days") tells less than a rare one ("return").
     frequency = {t: sum(1 for _, overlap in found if t in overlap) for t in terms}
     weight = {t: math.log(1 + len(sentences) / n) for t, n in frequency.items() if n}
@@ -75,7 +85,7 @@ def _quoted(question: str, sources: list[Source], language: str) -> str | None:
             scored.append((score, sentence, overlap))
     if not scored:
         return None
-    if not supports_answer(question, sources, language):
+    if not supports_answer(question, sources, language, terms):
         return None
     scored.sort(key=lambda item: (-item[0], item[1].number, item[1].position))
     best, first, covered = scored[0]
@@ -91,7 +101,8 @@ def _quoted(question: str, sources: list[Source], language: str) -> str | None:
         if gain < MIN_GAIN:
             continue
         other_document = document_of[sentence.number] != document_of[first.number]
-        if other_document and EXACT_WORD_ELSEWHERE and not (overlap & sentence.bag):
+        exact = any(term & sentence.bag for term in overlap)
+        if other_document and EXACT_WORD_ELSEWHERE and not exact:
             continue  # "no longer" from another manual does not answer "how long"
         chosen.append(sentence)
         covered |= overlap

@@ -49,7 +49,14 @@ from ragcore.chat.grounding import (
 from ragcore.chat.prompts import build_prompt
 from ragcore.chat.reasoning import final_answer
 from ragcore.chat.small_talk import small_talk
-from ragcore.chat.support import supports_answer
+from ragcore.chat.support import supports_answer, words
+from ragcore.chat.translation import (
+    DICTIONARIES,
+    EMBED_TRANSLATIONS,
+    TranslateWords,
+    question_terms,
+    search_text,
+)
 from ragcore.employees.layering import role_instructions
 from ragcore.employees.learning import LearnEffect, LearningPolicy, interaction, learn_from
 from ragcore.employees.memory import RoleContextEffect, role_context
@@ -93,6 +100,7 @@ from ragcore.usage import (
 ChatEffect: TypeAlias = (
     CheckBudget
     | DetectLanguage
+    | TranslateWords
     | LiveDataEffect
     | MeteredEffect
     | Embed
@@ -287,6 +295,17 @@ def answer_question(
     return (yield from _grounded_answer(question, request, policy))
 
 
+def translated_words(
+    question: str, language: str | None
+) -> Generator[ChatEffect, Any, dict[str, tuple[str, ...]]]:
+    """The English translations of the words of a question asked in a language a
+    dictionary translates (``ragcore.chat.translation``); none for the others."""
+    if language is None or language not in DICTIONARIES:
+        return {}
+    asked = tuple(dict.fromkeys(words(question)))
+    return (yield TranslateWords(language, asked)) if asked else {}
+
+
 def limited(request: ChatRequest) -> ChatAnswer:
     return ChatAnswer(LIMIT_REACHED, (), request.role, None, None, limited=True)
 
@@ -307,7 +326,12 @@ def _grounded_answer(
     asked = question
     question = yield from standalone_question(asked, request, policy, language)
     searched = question if question != asked else None
+    translations = yield from translated_words(question, question_language)
+    terms = question_terms(question, translations) if translations else None
     [vector] = yield Embed((question,), purpose="query")
+    search_vector = vector
+    if EMBED_TRANSLATIONS and translations:
+        [search_vector] = yield Embed((search_text(question, translations),), purpose="query")
     # The owner's answer to this question, if they wrote one: served as it is, it costs no
     # model call and no token (live data, the customer's own records, still comes first).
     owner = yield FindOwnerAnswer(question, tuple(vector))
@@ -321,8 +345,8 @@ def _grounded_answer(
     if policy.graph is not None:
         graph = yield from graph_ranked(question, policy.graph, policy.search_limit)
     hits: list[Hit] = yield SearchChunks(
-        tuple(vector),
-        question,
+        tuple(search_vector),
+        search_text(question, translations),
         policy.search_limit,
         graph_chunk_ids=graph,
         graph_weight=policy.graph.weight if policy.graph is not None else 0.0,
@@ -334,7 +358,9 @@ def _grounded_answer(
     live_source = live_hit(live)
     # the live data first: it is what the customer asked about
     sources = number_sources([live_source, *kept] if live_source is not None else kept)
-    if live_source is None and not (kept and supports_answer(question, sources, question_language)):
+    if live_source is None and not (
+        kept and supports_answer(question, sources, question_language, terms)
+    ):
         # Nothing relevant to ground an answer on (see ragcore.knowledge.retrieval), or
         # nothing that supports one by its meaning or its words (ragcore.chat.support,
         # the offline answerer's rule): say so without spending a provider call. Live
@@ -364,6 +390,7 @@ def _grounded_answer(
         spoken=request.spoken,
         live=shown_live,
         history=history_block(request.history) if request.history else "",
+        terms=terms,
     )
     sensitive = is_sensitive(request, policy)
     generate = Generate(

@@ -26,6 +26,7 @@ def build_prompt(
     spoken: bool = False,
     live: LiveData | LiveFailed | None = None,
     history: str = "",
+    terms: tuple[frozenset[str], ...] | None = None,
 ) -> Prompt:
     """The prompt for ``question`` over ``sources``. The system message is the grounding
     instructions, intact, then the language line, then ``role_block`` when answering as a
@@ -33,7 +34,8 @@ def build_prompt(
     ``spoken``: the answer will be said on a call (``SPOKEN_INSTRUCTIONS``); ``live``:
     the live data one of the sources holds (``ragcore.live.pipeline.live_hit``);
     ``history``: the conversation so far (``ragcore.chat.followup.history_block``), shown
-    after the sources and before the question."""
+    after the sources and before the question; ``terms``: the question's words with
+    their translations, for the offline answerer (``Prompt.terms``)."""
     blocks = [_source_block(source) for source in sources]
     conversation = f"\n\n{history}" if history else ""
     user = (
@@ -46,7 +48,8 @@ def build_prompt(
         system = f"{system}\n{SPOKEN_INSTRUCTIONS}"
     if role_block.strip():
         system = f"{system}\n\n{role_block.strip()}"
-    return Prompt(system, user, question, sources, language, _live_said(sources, language, live))
+    live_said = _live_said(sources, language, live)
+    return Prompt(system, user, question, sources, language, live_said, terms)
 
 
 def _live_said(

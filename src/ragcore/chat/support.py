@@ -62,6 +62,21 @@ def holds(bag: AbstractSet[str], term: str) -> bool:
     return term in bag or any(same_word(term, word) for word in bag)
 
 
+#: One of the question's words, with what else stands for it (its translations, for a
+#: question in another language than the documents': ``ragcore.chat.translation``).
+Term = frozenset[str]
+
+
+def terms_of(question: str) -> tuple[Term, ...]:
+    """The question's content words, each its own term."""
+    return tuple(frozenset({word}) for word in dict.fromkeys(words(question)))
+
+
+def holds_term(bag: AbstractSet[str], term: Term) -> bool:
+    """Whether ``bag`` holds one of ``term``'s words or an inflection of it."""
+    return any(holds(bag, word) for word in term)
+
+
 @attrs.frozen
 class Sentence:
     """A sentence of a source, with what it is read with.
@@ -95,13 +110,20 @@ def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
     return sentences
 
 
-def supports_answer(question: str, sources: Sequence[Source], language: str | None) -> bool:
+def supports_answer(
+    question: str,
+    sources: Sequence[Source],
+    language: str | None,
+    terms: Sequence[Term] | None = None,
+) -> bool:
     """Whether ``sources`` (documents, not live data) support an answer to ``question``
     by their meaning or their words (see the module's docstring). ``language``: the
-    question's, when detected (None: not known)."""
+    question's, when detected (None: not known); ``terms``: its words as read
+    (``terms_of`` unless translated)."""
     if not unsupported_by_meaning(sources, language):
         return True
-    return best_coverage(set(words(question)), sentences_of(sources)) >= MIN_COVERAGE
+    read = terms_of(question) if terms is None else terms
+    return best_coverage(set(read), sentences_of(sources)) >= MIN_COVERAGE
 
 
 def unsupported_by_meaning(sources: Sequence[Source], language: str | None) -> bool:
@@ -123,7 +145,7 @@ def unsupported_by_meaning(sources: Sequence[Source], language: str | None) -> b
     return bool(measured) and not any(hit.on_topic for hit in measured)
 
 
-def best_coverage(terms: set[str], sentences: Sequence[Sentence]) -> float:
+def best_coverage(terms: AbstractSet[Term], sentences: Sequence[Sentence]) -> float:
     """The largest share of the question's term weight one sentence covers, itself or
     through its context. A term is weighed by how few sentences (with their context)
     hold it; one that none holds weighs as the rarest held: it is what the sources do
@@ -131,7 +153,9 @@ def best_coverage(terms: set[str], sentences: Sequence[Sentence]) -> float:
     something else."""
     if not terms or not sentences:
         return 0.0
-    covered = [{t for t in terms if holds(s.bag, t) or holds(s.context, t)} for s in sentences]
+    covered = [
+        {t for t in terms if holds_term(s.bag, t) or holds_term(s.context, t)} for s in sentences
+    ]
     count = len(sentences)
     held = {t: sum(1 for c in covered if t in c) for t in terms}
     weight = {t: math.log(1 + count / max(held[t], 1)) for t in terms}

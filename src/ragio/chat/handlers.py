@@ -1,13 +1,16 @@
 """Handlers of the chat pipeline's own effects: asking the answering providers, the
-primary, then LLM_FALLBACK_PROVIDERS (rule 6, ``ragio.providers.chain``), and detecting
-the language of a question (``ragcore.language``)."""
+primary, then LLM_FALLBACK_PROVIDERS (rule 6, ``ragio.providers.chain``), detecting
+the language of a question (``ragcore.language``) and translating its words
+(``ragio.chat.dictionaries``)."""
 
 from __future__ import annotations
 
 from ragcore.chat.history import LoadConversation, Ongoing, RecordedTurn, RecordTurn
+from ragcore.chat.translation import TranslateWords
 from ragcore.generation import Generate, ModelReply
 from ragcore.language import DetectLanguage, LanguageGuess
 from ragio.chat import conversations
+from ragio.chat.dictionaries import translate_words
 from ragio.metrics import OWNER_ANSWERS
 from ragio.providers.chain import OnDelta, generate_with_fallback, stream_with_fallback
 from ragio.service import HandlerTable, Service, StreamHandlerTable
@@ -71,5 +74,6 @@ HANDLERS: HandlerTable = {
     DetectLanguage: detect_language,
     LoadConversation: load_conversation,
     RecordTurn: record_turn,
+    TranslateWords: translate_words,
 }
 STREAMING_HANDLERS: StreamHandlerTable = {Generate: stream}
