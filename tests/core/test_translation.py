@@ -8,6 +8,8 @@ from ragcore.chat.prompts import build_prompt
 from ragcore.chat.support import supports_answer
 from ragcore.chat.translation import (
     TranslateWords,
+    compound_parts,
+    compound_translations,
     entry_headword,
     entry_translations,
     question_terms,
@@ -131,8 +133,9 @@ def test_the_search_has_the_translations_and_the_model_the_question_itself():
     question = "Wie sperre ich eine einzelne Adresse?"
     translations = {"sperre": ("block", "bar"), "adresse": ("address",)}
     _, effects = pipeline_answer(question, "de", translations)
-    [translate] = [e for e in effects if isinstance(e, TranslateWords)]
+    translate, parts = [e for e in effects if isinstance(e, TranslateWords)]
     assert translate.language == "de" and "sperre" in translate.words
+    assert "einzelne" not in parts.words and "einzeln" in parts.words  # unknown: its parts
     [search] = [e for e in effects if isinstance(e, SearchChunks)]
     assert search.text == f"{question} block bar address"
     assert search.vector == (0.4, 0.5, 0.6)  # the question and its translations, embedded
@@ -147,3 +150,47 @@ def test_an_english_question_is_not_translated():
     assert not any(isinstance(e, TranslateWords) for e in effects)
     [search] = [e for e in effects if isinstance(e, SearchChunks)]
     assert search.text == question and search.vector == (0.1, 0.2, 0.3)
+
+
+def test_a_compound_no_dictionary_knows_is_read_as_its_parts():
+    known = {
+        "bestand": ("dossier", "file"),
+        "bestanden": ("dossier", "file"),
+        "configuratie": ("configuration",),
+        "arbeit": ("work",),
+        "speicher": ("memory",),
+    }
+    assert compound_translations("configuratiebestanden", known) == (
+        "configuration",
+        "dossier",
+        "file",
+    )
+    assert compound_translations("arbeitsspeicher", known) == ("work", "memory")  # linking s
+    assert compound_translations("syntaxfouten", known) == ()  # its last part unknown
+    assert "bestanden" in compound_parts("configuratiebestanden")
+    assert all(len(part) >= 4 for part in compound_parts("configuratiebestanden"))
+
+
+def test_a_dutch_compound_is_looked_up_by_its_parts_only_when_unknown_whole():
+    question = "Waar staat het configuratiebestand?"
+    parts_known = {"bestand": ("dossier", "file"), "configuratie": ("configuration",)}
+
+    def answer(effect):
+        match effect:
+            case DetectLanguage():
+                return [LanguageGuess("nl", "Dutch", 0.99)]
+            case TranslateWords() if "configuratiebestand" in effect.words:
+                return {"staat": ("state",)}  # the compound unknown whole
+            case TranslateWords():
+                return {p: t for p, t in parts_known.items() if p in effect.words}
+            case Embed():
+                return [[0.1, 0.2, 0.3]]
+            case SearchChunks():
+                return []
+            case FindOwnerAnswer():
+                return None
+        raise AssertionError(effect)
+
+    _, effects = drive(answer_question(ChatRequest(question), POLICY), answer)
+    [search] = [e for e in effects if isinstance(e, SearchChunks)]
+    assert search.text == f"{question} state configuration dossier file"

@@ -51,9 +51,13 @@ from ragcore.chat.reasoning import final_answer
 from ragcore.chat.small_talk import small_talk
 from ragcore.chat.support import supports_answer, words
 from ragcore.chat.translation import (
+    COMPOUNDING,
     DICTIONARIES,
     EMBED_TRANSLATIONS,
+    MIN_PART,
     TranslateWords,
+    compound_parts,
+    compound_translations,
     question_terms,
     search_text,
 )
@@ -299,11 +303,22 @@ def translated_words(
     question: str, language: str | None
 ) -> Generator[ChatEffect, Any, dict[str, tuple[str, ...]]]:
     """The English translations of the words of a question asked in a language a
-    dictionary translates (``ragcore.chat.translation``); none for the others."""
+    dictionary translates (``ragcore.chat.translation``), a compound's by its parts;
+    none for the others."""
     if language is None or language not in DICTIONARIES:
         return {}
     asked = tuple(dict.fromkeys(words(question)))
-    return (yield TranslateWords(language, asked)) if asked else {}
+    if not asked:
+        return {}
+    found: dict[str, tuple[str, ...]] = yield TranslateWords(language, asked)
+    unknown = [w for w in asked if w not in found and len(w) >= 2 * MIN_PART]
+    if language in COMPOUNDING and unknown:
+        parts = tuple(dict.fromkeys(p for word in unknown for p in compound_parts(word)))
+        known: dict[str, tuple[str, ...]] = yield TranslateWords(language, parts)
+        for word in unknown:
+            if translated := compound_translations(word, known):
+                found = {**found, word: translated}
+    return found
 
 
 def limited(request: ChatRequest) -> ChatAnswer:

@@ -46,6 +46,14 @@ ENTRY_TRANSLATIONS = 3
 WORD_TRANSLATIONS = 2
 EMBED_TRANSLATIONS = True
 
+#: The languages that write compounds as one word: a word no dictionary knows is read
+#: as its parts ("configuratiebestanden": "configuratie" + "bestanden", "file").
+COMPOUNDING = frozenset({"de", "nl"})
+#: The shortest part of a compound looked up.
+MIN_PART = 4
+#: What joins the parts of a compound ("Arbeit-s-speicher", "boek-en-kast").
+LINKS = ("s", "es", "en", "n", "e")
+
 # "1. damage", "[sport] obstruction <n> [Br.]", "utilise sth. <v>"
 _SENSE_NUMBER = re.compile(r"^\d+\.\s*")
 _LABELS = re.compile(r"\[[^\]]*\]|<[^>]*>|\([^)]*\)|\{[^}]*\}|/[^/]*/")
@@ -121,3 +129,39 @@ def _translations(word: str, translations: Mapping[str, Sequence[str]]) -> Seque
     ("server", "port", "Apache": not "hood, ruffian")."""
     found = translations.get(word, ())
     return () if any(t.lower() == word for t in found) else found
+
+
+def compound_parts(word: str) -> tuple[str, ...]:
+    """Every run of ``MIN_PART`` letters or more of ``word``: what may be one of its parts."""
+    return tuple(
+        dict.fromkeys(
+            word[start:end]
+            for start in range(len(word))
+            for end in range(start + MIN_PART, len(word) + 1)
+            if (start, end) != (0, len(word))
+        )
+    )
+
+
+def compound_translations(word: str, known: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    """The translations of each part of the compound ``word``, read from its end:
+    the longest known last part, then the same for what is before it (without a
+    linking "s" or "en" when that makes it a word); none when its last part is unknown.
+    ``known``: the translations of its parts (``compound_parts``) a dictionary knows."""
+    parts: list[str] = []
+    rest = word
+    while len(rest) >= MIN_PART:
+        whole = next((w for w in (rest, *_unlinked(rest)) if w in known), None)
+        if whole is not None:
+            parts.append(whole)
+            break
+        start = next((s for s in range(1, len(rest) - MIN_PART + 1) if rest[s:] in known), None)
+        if start is None:
+            break
+        parts.append(rest[start:])
+        rest = rest[:start]
+    return tuple(t for part in reversed(parts) for t in known[part])
+
+
+def _unlinked(head: str) -> tuple[str, ...]:
+    return tuple(head[: -len(link)] for link in LINKS if head.endswith(link))
