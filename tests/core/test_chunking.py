@@ -94,3 +94,28 @@ def test_no_chunk_is_over_the_target_whatever_the_text(target):
     text = "# T\n\nA fairly long sentence, with commas; and more words! " * 20 + "x" * 300
     for chunk in chunk_text(text, target_tokens=target, overlap_tokens=target // 2):
         assert 0 < count_tokens(chunk.text) <= target
+
+
+def test_a_code_block_keeps_its_lines_and_its_comments_are_no_headings():
+    text = (
+        "# Install\n\nRun this:\n\n```sh\n# update the lists first\napt-get update\n\n"
+        "apt-get install foo\n```\n\nThat is all."
+    )
+    [chunk] = chunk_text(text)
+    assert chunk.heading_path == ("Install",)
+    assert chunk.text == (
+        "Run this:\n\n```\n# update the lists first\napt-get update\n\napt-get install foo\n```"
+        "\n\nThat is all."
+    )
+
+
+def test_a_long_code_block_is_cut_between_lines_each_piece_a_code_block():
+    lines = [f"Require ip 10.0.{n}.0/24 # office {n}" for n in range(40)]
+    text = "Allowed:\n\n```\n" + "\n".join(lines) + "\n```\n"
+    chunks = chunk_text(text, target_tokens=60, overlap_tokens=10)
+    assert len(chunks) > 2
+    code = [piece for c in chunks for piece in c.text.split("\n\n") if piece.startswith("```")]
+    assert all(p.startswith("```\n") and p.endswith("\n```") for p in code)
+    kept = [line for p in code for line in p.split("\n")[1:-1]]
+    assert list(dict.fromkeys(kept)) == lines  # every line, whole, in order
+    assert all(count_tokens(c.text) <= 60 for c in chunks)

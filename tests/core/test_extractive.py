@@ -147,3 +147,23 @@ def test_a_sentence_of_another_document_needs_one_of_the_questions_words_as_it_i
         "The phone number is 555-0100.",
     )
     assert extractive_answer(p).endswith("The phone number is 555-0100. [2]")
+
+
+def test_a_code_block_is_quoted_whole_with_the_line_that_introduces_it():
+    # as chunking keeps a markdown code block: its lines, between fences
+    source = (
+        "Packages can be held back. With apt, you can set a package to hold using\n\n"
+        "```\n# apt-mark hold package_name\n```\n\nThe package is then not upgraded."
+    )
+    answer = extractive_answer(prompt("How do I hold a package with apt?", source))
+    assert answer.startswith(
+        "With apt, you can set a package to hold using \n# apt-mark hold package_name [1]"
+    )
+
+
+def test_a_long_code_block_is_quoted_by_its_first_lines():
+    output = "\n".join(f"Unpacking part {n} of the archive" for n in range(20))
+    source = f"To unpack the archive, run:\n\n```\n$ tar xf archive.tar\n{output}\n```"
+    answer = extractive_answer(prompt("How do I unpack the archive?", source))
+    assert "$ tar xf archive.tar" in answer
+    assert "part 4 of" in answer and "part 5 of" not in answer and "…" in answer

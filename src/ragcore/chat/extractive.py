@@ -114,6 +114,21 @@ def _quoted(
     return " ".join(f"{text} [{number}]" for number, _, text in quoted)
 
 
+#: what ends a sentence that says all it has to say (one that introduces a code block
+#: ends with ":" or with nothing: "you can set a package to hold using")
+_FINAL = (".", "!", "?", "。", "！", "？")
+#: the lines of a code block quoted: a command and the start of what it prints
+CODE_LINES = 6
+
+
+def _shown(sentence: Sentence) -> str:
+    """A sentence as quoted: a code block on its own lines, its first ``CODE_LINES``."""
+    if not sentence.code:
+        return sentence.text
+    lines = sentence.text.split("\n")
+    return "\n" + "\n".join(lines[:CODE_LINES]) + ("\n…" if len(lines) > CODE_LINES else "")
+
+
 def _is_question(text: str) -> bool:
     """A question the source asks (an FAQ's, a table of contents' entry): what answers
     it follows it, it is no answer itself."""
@@ -134,8 +149,13 @@ def _with_what_they_introduce(
             continue
         text = sentence.text
         after = following.get((sentence.number, sentence.position + 1))
-        if text.rstrip().endswith(":") and after is not None:
-            text = f"{text} {after.text}"
+        introduces = text.rstrip().endswith(":") or (
+            after is not None and after.code and not text.rstrip().endswith(_FINAL)
+        )
+        if introduces and after is not None:
+            text = f"{text} {_shown(after)}"
             joined.add((after.number, after.position))
+        elif sentence.code:
+            text = _shown(sentence)
         quoted.append((sentence.number, sentence.position, text))
     return quoted

@@ -37,6 +37,8 @@ MIN_COVERAGE = 0.6
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# a code block, as chunking writes one (ragcore.knowledge.chunking.CODE_FENCE)
+_CODE = re.compile(r"^```\n(.*?)\n```$", re.DOTALL | re.MULTILINE)
 _STOPWORDS = frozenset().union(*FUNCTION_WORDS.values())  # they match everywhere
 
 
@@ -90,6 +92,7 @@ class Sentence:
     text: str
     bag: frozenset[str]
     context: frozenset[str]
+    code: bool = False  # a code block (its lines kept)
 
 
 def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
@@ -100,14 +103,29 @@ def sentences_of(sources: Sequence[Source]) -> list[Sentence]:
     for source in sources:
         titles = frozenset(words(" ".join((source.hit.document_name, *source.hit.heading_path))))
         before: frozenset[str] = frozenset()
-        for position, text in enumerate(_SENTENCE_END.split(source.hit.text)):
-            text = text.strip()
+        for position, (text, code) in enumerate(_pieces(source.hit.text)):
+            text = text.strip("\n") if code else text.strip()
             bag = frozenset(words(text))
             if text and text not in seen:
                 seen.add(text)
-                sentences.append(Sentence(source.number, position, text, bag, titles | before))
+                sentences.append(
+                    Sentence(source.number, position, text, bag, titles | before, code)
+                )
             before = bag
     return sentences
+
+
+def _pieces(text: str) -> list[tuple[str, bool]]:
+    """The sentences of a source's text, each with whether it is a code block: a code
+    block is one, its lines kept (a command and its options, a configuration section)."""
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for block in _CODE.finditer(text):
+        pieces.extend((p, False) for p in _SENTENCE_END.split(text[at : block.start()]))
+        pieces.append((block.group(1), True))
+        at = block.end()
+    pieces.extend((p, False) for p in _SENTENCE_END.split(text[at:]))
+    return [(piece, code) for piece, code in pieces if piece.strip()]
 
 
 def supports_answer(

@@ -25,6 +25,10 @@ import re
 import attrs
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+# a markdown code fence (``` or ~~~, three or more, a language name after it)
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+#: how a chunk's text marks a code block: its lines between two of these lines
+CODE_FENCE = "```"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _WIDE = re.compile(rf"[{_CJK}\u3000-\u303f\uff00-\uffef]")  # written without spaces
@@ -82,11 +86,14 @@ class _Unit:
 
 
 def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
-    """(heading path, paragraphs) for each run of text between markdown headings."""
+    """(heading path, paragraphs) for each run of text between markdown headings. A
+    fenced code block is one paragraph that keeps its lines, and a "# comment" in it is
+    no heading."""
     sections: list[tuple[tuple[str, ...], list[str]]] = []
     path: list[tuple[int, str]] = []
     paragraphs: list[str] = []
     lines: list[str] = []
+    fence: str | None = None  # the open code block's fence
 
     def end_paragraph() -> None:
         if lines:
@@ -95,6 +102,12 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
                 paragraphs.append(paragraph)
             lines.clear()
 
+    def end_code() -> None:
+        body = "\n".join(line.rstrip() for line in lines).strip("\n")
+        if any(ch.isalnum() for ch in body):
+            paragraphs.append(f"{CODE_FENCE}\n{body}\n{CODE_FENCE}")
+        lines.clear()
+
     def end_section() -> None:
         end_paragraph()
         if paragraphs:
@@ -102,8 +115,19 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
             paragraphs.clear()
 
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening and line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                end_code()
+                fence = None
+            else:
+                lines.append(line)
+            continue
         heading = _HEADING.match(line)
-        if heading:
+        if opening:
+            end_paragraph()
+            fence = opening.group(1)
+        elif heading:
             end_section()
             level = len(heading.group(1))
             path[:] = [(lvl, title) for lvl, title in path if lvl < level]
@@ -112,6 +136,8 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
             end_paragraph()
         else:
             lines.append(line)
+    if fence is not None:  # never closed: the code runs to the end
+        end_code()
     end_section()
     return sections
 
@@ -122,6 +148,10 @@ def _fit(index: int, paragraph: str, target: int) -> list[_Unit]:
     tokens = count_tokens(paragraph)
     if tokens <= target:
         return [_Unit(index, paragraph, tokens)]
+    if paragraph.startswith(CODE_FENCE):
+        return [
+            _Unit(index, piece, count_tokens(piece)) for piece in _code_pieces(paragraph, target)
+        ]
     units = []
     for sentence in _sentences(paragraph):
         size = count_tokens(sentence)
@@ -131,6 +161,28 @@ def _fit(index: int, paragraph: str, target: int) -> list[_Unit]:
             for word in sentence.split():
                 units.extend(_Unit(index, p, count_tokens(p)) for p in _cut_word(word, target))
     return units
+
+
+def _code_pieces(block: str, target: int) -> list[str]:
+    """A code block over the target, cut between lines (a line longer still, between
+    words), each piece a code block of its own."""
+    budget = max(1, target - 2 * count_tokens(CODE_FENCE))
+    lines = []
+    for line in block.split("\n")[1:-1]:
+        if count_tokens(line) <= budget:
+            lines.append(line)
+        else:
+            lines.extend(p for w in line.split() for p in _cut_word(w, budget))
+    pieces: list[list[str]] = []
+    size = 0
+    for line in lines:
+        tokens = count_tokens(line)
+        if not pieces or size + tokens > budget:
+            pieces.append([])
+            size = 0
+        pieces[-1].append(line)
+        size += tokens
+    return [f"{CODE_FENCE}\n" + "\n".join(piece) + f"\n{CODE_FENCE}" for piece in pieces]
 
 
 def _sentences(text: str) -> list[str]:
@@ -181,7 +233,7 @@ def _join(units: list[_Unit]) -> str:
     """Pieces of one paragraph rejoin as they were cut, paragraphs with a blank line."""
     text = units[0].text
     for before, unit in zip(units, units[1:], strict=False):
-        if unit.paragraph == before.paragraph:
+        if unit.paragraph == before.paragraph and not unit.text.startswith(CODE_FENCE):
             text = _glue(text, unit.text)
         else:
             text = f"{text}\n\n{unit.text}"
@@ -197,6 +249,8 @@ def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
             taken.insert(0, unit)
             budget -= unit.tokens
             continue
+        if unit.text.startswith(CODE_FENCE):
+            break  # a code block is carried whole or not at all
         parts = _trailing(_sentences(unit.text), budget)
         if not parts and not taken:
             parts = _trailing(unit.text.split(), budget) or _trailing_tokens(unit.text, budget)
