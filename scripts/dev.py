@@ -114,6 +114,27 @@ def test_packages() -> None:
             return
 
 
+#: FreeDict's dictionaries the service translates questions with (DICTIONARY_DIR,
+#: ragcore.chat.translation.DICTIONARIES): not needed to run, said when missing
+DICTIONARY_PACKAGES = [
+    f"dict-freedict-{code}-eng" for code in ("deu", "fra", "spa", "ita", "nld", "por")
+]
+
+
+def dictionaries_hint() -> None:
+    """Say how to install the dictionaries that translate questions in other languages,
+    when they are not where the service looks by default."""
+    folder = Path("/usr/share/dictd")
+    missing = [name for name in DICTIONARY_PACKAGES if not (folder / f"{name[5:]}.index").exists()]
+    if missing:
+        print(
+            "questions in German, French, Spanish, Italian, Dutch and Portuguese are "
+            "searched with their words' English translations once FreeDict's dictionaries "
+            f"are installed (Debian, Ubuntu: apt-get install {' '.join(missing)})",
+            flush=True,
+        )
+
+
 def main() -> int:
     if sys.version_info < (3, 11):  # noqa: UP036 - the point is to say so on an old Python
         print(f"ragchat needs Python 3.11 or newer; this is {sys.version.split()[0]}")
@@ -127,6 +148,7 @@ def main() -> int:
     except subprocess.CalledProcessError as failed:
         return failed.returncode or 1
     if command == "serve":
+        dictionaries_hint()
         os.execv(  # noqa: S606 - replace this process with the service
             BIN / "ragchat", [str(BIN / "ragchat"), "serve", *sys.argv[2:]]
         )

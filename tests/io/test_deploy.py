@@ -362,6 +362,17 @@ def installed_by_the_image(extras: str) -> str:
     return expanded.stdout
 
 
+def test_the_image_installs_a_dictionary_for_every_language_translated():
+    from ragcore.chat.translation import DICTIONARIES
+    from ragcore.settings import load_settings
+
+    runs = [arguments for keyword, arguments in dockerfile() if keyword == "RUN"]
+    [install] = [run for run in runs if "apt-get install" in run]
+    packages = {f"dict-freedict-{code}-eng" for code, _ in DICTIONARIES.values()}
+    assert packages <= set(install.replace("\\", " ").split())
+    assert load_settings({}).dictionary_dir == "/usr/share/dictd"  # where Debian puts them
+
+
 def test_the_image_has_the_graph_extra_only_when_built_with_it():
     """The Neo4j driver is the graph extra's: left out by default (GRAPH_URI is then a
     start-up error naming it), in with --build-arg EXTRAS=graph, or from compose with
