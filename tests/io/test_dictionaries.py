@@ -3,7 +3,6 @@ POST /chat: a German question over English documents, answered offline."""
 
 from __future__ import annotations
 
-import gzip
 import logging
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from ragio.chat.dictionaries import keep_dictionaries, lookup
+from tests.io.dictionaries import write_dictionary
 
 ENTRIES = [
     "Adresse /adrˈɛsə/ <fem, n, sg>\naddress <n>\n see: {Adressen}\n\n",
@@ -19,30 +19,6 @@ ENTRIES = [
     "sperren /ʃpˈɛrən/ <v>\nblock <v>, bar <v>, lock sth. <v>\n"
     "   Synonyms: {blockieren}, {absperren}\n\n see: {sperrend}, {gesperrt}\n\n",
 ]
-B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-
-
-def b64(number: int) -> str:
-    digits = ""
-    while True:
-        number, digit = divmod(number, 64)
-        digits = B64[digit] + digits
-        if not number:
-            return digits
-
-
-def write_dictionary(folder: Path, entries: list[str], code: str = "deu") -> None:
-    """A dictionary as dictfmt writes it: the entries one after the other, compressed,
-    and an index line per headword (sorted) with the entry's offset and length."""
-    data, lines, offset = b"", [], 0
-    for entry in entries:
-        raw = entry.encode()
-        headword = entry.split(" /", 1)[0].lower()
-        lines.append(f"{headword}\t{b64(offset)}\t{b64(len(raw))}\n")
-        data, offset = data + raw, offset + len(raw)
-    folder.mkdir(exist_ok=True)
-    (folder / f"freedict-{code}-eng.index").write_text("".join(sorted(lines)), encoding="utf-8")
-    (folder / f"freedict-{code}-eng.dict.dz").write_bytes(gzip.compress(data))
 
 
 @pytest.fixture

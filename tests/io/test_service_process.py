@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ import trio
 from trio_websocket import ConnectionRejected, open_websocket_url
 from twilio.request_validator import RequestValidator
 
+from tests.io.dictionaries import write_dictionary
 from tests.io.processes import (
     RAGCHAT,
     clean_environ,
@@ -27,7 +29,18 @@ MANUAL = (
 
 
 def test_a_document_added_over_http_is_cited_in_the_answer(tmp_path):
-    with running_service(tmp_path, data_dir=tmp_path / "data") as (_, url):
+    # FreeDict's format, read into the database in the background once serving
+    dictionaries = tmp_path / "dictd"
+    write_dictionary(
+        dictionaries,
+        [
+            "entkalken /ɛntkˈalkən/ <v>\ndescale <v>, decalcify <v>\n",
+            "Maschine /maʃˈiːnə/ <fem, n, sg>\nmachine <n>\n",
+            "oft /ɔft/ <adv>\noften <adv>, frequently <adv>\n",
+        ],
+    )
+    settings = {"data_dir": tmp_path / "data", "dictionary_dir": dictionaries}
+    with running_service(tmp_path, **settings) as (_, url):
         health = httpx.get(f"{url}/health").json()
         assert health["status"] == "ok"
         assert health["mode"] == "offline"
@@ -43,6 +56,17 @@ def test_a_document_added_over_http_is_cited_in_the_answer(tmp_path):
         body = reply.json()
         assert "every 200 cups" in body["answer"]
         assert body["citations"][0]["document_name"] == "manual.md"
+
+        # in German, once the dictionary is in: its words found in the English manual
+        for _ in range(300):
+            german = httpx.post(
+                f"{url}/chat", json={"question": "Wie oft soll ich die Maschine entkalken?"}
+            ).json()
+            if german["citations"]:
+                break
+            time.sleep(0.1)
+        assert german["answer"].startswith("Descale the machine every 200 cups")
+        assert german["language"] == "de"
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
