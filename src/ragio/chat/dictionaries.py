@@ -168,14 +168,19 @@ def drop_others(conn: psycopg.Connection, languages: Sequence[str]) -> list[str]
 
 async def keep_dictionaries(service: Service) -> None:
     """Store the dictionaries DICTIONARY_DIR holds, those not stored yet or changed, and
-    drop those it no longer holds. A dictionary that cannot be read is logged and left
-    out: the service answers without it."""
+    drop those it no longer holds. A dictionary that cannot be read or stored (a broken
+    file, the database away) is logged and left out: the service answers without it,
+    and it is tried again at the next start."""
     folder = service.settings.dictionary_dir
     files = dictionary_files(folder)
-    dropped = await service.database.run(drop_others, list(files))
+    try:
+        dropped = await service.database.run(drop_others, list(files))
+        stored = await service.database.run(stored_fingerprints)
+    except Exception as error:  # noqa: BLE001 - in the background: the service goes on
+        log.warning("could not check the query dictionaries: %s", error)
+        return
     if dropped:
         log.info("query dictionaries dropped (not in DICTIONARY_DIR): %s", ", ".join(dropped))
-    stored = await service.database.run(stored_fingerprints)
     for language, paths in files.items():
         try:
             mark = fingerprint(paths)
@@ -183,7 +188,7 @@ async def keep_dictionaries(service: Service) -> None:
                 continue
             log.info("loading the %s-English dictionary from %s", language, paths[0].parent)
             count = await service.database.run(load, language, paths, mark)
-        except (OSError, DictionaryError, EOFError, psycopg.Error) as error:
+        except Exception as error:  # noqa: BLE001 - a file or the database: the others go on
             log.warning("could not load the %s-English dictionary: %s", language, error)
             continue
         log.info("the %s-English dictionary is loaded: %d words", language, count)
