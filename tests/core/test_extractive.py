@@ -157,7 +157,7 @@ def test_a_code_block_is_quoted_whole_with_the_line_that_introduces_it():
     )
     answer = extractive_answer(prompt("How do I hold a package with apt?", source))
     assert answer.startswith(
-        "With apt, you can set a package to hold using \n# apt-mark hold package_name [1]"
+        "With apt, you can set a package to hold using\n# apt-mark hold package_name [1]"
     )
 
 

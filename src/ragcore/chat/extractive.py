@@ -122,7 +122,7 @@ CODE_LINES = 6
 
 
 def _shown(sentence: Sentence) -> str:
-    """A sentence as quoted: a code block on its own lines, its first ``CODE_LINES``."""
+    """A sentence as quoted: a code block on lines of its own (the first ``CODE_LINES``)."""
     if not sentence.code:
         return sentence.text
     lines = sentence.text.split("\n")
@@ -153,7 +153,7 @@ def _with_what_they_introduce(
             after is not None and after.code and not text.rstrip().endswith(_FINAL)
         )
         if introduces and after is not None:
-            text = f"{text} {_shown(after)}"
+            text = f"{text}{_shown(after)}" if after.code else f"{text} {after.text}"
             joined.add((after.number, after.position))
         elif sentence.code:
             text = _shown(sentence)

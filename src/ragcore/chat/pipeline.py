@@ -312,7 +312,7 @@ def translated_words(
         return {}
     found: dict[str, tuple[str, ...]] = yield TranslateWords(language, asked)
     unknown = [w for w in asked if w not in found and len(w) >= 2 * MIN_PART]
-    if language in COMPOUNDING and unknown:
+    if unknown and language in COMPOUNDING:
         parts = tuple(dict.fromkeys(p for word in unknown for p in compound_parts(word)))
         known: dict[str, tuple[str, ...]] = yield TranslateWords(language, parts)
         for word in unknown:
@@ -343,10 +343,11 @@ def _grounded_answer(
     searched = question if question != asked else None
     translations = yield from translated_words(question, question_language)
     terms = question_terms(question, translations) if translations else None
+    searched_text = search_text(question, translations)
     [vector] = yield Embed((question,), purpose="query")
     search_vector = vector
     if EMBED_TRANSLATIONS and translations:
-        [search_vector] = yield Embed((search_text(question, translations),), purpose="query")
+        [search_vector] = yield Embed((searched_text,), purpose="query")
     # The owner's answer to this question, if they wrote one: served as it is, it costs no
     # model call and no token (live data, the customer's own records, still comes first).
     owner = yield FindOwnerAnswer(question, tuple(vector))
@@ -361,7 +362,7 @@ def _grounded_answer(
         graph = yield from graph_ranked(question, policy.graph, policy.search_limit)
     hits: list[Hit] = yield SearchChunks(
         tuple(search_vector),
-        search_text(question, translations),
+        searched_text,
         policy.search_limit,
         graph_chunk_ids=graph,
         graph_weight=policy.graph.weight if policy.graph is not None else 0.0,

@@ -25,6 +25,7 @@ from collections.abc import Set as AbstractSet
 
 import attrs
 
+from ragcore.knowledge.chunking import CODE_FENCE
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import FUNCTION_WORDS
 from ragcore.sources import Source
@@ -37,8 +38,9 @@ MIN_COVERAGE = 0.6
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-# a code block, as chunking writes one (ragcore.knowledge.chunking.CODE_FENCE)
-_CODE = re.compile(r"^```\n(.*?)\n```$", re.DOTALL | re.MULTILINE)
+# a code block, as chunking writes one
+_FENCE = re.escape(CODE_FENCE)
+_CODE = re.compile(rf"^{_FENCE}\n(.*?)\n{_FENCE}$", re.DOTALL | re.MULTILINE)
 _STOPWORDS = frozenset().union(*FUNCTION_WORDS.values())  # they match everywhere
 
 
