@@ -455,7 +455,7 @@ async def served_corpus(
     reingest: bool = False,
     recorder: Recorder | None = None,
     eval_set: EvalSet = EvalSet(DEFAULT_SET),
-    dictionaries: str = "/usr/share/dictd",
+    dictionaries: str | None = None,
 ) -> AsyncIterator[Served]:
     """The service as ``ragchat serve`` runs it, on the set's database under ``cache``
     (the corpus added first when it is not there yet, or with ``reingest``), answering
@@ -473,8 +473,9 @@ async def served_corpus(
             "DATABASE_URL": url,
             "DATA_DIR": str(cache / "data"),
             "EMBEDDING_PROVIDER": "local",
-            "DICTIONARY_DIR": dictionaries,
         }
+        if dictionaries is not None:  # else the service's default, as `ragchat serve`
+            env["DICTIONARY_DIR"] = dictionaries
         if recorder is None:
             env["LLM_PROVIDER"] = "extractive"
         async with open_service(load_settings(env)) as service:
@@ -553,9 +554,8 @@ def main() -> None:
     parser.add_argument("--reingest", action="store_true", help="add the corpus again")
     parser.add_argument(
         "--dictionaries",
-        default="/usr/share/dictd",
         help="DICTIONARY_DIR: the FreeDict dictionaries that translate questions in other "
-        "languages; off: no translation",
+        "languages (default: the service's, /usr/share/dictd); off: no translation",
     )
     parser.add_argument("--show", action="store_true", help="print every answer")
     parser.add_argument("--failures", action="store_true", help="list the questions missed")

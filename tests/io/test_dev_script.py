@@ -34,3 +34,10 @@ def test_a_changed_pyproject_installs_again_and_an_old_stamp_had_the_test_tools(
     assert dev.to_install(f"{HASH} .", CHANGED, tests=True) == ".[test]"
     assert dev.to_install(HASH, HASH, tests=True) is None  # written by .[test] before
     assert dev.to_install(HASH, HASH, tests=False) is None
+
+
+def test_serve_names_the_dictionary_of_every_language_the_service_translates():
+    from ragcore.chat.translation import DICTIONARIES
+
+    wanted = {f"dict-freedict-{code}-eng" for code, _ in DICTIONARIES.values()}
+    assert set(dev.DICTIONARY_PACKAGES) == wanted

@@ -5,9 +5,10 @@ words looked up in a bilingual dictionary, FreeDict's as Debian ships them
 The translations are no sentence, and need not be: they feed what works on words, the
 full-text side of the search (``search_text``) and the offline answerer's and the
 grounded refusal's reading of the sources (``question_terms``): "Wie sperre ich eine
-IP-Adresse?" finds and quotes "Deny from 192.0.2.1" through "sperre" → "block, bar,
-lock". A word no dictionary knows (a name, a command, "htpasswd") stays as it is. A
-configured model reads the question itself and answers in its language.
+einzelne Adresse?" finds and quotes "To block a single address, …" through "sperre" →
+"block", "einzelne" → "single" and "Adresse" → "address". A word no dictionary knows
+(a name, a command, "htpasswd") stays as it is. A configured model reads the question
+itself and answers in its language.
 
 The dictionaries' entries are read here (``entry_headword``, ``entry_translations``);
 ragio stores them and looks the words up, each by its stem in the question's language

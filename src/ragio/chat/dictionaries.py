@@ -47,7 +47,7 @@ class DictionaryError(ValueError):
 
 def dictionary_files(folder: str) -> dict[str, tuple[Path, Path]]:
     """The languages of ``DICTIONARIES`` with a dictionary in ``folder``: its index and
-    its entries (``.dict.dz``, or ``.dict``). None when ``folder`` is blank (DICTIONARY_DIR
+    its entries (``.dict.dz``, or ``.dict``). none when ``folder`` is blank (DICTIONARY_DIR
     ``off``)."""
     found: dict[str, tuple[Path, Path]] = {}
     if not folder:
@@ -108,7 +108,7 @@ def _open_entries(entries: Path) -> IO[bytes]:
 
 def stored_fingerprints(conn: psycopg.Connection) -> dict[str, str]:
     rows = conn.execute("SELECT language, fingerprint FROM query_dictionaries").fetchall()
-    return {language: print_ for language, print_ in rows}
+    return {language: mark for language, mark in rows}
 
 
 def load(conn: psycopg.Connection, language: str, files: tuple[Path, Path], mark: str) -> int:
@@ -130,9 +130,12 @@ def load(conn: psycopg.Connection, language: str, files: tuple[Path, Path], mark
             "CREATE TEMP TABLE dictionary_load (headword text, position integer, "
             "translations text[]) ON COMMIT DROP"
         )
-        with conn.cursor().copy(
-            "COPY dictionary_load (headword, position, translations) FROM STDIN"
-        ) as copy:
+        with (
+            conn.cursor() as cursor,
+            cursor.copy(
+                "COPY dictionary_load (headword, position, translations) FROM STDIN"
+            ) as copy,
+        ):
             for position, entry in enumerate(read_entries(*files)):
                 headword = entry_headword(entry)
                 translations = entry_translations(entry)
