@@ -24,6 +24,7 @@ import sys
 import tempfile
 import venv
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
@@ -157,27 +158,50 @@ def main() -> int:
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1
     arguments = sys.argv[2:]
-    # the whole suite: one worker per core (pytest-xdist), each with its own embedded
-    # PostgreSQL; then, alone, the tests that stream audio in real time (marked realtime),
-    # whose timing another worker's load would bend. A worker out of tests takes some of
-    # the other's (worksteal): a long test near the end no longer leaves one core idle.
-    runs = (
-        [
-            ["-n", "auto", "--dist", "worksteal", "-m", "not realtime", "--durations=25"],
-            ["-m", "realtime"],
-        ]
-        if not arguments
-        else [arguments]
-    )
-    codes = []
     with tempfile.TemporaryDirectory(prefix="ragchat-tests-") as scratch:
-        for number, run in enumerate(runs):
-            if not any(a.startswith("--basetemp") for a in run):
-                # pytest's default folders are shared: another run on this machine deletes
-                # the oldest, the test database's among them; a folder of this run's own is safe
-                run = [f"--basetemp={scratch}/pytest{number}", *run]
-            codes.append(subprocess.run([str(BIN / "pytest"), *run], cwd=ROOT).returncode)
-    return next((code for code in codes if code), 0)
+        if arguments:
+            return run_pytest(arguments, f"{scratch}/pytest")
+        return whole_suite(scratch)
+
+
+def run_pytest(arguments: list[str], basetemp: str, **options: Any) -> int:
+    """pytest with ``arguments``, in a folder of this run's own: pytest's default folders
+    are shared, and another run on this machine deletes the oldest, the test database's
+    among them."""
+    if not any(a.startswith("--basetemp") for a in arguments):
+        arguments = [f"--basetemp={basetemp}", *arguments]
+    return subprocess.run([str(BIN / "pytest"), *arguments], cwd=ROOT, **options).returncode
+
+
+def whole_suite(scratch: str) -> int:
+    """Every test: one worker per core (pytest-xdist), each with its own embedded
+    PostgreSQL, and beside them the tests that stream audio in real time (marked
+    realtime). These wait on paced audio most of the time (about 75 s of CPU in their
+    2.7 min), but another worker's load would bend their timing: the workers run at a
+    lower priority (nice 10), so the paced tests get a core the moment they need one.
+    A worker out of tests takes some of the other's (worksteal): a long test near the
+    end no longer leaves one core idle."""
+    realtime_log = Path(scratch) / "realtime.log"
+    with realtime_log.open("w") as log:
+        realtime = subprocess.Popen(
+            [str(BIN / "pytest"), f"--basetemp={scratch}/realtime", "-m", "realtime"],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            others = run_pytest(
+                ["-n", "auto", "--dist", "worksteal", "-m", "not realtime", "--durations=25"],
+                f"{scratch}/pytest",
+                preexec_fn=lambda: os.nice(10),  # a lower priority for the workers
+            )
+            paced = realtime.wait()
+        finally:
+            if realtime.poll() is None:
+                realtime.kill()
+                realtime.wait()
+    print(realtime_log.read_text(), end="", flush=True)
+    return others or paced
 
 
 if __name__ == "__main__":
