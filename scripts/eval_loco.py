@@ -25,6 +25,10 @@ Grids (each constant patched where the code reads it; the service runs in this p
   quoting    the offline answer's rules (``ragcore.chat.extractive``): QUOTE_QUESTIONS,
              QUOTE_INTRODUCED, MIN_GAIN
   collage    EXACT_WORD_ELSEWHERE (a further sentence from another document)
+  names      NAMES_MUST_BE_FOUND (a name the question gives, "try_files", "QuickBooks", must be in
+             a source for it to support an answer)
+  kinds      KIND_WEIGHT (a sentence carrying the kind of answer asked: a number, a path, a
+             name), on the questions that ask for one of these kinds
   translation  WORD_TRANSLATIONS (0: none), EMBED_TRANSLATIONS (the dense side too), on
              the non-English questions only
 Each grid runs with the other constants as the code has them.
@@ -50,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import eval_answers  # noqa: E402
+from ragcore.chat.answer_kinds import answer_kind  # noqa: E402
 from ragio.providers import AnswererChain  # noqa: E402
 
 MINILM = ("local", "all-MiniLM-L6-v2-onnx-int8")
@@ -82,6 +87,12 @@ GRIDS: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[Any]]]] = {
             [False, True],
         ),
     },
+    "names": {
+        "NAMES_MUST_BE_FOUND": ([("ragcore.chat.support", "NAMES_MUST_BE_FOUND")], [True, False]),
+    },
+    "kinds": {
+        "KIND_WEIGHT": ([("ragcore.chat.extractive", "KIND_WEIGHT")], [1.0, 1.5, 2.0, 3.0]),
+    },
     "collage": {
         "EXACT_WORD_ELSEWHERE": (
             [("ragcore.chat.extractive", "EXACT_WORD_ELSEWHERE")],
@@ -93,6 +104,8 @@ GRIDS: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[Any]]]] = {
 RATES = ("cited", "facts", "declined", "not refused", "in sources")
 #: the kinds of question a grid is scored on (the others: every kind)
 GRID_KINDS = {"translation": ["non-English"]}
+#: the questions a grid is scored on, when not all of them (only these can move)
+GRID_QUESTIONS = {"kinds": lambda question: answer_kind(question["question"]) is not None}
 #: constants only the offline answerer reads: the model's prompt is the same whatever they are
 MODEL_BLIND = frozenset(
     {
@@ -102,6 +115,7 @@ MODEL_BLIND = frozenset(
         "QUOTE_INTRODUCED",
         "MIN_GAIN",
         "EXACT_WORD_ELSEWHERE",
+        "KIND_WEIGHT",
     }
 )
 
@@ -155,6 +169,7 @@ async def measure(
     found: dict[str, list[dict[str, float]]] = {}
     for eval_set in eval_answers.eval_sets():
         questions = eval_answers.load_questions(eval_set.questions, GRID_KINDS.get(grid_name), None)
+        questions = list(filter(GRID_QUESTIONS.get(grid_name, bool), questions))
         recorder = eval_answers.Recorder()
         async with eval_answers.served_corpus(cache, eval_set=eval_set) as served:
             offline_answerer = served.service.answerer
@@ -235,6 +250,16 @@ def report(
         ),
     )
     print(f"best over all sets: {settings[everywhere]}")
+    print("every setting, on every set:")
+    for index, setting in enumerate(settings):
+        shown = ", ".join(f"{k}={v}" for k, v in setting.items())
+        for name in names:
+            figures = found[name][index]
+            print(
+                f"  {shown:44s} {name:18s} "
+                + " ".join(f"{100 * figures[r]:10.1f}%" for r in RATES)
+                + f" {score(figures):6.3f}"
+            )
     return {"defaults": defaults, "chosen": chosen_by_set, "overall": settings[everywhere]}
 
 

@@ -1,5 +1,8 @@
+import pytest
+
 from ragcore.chat.extractive import extractive_answer
 from ragcore.chat.prompts import build_prompt
+from ragcore.chat.support import names_of
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import not_found
 from ragcore.sources import Hit, number_sources
@@ -167,3 +170,47 @@ def test_a_long_code_block_is_quoted_by_its_first_lines():
     answer = extractive_answer(prompt("How do I unpack the archive?", source))
     assert "$ tar xf archive.tar" in answer
     assert "part 4 of" in answer and "part 5 of" not in answer and "…" in answer
+
+
+def test_the_sentence_that_carries_what_is_asked_is_preferred():
+    # all four share the question's words; only the last, the longest, says how long
+    p = prompt(
+        "How long are backup files kept?",
+        "Backup files are kept beside the data file. Backup files are kept compressed. "
+        "Backup files are kept as XML. "
+        "Backup files are kept until GnuCash removes the old ones after 30 days.",
+    )
+    assert "after 30 days. [1]" in extractive_answer(p)
+
+
+def test_a_name_the_sources_never_mention_is_not_answered_even_on_topic():
+    # close in meaning (a web server's configuration) and sharing words, but about nginx
+    hits = retrieved(
+        0.60,
+        "The Location directive limits the scope of the enclosed directives by URL.",
+        "A location block for PHP files hands them to the handler.",
+    )
+    question = "How do I write an nginx location block with try_files for my PHP site?"
+    assert extractive_answer(build_prompt(question, number_sources(hits))) == not_found("en")
+
+
+def test_a_name_the_sources_hold_in_another_case_or_plural_is_found():
+    hits = retrieved(0.60, "Apache's MPMs are chosen at build time. The prefork mpm forks.")
+    p = build_prompt("Which MPM forks a process per request?", number_sources(hits))
+    assert extractive_answer(p) != not_found("en")
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("Can I install WordPress with PHP-FPM?", ["wordpress", "php", "fpm"]),
+        ("Where is pm.max_children or try_files set?", ["pm.max_children", "try_files"]),
+        ("Does fail2ban read the MD5 of a file?", ["fail2ban", "md5"]),
+        # hyphenated words and a German compound are words; the acronym in it is a name
+        ("Is two-factor sign-in a must?", []),
+        ("Wie sperre ich eine IP-Adresse?", ["ip"]),
+        ("What is the user id of nobody?", []),
+    ],
+)
+def test_names_are_read_by_their_form(question, names):
+    assert names_of(question) == names
