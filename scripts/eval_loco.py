@@ -88,7 +88,7 @@ GRIDS: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[Any]]]] = {
         ),
     },
     "names": {
-        "NAMES_MUST_BE_FOUND": ([("ragcore.chat.support", "NAMES_MUST_BE_FOUND")], [True, False]),
+        "NAMES_MUST_BE_FOUND": ([("ragcore.chat.pipeline", "NAMES_MUST_BE_FOUND")], [True, False]),
     },
     "kinds": {
         "KIND_WEIGHT": ([("ragcore.chat.extractive", "KIND_WEIGHT")], [1.0, 1.5, 2.0, 3.0]),

@@ -10,7 +10,7 @@ from ragcore.employees.learning import History, RecordInteraction
 from ragcore.employees.memory import FetchRoleMemory, FindUnembeddedMemory
 from ragcore.errors import InvalidInput
 from ragcore.generation import GROUNDING_INSTRUCTIONS, Generate, ModelReply
-from ragcore.knowledge.effects import Embed, SearchChunks
+from ragcore.knowledge.effects import Embed, FindMentions, SearchChunks
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragcore.language import DetectLanguage, LanguageGuess, not_found
 from ragcore.sources import Hit
@@ -23,9 +23,13 @@ HITS = [
 ]
 
 
-def recorded(hits=HITS, reply="Within 30 days [1]."):
+def recorded(hits=HITS, reply="Within 30 days [1].", mentioned=frozenset()):
+    """``mentioned``: the names the documents mention beyond the sources found."""
+
     def answer(effect):
         match effect:
+            case FindMentions(names=names):
+                return frozenset(names) & mentioned
             case DetectLanguage():
                 return [LanguageGuess("en", "English", 0.9)]
             case TranslateWords():
@@ -244,3 +248,25 @@ def test_an_unmeasured_embedders_hits_still_reach_the_model():
         SearchChunks,
         Generate,
     ]
+
+
+NGINX = "How do I write an nginx location block with try_files for my PHP site?"
+APACHE = [
+    Hit(21, 3, "core.html", "A Location block limits directives to the URLs it matches.", 0.9),
+    Hit(22, 4, "handlers.html", "Files of PHP pages are passed to their handler.", 0.8),
+]
+
+
+def test_a_name_the_documents_never_mention_is_not_answered_nor_asked_about():
+    outcome, effects = drive(answer_question(ChatRequest(NGINX), POLICY), recorded(APACHE))
+    assert outcome.answer == not_found("en")
+    assert FindMentions(("try_files",)) in effects  # "PHP" is in a source: not looked up
+    assert not any(isinstance(e, Generate) for e in effects)
+
+
+def test_a_name_the_documents_mention_elsewhere_is_answered():
+    # the business's own name, say, on a page the search did not bring
+    world = recorded(APACHE, mentioned=frozenset({"try_files"}))
+    outcome, effects = drive(answer_question(ChatRequest(NGINX), POLICY), world)
+    assert outcome.answer.startswith("Within 30 days")
+    assert any(isinstance(e, Generate) for e in effects)

@@ -260,3 +260,21 @@ async def test_the_local_embedder_tells_related_from_unrelated_questions(service
     assert await relevant("Who won the football world cup in 2018?") == []
     [paraphrase] = await relevant("Can I send back something I bought?")
     assert paraphrase.text == texts[0] and paraphrase.lexical_rank is None
+
+
+async def test_a_name_is_mentioned_when_a_chunk_or_a_documents_name_holds_it(service, conn):
+    dims = service.embedder.space.dimensions
+    store_chunks(
+        conn,
+        "AcmePizza-about.md",
+        ["Our php-fpm pool and pm.max_children are tuned.", "Backups go to Dropbox nightly."],
+        [axis(dims, 0), axis(dims, 1)],
+    )
+    asked = ("php-fpm", "fpm", "pm.max_children", "dropbox", "acmepizza", "quickbooks", "gnc")
+    assert search.mentioned(conn, asked) == {
+        "php-fpm",
+        "fpm",
+        "pm.max_children",
+        "dropbox",
+        "acmepizza",  # in the document's name only
+    }

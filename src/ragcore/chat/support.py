@@ -35,15 +35,6 @@ from ragcore.sources import Source
 #: with scripts/eval_answers.py (eval/answers/README.md): from 0.6 up, 10 of the 11
 #: unanswerable questions are declined and no more answerable ones than at 0.35.
 MIN_COVERAGE = 0.6
-#: Whether a name the question gives (``names_of``: "try_files", "QuickBooks",
-#: "PHP-FPM") must be in one of the sources for them to support an answer, whatever their
-#: meaning and other words: an answer about Apache's configuration does not answer a
-#: question about nginx's. Yes: unanswerable questions declined +30 points on two sets
-#: (Apache 50 → 80 %, GnuCash 30 → 60 %), nothing else moved there; on the third, one
-#: answerable question more is refused, one whose answer was wrong before (a paraphrase,
-#: "CPU" in no source), and the model's sources are the same
-#: (``scripts/eval_loco.py --grid names``).
-NAMES_MUST_BE_FOUND = True
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -149,8 +140,6 @@ def supports_answer(
     by their meaning or their words (see the module's docstring). ``language``: the
     question's, when detected (None: not known); ``terms``: its words as read
     (``terms_of`` unless translated)."""
-    if NAMES_MUST_BE_FOUND and unnamed(question, sources):
-        return False
     if not unsupported_by_meaning(sources, language):
         return True
     read = terms_of(question) if terms is None else terms
@@ -168,17 +157,21 @@ _EDGES = "\"'`“”‘’«»„()[]{},;:!?¿¡"
 def names_of(question: str) -> list[str]:
     """The names ``question`` gives (by their form, ``_NAME_FORMS``), lower-cased."""
     found = []
+    shouted = not any(ch.islower() for ch in question)  # then capitals make no acronym
     for token in question.split():
         for part in token.split("-"):
             part = part.strip(_EDGES).removesuffix("'s").rstrip(".")
-            if _NAME_FORMS.search(part):
+            if _NAME_FORMS.search(part) and not (shouted and part.isalpha()):
                 found.append(part.casefold())
     return list(dict.fromkeys(found))
 
 
 def unnamed(question: str, sources: Sequence[Source]) -> list[str]:
     """The names ``question`` gives that no source holds (in its text, its document's name
-    or its headings)."""
+    or its headings): unless the documents mention them elsewhere (the business's own
+    name on its "about" page), the sources answer a question about something else
+    ("try_files" is nginx's, the sources are Apache's manual). The chat pipeline asks
+    (``FindMentions``)."""
     names = names_of(question)
     if not names:
         return []

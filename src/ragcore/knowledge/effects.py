@@ -41,3 +41,12 @@ class SearchChunks(Effect[list[RetrievedHit]]):
     document_ids: tuple[int, ...] | None = None
     graph_chunk_ids: tuple[int, ...] = ()
     graph_weight: float = 0.0
+
+
+@attrs.frozen
+class FindMentions(Effect[frozenset[str]]):
+    """Which of ``names`` (lower-cased names a question gives: ``ragcore.chat.support.
+    names_of``) the stored documents mention anywhere: in a chunk's text, or in a
+    document's name. Result: those names."""
+
+    names: tuple[str, ...]

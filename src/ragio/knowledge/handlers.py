@@ -10,7 +10,7 @@ from ragcore.knowledge.documents import (
     StoredDocument,
     StoreDocuments,
 )
-from ragcore.knowledge.effects import Embed, SearchChunks, Vector
+from ragcore.knowledge.effects import Embed, FindMentions, SearchChunks, Vector
 from ragcore.knowledge.graph import Neighbourhood, ReachGraph, TeachGraph
 from ragcore.knowledge.retrieval import RetrievedHit
 from ragio.knowledge import search, store
@@ -24,6 +24,12 @@ async def embed_texts(effect: Embed, service: Service) -> list[Vector]:
 
 async def search_chunks(effect: SearchChunks, service: Service) -> list[RetrievedHit]:
     return await service.database.run(search.search, effect, service.embedder.space)
+
+
+async def find_mentions(effect: FindMentions, service: Service) -> frozenset[str]:
+    if not effect.names:
+        return frozenset()
+    return await service.database.run(search.mentioned, effect.names)
 
 
 async def find_documents(effect: FindDocuments, service: Service) -> list[StoredDocument | None]:
@@ -54,6 +60,7 @@ HANDLERS: HandlerTable = {
     ReachGraph: reach_graph,
     Embed: embed_texts,
     SearchChunks: search_chunks,
+    FindMentions: find_mentions,
     FindDocuments: find_documents,
     FindNamed: find_named,
     StoreDocuments: store_documents,

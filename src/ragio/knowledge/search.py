@@ -343,3 +343,30 @@ def search(
         graph_chunk_ids=request.graph_chunk_ids,
         graph_weight=request.graph_weight,
     )
+
+
+# A name is mentioned when every word the full-text column makes of it is in a chunk
+# (fulltext_terms counts them, by the column's own configuration), or when a document's
+# name holds it.
+_MENTIONED = """
+SELECT n.name
+FROM unnest(%(names)s::text[]) AS n(name)
+CROSS JOIN LATERAL (
+    SELECT tsvector_to_array(to_tsvector(%(config)s::regconfig, n.name)) AS lexemes
+) q
+WHERE (
+    cardinality(q.lexemes) > 0
+    AND NOT EXISTS (
+        SELECT 1 FROM unnest(q.lexemes) AS l(lexeme)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM fulltext_terms t WHERE t.lexeme = l.lexeme AND t.chunks > 0
+        )
+    )
+) OR EXISTS (SELECT 1 FROM documents d WHERE strpos(lower(d.name), n.name) > 0)
+"""
+
+
+def mentioned(conn: psycopg.Connection, names: Sequence[str]) -> frozenset[str]:
+    """Execute a ``FindMentions`` effect: the ``names`` the stored documents mention."""
+    rows = conn.execute(_MENTIONED, {"names": list(names), "config": TEXT_SEARCH_CONFIG}).fetchall()
+    return frozenset(row[0] for row in rows)
