@@ -45,8 +45,8 @@ class SearchChunks(Effect[list[RetrievedHit]]):
 
 @attrs.frozen
 class FindMentions(Effect[frozenset[str]]):
-    """Which of ``names`` (lower-cased names a question gives: ``ragcore.chat.support.
-    names_of``) the stored documents mention anywhere: in a chunk's text, or in a
-    document's name. Result: those names."""
+    """Which of ``names`` (a question's names, lower-cased, as ``names_of`` in
+    ``ragcore.chat.support`` reads them) the stored documents mention anywhere: in a
+    chunk's text, or in a document's name. Result: those names."""
 
     names: tuple[str, ...]
