@@ -48,3 +48,10 @@ def test_a_sentence_carries_a_kind_of_answer_by_its_form(text, kind, expected):
 
 def test_a_code_block_carries_a_name():
     assert carries("a2enmod http2", AnswerKind.NAME, code=True)
+
+
+def test_what_the_question_already_gives_is_no_answer():
+    asked = "Which package does GnuCash use for online banking?"
+    assert not carries("GnuCash 2.3 added trading accounts.", AnswerKind.NAME, asked)
+    assert carries("GnuCash uses AqBanking.", AnswerKind.NAME, asked)
+    assert not carries("A 2-for-1 split doubles shares.", AnswerKind.NUMBER, "a 2-for-1 split?")

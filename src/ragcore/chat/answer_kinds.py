@@ -83,10 +83,12 @@ def answer_kind(question: str) -> AnswerKind | None:
     return None
 
 
-def carries(text: str, kind: AnswerKind, code: bool = False) -> bool:
-    """Whether a sentence (``code``: a code block) holds an answer of ``kind``."""
-    if kind is AnswerKind.NUMBER:
-        return bool(_NUMBER.search(text))
-    if kind is AnswerKind.PLACE:
-        return bool(_PLACE.search(text))
-    return code or bool(_NAME.search(text))
+def carries(text: str, kind: AnswerKind, asked: str = "", code: bool = False) -> bool:
+    """Whether a sentence (``code``: a code block) holds an answer of ``kind`` that the
+    question ``asked`` does not already give: "GnuCash" answers no "which package" asked
+    about GnuCash."""
+    if kind is AnswerKind.NAME and code:
+        return True
+    pattern = {AnswerKind.NUMBER: _NUMBER, AnswerKind.PLACE: _PLACE, AnswerKind.NAME: _NAME}[kind]
+    given = asked.casefold()
+    return any(found.group().strip().casefold() not in given for found in pattern.finditer(text))

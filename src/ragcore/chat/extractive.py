@@ -56,7 +56,7 @@ MIN_GAIN = 0.0
 EXACT_WORD_ELSEWHERE = True
 #: How much more a sentence weighs that carries the kind of answer the question asks for
 #: (a number for "how long", a path for "which file": ``ragcore.chat.answer_kinds``): twice;
-#: on the 42 questions that ask for one, 1.5 and 2 gain facts on two sets (+9.5 and +16.7
+#: on the 44 questions that ask for one, 1.5 and 2 gain facts on two sets (+9.5 and +16.7
 #: points at 2) and lose none on the third; 3, which two sets choose, loses a question's
 #: citation and facts on the third (``scripts/eval_loco.py --grid kinds``).
 KIND_WEIGHT = 2.0
@@ -90,7 +90,7 @@ def _quoted(
     for sentence, overlap in found:
         if overlap and (QUOTE_QUESTIONS or not _is_question(sentence.text)):
             score = sum(weight[t] for t in overlap) / math.sqrt(len(sentence.bag))
-            if kind is not None and carries(sentence.text, kind, sentence.code):
+            if kind is not None and carries(sentence.text, kind, question, sentence.code):
                 score *= KIND_WEIGHT
             scored.append((score, sentence, overlap))
     if not scored:
