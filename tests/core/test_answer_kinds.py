@@ -55,3 +55,7 @@ def test_what_the_question_already_gives_is_no_answer():
     assert not carries("GnuCash 2.3 added trading accounts.", AnswerKind.NAME, asked)
     assert carries("GnuCash uses AqBanking.", AnswerKind.NAME, asked)
     assert not carries("A 2-for-1 split doubles shares.", AnswerKind.NUMBER, "a 2-for-1 split?")
+
+
+def test_spanish_opening_marks_are_read_past():
+    assert answer_kind("¿Cuántos días tengo para devolverlo?") is AnswerKind.NUMBER

@@ -73,7 +73,7 @@ _NAME = re.compile(
 
 def answer_kind(question: str) -> AnswerKind | None:
     """The kind of answer ``question`` asks for; None for any other question."""
-    asked = " ".join(question.lower().split())
+    asked = " ".join(question.lower().split()).lstrip("¿¡")  # "¿Cuántos …?"
     if _NUMBER_QUESTION.search(asked):
         return AnswerKind.NUMBER
     if _PLACE_QUESTION.search(asked):
