@@ -146,12 +146,16 @@ def supports_answer(
     return best_coverage(set(read), sentences_of(sources)) >= MIN_COVERAGE
 
 
-#: a word written as a name: capitals inside it ("WordPress", "iPhone"), letters and
-#: digits together ("fail2ban", "MD5"), parts joined by _ or . ("try_files",
-#: "pm.max_children"), or an acronym ("HMRC", "PHP-FPM"'s two). A word's hyphenated parts
-#: are read one by one: "two-factor" and German's "IP-Adresse" are words, "IP" a name.
-_NAME_FORMS = re.compile(r"[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]|\w_\w|\w{2}\.\w{2}|^[A-Z]{2,}$")
+#: a word written as a name: capitals inside it ("WordPress", "iPhone"), parts joined by
+#: _ or . ("try_files", "pm.max_children"), or an acronym of three letters or more
+#: ("HMRC", "PHP-FPM"'s two). A word's hyphenated parts are read one by one:
+#: "two-factor" and German's "IP-Adresse" are words. Not names: a code with digits (an
+#: order's "A1234" is a value the documents need not hold to say how orders are
+#: tracked), and two capitals ("UK", "XL"), which documents write out more often.
+_NAME_FORMS = re.compile(r"[a-z][A-Z]|\w_\w|\w{2}\.\w{2}|^[A-Z]{3,}$")
 _EDGES = "\"'`“”‘’«»„()[]{},;:!?¿¡"
+#: the longest acronym looked for written out ("USA": "United States of America")
+_ACRONYM_LETTERS = 5
 
 
 def names_of(question: str) -> list[str]:
@@ -168,17 +172,28 @@ def names_of(question: str) -> list[str]:
 
 def unnamed(question: str, sources: Sequence[Source]) -> list[str]:
     """The names ``question`` gives that no source holds (in its text, its document's name
-    or its headings): unless the documents mention them elsewhere (the business's own
-    name on its "about" page), the sources answer a question about something else
-    ("try_files" is nginx's, the sources are Apache's manual). The chat pipeline asks
-    (``FindMentions``)."""
+    or its headings; an acronym also written out, "VAT" as "value-added tax"): unless the
+    documents mention them elsewhere (the business's own name on its "about" page), the
+    sources answer a question about something else ("try_files" is nginx's, the sources
+    are Apache's manual). The chat pipeline asks (``FindMentions``)."""
     names = names_of(question)
     if not names:
         return []
     held = " ".join(
         " ".join((s.hit.text, s.hit.document_name, *s.hit.heading_path)) for s in sources
     ).casefold()
-    return [n for n in names if not re.search(rf"(?<!\w){re.escape(n)}s?(?!\w)", held)]
+    return [n for n in names if not re.search(_held_as(n), held)]
+
+
+def _held_as(name: str) -> str:
+    """The pattern ``name`` is found by: itself (or its plural), or an acronym's words."""
+    found = rf"(?<!\w){re.escape(name)}s?(?!\w)"
+    if name.isalpha() and len(name) <= _ACRONYM_LETTERS:
+        # each letter a word's first, perhaps with "of", "the", "and" or "for" between
+        joint = r"[\s-]+(?:(?:of|the|and|for|&)[\s-]+)?"
+        words = joint.join(rf"{letter}\w*" for letter in name)
+        found = rf"{found}|(?<!\w){words}"
+    return found
 
 
 def unsupported_by_meaning(sources: Sequence[Source], language: str | None) -> bool:
