@@ -64,7 +64,7 @@ from tests.io.conftest import serve_app  # noqa: E402
 
 import eval_retrieval  # noqa: E402
 from ragcore.generation import Generate, ModelReply  # noqa: E402
-from ragcore.language import NOT_FOUND  # noqa: E402
+from ragcore.language import NOT_FOUND, language_name  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
 from ragcore.usage import TokenUsage  # noqa: E402
 from ragio.chat.dictionaries import keep_dictionaries  # noqa: E402
@@ -254,6 +254,9 @@ def score_model(q: dict, prompt: Any | None) -> dict[str, Any]:
         "first": bool(ranks) and ranks[0] == 1,
         "rr": 1 / ranks[0] if ranks else 0.0,
         "not_asked": prompt is None,
+        # the model told to answer in the question's language (when it is asked at all)
+        "told_language": prompt is not None
+        and f"Write the answer in {language_name(q['language'])}." in prompt.system,
     }
 
 
@@ -318,6 +321,11 @@ def table(results: list[tuple[dict, dict]], model: bool) -> str:
     return "\n".join(rows)
 
 
+def _told(scores: list[dict]) -> list[bool]:
+    """Of the questions the model was asked, whether it was told their language."""
+    return [s["told_language"] for s in scores if not s["not_asked"]]
+
+
 def by_language(results: list[tuple[dict, dict]], model: bool) -> str:
     """The answerable questions' main score by the question's language (issue 34: the
     non-English ones within 0.10 of the English ones); for the non-English ones, their
@@ -332,7 +340,8 @@ def by_language(results: list[tuple[dict, dict]], model: bool) -> str:
         groups[q["language"]].append(score)
         if (twin := by_id.get(q.get("translation_of", ""))) is not None:
             twins[q["language"]].append(twin)
-    rows = [f"{'language':16s} {'n':>3s} {key:>10s} {second:>7s}   their English twins"]
+    told = "   answer asked in it" if model else ""
+    rows = [f"{'language':16s} {'n':>3s} {key:>10s} {second:>7s}   their English twins{told}"]
     for language in sorted(groups, key=lambda code: (code != "en", code)):
         scores = groups[language]
         twin_scores = twins.get(language, [])
@@ -344,6 +353,7 @@ def by_language(results: list[tuple[dict, dict]], model: bool) -> str:
                 if twin_scores
                 else "-"
             )
+            + (f"   {percent(asked_in)}" if model and (asked_in := _told(scores)) else "")
         )
     return "\n".join(rows)
 

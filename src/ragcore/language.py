@@ -78,29 +78,46 @@ FUNCTION_WORDS: dict[str, frozenset[str]] = {
         vous""".split()
     ),
     "es": frozenset(
-        """al como con cual cuando de del el en es esta este la las lo los me mi no para por
-        que se su sus un una y yo""".split()
+        """al como con cual cuál cuando cuándo de del el en es esta está este la las lo los
+        me mi no para por que qué se su sus un una y yo""".split()
+    ),
+    "it": frozenset(
+        """che come con cosa dei degli del della delle devo di gli il la le mia mio nel nella
+        non per più posso quale quali questa questo sono una uno""".split()
+    ),
+    "pt": frozenset(
+        """ao aos com como da das de do em está faço isso isto meu minha não numa para pela
+        pelo por qual quais que seu sua são tem uma você""".split()  # not "os": English "OS"
     ),
     "nl": frozenset(
         """aan al bij dat de den der die dit een en het hoe ik in is je met mijn naar niet of
         om op te van voor wat we wie zijn""".split()
     ),
 }
-#: function words of one language, and of no other, that tell a text's language
+#: function words of three letters or more, of one language and no other, that tell a
+#: text's language
 MIN_FUNCTION_WORDS = 2
 
 
 def function_word_language(text: str) -> str | None:
     """The language of ``FUNCTION_WORDS`` of which ``text`` holds at least
-    ``MIN_FUNCTION_WORDS`` function words of three letters or more, when it holds none
-    of another's; None otherwise. Shorter words and a shared one are left to the
-    detector: "a", "do" and "para" are Portuguese too, "que" Spanish and French."""
+    ``MIN_FUNCTION_WORDS`` function words of three letters or more that are no other
+    language's, when it holds none of another's; None otherwise. Shorter words and shared
+    ones are left to the detector: "como" and "para" are Spanish and Portuguese, "que"
+    French too, "wie" German and Dutch."""
     found = re.findall(r"\w{3,}", text.lower())
-    counts = [(sum(w in words for w in found), code) for code, words in FUNCTION_WORDS.items()]
+    counts = [(sum(w in words for w in found), code) for code, words in _OWN_WORDS.items()]
     told = [(count, code) for count, code in counts if count]
     if len(told) == 1 and told[0][0] >= MIN_FUNCTION_WORDS:
         return told[0][1]
     return None
+
+
+#: each language's function words that no other language of ``FUNCTION_WORDS`` has
+_OWN_WORDS = {
+    code: words.difference(*(other for c, other in FUNCTION_WORDS.items() if c != code))
+    for code, words in FUNCTION_WORDS.items()
+}
 
 
 def asked_in(text: str, guesses: Sequence[LanguageGuess], policy: LanguagePolicy) -> str | None:

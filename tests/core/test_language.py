@@ -42,10 +42,15 @@ def test_very_short_messages_are_not_worth_detecting():
         ("Order 4411 status?", None),  # no function word tells nothing
         ("The FIFA World Cup 2018 winner?", None),  # nor does one
         ("What is in the box?", "en"),  # "is" and "in" are Dutch too, and short
-        ("Wie kann ich ein Paket auf seiner Version halten?", None),  # "wie" is Dutch too
+        # "wie" is Dutch too, and left out: "kann", "ich", "ein" and "auf" tell German
+        ("Wie kann ich ein Paket auf seiner Version halten?", "de"),
         ("Kann ich das Paket auf seiner Version halten?", "de"),
         ("Où est ma commande, et quand arrive-t-elle ?", "fr"),
-        ("¿Dónde está mi pedido y para cuándo llega del almacén?", "es"),
+        # "está" and "para" are Portuguese too, "del" Italian: one word of its own is not enough
+        ("¿Dónde está mi pedido y para cuándo llega del almacén?", None),
+        ("¿Cuándo llega mi pedido y cuál es el estado?", "es"),
+        ("Quale modulo devo caricare per servire il mio sito?", "it"),
+        ("Como faço para o Apache não mostrar a versão?", "pt"),
         ("Is er een probleem met mijn bestelling?", "nl"),
         ("Comment activer un module Apache ?", None),
         # Portuguese: "do", "a" and "para" must not make it English or Spanish
