@@ -215,3 +215,10 @@ def test_an_acronym_written_out_is_held():
     assert unnamed(
         "Is VAT included when you ship to the USA or via DHL?", number_sources(hits)
     ) == ["dhl"]
+
+
+def test_a_name_written_apart_in_a_source_is_held():
+    hits = retrieved(0.60, "Free Wi-Fi for guests. We accept Pay Pal and cards.")
+    assert unnamed(
+        "Is there WiFi, and can I pay with PayPal or ApplePay?", number_sources(hits)
+    ) == ["applepay"]

@@ -295,6 +295,15 @@ async def test_after_a_413_the_next_request_of_an_http_client_is_answered(port):
         assert (await client.get("/health")).status_code == 200
 
 
+#: the read timeout where a whole body must arrive: the linger then waits for each piece
+#: as in production (LINGER_IDLE_SECONDS), and a worker that a busy machine stalls for
+#: more than READ_TIMEOUT does not cut the body off
+WHOLE_BODY = pytest.mark.parametrize(
+    "settings_overrides", [{**SETTINGS, "http_read_timeout_seconds": 5.0}]
+)
+
+
+@WHOLE_BODY
 async def test_a_401_to_a_1_mb_body_arrives_whole_then_the_connection_closes(connect, port):
     conn = await connect(port)
     head = request(
@@ -312,6 +321,7 @@ async def test_a_401_to_a_1_mb_body_arrives_whole_then_the_connection_closes(con
     await conn.closed()
 
 
+@WHOLE_BODY
 async def test_a_401_to_a_1_mb_body_reaches_an_http_client_which_then_goes_on(port):
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=2) as client:
         refused = await client.post(

@@ -182,7 +182,20 @@ def unnamed(question: str, sources: Sequence[Source]) -> list[str]:
     held = " ".join(
         " ".join((s.hit.text, s.hit.document_name, *s.hit.heading_path)) for s in sources
     ).casefold()
-    return [n for n in names if not re.search(_held_as(n), held)]
+    # written apart or joined ("WiFi": "Wi-Fi", "PayPal": "Pay Pal"): found either way
+    squeezed = _JOINS.sub("", held)
+    return [
+        n
+        for n in names
+        if not re.search(_held_as(n), held)
+        and not (len(n) >= _SQUEEZED_LETTERS and _JOINS.sub("", n) in squeezed)
+    ]
+
+
+_JOINS = re.compile(r"[\s\-_.]+")
+#: the shortest name looked for with its parts joined (a shorter one would be found
+#: inside other words)
+_SQUEEZED_LETTERS = 4
 
 
 def _held_as(name: str) -> str:
