@@ -97,6 +97,11 @@ FUNCTION_WORDS: dict[str, frozenset[str]] = {
 #: function words of three letters or more, of one language and no other, that tell a
 #: text's language
 MIN_FUNCTION_WORDS = 2
+#: each language's function words that no other language of ``FUNCTION_WORDS`` has
+_OWN_WORDS = {
+    code: words.difference(*(other for c, other in FUNCTION_WORDS.items() if c != code))
+    for code, words in FUNCTION_WORDS.items()
+}
 
 
 def function_word_language(text: str) -> str | None:
@@ -111,13 +116,6 @@ def function_word_language(text: str) -> str | None:
     if len(told) == 1 and told[0][0] >= MIN_FUNCTION_WORDS:
         return told[0][1]
     return None
-
-
-#: each language's function words that no other language of ``FUNCTION_WORDS`` has
-_OWN_WORDS = {
-    code: words.difference(*(other for c, other in FUNCTION_WORDS.items() if c != code))
-    for code, words in FUNCTION_WORDS.items()
-}
 
 
 def asked_in(text: str, guesses: Sequence[LanguageGuess], policy: LanguagePolicy) -> str | None:

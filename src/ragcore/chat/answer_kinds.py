@@ -6,7 +6,7 @@ provides quotas?" by one that names a package, a module or a variable. Among the
 sentences that share the question's words, the offline answerer
 (``ragcore.chat.extractive``) prefers one that carries what is asked.
 
-A question is read by its first words, in English and in the five other languages whose
+A question is read by its first words, in English and in the six other languages whose
 questions are translated (``ragcore.chat.translation``); a question of no known kind asks
 for nothing in particular.
 """

@@ -156,6 +156,10 @@ _NAME_FORMS = re.compile(r"[a-z][A-Z]|\w_\w|\w{2}\.\w{2}|^[A-Z]{3,}$")
 _EDGES = "\"'`“”‘’«»„()[]{},;:!?¿¡"
 #: the longest acronym looked for written out ("USA": "United States of America")
 _ACRONYM_LETTERS = 5
+#: what may join a name's parts ("Wi-Fi"), and the shortest name looked for with its parts
+#: joined (a shorter one would be found inside other words)
+_JOINS = re.compile(r"[\s\-_.]+")
+_SQUEEZED_LETTERS = 4
 
 
 def names_of(question: str) -> list[str]:
@@ -190,12 +194,6 @@ def unnamed(question: str, sources: Sequence[Source]) -> list[str]:
         if not re.search(_held_as(n), held)
         and not (len(n) >= _SQUEEZED_LETTERS and _JOINS.sub("", n) in squeezed)
     ]
-
-
-_JOINS = re.compile(r"[\s\-_.]+")
-#: the shortest name looked for with its parts joined (a shorter one would be found
-#: inside other words)
-_SQUEEZED_LETTERS = 4
 
 
 def _held_as(name: str) -> str:
