@@ -267,14 +267,17 @@ async def test_a_name_is_mentioned_when_a_chunk_or_a_documents_name_holds_it(ser
     store_chunks(
         conn,
         "AcmePizza-about.md",
-        ["Our php-fpm pool and pm.max_children are tuned.", "Backups go to Dropbox nightly."],
+        [
+            "Our php-fpm pool and pm.max_children are tuned.",
+            "Backups go to Dropbox nightly. Try the files in /srv first.",
+        ],
         [axis(dims, 0), axis(dims, 1)],
     )
-    asked = ("php-fpm", "fpm", "pm.max_children", "dropbox", "acmepizza", "quickbooks", "gnc")
+    asked = ("php-fpm", "fpm", "pm.max_children", "dropbox", "acmepizza", "quickbooks", "try_files")
     assert search.mentioned(conn, asked) == {
         "php-fpm",
         "fpm",
         "pm.max_children",
         "dropbox",
         "acmepizza",  # in the document's name only
-    }
+    }  # not "try_files": "try" and "files" are there, but not one after the other

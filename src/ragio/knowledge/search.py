@@ -345,14 +345,16 @@ def search(
     )
 
 
-# A name is mentioned when every word the full-text column makes of it is in a chunk
-# (fulltext_terms counts them, by the column's own configuration), or when a document's
-# name holds it.
+# A name is mentioned when a chunk holds it as a phrase, by the full-text column's own
+# configuration ("try_files" is "try" then "files", not both anywhere), or when a
+# document's name holds it. The words' statistics (fulltext_terms) rule out at once a name
+# with a word no chunk holds; the phrase is looked for through the column's GIN index.
 _MENTIONED = """
 SELECT n.name
 FROM unnest(%(names)s::text[]) AS n(name)
 CROSS JOIN LATERAL (
-    SELECT tsvector_to_array(to_tsvector(%(config)s::regconfig, n.name)) AS lexemes
+    SELECT phraseto_tsquery(%(config)s::regconfig, n.name) AS phrase,
+           tsvector_to_array(to_tsvector(%(config)s::regconfig, n.name)) AS lexemes
 ) q
 WHERE (
     cardinality(q.lexemes) > 0
@@ -362,6 +364,7 @@ WHERE (
             SELECT 1 FROM fulltext_terms t WHERE t.lexeme = l.lexeme AND t.chunks > 0
         )
     )
+    AND EXISTS (SELECT 1 FROM chunks c WHERE c.search_vector @@ q.phrase)
 ) OR EXISTS (SELECT 1 FROM documents d WHERE strpos(lower(d.name), n.name) > 0)
 """
 
