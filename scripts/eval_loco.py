@@ -25,8 +25,8 @@ Grids (each constant patched where the code reads it; the service runs in this p
   quoting    the offline answer's rules (``ragcore.chat.extractive``): QUOTE_QUESTIONS,
              QUOTE_INTRODUCED, MIN_GAIN
   collage    EXACT_WORD_ELSEWHERE (a further sentence from another document)
-  names      NAMES_MUST_BE_FOUND (a name the question gives, "try_files", "QuickBooks", must be in
-             a source for it to support an answer)
+  names      NAMES_MUST_BE_FOUND (a name the question gives, "try_files", "QuickBooks", must be
+             mentioned by the documents for them to support an answer)
   kinds      KIND_WEIGHT (a sentence carrying the kind of answer asked: a number, a path, a
              name), on the questions that ask for one of these kinds
   translation  WORD_TRANSLATIONS (0: none), EMBED_TRANSLATIONS (the dense side too), on

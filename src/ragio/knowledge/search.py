@@ -346,26 +346,14 @@ def search(
 
 
 # A name is mentioned when a chunk holds it as a phrase, by the full-text column's own
-# configuration ("try_files" is "try" then "files", not both anywhere), or when a
-# document's name holds it. The words' statistics (fulltext_terms) rule out at once a name
-# with a word no chunk holds; the phrase is looked for through the column's GIN index.
+# configuration ("try_files" is "try" then "files", not both anywhere; found through the
+# column's GIN index), or when a document's name holds it.
 _MENTIONED = """
 SELECT n.name
 FROM unnest(%(names)s::text[]) AS n(name)
-CROSS JOIN LATERAL (
-    SELECT phraseto_tsquery(%(config)s::regconfig, n.name) AS phrase,
-           tsvector_to_array(to_tsvector(%(config)s::regconfig, n.name)) AS lexemes
-) q
-WHERE (
-    cardinality(q.lexemes) > 0
-    AND NOT EXISTS (
-        SELECT 1 FROM unnest(q.lexemes) AS l(lexeme)
-        WHERE NOT EXISTS (
-            SELECT 1 FROM fulltext_terms t WHERE t.lexeme = l.lexeme AND t.chunks > 0
-        )
-    )
-    AND EXISTS (SELECT 1 FROM chunks c WHERE c.search_vector @@ q.phrase)
-) OR EXISTS (SELECT 1 FROM documents d WHERE strpos(lower(d.name), n.name) > 0)
+CROSS JOIN LATERAL (SELECT phraseto_tsquery(%(config)s::regconfig, n.name) AS phrase) q
+WHERE (numnode(q.phrase) > 0 AND EXISTS (SELECT 1 FROM chunks c WHERE c.search_vector @@ q.phrase))
+   OR EXISTS (SELECT 1 FROM documents d WHERE strpos(lower(d.name), n.name) > 0)
 """
 
 
