@@ -42,6 +42,9 @@ TEST_PACKAGES = {
     # the reverse-proxy configurations of docs/operations.md, run as written
     "nginx": "nginx",
     "caddy": "caddy",
+    # a real documentation site the website crawler's tests serve on 127.0.0.1 (a file,
+    # not a program: a path is looked for as it is)
+    "/usr/share/doc/apache2-doc/manual/en/howto/index.html": "apache2-doc",
 }
 # mariadbd and nginx: not on a user's PATH
 SBIN = os.pathsep.join(["/usr/local/sbin", "/usr/sbin", "/sbin"])
@@ -87,7 +90,11 @@ def test_packages() -> None:
     and go on."""
     path = os.pathsep.join([os.environ.get("PATH", ""), SBIN])
     missing = [
-        name for program, name in TEST_PACKAGES.items() if not shutil.which(program, path=path)
+        name
+        for program, name in TEST_PACKAGES.items()
+        if not (
+            Path(program).exists() if program.startswith("/") else shutil.which(program, path=path)
+        )
     ]
     if not missing:
         return

@@ -739,6 +739,36 @@ SETTINGS: tuple[Setting, ...] = (
         "Google sheet's range is one answer); past it the call fails, nothing more is read",
         _number(0.001, 1024),
     ),
+    # websites as sources of documents (ragio.websites)
+    Setting(
+        "WEBSITES_TIMEOUT_SECONDS",
+        "20",
+        "the most time one page of a website crawl gets, connecting and its whole body "
+        "included (a server that trickles its answer is cut off there)",
+        _number(0.1, 600),
+    ),
+    Setting(
+        "WEBSITES_MAX_PAGE_MB",
+        "10",
+        "the most one fetched page (or sitemap) of a website may hold; a larger one is "
+        "recorded as failed, nothing more of it read",
+        _number(0.001, 1024),
+    ),
+    Setting(
+        "WEBSITES_HOST_CONCURRENCY",
+        "2",
+        "pages of one host a crawl fetches at once (a robots.txt crawl-delay makes it one "
+        "at a time, that far apart)",
+        _integer(1, 32),
+    ),
+    Setting(
+        "WEBSITES_ALLOW_PRIVATE_TARGETS",
+        "false",
+        "true lets website crawls reach loopback, private and carrier-grade NAT addresses: "
+        "an intranet site, or a local copy for testing (link-local and cloud metadata "
+        "addresses and the service itself stay refused)",
+        _boolean,
+    ),
     Setting(
         "WEBHOOK_TARGETS",
         "",
@@ -1087,6 +1117,10 @@ class Settings:
     integrations_allow_private_targets: bool
     integrations_allow_unix_sockets: bool
     integrations_max_response_mb: float
+    websites_timeout_seconds: float
+    websites_max_page_mb: float
+    websites_host_concurrency: int
+    websites_allow_private_targets: bool
     webhook_targets: tuple[tuple[str, str], ...]
     chatops_webhook_url: str
     smtp_host: str

@@ -32,6 +32,7 @@ from ragio.live import answering as live_answering
 from ragio.live import handlers as live
 from ragio.service import EffectType, Handler, Handlers, HandlerTable, StreamHandlerTable
 from ragio.usage import handlers as usage
+from ragio.websites.crawl import CRAWL, crawl_job, queue_due_crawls
 
 
 class HandlerTableError(Exception):
@@ -102,9 +103,14 @@ HANDLERS: Handlers = merge_handlers(
 
 
 #: every kind of background job, and the handler that runs it (ragio.jobs.worker)
-JOB_KINDS: dict[str, JobHandler] = {INGEST: ingest, SYNC: sync_job, LEARN: learn}
+JOB_KINDS: dict[str, JobHandler] = {
+    INGEST: ingest,
+    SYNC: sync_job,
+    LEARN: learn,
+    CRAWL: crawl_job,
+}
 #: what queues jobs when they fall due (ragio.jobs.worker.Schedule)
-JOB_SCHEDULES: tuple[Schedule, ...] = (queue_due_syncs,)
+JOB_SCHEDULES: tuple[Schedule, ...] = (queue_due_syncs, queue_due_crawls)
 
 
 def effects_doc() -> str:

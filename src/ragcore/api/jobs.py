@@ -15,7 +15,7 @@ from ragcore.schema import described
 
 MAX_JOBS_PAGE = 200
 MAX_OFFSET = 1_000_000
-KINDS = ("ingest", "sync", "learn")  # ragio.registry.JOB_KINDS runs each
+KINDS = ("ingest", "sync", "learn", "crawl")  # ragio.registry.JOB_KINDS runs each
 
 
 @attrs.frozen
@@ -25,7 +25,10 @@ class Job:
     id: int
     kind: Annotated[
         str,
-        described("ingest (a large upload), sync (a data source) or learn (the profile)"),
+        described(
+            "ingest (a large upload), sync (a data source), learn (the profile) or crawl "
+            "(a website)"
+        ),
     ]
     status: Annotated[
         JobStatus,
@@ -37,7 +40,7 @@ class Job:
     attempts: Annotated[int, described("attempts started so far")]
     max_attempts: int
     run_after: Annotated[datetime, described("when a queued job is due (a retry's backoff)")]
-    progress_done: Annotated[int, described("units done (chunks embedded, …)")]
+    progress_done: Annotated[int, described("units done (chunks embedded, pages fetched, …)")]
     progress_total: Annotated[int, described("units to do; 0 until known")]
     result: Annotated[
         dict[str, Any] | None,

@@ -39,6 +39,7 @@ from ragio.http import (
     usage,
     voice,
     webhooks,
+    websites,
     widget,
     widget_sites,
     workflows,
@@ -111,6 +112,7 @@ def create_app(svc: Service) -> QuartTrio:
         spec,
         console,
         widget,
+        websites,
         widget_sites,
     )
     for module in modules:

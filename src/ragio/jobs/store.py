@@ -157,16 +157,18 @@ def set_progress(
     *,
     total: int | None = None,
     add: int = 0,
+    done: int | None = None,
 ) -> None:
-    """A new ``total`` (progress starts again from 0), or ``add`` done."""
+    """A new ``total`` (progress starts again from 0, or from ``done``), or ``add`` done."""
     conn.execute(
         """UPDATE jobs
            SET progress_total = coalesce(%(total)s, progress_total),
-               progress_done = CASE WHEN %(total)s::integer IS NULL
+               progress_done = CASE WHEN %(done)s::integer IS NOT NULL THEN %(done)s
+                   WHEN %(total)s::integer IS NULL
                    THEN LEAST(progress_total, progress_done + %(add)s) ELSE 0 END,
                heartbeat_at = %(now)s
            WHERE id = %(id)s AND claimed_by = %(process)s AND status = 'running'""",
-        {"total": total, "add": add, "now": now, "id": job_id, "process": process},
+        {"total": total, "add": add, "done": done, "now": now, "id": job_id, "process": process},
     )
 
 

@@ -56,6 +56,10 @@ class Running:
     async def advance(self, done: int) -> None:
         await self._progress(add=done)
 
+    async def set_progress(self, done: int, total: int) -> None:
+        """``done`` of ``total``, both as they are now (a crawl's total grows)."""
+        await self._progress(total=total, done=min(done, total))
+
     async def _progress(self, **change: Any) -> None:
         svc = self.service
         await svc.database.run(

@@ -1,0 +1,1 @@
+"""Websites as sources of documents: fetching, crawling and storing their pages."""

@@ -1,0 +1,155 @@
+"""A website on 127.0.0.1 for the crawler: a folder of files served as a static web server
+serves them, plus the misbehaving pages a crawler meets.
+
+- Each file is served with an ``ETag`` (a hash of its bytes) and a ``Last-Modified`` (its
+  modification time); ``If-None-Match`` or ``If-Modified-Since`` that still hold are
+  answered ``304 Not Modified`` with no body, as nginx and Apache do.
+- ``redirects``: a path answered ``301`` to a location (a loop, another host, …).
+- ``slow``: paths answered 200 whose body trickles a byte every ``SLOW_EVERY`` seconds and
+  never ends (a slow-loris).
+- ``huge``: paths answered 200 with this many bytes of HTML, streamed without a
+  Content-Length.
+- Every request is recorded (path, status, and whether a body was sent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+SLOW_EVERY = 0.5
+PIECE = 256 * 1024
+
+
+@attrs.frozen
+class Served:
+    path: str
+    status: int
+    body_bytes: int
+    headers: dict[str, str]
+
+
+@attrs.define
+class FakeWebsite:
+    root: Path
+    redirects: dict[str, str] = attrs.Factory(dict)
+    slow: set[str] = attrs.Factory(set)
+    huge: dict[str, int] = attrs.Factory(dict)
+    served: list[Served] = attrs.Factory(list)
+    base_url: str = ""
+    base_path: str = ""
+
+    def close(self) -> None:
+        return None
+
+    def pages_served(self, status: int | None = None) -> list[str]:
+        return [
+            s.path
+            for s in self.served
+            if s.path != "/robots.txt" and (status is None or s.status == status)
+        ]
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path = scope["path"]
+        if path in self.redirects:
+            await self._answer(send, path, headers, 301, {"location": self.redirects[path]}, b"")
+        elif path in self.slow:
+            await self._trickle(send, path, headers)
+        elif path in self.huge:
+            await self._huge(send, path, headers, self.huge[path])
+        else:
+            await self._file(send, path, headers)
+
+    async def _file(self, send: Any, path: str, asked: dict[str, str]) -> None:
+        target = (self.root / path.lstrip("/")).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_relative_to(self.root.resolve()) or not target.is_file():
+            await self._answer(
+                send, path, asked, 404, {"content-type": "text/html"}, b"<h1>404</h1>"
+            )
+            return
+        data = target.read_bytes()
+        etag = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+        modified = int(target.stat().st_mtime)
+        headers = {
+            "etag": etag,
+            "last-modified": formatdate(modified, usegmt=True),
+            "content-type": (mimetypes.guess_type(target.name)[0] or "application/octet-stream")
+            + ("; charset=utf-8" if target.suffix in (".html", ".txt", ".xml") else ""),
+        }
+        if _not_modified(asked, etag, modified):
+            await self._answer(send, path, asked, 304, headers, b"")
+            return
+        await self._answer(send, path, asked, 200, headers, data)
+
+    async def _answer(
+        self, send: Any, path: str, asked: dict[str, str], status: int, headers: dict[str, str],
+        body: bytes,
+    ) -> None:  # fmt: skip
+        self.served.append(Served(path, status, len(body), asked))
+        sent = {**headers, "content-length": str(len(body))}
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(k.encode(), v.encode()) for k, v in sent.items()],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def _trickle(self, send: Any, path: str, asked: dict[str, str]) -> None:
+        self.served.append(Served(path, 200, 0, asked))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/html")],
+            }
+        )
+        await send({"type": "http.response.body", "body": b"<html><body><p>", "more_body": True})
+        while True:
+            await trio.sleep(SLOW_EVERY)
+            await send({"type": "http.response.body", "body": b"a", "more_body": True})
+
+    async def _huge(self, send: Any, path: str, asked: dict[str, str], size: int) -> None:
+        self.served.append(Served(path, 200, size, asked))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/html")],
+            }
+        )
+        piece = b"<p>" + b"x" * (PIECE - 7) + b"</p>\n"
+        for _ in range(size // len(piece)):
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _not_modified(asked: dict[str, str], etag: str, modified: int) -> bool:
+    """RFC 9110: If-None-Match decides when sent; else If-Modified-Since."""
+    if "if-none-match" in asked:
+        return etag in [tag.strip() for tag in asked["if-none-match"].split(",")]
+    since = asked.get("if-modified-since")
+    if since:
+        try:
+            return modified <= parsedate_to_datetime(since).timestamp()
+        except (TypeError, ValueError):
+            return False
+    return False
