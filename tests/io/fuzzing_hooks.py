@@ -17,6 +17,7 @@ from schemathesis.openapi.checks import RejectedPositiveData
 from ragcore.errors import InvalidInput
 from ragcore.integrations.addresses import URL_FIELDS
 from ragcore.integrations.kinds import KINDS
+from ragcore.websites.sites import NOWHERE
 from ragcore.workflows.definitions import check_webhook_url
 
 
@@ -200,7 +201,19 @@ def a_setting_a_source_cannot_use(case: Any, response: Any) -> bool:
     )
 
 
+def a_website_with_nowhere_to_start(case: Any, response: Any) -> bool:
+    """A website needs a start URL or a sitemap: start_urls and sitemaps may each be empty,
+    not both (after a change, as stored), which no schema of either field can say."""
+    return (
+        response.status_code == 422
+        and _field(response) == "start_urls"
+        and _detail(response) == NOWHERE
+    )
+
+
 RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
+    "POST /websites": (a_website_with_nowhere_to_start,),
+    "PATCH /websites/{id}": (a_website_with_nowhere_to_start,),
     "POST /autonomy": (an_owner_field_judged_with_the_stored_one,),
     "POST /chat": (question_in_neither_place,),
     "POST /chat/stream": (question_in_neither_place,),

@@ -437,3 +437,22 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/widget/events", headers=origin)  # 401
     await c.send("DELETE", f"{sites}/{{id}}", one)
     await c.send("DELETE", f"{sites}/{{id}}", one)
+
+    # websites as sources: created, crawled (a job), their pages listed, deleted
+    websites = "/websites"
+    start = {"name": "shop", "start_urls": ["https://shop.example.com/"]}
+    website = (await c.send("POST", websites, json=start)).json()
+    await c.send("POST", websites, json=start)  # 409
+    await c.send("POST", websites, json={"name": "nowhere"})  # 422: no start URL or sitemap
+    await c.send("GET", websites)
+    page = f"{websites}/{website['id']}"
+    await c.send("GET", f"{websites}/{{id}}", page)
+    await c.send("GET", f"{websites}/{{id}}", f"{websites}/999")
+    await c.send("PATCH", f"{websites}/{{id}}", page, json={"include": ["/help/*"]})
+    await c.send("PATCH", f"{websites}/{{id}}", page, json={"max_pages": 0})
+    await c.send("POST", f"{websites}/{{id}}/crawl", f"{page}/crawl")
+    await c.send("POST", f"{websites}/{{id}}/crawl", f"{websites}/999/crawl")
+    await c.send("GET", f"{websites}/{{id}}/pages", f"{page}/pages")
+    await c.send("GET", f"{websites}/{{id}}/pages", f"{page}/pages", params={"limit": 0})
+    await c.send("DELETE", f"{websites}/{{id}}", page)
+    await c.send("DELETE", f"{websites}/{{id}}", page)

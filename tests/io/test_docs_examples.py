@@ -138,6 +138,7 @@ FLAGS = {"abbreviated", "lines"}
 MORE = "…"  # a member or an item left out
 #: members whose keys are data (a record's fields, the values bound), not the API's
 DATA = {"values", "rows", "record", "data", "context", "daily_overrides", "monthly_overrides"}
+DATA |= {"pages", "links_not_followed"}  # a crawl's counts: by outcome, by why not followed
 
 
 @attrs.frozen
@@ -447,6 +448,15 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
             await trio.sleep(0.05)
     await c.send("GET", "/jobs")
     await c.send("DELETE", "/jobs/{id}", job.replace("/documents", ""))  # done: 409
+    # a crawl's job (of a site whose address is refused: its page fails, as a result shows)
+    site = {"name": "shop", "start_urls": ["http://127.0.0.1:9/"]}
+    crawled = (await c.send("POST", "/websites", json=site)).json()["id"]
+    crawl = (await c.send("POST", "/websites/{id}/crawl", f"/websites/{crawled}/crawl")).json()
+    with trio.fail_after(30):
+        while (await c.send("GET", "/jobs/{id}", f"/jobs/{crawl['job_id']}")).json()[
+            "status"
+        ] != "done":
+            await trio.sleep(0.05)
     queued, running = _jobs_to_cancel(database_url)
     await c.send("DELETE", "/jobs/{id}", f"/jobs/{queued}")
     await c.send("DELETE", "/jobs/{id}", f"/jobs/{running}")

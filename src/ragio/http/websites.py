@@ -56,8 +56,9 @@ async def list_websites() -> Websites:
 async def create_website() -> tuple[Website, int, dict[str, str]]:
     """Add a website: start_urls and/or sitemaps, patterns, max_pages, max_depth
 
-    Nothing is fetched until a crawl: POST /websites/{id}/crawl, or crawl_every_minutes.
-    Only the hosts of the start URLs and sitemaps are crawled."""
+    A website needs a start URL or a sitemap (422 naming start_urls otherwise). Nothing is
+    fetched until a crawl: POST /websites/{id}/crawl, or crawl_every_minutes. Only the
+    hosts of the start URLs and sitemaps are crawled."""
     svc = service()
     fields = check_new(await json_body(required=True))
     try:
@@ -77,8 +78,10 @@ async def get_website(id: str) -> Website:  # noqa: A002 (the path's name)
 @blueprint.patch(f"{PATH}/<id>")
 @operation(Reply(200, "Updated", Website), 404, 409, 422, body=WebsitePatch, **SITE_ID)
 async def patch_website(id: str) -> Website:  # noqa: A002 (the path's name)
-    """Change a website's fields; the next crawl follows them (pages it no longer reaches
-    are removed then)"""
+    """Change a website's fields; the next crawl follows them
+
+    Pages the next crawl no longer reaches are removed then. The website must keep a start
+    URL or a sitemap (422 naming start_urls otherwise)."""
     svc = service()
     patch = check_patch(await json_body(required=True))
     site = await _found(id)
