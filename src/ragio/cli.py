@@ -71,6 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="a file whose name a stored document of other content holds replaces it (a "
         "new version); without this, such a file is reported and not stored",
     )
+    crawl = commands.add_parser(
+        "crawl",
+        help="crawl a website into documents in the foreground, with a progress bar: a "
+        "start URL (the website of that start URL is made, or crawled again) or a website's "
+        "id; exit code 1 when a page failed",
+    )
+    crawl.add_argument("target", metavar="URL_OR_ID", help="a start URL, or a website's id")
+    crawl.add_argument("--name", help="the new website's name; default: the URL's host")
+    crawl.add_argument("--sitemap", action="append", default=[], help="a sitemap (repeatable)")
+    crawl.add_argument("--include", action="append", default=[], help="a pattern of pages kept")
+    crawl.add_argument("--exclude", action="append", default=[], help="a pattern of pages left")
+    crawl.add_argument("--max-pages", type=int, help="default: 500")
+    crawl.add_argument("--max-depth", type=int, help="default: 5")
     sites = commands.add_parser(
         "sites", help="the websites the chat widget may run on (docs/widget.md)"
     )
@@ -605,6 +618,86 @@ async def sync_command(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+async def crawl_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Crawl a website now (``ragio.websites.crawl``), showing pages fetched of pages known.
+    A start URL finds the website that starts there, or makes one with the options given;
+    a crawl of it already queued or running (the scheduler's, the console's) is not run
+    twice: that is said, exit code 1."""
+    from tqdm import tqdm
+
+    from ragcore.errors import InvalidInput
+    from ragcore.websites.crawl import MAX_LISTED
+    from ragcore.websites.pages import normal_url
+    from ragcore.websites.sites import check_new
+    from ragio.jobs import store as jobs_store
+    from ragio.startup import open_service
+    from ragio.websites import store
+    from ragio.websites.crawl import CRAWL, crawl
+
+    async with startup_errors(), open_service(settings) as svc:
+        if args.target.isdigit():
+            site = await svc.database.run(store.get, int(args.target))
+            if site is None:
+                print(
+                    f"ragchat: no website {args.target}; GET /websites lists them", file=sys.stderr
+                )
+                return 2
+        else:
+            url = normal_url(args.target)
+            if url is None:
+                print(f"ragchat: {args.target!r} is not an http(s) address", file=sys.stderr)
+                return 2
+            sites = await svc.database.run(store.list_sites)
+            site = next((s for s in sites if url in s.start_urls), None)
+            if site is None:
+                body: dict[str, object] = {
+                    "name": args.name or url.split("/")[2],
+                    "start_urls": [url],
+                    "sitemaps": args.sitemap,
+                    "include": args.include,
+                    "exclude": args.exclude,
+                }
+                for option in ("max_pages", "max_depth"):
+                    if getattr(args, option) is not None:
+                        body[option] = getattr(args, option)
+                try:
+                    fields = check_new(body)
+                    site = await svc.database.run(store.create, fields, svc.clock.now())
+                except InvalidInput as bad:
+                    print(f"ragchat: {bad.field}: {bad.message}", file=sys.stderr)
+                    return 2
+                except store.NameTaken as taken:
+                    print(
+                        f"ragchat: a website named {taken.name!r} exists; --name another",
+                        file=sys.stderr,
+                    )
+                    return 2
+                print(f"website {site.id} {site.name!r} made")
+        running = await svc.database.run(jobs_store.unfinished_with_key, CRAWL, str(site.id))
+        if running is not None:
+            print(
+                f"ragchat: a crawl of {site.name!r} is {running.status} already "
+                f"(GET /jobs/{running.id}); not crawled twice",
+                file=sys.stderr,
+            )
+            return 1
+        with tqdm(unit="page", disable=None, dynamic_ncols=True, desc=site.name) as bar:
+
+            async def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.n = done
+                bar.refresh()
+
+            result = await crawl(svc, site, on_progress=progress)
+    counts = ", ".join(f"{count} {outcome}" for outcome, count in result["pages"].items())
+    print(f"website {site.id} {site.name!r}: {counts or 'no page'} in {result['seconds']:g} s")
+    if "cut" in result:
+        print(f"  {result['cut']}")
+    for problem in result["problems"][:MAX_LISTED]:
+        print(f"  {problem['outcome']}: {problem['url']}: {problem['reason']}")
+    return 1 if result["pages"].get("failed") else 0
+
+
 async def documents_command(settings: Settings, args: argparse.Namespace) -> int:
     """``documents list [--query Q] [--limit N]``, ``documents delete ID_OR_NAME`` and
     ``documents rename ID NEW_NAME``."""
@@ -818,6 +911,7 @@ COMMANDS = {
     "migrate": migrate_command,
     "ask": ask_command,
     "ingest": ingest_command,
+    "crawl": crawl_command,
     "reindex": reindex_command,
     "worker": worker_command,
 }

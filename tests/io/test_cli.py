@@ -489,3 +489,56 @@ def test_answers_import_names_each_malformed_line_and_imports_all_or_nothing(
     other.write_text("[]")
     code, _, errors = cli("import", str(other))
     assert code == 2 and "name a .csv or .json file, or give --format" in errors
+
+
+@contextmanager
+def static_site(folder) -> Iterator[str]:
+    """``folder`` served over HTTP on 127.0.0.1 by the standard library's file server
+    (Last-Modified, If-Modified-Since), in a thread; its base URL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(folder))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+
+
+def test_crawl_a_site_then_again_by_its_id(tmp_path, database_url, monkeypatch, capsys):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<h1>Shop</h1><p>We open at nine.</p><a href="menu.html">Menu</a>'
+        '<a href="staff.html">Staff</a><a href="gone.html">Old</a>'
+    )
+    (site / "menu.html").write_text("<h1>Menu</h1><p>A large pizza is 12 euros.</p>")
+    (site / "staff.html").write_text("<p>Staff only.</p>")
+    (site / "robots.txt").write_text("User-agent: *\nDisallow: /staff\n")
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, "crawl", *args, cwd=tmp_path, database_url=database_url,
+            websites_allow_private_targets="true",
+        )  # fmt: skip
+
+    with static_site(site) as base:
+        code, out, err = cli(f"{base}/index.html", "--name", "shop")
+        assert code == 0, err
+        assert out.splitlines()[0] == "website 1 'shop' made"
+        assert "2 stored, 1 disallowed, 1 gone" in out
+        assert f"gone: {base}/gone.html: HTTP 404" in out
+        code, out, _ = cli("1")
+        assert code == 0 and "2 unchanged, 1 disallowed, 1 gone" in out
+        assert cli("9")[0] == 2
+    with psycopg.connect(database_url) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM documents")}
+    assert names == {f"{base}/index.html", f"{base}/menu.html"}

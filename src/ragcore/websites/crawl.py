@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
@@ -190,7 +190,7 @@ def summary(results: Iterable[PageResult], frontier: Frontier, removed: int) -> 
     if removed:
         counts["removed"] = removed
     done: dict[str, Any] = {
-        "pages": counts,
+        "pages": {outcome: counts[outcome] for outcome in get_args(Outcome) if outcome in counts},
         "fetched": frontier.fetched,
         "links_not_followed": dict(frontier.skipped),
         "complete": not frontier.cut,
