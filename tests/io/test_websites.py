@@ -4,12 +4,15 @@ sync, and records why each misbehaving page was not stored."""
 
 from __future__ import annotations
 
+import gzip
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
+import trio
 
 from tests.io.fakes.website import FakeWebsite
 from tests.io.test_document_jobs import wait_for
@@ -219,3 +222,114 @@ async def misbehaving(api, service, serve_fake, tmp_path, database_url):
     assert f"{site.base_url}/ok.html" in stored
     assert f"{site.base_url}/index.html" in stored
     assert len(stored) == 2
+
+
+def page(title: str, body: str = "", head: str = "") -> str:
+    return f"<html><head>{head}</head><body><h1>{title}</h1><p>{body}</p></body></html>"
+
+
+def write_sitemap(root: Path, base: str, paths: list[str]) -> None:
+    """A gzipped sitemap of ``paths`` behind a sitemap index, as large sites publish them."""
+    urls = "".join(f"<url><loc>{base}/{p}</loc></url>" for p in paths)
+    urlset = f'<?xml version="1.0"?><urlset xmlns="{SITEMAPS}">{urls}</urlset>'
+    (root / "pages.xml.gz").write_bytes(gzip.compress(urlset.encode()))
+    index = f"<sitemapindex><sitemap><loc>{base}/pages.xml.gz</loc></sitemap></sitemapindex>"
+    (root / "sitemap.xml").write_text(index)
+
+
+SITEMAPS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+async def test_a_sitemap_canonical_addresses_noindex_and_pages_no_longer_listed(
+    api, serve_fake, tmp_path, database_url
+):
+    root = tmp_path / "shop"
+    root.mkdir()
+    (root / "menu.html").write_text(page("Menu", "A large pizza is 12 euros."))
+    (root / "hours.html").write_text(page("Hours", "We open at nine."))
+    (root / "print.html").write_text(
+        page("Menu", "Printable.", '<link rel="canonical" href="/menu.html">')
+    )
+    (root / "draft.html").write_text(
+        page("Draft", "Not yet.", '<meta name="robots" content="noindex">')
+    )
+    site = await serve_fake(FakeWebsite(root))
+    base = site.base_url
+    write_sitemap(root, base, ["menu.html", "hours.html", "print.html", "draft.html"])
+    made = await api.post(
+        "/websites", json={"name": "shop", "sitemaps": [f"{base}/sitemap.xml"], "max_depth": 0}
+    )
+    site_id = made.json()["id"]
+
+    first = await crawl(api, site_id)
+    assert first["pages"] == {"stored": 2, "canonical": 1, "not indexed": 1}
+    assert set(documents(database_url)) == {f"{base}/menu.html", f"{base}/hours.html"}
+
+    write_sitemap(root, base, ["menu.html", "print.html", "draft.html"])  # hours delisted
+    second = await crawl(api, site_id)
+    assert second["pages"] == {"unchanged": 1, "canonical": 1, "not indexed": 1, "removed": 1}
+    assert set(documents(database_url)) == {f"{base}/menu.html"}
+    listed = (await api.get(f"/websites/{site_id}")).json()
+    assert listed["last_crawl"]["pages"] == second["pages"]
+
+
+class TestPace:
+    @pytest.fixture
+    def settings_overrides(self):
+        return {"websites_allow_private_targets": True, "websites_host_concurrency": 2}
+
+    async def test_at_most_the_host_concurrency_and_the_crawl_delay_apart(
+        self, api, serve_fake, tmp_path
+    ):
+        root = tmp_path / "pace"
+        root.mkdir()
+        links = "".join(f'<a href="/p{i}.html">{i}</a>' for i in range(8))
+        (root / "index.html").write_text(page("Index", links))
+        for i in range(8):
+            (root / f"p{i}.html").write_text(page(f"Page {i}", f"Fact number {i}."))
+        busy = await serve_fake(FakeWebsite(root, delay=0.2))
+        made = await api.post("/websites", json={"name": "busy", "start_urls": [busy.base_url]})
+        await crawl(api, made.json()["id"])
+        assert busy.most_in_flight == 2
+
+        (root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.3\n")
+        slow = await serve_fake(FakeWebsite(root))
+        made = await api.post("/websites", json={"name": "polite", "start_urls": [slow.base_url]})
+        await crawl(api, made.json()["id"])
+        starts = sorted(s.at for s in slow.served if s.path != "/robots.txt")
+        assert len(starts) == 9
+        assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.29
+
+
+async def test_a_crawl_is_scheduled_when_due_and_can_be_stopped(
+    api, service, serve_fake, tmp_path, fake_clock
+):
+    from ragio.websites.crawl import queue_due_crawls
+
+    root = tmp_path / "site"
+    root.mkdir()
+    links = "".join(f'<a href="/p{i}.html">{i}</a>' for i in range(30))
+    (root / "index.html").write_text(page("Index", links))
+    for i in range(30):
+        (root / f"p{i}.html").write_text(page(f"Page {i}", f"Fact number {i}."))
+    site = await serve_fake(FakeWebsite(root, delay=0.1))
+    body = {"name": "s", "start_urls": [site.base_url], "crawl_every_minutes": 60}
+    assert (await api.post("/websites", json=body)).status_code == 201
+
+    await queue_due_crawls(service)  # never crawled: due
+    jobs = (await api.get("/jobs", params={"kind": "crawl"})).json()["jobs"]
+    assert len(jobs) == 1
+    with trio.fail_after(30):
+        while (await api.get(f"/jobs/{jobs[0]['id']}")).json()["progress_done"] < 3:
+            await trio.sleep(0.05)
+    assert (await api.delete(f"/jobs/{jobs[0]['id']}")).status_code == 202
+    stopped = await wait_for(api, f"/jobs/{jobs[0]['id']}", "cancelled", "done", "failed")
+    assert stopped["status"] == "cancelled"
+    assert stopped["result"]["complete"] is False
+    assert 0 < sum(stopped["result"]["pages"].values()) < 31
+
+    await queue_due_crawls(service)  # it ended now: due again only in an hour
+    assert len((await api.get("/jobs", params={"kind": "crawl"})).json()["jobs"]) == 1
+    fake_clock.advance(timedelta(minutes=61))
+    await queue_due_crawls(service)
+    assert len((await api.get("/jobs", params={"kind": "crawl"})).json()["jobs"]) == 2

@@ -176,9 +176,12 @@ class PageResult:
     reason: str = ""
 
 
-def summary(results: Iterable[PageResult], frontier: Frontier, removed: int) -> dict[str, Any]:
+def summary(
+    results: Iterable[PageResult], frontier: Frontier, removed: int, *, stopped: bool = False
+) -> dict[str, Any]:
     """A crawl's result as its job shows it: counts by outcome, the links not followed,
-    whether it was cut, and the pages that need a look (up to ``MAX_LISTED``)."""
+    whether it was complete (not cut by the page limit, not stopped by the owner), and the
+    pages that need a look (up to ``MAX_LISTED``)."""
     counts: dict[str, int] = {}
     listed: list[dict[str, str]] = []
     for result in results:
@@ -193,10 +196,12 @@ def summary(results: Iterable[PageResult], frontier: Frontier, removed: int) -> 
         "pages": {outcome: counts[outcome] for outcome in get_args(Outcome) if outcome in counts},
         "fetched": frontier.fetched,
         "links_not_followed": dict(frontier.skipped),
-        "complete": not frontier.cut,
+        "complete": not frontier.cut and not stopped,
         "problems": listed,
     }
-    if frontier.cut:
+    if stopped:
+        done["stopped"] = "between pages, as the owner asked; nothing unseen was removed"
+    elif frontier.cut:
         done["cut"] = (
             f"stopped at max_pages ({frontier.max_pages}) with pages left to fetch; "
             "nothing unseen was removed"

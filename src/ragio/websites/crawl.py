@@ -501,9 +501,7 @@ async def crawl(
         await job.pages(stop_point, on_progress)
         await on_progress(frontier.fetched, frontier.fetched)
         removed = await job.remove_unreached()
-    result = summary(job.results, frontier, removed)
-    if job.stopped:
-        result["stopped"] = "between pages, as the owner asked"
+    result = summary(job.results, frontier, removed, stopped=job.stopped)
     result["seconds"] = round(trio.current_time() - began, 3)
     await service.database.run(store.finish, site.id, result, service.clock.now())
     log.info("website %r crawled: %s", site.name, result["pages"])

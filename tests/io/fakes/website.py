@@ -9,7 +9,9 @@ serves them, plus the misbehaving pages a crawler meets.
   never ends (a slow-loris).
 - ``huge``: paths answered 200 with this many bytes of HTML, streamed without a
   Content-Length.
-- Every request is recorded (path, status, and whether a body was sent).
+- ``delay``: seconds each file's answer is held, so overlapping requests can be counted
+  (``most_in_flight``).
+- Every request is recorded (path, status, the body's size, when it came).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Served:
     status: int
     body_bytes: int
     headers: dict[str, str]
+    at: float = 0.0  # trio.current_time() when the request came (files only)
 
 
 @attrs.define
@@ -42,6 +45,10 @@ class FakeWebsite:
     slow: set[str] = attrs.Factory(set)
     huge: dict[str, int] = attrs.Factory(dict)
     served: list[Served] = attrs.Factory(list)
+    #: seconds each file's answer is held before it is sent (to see requests overlap)
+    delay: float = 0.0
+    in_flight: int = 0
+    most_in_flight: int = 0
     base_url: str = ""
     base_path: str = ""
 
@@ -65,24 +72,31 @@ class FakeWebsite:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        arrived = trio.current_time()
         path = scope["path"]
         if path in self.redirects:
-            await self._answer(send, path, headers, 301, {"location": self.redirects[path]}, b"")
+            location = {"location": self.redirects[path]}
+            await self._answer(send, path, headers, 301, location, b"", arrived)
         elif path in self.slow:
             await self._trickle(send, path, headers)
         elif path in self.huge:
             await self._huge(send, path, headers, self.huge[path])
         else:
-            await self._file(send, path, headers)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                await trio.sleep(self.delay)
+                await self._file(send, path, headers, arrived)
+            finally:
+                self.in_flight -= 1
 
-    async def _file(self, send: Any, path: str, asked: dict[str, str]) -> None:
+    async def _file(self, send: Any, path: str, asked: dict[str, str], arrived: float) -> None:
         target = (self.root / path.lstrip("/")).resolve()
         if target.is_dir():
             target = target / "index.html"
         if not target.is_relative_to(self.root.resolve()) or not target.is_file():
-            await self._answer(
-                send, path, asked, 404, {"content-type": "text/html"}, b"<h1>404</h1>"
-            )
+            missing = {"content-type": "text/html"}
+            await self._answer(send, path, asked, 404, missing, b"<h1>404</h1>", arrived)
             return
         data = target.read_bytes()
         etag = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
@@ -94,15 +108,15 @@ class FakeWebsite:
             + ("; charset=utf-8" if target.suffix in (".html", ".txt", ".xml") else ""),
         }
         if _not_modified(asked, etag, modified):
-            await self._answer(send, path, asked, 304, headers, b"")
+            await self._answer(send, path, asked, 304, headers, b"", arrived)
             return
-        await self._answer(send, path, asked, 200, headers, data)
+        await self._answer(send, path, asked, 200, headers, data, arrived)
 
     async def _answer(
         self, send: Any, path: str, asked: dict[str, str], status: int, headers: dict[str, str],
-        body: bytes,
+        body: bytes, arrived: float,
     ) -> None:  # fmt: skip
-        self.served.append(Served(path, status, len(body), asked))
+        self.served.append(Served(path, status, len(body), asked, arrived))
         sent = {**headers, "content-length": str(len(body))}
         await send(
             {
