@@ -691,8 +691,8 @@ async def crawl_command(settings: Settings, args: argparse.Namespace) -> int:
             result = await crawl(svc, site, on_progress=progress)
     counts = ", ".join(f"{count} {outcome}" for outcome, count in result["pages"].items())
     print(f"website {site.id} {site.name!r}: {counts or 'no page'} in {result['seconds']:g} s")
-    if "cut" in result:
-        print(f"  {result['cut']}")
+    if "incomplete" in result:
+        print(f"  {result['incomplete']}")
     for problem in result["problems"][:MAX_LISTED]:
         print(f"  {problem['outcome']}: {problem['url']}: {problem['reason']}")
     return 1 if result["pages"].get("failed") else 0

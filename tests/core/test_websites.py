@@ -14,6 +14,7 @@ from ragcore.websites.crawl import (
     Frontier,
     PageResult,
     Scope,
+    completeness,
     hop_refusal,
     removed_pages,
     summary,
@@ -273,4 +274,19 @@ def test_the_summary_counts_outcomes_and_lists_the_problems():
     assert done["problems"] == [
         {"url": "https://shop.example.com/old", "outcome": "gone", "reason": "HTTP 404"}
     ]
-    assert done["complete"] is True and "cut" not in done
+    assert done["complete"] is True and "incomplete" not in done
+
+
+def test_a_crawl_with_a_failure_or_cut_short_is_not_complete():
+    frontier = Frontier(Scope.of(site()), max_pages=1)
+    ok = [PageResult("https://shop.example.com/", "stored")]
+    failed = [*ok, PageResult("https://shop.example.com/hub", "failed", "HTTP 503")]
+    assert completeness(ok, frontier, stopped=False) == ""
+    assert "failed" in completeness(failed, frontier, stopped=False)
+    assert "owner" in completeness(ok, frontier, stopped=True)
+    frontier.offer("https://shop.example.com/a", 0)
+    frontier.offer("https://shop.example.com/b", 0)
+    frontier.next()
+    assert frontier.next() is None
+    assert "max_pages (1)" in completeness(ok, frontier, stopped=False)
+    assert summary(ok, frontier, 0, incomplete="cut")["complete"] is False

@@ -272,6 +272,12 @@ async def test_a_sitemap_canonical_addresses_noindex_and_pages_no_longer_listed(
     listed = (await api.get(f"/websites/{site_id}")).json()
     assert listed["last_crawl"]["pages"] == second["pages"]
 
+    # the sitemap fails for a while: nothing it listed is taken for gone
+    site.failing.add("/sitemap.xml")
+    third = await crawl(api, site_id)
+    assert third["complete"] is False and "failed" in third["incomplete"]
+    assert set(documents(database_url)) == {f"{base}/menu.html"}
+
 
 class TestPace:
     @pytest.fixture

@@ -19,8 +19,9 @@ fetched, and what it removes at the end.
   page's (*duplicate*). A 404 or 410 is *gone*.
 - **At the end**, the pages the last crawl stored that this one did not reach are
   *removed* with their documents, but only after a crawl that was complete: one cut by
-  the page limit, or stopped, removes nothing it did not see gone. A page that failed
-  this time (a timeout, a 5xx) keeps its document.
+  the page limit, stopped, or where a fetch failed (a timeout, a 5xx: the page that
+  failed may be the one linking to the rest) removes nothing it did not see gone. A page
+  that failed keeps its document.
 """
 
 from __future__ import annotations
@@ -158,6 +159,20 @@ def hop_refusal(target: str, chain: Sequence[str], scope: Scope) -> str | None:
     return None
 
 
+def completeness(results: Iterable[PageResult], frontier: Frontier, *, stopped: bool) -> str:
+    """Why a crawl may not remove the pages it did not reach, or "" when it may: it was cut
+    by the page limit, stopped, or something failed (a page that timed out may be the one
+    linking to the rest, a sitemap that failed the one listing them)."""
+    if stopped:
+        return "stopped between pages, as the owner asked"
+    if frontier.cut:
+        return f"stopped at max_pages ({frontier.max_pages}) with pages left to fetch"
+    failed = sum(1 for result in results if result.outcome == "failed")
+    if failed:
+        return f"{failed} fetch(es) failed, so pages behind them may not have been reached"
+    return ""
+
+
 def removed_pages(
     known: Mapping[str, int | None], reached: Iterable[str], *, complete: bool
 ) -> list[str]:
@@ -177,11 +192,11 @@ class PageResult:
 
 
 def summary(
-    results: Iterable[PageResult], frontier: Frontier, removed: int, *, stopped: bool = False
+    results: Iterable[PageResult], frontier: Frontier, removed: int, *, incomplete: str = ""
 ) -> dict[str, Any]:
     """A crawl's result as its job shows it: counts by outcome, the links not followed,
-    whether it was complete (not cut by the page limit, not stopped by the owner), and the
-    pages that need a look (up to ``MAX_LISTED``)."""
+    whether it was complete (``incomplete`` says why not: ``completeness``), and the pages
+    that need a look (up to ``MAX_LISTED``)."""
     counts: dict[str, int] = {}
     listed: list[dict[str, str]] = []
     for result in results:
@@ -196,14 +211,9 @@ def summary(
         "pages": {outcome: counts[outcome] for outcome in get_args(Outcome) if outcome in counts},
         "fetched": frontier.fetched,
         "links_not_followed": dict(frontier.skipped),
-        "complete": not frontier.cut and not stopped,
+        "complete": not incomplete,
         "problems": listed,
     }
-    if stopped:
-        done["stopped"] = "between pages, as the owner asked; nothing unseen was removed"
-    elif frontier.cut:
-        done["cut"] = (
-            f"stopped at max_pages ({frontier.max_pages}) with pages left to fetch; "
-            "nothing unseen was removed"
-        )
+    if incomplete:
+        done["incomplete"] = f"{incomplete}: nothing unseen was removed"
     return done

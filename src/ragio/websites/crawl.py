@@ -47,6 +47,7 @@ from ragcore.websites.crawl import (
     Outcome,
     PageResult,
     Scope,
+    completeness,
     hop_refusal,
     removed_pages,
     summary,
@@ -120,7 +121,7 @@ class Crawl:
             self.client,
             url,
             timeout=self.settings.websites_timeout_seconds,
-            max_bytes=max(1, round(self.settings.websites_max_page_mb * 2**20)),
+            max_bytes=self.max_bytes,
             etag=etag,
             last_modified=modified,
         )
@@ -444,13 +445,17 @@ class Crawl:
         except JobStopped:  # the crawl ends between pages, as asked
             self.stopped = True
 
+    @property
+    def incomplete(self) -> str:
+        return completeness(self.results, self.frontier, stopped=self.stopped)
+
     async def remove_unreached(self) -> int:
         reached = {result.url for result in self.results}
         gone = [r.url for r in self.results if r.outcome == "gone"]
         unreached = removed_pages(
             {url: p.document_id for url, p in self.known.items()},
             reached,
-            complete=not self.frontier.cut and not self.stopped,
+            complete=not self.incomplete,
         )
         for url in unreached:
             document_id = self.known[url].document_id
@@ -488,7 +493,8 @@ async def crawl(
     on_progress: OnProgress = _nothing,
 ) -> dict[str, Any]:
     """Crawl ``site`` once: its pages stored, changed ones replaced, gone ones removed;
-    the summary, also kept as the website's last crawl."""
+    the summary, also kept as the website's last crawl. JobStopped (with the summary)
+    when ``stop_point`` said the owner asked it to stop."""
     began = trio.current_time()
     known = await service.database.run(store.pages_of, site.id)
     frontier = Frontier(Scope.of(site), site.max_pages)
@@ -501,10 +507,12 @@ async def crawl(
         await job.pages(stop_point, on_progress)
         await on_progress(frontier.fetched, frontier.fetched)
         removed = await job.remove_unreached()
-    result = summary(job.results, frontier, removed, stopped=job.stopped)
+    result = summary(job.results, frontier, removed, incomplete=job.incomplete)
     result["seconds"] = round(trio.current_time() - began, 3)
     await service.database.run(store.finish, site.id, result, service.clock.now())
     log.info("website %r crawled: %s", site.name, result["pages"])
+    if job.stopped:
+        raise JobStopped(result)  # the owner asked: its result is the cancelled job's
     return result
 
 
@@ -546,7 +554,4 @@ async def crawl_job(running: Running) -> dict[str, Any]:
     async def progress(done: int, total: int) -> None:
         await running.set_progress(done, total)
 
-    result = await crawl(svc, site, stop_point=running.stop_point, on_progress=progress)
-    if "stopped" in result:
-        raise JobStopped(result)
-    return result
+    return await crawl(svc, site, stop_point=running.stop_point, on_progress=progress)

@@ -11,6 +11,7 @@ serves them, plus the misbehaving pages a crawler meets.
   Content-Length.
 - ``delay``: seconds each file's answer is held, so overlapping requests can be counted
   (``most_in_flight``).
+- ``failing``: paths answered ``503 Service Unavailable``.
 - Every request is recorded (path, status, the body's size, when it came).
 """
 
@@ -44,6 +45,7 @@ class FakeWebsite:
     redirects: dict[str, str] = attrs.Factory(dict)
     slow: set[str] = attrs.Factory(set)
     huge: dict[str, int] = attrs.Factory(dict)
+    failing: set[str] = attrs.Factory(set)  # paths answered 503
     served: list[Served] = attrs.Factory(list)
     #: seconds each file's answer is held before it is sent (to see requests overlap)
     delay: float = 0.0
@@ -77,6 +79,8 @@ class FakeWebsite:
         if path in self.redirects:
             location = {"location": self.redirects[path]}
             await self._answer(send, path, headers, 301, location, b"", arrived)
+        elif path in self.failing:
+            await self._answer(send, path, headers, 503, {}, b"", arrived)
         elif path in self.slow:
             await self._trickle(send, path, headers)
         elif path in self.huge:
