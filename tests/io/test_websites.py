@@ -278,6 +278,12 @@ async def test_a_sitemap_canonical_addresses_noindex_and_pages_no_longer_listed(
     assert third["complete"] is False and "failed" in third["incomplete"]
     assert set(documents(database_url)) == {f"{base}/menu.html"}
 
+    # a website deleted takes its pages' documents with it, and nothing else
+    await api.post("/documents", json={"name": "notes.md", "text": "Our own notes."})
+    assert (await api.delete(f"/websites/{site_id}")).status_code == 204
+    assert set(documents(database_url)) == {"notes.md"}
+    assert (await api.get(f"/websites/{site_id}/pages")).status_code == 404
+
 
 class TestPace:
     @pytest.fixture
