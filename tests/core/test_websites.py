@@ -26,6 +26,7 @@ from ragcore.websites.pages import (
     robots_header,
     site_host,
     sitemap_urls,
+    titled,
 )
 from ragcore.websites.sites import NOWHERE, Website, check_new, check_patch, patched
 
@@ -117,7 +118,8 @@ def test_an_address_has_one_spelling(url, spelled):
 
 def test_links_are_read_against_the_base_and_nofollow_ones_are_left():
     page = read_page(
-        """<html><head><base href="https://shop.example.com/menu/">
+        """<html><head><title> Menu |
+        Luigi's </title><base href="https://shop.example.com/menu/">
         <link rel="canonical" href="/menu/">
         <meta name="robots" content="noindex, follow"></head><body>
         <a href="pizza.html">Pizza</a> <a href="pizza.html#size">again</a>
@@ -128,6 +130,13 @@ def test_links_are_read_against_the_base_and_nofollow_ones_are_left():
     assert page.links == ("https://shop.example.com/menu/pizza.html",)
     assert page.canonical == "https://shop.example.com/menu/"
     assert page.noindex and not page.nofollow
+    assert page.title == "Menu | Luigi's"
+
+
+def test_a_page_without_a_heading_first_is_headed_by_its_title():
+    assert titled("Pizza 12 euros.", "Menu") == "# Menu\n\nPizza 12 euros."
+    assert titled("# Our menu\n\nPizza.", "Menu") == "# Our menu\n\nPizza."
+    assert titled("Pizza.", "") == "Pizza."
 
 
 def test_robots_directives_for_every_crawler_or_for_ragchat():

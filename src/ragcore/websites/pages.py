@@ -7,7 +7,8 @@ canonical address, what its robots meta tags ask, and the addresses a sitemap li
   (``%7E`` is ``~``) while the others are written in upper case.
 - ``read_page`` takes the links of ``<a href>`` and ``<area href>`` (not ``rel=nofollow``
   ones), resolved against ``<base href>`` or the page's address; ``<link
-  rel=canonical>``; and ``<meta name=robots|ragchat content=noindex, nofollow, none>``.
+  rel=canonical>``; ``<meta name=robots|ragchat content=noindex, nofollow, none>``; and
+  ``<title>``, which heads a page's text when the page has no heading first (``titled``).
   Links are read only from ``<body>``'s text-bearing markup: a script is not read.
 - ``sitemap_urls`` reads a sitemap (``<urlset>``) or a sitemap index (``<sitemapindex>``)
   with a tolerant scan of ``<loc>`` elements (no XML parser: no entity expansion), at
@@ -30,6 +31,7 @@ from ragcore.targets.addresses import DEFAULT_PORTS
 #: the most addresses read from one sitemap (the sitemaps protocol's own limit)
 MAX_SITEMAP_URLS = 50_000
 MAX_URL_CHARS = 2000
+MAX_TITLE_CHARS = 200
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _LOC = re.compile(r"<(?:[A-Za-z0-9_]+:)?loc\b[^>]*>(.*?)</(?:[A-Za-z0-9_]+:)?loc\s*>", re.S | re.I)
@@ -105,6 +107,7 @@ class Page:
     canonical: str | None = None
     noindex: bool = False
     nofollow: bool = False
+    title: str = ""  # its <title>, spaces collapsed
 
 
 def robots_header(value: str) -> tuple[bool, bool]:
@@ -139,7 +142,17 @@ def read_page(text: str, url: str) -> Page:
         if found is not None and found != url:
             links[found] = None
     canonical = normal_url(reader.canonical, base) if reader.canonical else None
-    return Page(tuple(links), canonical, reader.noindex, reader.nofollow)
+    title = " ".join("".join(reader.title).split())[:MAX_TITLE_CHARS]
+    return Page(tuple(links), canonical, reader.noindex, reader.nofollow, title)
+
+
+def titled(text: str, title: str) -> str:
+    """A page's text under its title as a heading when the text does not begin with a
+    heading of its own (a page whose title is its only name, such as a builder's page
+    styled without ``<h1>``), so its chunks carry the title in their heading path."""
+    if not title or text.lstrip().startswith("#"):
+        return text
+    return f"# {title}\n\n{text}"
 
 
 class _PageReader(HTMLParser):
@@ -150,11 +163,23 @@ class _PageReader(HTMLParser):
         self.canonical: str | None = None
         self.noindex = False
         self.nofollow = False
+        self.title: list[str] = []
+        self.in_title = False
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title.append(data)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = {name: value or "" for name, value in attrs}
         rel = found.get("rel", "").lower().split()
-        if tag in ("a", "area") and "href" in found and "nofollow" not in rel:
+        if tag == "title" and not self.title:
+            self.in_title = True
+        elif tag in ("a", "area") and "href" in found and "nofollow" not in rel:
             self.links.append(found["href"])
         elif tag == "base" and "href" in found and self.base is None:
             self.base = found["href"]

@@ -60,6 +60,7 @@ from ragcore.websites.pages import (
     read_page,
     robots_header,
     sitemap_urls,
+    titled,
 )
 from ragcore.websites.sites import Website
 from ragio.jobs import store as jobs_store
@@ -329,10 +330,12 @@ class Crawl:
             return
         noindex, nofollow = robots_header(got.headers.get("x-robots-tag", ""))
         links: tuple[str, ...] = ()
+        title = ""
         if fmt.name == "html":
             text = decode_text(got.body, _charset(got) or html_charset(got.body))
             page = await trio.to_thread.run_sync(read_page, text, url)
             noindex |= page.noindex
+            title = page.title
             if not (nofollow or page.nofollow):
                 links = page.links
                 for link in links:
@@ -352,15 +355,21 @@ class Crawl:
         if prior is not None and prior.document_id and prior.body_hash == body_hash:
             await self.save(url, "unchanged", got=got, body_hash=body_hash, links=links)
             return
-        await self.store(url, fmt, got, body_hash, links)
+        await self.store(url, fmt, got, body_hash, links, title)
 
     async def store(
-        self, url: str, fmt: Format, got: Fetched, body_hash: str, links: tuple[str, ...]
+        self,
+        url: str,
+        fmt: Format,
+        got: Fetched,
+        body_hash: str,
+        links: tuple[str, ...],
+        title: str = "",
     ) -> None:
         prior = self.known.get(url)
         seconds = self.settings.max_document_read_seconds
         try:
-            text = await read_upload(got.body, fmt, _charset(got), seconds=seconds)
+            text = titled(await read_upload(got.body, fmt, _charset(got), seconds=seconds), title)
             doc = await trio.to_thread.run_sync(
                 functools.partial(
                     prepare_document,
