@@ -119,3 +119,40 @@ def test_a_long_code_block_is_cut_between_lines_each_piece_a_code_block():
     kept = [line for p in code for line in p.split("\n")[1:-1]]
     assert list(dict.fromkeys(kept)) == lines  # every line, whole, in order
     assert all(count_tokens(c.text) <= 60 for c in chunks)
+
+
+MENU_HEADER = "| Dish | Size | Price |\n| --- | --- | --- |"
+
+
+def test_a_table_over_several_chunks_repeats_its_header_in_each_and_never_splits_a_row():
+    rows = [f"| Pizza {n} | {'large' if n % 2 else 'small'} | {n + 8}.50 EUR |" for n in range(40)]
+    text = "# Menu\n\nBaked to order.\n\n" + MENU_HEADER + "\n" + "\n".join(rows) + "\n\nCash only."
+    chunks = chunk_text(text, target_tokens=60, overlap_tokens=10)
+    holding_rows = [c for c in chunks if "| Pizza" in c.text]
+    assert len(holding_rows) > 3
+    for chunk in holding_rows:
+        table = chunk.text[chunk.text.index(MENU_HEADER) :].split("\n\n")[0]
+        assert table.split("\n")[2:] and set(table.split("\n")[2:]) <= set(rows)
+        assert chunk.heading_path == ("Menu",)
+        assert count_tokens(chunk.text) <= 60
+    shown = [line for c in holding_rows for line in c.text.split("\n") if line in rows]
+    assert shown == rows  # each row whole, once (no overlap repeats a row), in order
+    assert holding_rows[0].text.startswith("Baked to order.\n\n" + MENU_HEADER)
+
+
+def test_a_row_longer_than_a_chunk_is_cut_between_words_under_its_header():
+    long_row = "| Calzone | " + "ham cheese mushrooms " * 30 + "| 12 EUR |"
+    text = MENU_HEADER + "\n| Pizza | large | 14 EUR |\n" + long_row
+    chunks = chunk_text(text, target_tokens=40, overlap_tokens=5)
+    assert len(chunks) > 2
+    assert all(c.text.startswith(MENU_HEADER + "\n") for c in chunks)
+    assert all(count_tokens(c.text) <= 40 for c in chunks)
+    rows = " ".join(c.text[len(MENU_HEADER) + 1 :] for c in chunks)
+    assert rows.split() == ("| Pizza | large | 14 EUR |\n" + long_row).split()
+
+
+def test_a_table_without_a_delimiter_line_has_no_header_to_repeat():
+    rows = [f"| {n} | item number {n} |" for n in range(30)]
+    chunks = chunk_text("\n".join(rows), target_tokens=30, overlap_tokens=5)
+    assert len(chunks) > 2
+    assert [line for c in chunks for line in c.text.split("\n")] == rows

@@ -11,6 +11,7 @@ from ragcore.knowledge.documents import (
     format_for_suffix,
     supported_formats,
     table_lines,
+    table_markdown,
     text_content_type,
     upload_name,
 )
@@ -88,7 +89,19 @@ def test_text_sent_as_json_is_markdown_when_its_name_says_so():
     assert text_content_type("faq") == "text/plain"
 
 
-def test_a_table_with_a_header_reads_as_named_values_one_row_a_line():
+def test_a_table_is_a_markdown_table_its_header_row_over_a_delimiter_line():
+    rows = [["Name", "Role"], ["Ada", "engineer | lead"], ["", ""], ["Grace", ""]]
+    assert table_markdown(rows, header=True) == (
+        "| Name | Role |\n| --- | --- |\n| Ada | engineer \\| lead |\n| Grace |  |"
+    )
+    assert table_markdown(rows, header=False) == (
+        "| Name | Role |\n| Ada | engineer \\| lead |\n| Grace |  |"
+    )
+    assert table_markdown([["only", "row"]], header=True) == "| only | row |"
+    assert table_markdown([["", " "]], header=True) == ""
+
+
+def test_a_table_in_a_cell_reads_as_named_values_one_row_a_line():
     rows = [["Name", "Role", ""], ["Ada", "engineer", "x"], ["", "", ""], ["Grace", "", "y"]]
     assert table_lines(rows, header=True) == [
         "Name: Ada; Role: engineer; column 3: x",
@@ -114,25 +127,28 @@ def test_html_becomes_headings_paragraphs_list_items_and_table_rows():
     html = (
         "<html><head><title>x</title><script>var a = 1;</script></head><body>"
         "<nav>Home | Shop</nav><h2>Refunds</h2><p>Within <b>30</b> days.</p>"
-        "<ul><li>Keep the receipt</li></ul><p># not a heading</p>"
-        "<table><tr><th>Item</th><th>Days</th></tr><tr><td>Bike</td><td>14</td></tr></table>"
-        "</body></html>"
+        "<ul><li>Keep the receipt</li></ul><p># not a heading</p><p>| nor a table</p>"
+        "<table><tr><th>Item</th><th>Days</th></tr><tr><td>Bike</td><td>14</td></tr>"
+        "<tr><td>Tent</td><td><table><tr><th>A</th></tr><tr><td>1</td></tr></table></td></tr>"
+        "</table></body></html>"
     )
     assert html_text(html) == (
         "## Refunds\n\nWithin 30 days.\n\n- Keep the receipt\n\n\\# not a heading\n\n"
-        "Item: Bike; Days: 14\n"
+        "\\| nor a table\n\n| Item | Days |\n| --- | --- |\n| Bike | 14 |\n| Tent | A: 1 |\n"
     )
     assert html_charset(b'<meta charset="windows-1252"><p>x') == "windows-1252"
 
 
-def test_a_csv_is_read_with_its_sniffed_delimiter_and_header_one_row_a_block():
+def test_a_csv_is_read_with_its_sniffed_delimiter_as_a_table_under_its_header():
     semicolons = "Name;City;Days\nAda;London;14\nGrace;Paris;30\n\nAlan;Wilmslow;7\n"
     assert csv_text(semicolons) == (
-        "Name: Ada; City: London; Days: 14\n\nName: Grace; City: Paris; Days: 30\n\n"
-        "Name: Alan; City: Wilmslow; Days: 7\n"
+        "| Name | City | Days |\n| --- | --- | --- |\n| Ada | London | 14 |\n"
+        "| Grace | Paris | 30 |\n| Alan | Wilmslow | 7 |\n"
     )
     quoted = 'name,note\r\nAda,"two\r\nlines"\r\nGrace,x\r\n'  # a line end in a cell
-    assert csv_text(quoted) == "name: Ada; note: two lines\n\nname: Grace; note: x\n"
+    assert csv_text(quoted) == (
+        "| name | note |\n| --- | --- |\n| Ada | two lines |\n| Grace | x |\n"
+    )
     with pytest.raises(Unreadable, match="no rows under its header"):
         csv_text("name,city\n")
 

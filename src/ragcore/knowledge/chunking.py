@@ -16,6 +16,13 @@ still (a URL, a base64 blob) between tokens. Each chunk after the first in a
 section begins with the end of the one before, up to ``overlap_tokens``: whole
 trailing paragraphs or sentences, or trailing words when the last sentence
 alone is longer than the overlap.
+
+A markdown table (a run of lines starting with ``|``, as ``ragcore.knowledge.documents.
+table_markdown`` writes one) is cut between rows, never inside one, and its header row
+(the line above a ``| --- |`` delimiter line) is repeated at the top of every chunk
+holding its rows, so a row retrieved alone still says what its columns are. A row
+longer than a chunk is the one exception: it is cut between words, the header kept.
+Rows are not carried into the next chunk as overlap: each is whole under its header.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 #: how a chunk's text marks a code block: its lines between two of these lines
 CODE_FENCE = "```"
+#: how a line of a markdown table begins
+TABLE_ROW = "|"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _WIDE = re.compile(rf"[{_CJK}\u3000-\u303f\uff00-\uffef]")  # written without spaces
@@ -78,11 +87,15 @@ def chunk_text(
 
 @attrs.frozen
 class _Unit:
-    """A paragraph, or a piece of one, with the paragraph's index in its section."""
+    """A paragraph, or a piece of one, with the paragraph's index in its section; or a
+    table's row (or a piece of one) with the header lines to write above its table."""
 
     paragraph: int
     text: str
     tokens: int
+    row: int = -1  # its row in its table; -1: not a table's
+    header: str = ""
+    header_tokens: int = 0
 
 
 def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -93,6 +106,7 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
     path: list[tuple[int, str]] = []
     paragraphs: list[str] = []
     lines: list[str] = []
+    rows: list[str] = []  # the lines of the table being read
     fence: str | None = None  # the open code block's fence
 
     def end_paragraph() -> None:
@@ -108,7 +122,13 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
             paragraphs.append(f"{CODE_FENCE}\n{body}\n{CODE_FENCE}")
         lines.clear()
 
+    def end_table() -> None:
+        if any(ch.isalnum() for row in rows for ch in row):
+            paragraphs.append("\n".join(rows))
+        rows.clear()
+
     def end_section() -> None:
+        end_table()
         end_paragraph()
         if paragraphs:
             sections.append((tuple(title for _, title in path), list(paragraphs)))
@@ -123,6 +143,11 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
             else:
                 lines.append(line)
             continue
+        if line.lstrip().startswith(TABLE_ROW):
+            end_paragraph()
+            rows.append(line.strip())
+            continue
+        end_table()
         heading = _HEADING.match(line)
         if opening:
             end_paragraph()
@@ -145,6 +170,8 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
 def _fit(index: int, paragraph: str, target: int) -> list[_Unit]:
     """The paragraph whole if it fits; else its sentences, and the words of a sentence
     that alone is over the target (``_pack`` packs them back together)."""
+    if paragraph.startswith(TABLE_ROW):
+        return _table_rows(index, paragraph, target)
     tokens = count_tokens(paragraph)
     if tokens <= target:
         return [_Unit(index, paragraph, tokens)]
@@ -161,6 +188,38 @@ def _fit(index: int, paragraph: str, target: int) -> list[_Unit]:
             for word in sentence.split():
                 units.extend(_Unit(index, p, count_tokens(p)) for p in _cut_word(word, target))
     return units
+
+
+def _table_rows(index: int, table: str, target: int) -> list[_Unit]:
+    """A table's rows, each to be packed whole under the table's header lines (the
+    header row and its delimiter line); a row longer than a chunk, as its words. A header
+    over half the target is not repeated: its lines are rows like the others."""
+    lines = table.split("\n")
+    header = ""
+    if len(lines) > 2 and _is_delimiter(lines[1]):
+        header, lines = "\n".join(lines[:2]), lines[2:]
+    header_tokens = count_tokens(header)
+    if header_tokens > target // 2:
+        header, header_tokens, lines = "", 0, table.split("\n")
+    budget = target - header_tokens
+    units = []
+    for number, row in enumerate(lines):
+        tokens = count_tokens(row)
+        pieces = (
+            [row]
+            if tokens <= budget
+            else [piece for word in row.split() for piece in _cut_word(word, budget)]
+        )
+        units.extend(
+            _Unit(index, piece, count_tokens(piece), number, header, header_tokens)
+            for piece in pieces
+        )
+    return units
+
+
+def _is_delimiter(line: str) -> bool:
+    """A markdown table's delimiter line, ``| --- | :---: |``."""
+    return "-" in line and not line.strip("|:- \t")
 
 
 def _code_pieces(block: str, target: int) -> list[str]:
@@ -206,11 +265,13 @@ def _pack(units: list[_Unit], target: int, overlap: int) -> list[str]:
     i = 0
     while i < len(units):
         current = list(carry)
-        while current and _total(current) + units[i].tokens > target:
+        while current and _total([*current, units[i]]) > target:
             current.pop(0)  # the overlap gives way to new text
         current.append(units[i])  # every chunk brings at least one new unit
+        size = _total(current)
         i += 1
-        while i < len(units) and _total(current) + units[i].tokens <= target:
+        while i < len(units) and size + _cost(units[i], current[-1]) <= target:
+            size += _cost(units[i], current[-1])
             current.append(units[i])
             i += 1
         chunks.append(_join(current))
@@ -226,18 +287,35 @@ def _glue(before: str, after: str) -> str:
 
 
 def _total(units: list[_Unit]) -> int:
-    return sum(unit.tokens for unit in units)
+    """The tokens of a chunk of ``units``: theirs, and each table's header once."""
+    headers = {unit.paragraph: unit.header_tokens for unit in units if unit.row >= 0}
+    return sum(unit.tokens for unit in units) + sum(headers.values())
+
+
+def _cost(unit: _Unit, last: _Unit) -> int:
+    """The tokens ``unit`` adds after ``last``: its own, and its table's header when it
+    is the first of its table's rows there."""
+    opens_table = unit.row >= 0 and last.paragraph != unit.paragraph
+    return unit.tokens + (unit.header_tokens if opens_table else 0)
 
 
 def _join(units: list[_Unit]) -> str:
-    """Pieces of one paragraph rejoin as they were cut, paragraphs with a blank line."""
-    text = units[0].text
+    """Pieces of one paragraph (or table row) rejoin as they were cut, a table's rows one
+    a line under its header, paragraphs with a blank line."""
+    text = _opening(units[0])
     for before, unit in zip(units, units[1:], strict=False):
-        if unit.paragraph == before.paragraph and not unit.text.startswith(CODE_FENCE):
-            text = _glue(text, unit.text)
+        if unit.paragraph != before.paragraph or unit.text.startswith(CODE_FENCE):
+            text = f"{text}\n\n{_opening(unit)}"
+        elif unit.row != before.row:
+            text = f"{text}\n{unit.text}"
         else:
-            text = f"{text}\n\n{unit.text}"
+            text = _glue(text, unit.text)
     return text
+
+
+def _opening(unit: _Unit) -> str:
+    """A unit's text as the first of its paragraph in a chunk: a row under its header."""
+    return f"{unit.header}\n{unit.text}" if unit.header else unit.text
 
 
 def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
@@ -245,6 +323,8 @@ def _tail(units: list[_Unit], budget: int) -> list[_Unit]:
     sentences of the unit before them, or trailing words if nothing else fits."""
     taken: list[_Unit] = []
     for unit in reversed(units):
+        if unit.row >= 0:
+            break  # a table's rows stay whole under their header, in one chunk each
         if unit.tokens <= budget:
             taken.insert(0, unit)
             budget -= unit.tokens

@@ -4,7 +4,7 @@ only when asked to, since two different files may share a name.
 
 The rules here are pure. Reading the bytes of a PDF or a Word file into text
 happens in ``ragio.knowledge.formats``; what comes back is text with its
-structure kept as markdown (``#`` headings, one line per table row), which
+structure kept as markdown (``#`` headings, tables as markdown tables), which
 ``chunk_text`` follows.
 """
 
@@ -206,14 +206,11 @@ def text_content_type(name: str) -> str:
 
 
 def table_lines(rows: Sequence[Sequence[str]], *, header: bool) -> list[str]:
-    """A table as one line per row, so a chunk holding a row still makes sense alone.
-
-    With ``header`` (and at least one row under it) each row reads
-    ``Name: Ada; Role: engineer`` (empty cells left out, unnamed columns
-    ``column N``); without, the cells are joined with `` | ``. Blank rows are dropped.
-    """
-    cleaned = [[" ".join(str(cell).split()) for cell in row] for row in rows]
-    cleaned = [row for row in cleaned if any(row)]
+    """A table as one line per row, for a table held in another's cell (a markdown table
+    cannot nest): ``Name: Ada; Role: engineer`` with ``header`` (and at least one row
+    under it; empty cells left out, unnamed columns ``column N``); without, the cells
+    joined with `` | ``. Blank rows are dropped."""
+    cleaned = _table_cells(rows)
     if not header or len(cleaned) < 2:
         return [" | ".join(cell for cell in row if cell) for row in cleaned]
     names = cleaned[0]
@@ -226,6 +223,24 @@ def table_lines(rows: Sequence[Sequence[str]], *, header: bool) -> list[str]:
         ]
         lines.append("; ".join(pairs))
     return lines
+
+
+def table_markdown(rows: Sequence[Sequence[str]], *, header: bool) -> str:
+    """A table as a markdown table, one line a row: ``chunk_text`` cuts it between rows
+    and repeats its header row (the first, with ``header`` and a row under it) at the top
+    of every chunk, so a row is found with its column names. Without a header the rows
+    stand alone (no delimiter line). Blank rows are dropped; "" when none is left."""
+    cleaned = _table_cells(rows)
+    lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cleaned]
+    if header and len(lines) > 1:
+        lines.insert(1, "|" + " --- |" * len(cleaned[0]))
+    return "\n".join(lines)
+
+
+def _table_cells(rows: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The rows' cells on one line each, blank rows left out."""
+    cleaned = [[" ".join(str(cell).split()) for cell in row] for row in rows]
+    return [row for row in cleaned if any(row)]
 
 
 # --- adding ----------------------------------------------------------------------------------

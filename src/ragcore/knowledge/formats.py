@@ -1,11 +1,12 @@
 """Reading an uploaded file into text: the rules over bytes and text already in memory.
 
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of HTML and
-Word files get a heading path), paragraphs separated by blank lines, and tables as one
-line per row (``Name: Ada; Role: engineer``, see ``ragcore.knowledge.documents.table_lines``).
-A PDF's pages become ``# Page N`` sections, so a citation can say which page it came
-from. In text taken from a PDF, a Word file, HTML or a CSV, a line that merely begins
-with ``# `` is escaped so it does not become a heading.
+Word files get a heading path), paragraphs separated by blank lines, and tables as
+markdown tables (``ragcore.knowledge.documents.table_markdown``: the chunker keeps rows
+whole and repeats the header row in each chunk). A PDF's pages become ``# Page N``
+sections, so a citation can say which page it came from. In text taken from a PDF, a
+Word file, HTML or a CSV, a line that merely begins with ``# `` or ``|`` is escaped so
+it does not become a heading or a table.
 
 Here: decoding text, HTML and CSV read with the standard library's parsers, how PDF pages
 and Word paragraphs become text, and the bounds on the work one file may cause.
@@ -25,7 +26,7 @@ from html.parser import HTMLParser
 import attrs
 
 from ragcore.errors import InvalidInput, TooLarge
-from ragcore.knowledge.documents import table_lines
+from ragcore.knowledge.documents import table_lines, table_markdown
 
 # A .docx is a zip whose parts python-docx reads whole into memory and whose XML it
 # parses into a tree: refuse packages that unpack to more than these (a zip bomb).
@@ -35,7 +36,7 @@ MAX_BLOCKS = 50_000  # paragraphs and table rows of a Word file
 MAX_PDF_PAGES = 5_000
 HTML_PIECE = 256 * 1024  # characters fed to the HTML parser between checks
 CHECK_EVERY = 500  # paragraphs or rows read between checks
-_LOOKS_LIKE_HEADING = re.compile(r"^#{1,6}\s")
+_LOOKS_LIKE_MARKUP = re.compile(r"^(#{1,6}\s|\s*\|)")  # a heading or a table's row
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.I)
 #: a line and its end (``\n``, ``\r\n`` or ``\r``, as the csv module wants them), or the last
@@ -89,8 +90,9 @@ def _known_charset(name: str | None) -> str | None:
 
 
 def literal(line: str) -> str:
-    """A line of text from a non-markdown file, escaped if it would read as a heading."""
-    return "\\" + line if _LOOKS_LIKE_HEADING.match(line) else line
+    """A line of text from a non-markdown file, escaped if it would read as a heading or
+    a table's row."""
+    return "\\" + line.lstrip() if _LOOKS_LIKE_MARKUP.match(line) else line
 
 
 def short_reason(error: BaseException) -> str:
@@ -279,11 +281,11 @@ class _HtmlText(HTMLParser):
         elif tag == "table" and self.tables:
             self.end_row()
             table = self.tables.pop()
-            lines = table_lines(table.rows, header=table.header)
-            if self.tables and self.tables[-1].cell is not None:
-                self.tables[-1].cell.append("; ".join(lines))  # a table in a cell
-            else:
-                self.blocks.extend(literal(line) for line in lines)
+            if self.tables and self.tables[-1].cell is not None:  # a table in a cell
+                lines = table_lines(table.rows, header=table.header)
+                self.tables[-1].cell.append("; ".join(lines))
+            elif block := table_markdown(table.rows, header=table.header):
+                self.blocks.append(block)
         elif tag == "tr" and self.tables:
             self.end_row()
         elif tag in ("td", "th") and self.tables:
@@ -360,4 +362,4 @@ def csv_text(text: str, check: Check = unchecked) -> str:
     rows = csv_rows(text, check)
     if len(rows) < 2:
         raise Unreadable("has no rows under its header row")
-    return "\n\n".join(literal(line) for line in table_lines(rows, header=True)) + "\n"
+    return table_markdown(rows, header=True) + "\n"

@@ -2,11 +2,11 @@
 
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of
 HTML and Word files get a heading path), paragraphs separated by blank lines,
-and tables as one line per row (``Name: Ada; Role: engineer``, see
-``ragcore.knowledge.documents.table_lines``). A PDF's pages become ``# Page N``
-sections, so a citation can say which page it came from. In text taken from a
-PDF, a Word file, HTML or a CSV, a line that merely begins with ``# `` is
-escaped so it does not become a heading.
+and tables as markdown tables (``ragcore.knowledge.documents.table_markdown``:
+the chunker keeps rows whole and repeats the header row in each chunk). A PDF's
+pages become ``# Page N`` sections, so a citation can say which page it came
+from. In text taken from a PDF, a Word file, HTML or a CSV, a line that merely
+begins with ``# `` or ``|`` is escaped so it does not become a heading or a table.
 
 Libraries, chosen small and maintained:
 
@@ -53,7 +53,7 @@ import zlib
 import trio
 
 from ragcore.errors import TooLarge
-from ragcore.knowledge.documents import Format, table_lines
+from ragcore.knowledge.documents import Format, table_markdown
 from ragcore.knowledge.formats import (
     CHECK_EVERY,
     Check,
@@ -175,7 +175,7 @@ def _docx(data: bytes, check: Check) -> str:
                 read += 1
             else:
                 rows = _docx_rows(item)
-                blocks.extend(table_lines(rows, header=True))
+                blocks.append(table_markdown(rows, header=True))
                 read += len(rows)
             if read >= next_check:
                 check()
