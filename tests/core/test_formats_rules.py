@@ -5,13 +5,12 @@ import codecs
 import pytest
 
 from ragcore.errors import TooLarge
+from ragcore.knowledge.chunking import table_lines, table_markdown
 from ragcore.knowledge.documents import (
     DOCX,
     detect_format,
     format_for_suffix,
     supported_formats,
-    table_lines,
-    table_markdown,
     text_content_type,
     upload_name,
 )

@@ -175,17 +175,17 @@ async def test_structure_is_kept_headings_pages_and_table_rows(api):
         api, (await upload(api, "handbook.docx", make_docx(), DOCX)).json()["id"]
     )
     assert "# Staff handbook\n\n## Leave\n\nStaff get 25 days" in text
-    assert "Team: Sales; Manager: Ada\n\nTeam: Support; Manager: Grace" in text
+    assert "| Team | Manager |\n| --- | --- |\n| Sales | Ada |\n| Support | Grace |" in text
 
     text = await chunks_of(api, (await upload(api, "stock.csv", CSV, "text/csv")).json()["id"])
-    assert text.split("\n\n")[0] == "product: Green tea; price: 3.50; stock: 12"
+    assert text.split("\n")[2] == "| Green tea | 3.50 | 12 |"
 
 
 async def test_legacy_windows_text_and_an_excel_bom_are_read(api):
     latin = await upload(api, "prix.csv", "produit;prix\nthé;3\n".encode("cp1252"), "text/csv")
-    assert "produit: thé; prix: 3" in await chunks_of(api, latin.json()["id"])
+    assert "| thé | 3 |" in await chunks_of(api, latin.json()["id"])
     excel = await upload(api, "stock.csv", b"\xef\xbb\xbfitem,count\npens,4\n", "text/csv")
-    assert (await chunks_of(api, excel.json()["id"])).startswith("item: pens; count: 4")
+    assert (await chunks_of(api, excel.json()["id"])).startswith("| item | count |")
 
 
 async def test_a_name_field_overrides_the_file_name_and_a_path_is_cut_off(api):

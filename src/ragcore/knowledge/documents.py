@@ -205,44 +205,6 @@ def text_content_type(name: str) -> str:
     return "text/markdown" if suffix_of(name) in (".md", ".markdown") else "text/plain"
 
 
-def table_lines(rows: Sequence[Sequence[str]], *, header: bool) -> list[str]:
-    """A table as one line per row, for a table held in another's cell (a markdown table
-    cannot nest): ``Name: Ada; Role: engineer`` with ``header`` (and at least one row
-    under it; empty cells left out, unnamed columns ``column N``); without, the cells
-    joined with `` | ``. Blank rows are dropped."""
-    cleaned = _table_cells(rows)
-    if not header or len(cleaned) < 2:
-        return [" | ".join(cell for cell in row if cell) for row in cleaned]
-    names = cleaned[0]
-    lines = []
-    for row in cleaned[1:]:
-        pairs = [
-            f"{names[i] if i < len(names) and names[i] else f'column {i + 1}'}: {value}"
-            for i, value in enumerate(row)
-            if value
-        ]
-        lines.append("; ".join(pairs))
-    return lines
-
-
-def table_markdown(rows: Sequence[Sequence[str]], *, header: bool) -> str:
-    """A table as a markdown table, one line a row: ``chunk_text`` cuts it between rows
-    and repeats its header row (the first, with ``header`` and a row under it) at the top
-    of every chunk, so a row is found with its column names. Without a header the rows
-    stand alone (no delimiter line). Blank rows are dropped; "" when none is left."""
-    cleaned = _table_cells(rows)
-    lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cleaned]
-    if header and len(lines) > 1:
-        lines.insert(1, "|" + " --- |" * len(cleaned[0]))
-    return "\n".join(lines)
-
-
-def _table_cells(rows: Sequence[Sequence[str]]) -> list[list[str]]:
-    """The rows' cells on one line each, blank rows left out."""
-    cleaned = [[" ".join(str(cell).split()) for cell in row] for row in rows]
-    return [row for row in cleaned if any(row)]
-
-
 # --- adding ----------------------------------------------------------------------------------
 
 

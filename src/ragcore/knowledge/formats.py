@@ -2,7 +2,7 @@
 
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of HTML and
 Word files get a heading path), paragraphs separated by blank lines, and tables as
-markdown tables (``ragcore.knowledge.documents.table_markdown``: the chunker keeps rows
+markdown tables (``ragcore.knowledge.chunking.table_markdown``: the chunker keeps rows
 whole and repeats the header row in each chunk). A PDF's pages become ``# Page N``
 sections, so a citation can say which page it came from. In text taken from a PDF, a
 Word file, HTML or a CSV, a line that merely begins with ``# `` or ``|`` is escaped so
@@ -26,7 +26,7 @@ from html.parser import HTMLParser
 import attrs
 
 from ragcore.errors import InvalidInput, TooLarge
-from ragcore.knowledge.documents import table_lines, table_markdown
+from ragcore.knowledge.chunking import table_lines, table_markdown
 
 # A .docx is a zip whose parts python-docx reads whole into memory and whose XML it
 # parses into a tree: refuse packages that unpack to more than these (a zip bomb).

@@ -2,7 +2,7 @@
 
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of
 HTML and Word files get a heading path), paragraphs separated by blank lines,
-and tables as markdown tables (``ragcore.knowledge.documents.table_markdown``:
+and tables as markdown tables (``ragcore.knowledge.chunking.table_markdown``:
 the chunker keeps rows whole and repeats the header row in each chunk). A PDF's
 pages become ``# Page N`` sections, so a citation can say which page it came
 from. In text taken from a PDF, a Word file, HTML or a CSV, a line that merely
@@ -53,7 +53,8 @@ import zlib
 import trio
 
 from ragcore.errors import TooLarge
-from ragcore.knowledge.documents import Format, table_markdown
+from ragcore.knowledge.chunking import table_markdown
+from ragcore.knowledge.documents import Format
 from ragcore.knowledge.formats import (
     CHECK_EVERY,
     Check,
