@@ -17,19 +17,29 @@ from ragcore.knowledge.documents import (
 from ragcore.knowledge.formats import (
     MAX_BLOCKS,
     MAX_DOCX_XML_BYTES,
+    MAX_OCR_PAGES,
     MAX_PDF_PAGES,
+    TESSERACT_LANGUAGES,
     Unreadable,
     check_block_count,
+    check_image_size,
+    check_ocr_pages,
     check_package_size,
     check_page_count,
     csv_text,
     decode_text,
+    document_languages,
     heading_level,
     html_charset,
     html_text,
+    image_text,
+    is_scanned,
+    ocr_languages,
     paragraph_line,
     pdf_text,
 )
+from ragcore.language import NAMES as DETECTABLE_LANGUAGES
+from ragcore.settings import load_settings
 
 
 @pytest.mark.parametrize(
@@ -59,15 +69,32 @@ def test_a_file_with_neither_is_looked_at():
 @pytest.mark.parametrize(
     ("filename", "content_type"),
     [
-        ("logo.png", "image/png"),
-        ("logo.png", "application/octet-stream"),
+        ("clip.mp4", "video/mp4"),
+        ("clip.mp4", "application/octet-stream"),
         ("old.doc", "application/msword"),
         ("sheet.xlsx", None),
         ("", None),
     ],
 )
 def test_other_files_are_not_ours(filename, content_type):
-    assert detect_format(filename, content_type, b"\x89PNG\r\n\x1a\n") is None
+    assert detect_format(filename, content_type, b"\x00\x00\x00\x18ftypmp42") is None
+
+
+@pytest.mark.parametrize(
+    ("head", "name"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00", "png"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", "jpeg"),
+        (b"II*\x00\x08\x00", "tiff"),
+        (b"MM\x00*\x00\x00", "tiff"),
+    ],
+)
+def test_images_are_ours_by_suffix_type_or_signature(head, name):
+    assert detect_format(None, None, head).name == name
+    assert detect_format("scan", "application/octet-stream", head).name == name
+    suffix = {"png": ".png", "jpeg": ".JPG", "tiff": ".tif"}[name]
+    assert detect_format("scan" + suffix, "application/octet-stream").name == name
+    assert detect_format(None, f"image/{name}").name == name
 
 
 def test_the_supported_formats_are_named_for_messages():
@@ -156,8 +183,53 @@ def test_pdf_pages_become_page_sections_with_broken_words_joined():
     assert pdf_text(["Refunds take exam-\nple days.", "  \n", "# Total\x00"]) == (
         "# Page 1\n\nRefunds take example days.\n\n# Page 3\n\n\\# Total\n"
     )
-    with pytest.raises(Unreadable, match="no text layer"):
+    with pytest.raises(Unreadable, match="no text layer, and no image"):
         pdf_text(["", " \n "])
+
+
+def test_a_pdf_page_with_an_image_and_next_to_no_text_is_a_scan():
+    assert is_scanned("", images=1)
+    assert is_scanned("Scanned by CamScanner", images=1)  # 19 letters: a stamp
+    assert not is_scanned("Refunds are paid within five business days.", images=1)
+    assert not is_scanned("", images=0)  # nothing to read: the page is blank
+
+
+def test_ocr_reads_the_documents_languages_those_installed_else_english():
+    installed = ["eng", "deu", "osd", "chi_sim"]
+    assert ocr_languages(["de", "en"], installed) == "deu+eng"
+    assert ocr_languages(["de", "fr", "zh"], installed) == "deu+chi_sim"  # no French here
+    assert ocr_languages(["fr"], installed) == "eng"
+    assert ocr_languages(["so"], installed) == "eng"  # Somali: Tesseract has no model
+    with pytest.raises(Unreadable, match="apt-get install tesseract-ocr "):
+        ocr_languages(["en"], None)
+    with pytest.raises(Unreadable, match="install tesseract-ocr-fra tesseract-ocr-chi-sim"):
+        ocr_languages(["fr", "zh"], ["osd"])
+    assert set(TESSERACT_LANGUAGES) <= set(DETECTABLE_LANGUAGES)
+
+
+def test_ocr_follows_the_answer_languages_else_the_default_language():
+    assert document_languages(load_settings({})) == ("en",)
+    assert document_languages(load_settings({"DEFAULT_LANGUAGE": "de"})) == ("de",)
+    settings = load_settings({"LANGUAGE_DETECTION_SUPPORTED_LANGUAGES": "fr,nl"})
+    assert document_languages(settings) == ("fr", "nl")
+
+
+def test_ocr_bounds_pages_and_pixels_before_any_is_decoded():
+    check_ocr_pages(MAX_OCR_PAGES)
+    with pytest.raises(TooLarge, match=f"{MAX_OCR_PAGES + 1} scanned pages"):
+        check_ocr_pages(MAX_OCR_PAGES + 1)
+    check_image_size(4960, 7016)  # A4 at 600 dpi
+    with pytest.raises(TooLarge, match="30000 x 30000 .900 million. pixels"):
+        check_image_size(30_000, 30_000)
+
+
+def test_what_ocr_read_is_text_pages_for_a_multi_page_image():
+    assert image_text(["Opening hours\n\n\n\nMon-Fri 9-5\n\f"]) == "Opening hours\n\nMon-Fri 9-5\n"
+    assert image_text(["# Sale", "  ", "| 20 % off"]) == (
+        "# Page 1\n\n\\# Sale\n\n# Page 3\n\n\\| 20 % off\n"
+    )
+    with pytest.raises(Unreadable, match="no text that OCR could read"):
+        image_text([" \f", "~"])
 
 
 def test_word_styles_make_headings_and_list_items():

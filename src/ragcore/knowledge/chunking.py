@@ -19,14 +19,15 @@ alone is longer than the overlap.
 
 A markdown table (a run of lines starting with ``|``, as ``table_markdown`` writes the
 tables the readers find) is cut between rows, never inside one, and each row is written
-with its header row's column names, one line a row: ``Dish: Pizza; Size: large; Price:
+with its header row's column names, one line a row (a table without a header row, as
+HTML lays pages out with, its cells joined with `` | ``): ``Dish: Pizza; Size: large; Price:
 14.50`` (``table_lines``). So every chunk of a table carries its header, and a row
 retrieved alone says what its values are. Tried first, the markdown rows under the
 header line repeated at the top of each chunk: the local embedder put "How much is the
 large pizza?" 0.447 from the chunk holding its row, under its topic floor (0.45), and
 0.49 with the rows named; offline, the question was declined over the markdown rows
 (tests/io/test_document_tables.py) and is answered over the named ones. A row longer
-than a chunk is the one exception: it is cut between words. Rows are not carried into
+than a chunk is the one exception: it is cut as a paragraph is. Rows are not carried into
 the next chunk as overlap: each stands whole in one chunk.
 """
 
@@ -234,19 +235,15 @@ def _table_cells(rows: Sequence[Sequence[str]]) -> list[list[str]]:
 
 
 def _table_rows(index: int, table: str, target: int) -> list[_Unit]:
-    """A table's rows, each a unit packed whole, named by the header row (the line above a
-    ``| --- |`` delimiter line) when there is one; a row longer than a chunk, as its words."""
+    """A table's rows, each a unit packed whole: named by the header row (the line above a
+    ``| --- |`` delimiter line) when there is one, else their cells joined with `` | ``
+    (``table_lines``). A row longer than a chunk is cut as a paragraph is (``_fit``)."""
     lines = table.split("\n")
-    if len(lines) > 2 and _is_delimiter(lines[1]):
-        cells = [_cells(line) for line in [lines[0], *lines[2:]]]
-        lines = table_lines(cells, header=True)
-    units = []
-    for number, row in enumerate(lines):
-        tokens = count_tokens(row)
-        pieces = (
-            [row] if tokens <= target else [p for w in row.split() for p in _cut_word(w, target)]
-        )
-        units.extend(_Unit(index, piece, count_tokens(piece), number) for piece in pieces)
+    header = len(lines) > 2 and _is_delimiter(lines[1])
+    rows = [_cells(line) for line in ([lines[0], *lines[2:]] if header else lines)]
+    units: list[_Unit] = []
+    for number, row in enumerate(table_lines(rows, header=header)):
+        units.extend(attrs.evolve(unit, row=number) for unit in _fit(index, row, target))
     return units
 
 
