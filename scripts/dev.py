@@ -11,7 +11,8 @@ For the tests, installs the Debian packages espeak-ng and sox (the voice tests s
 speech with them), mariadb-server (the mysql data source's tests start a MariaDB of
 their own), chromium and chromium-driver (the console's tests drive a real browser), and
 nginx and caddy (the reverse-proxy configurations of docs/operations.md are run as written)
-when they are missing and this is a root shell with apt-get.
+and tesseract-ocr (scanned PDFs and images are read by OCR) when they are missing and
+this is a root shell with apt-get.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ TEST_PACKAGES = {
     # the reverse-proxy configurations of docs/operations.md, run as written
     "nginx": "nginx",
     "caddy": "caddy",
+    # OCR of scanned PDFs and images (with its English language data, a dependency)
+    "tesseract": "tesseract-ocr",
     # a real documentation site the website crawler's tests serve on 127.0.0.1 (a file,
     # not a program: a path is looked for as it is)
     "/usr/share/doc/apache2-doc/manual/en/howto/index.html": "apache2-doc",
@@ -103,8 +106,8 @@ def test_packages() -> None:
     if not root or shutil.which("apt-get") is None:
         print(
             f"the tests need the packages {names}; install them (Debian, Ubuntu: "
-            f"apt-get install {names}) or the voice, mysql data source, console and "
-            "reverse-proxy tests fail",
+            f"apt-get install {names}) or the voice, mysql data source, console, "
+            "reverse-proxy and OCR tests fail",
             flush=True,
         )
         return

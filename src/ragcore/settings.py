@@ -598,7 +598,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "LANGUAGE_DETECTION_SUPPORTED_LANGUAGES",
         "",
-        "comma-separated language codes to restrict detection; blank: unrestricted",
+        "comma-separated language codes to restrict detection (and the languages OCR reads "
+        "scans and images in, those installed; blank: DEFAULT_LANGUAGE's); blank: unrestricted",
         _languages,
         empty=(),
     ),

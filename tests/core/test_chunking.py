@@ -119,3 +119,52 @@ def test_a_long_code_block_is_cut_between_lines_each_piece_a_code_block():
     kept = [line for p in code for line in p.split("\n")[1:-1]]
     assert list(dict.fromkeys(kept)) == lines  # every line, whole, in order
     assert all(count_tokens(c.text) <= 60 for c in chunks)
+
+
+MENU_HEADER = "| Dish | Size | Price |\n| --- | --- | --- |"
+
+
+def test_a_table_over_several_chunks_repeats_its_header_in_each_and_never_splits_a_row():
+    sizes = [("large" if n % 2 else "small", f"{n + 8}.50 EUR") for n in range(40)]
+    rows = [f"| Pizza {n} | {size} | {price} |" for n, (size, price) in enumerate(sizes)]
+    text = "# Menu\n\nBaked to order.\n\n" + MENU_HEADER + "\n" + "\n".join(rows) + "\n\nCash only."
+    chunks = chunk_text(text, target_tokens=60, overlap_tokens=10)
+    named = [
+        f"Dish: Pizza {n}; Size: {size}; Price: {price}" for n, (size, price) in enumerate(sizes)
+    ]
+    holding_rows = [c for c in chunks if "Pizza" in c.text]
+    assert len(holding_rows) > 3
+    for chunk in holding_rows:
+        table = [line for line in chunk.text.split("\n") if "Pizza" in line]
+        assert table and set(table) <= set(named)  # whole rows, each with the column names
+        assert chunk.heading_path == ("Menu",)
+        assert count_tokens(chunk.text) <= 60
+    shown = [line for c in holding_rows for line in c.text.split("\n") if "Pizza" in line]
+    assert shown == named  # each row once (no overlap repeats a row), in order
+    assert holding_rows[0].text.startswith("Baked to order.\n\nDish: Pizza 0; Size: small")
+    assert chunks[-1].text.endswith("Cash only.")
+
+
+def test_a_row_longer_than_a_chunk_is_cut_between_words():
+    text = (
+        MENU_HEADER + "\n| Pizza | large | 14 EUR |\n| Calzone | " + "ham cheese " * 30 + "| 12 |"
+    )
+    chunks = chunk_text(text, target_tokens=40, overlap_tokens=5)
+    assert len(chunks) > 2
+    assert all(count_tokens(c.text) <= 40 for c in chunks)
+    assert chunks[0].text.startswith("Dish: Pizza; Size: large; Price: 14 EUR\nDish: Calzone")
+    words = " ".join(c.text for c in chunks).split()
+    assert words[-2:] == ["Price:", "12"] and words.count("ham") == 30
+
+
+def test_a_table_without_a_header_row_joins_each_rows_cells():
+    rows = [f"| {n} | item number {n} | spare |" for n in range(30)]
+    chunks = chunk_text("\n".join(rows), target_tokens=30, overlap_tokens=5)
+    assert len(chunks) > 2
+    lines = [line for c in chunks for line in c.text.split("\n")]
+    assert lines == [f"{n} | item number {n} | spare" for n in range(30)]  # each row once
+
+
+def test_a_bar_escaped_in_a_cell_stays_in_the_cell():
+    [chunk] = chunk_text("| Key | Means |\n|:--|--:|\n| a \\| b | either |")
+    assert chunk.text == "Key: a | b; Means: either"

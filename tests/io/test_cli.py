@@ -149,13 +149,13 @@ def test_ingest_a_folder_then_ask(tmp_path, database_url):
     )
     (docs / "hours.txt").write_text("The shop opens at 9 am on weekdays.")
     (docs / "copy.txt").write_text("The shop opens at 9 am on weekdays.\n")
-    (docs / "logo.png").write_bytes(b"\x89PNG\r\n")
+    (docs / "clip.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42")
     (docs / "empty.md").write_text("  \n")
 
     result = run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url)
     assert result.returncode == 1, result.stderr  # some failed; those added stay (below)
     assert "added 2 file(s), 2 chunks; skipped 1 duplicate(s); failed 2" in result.stdout
-    assert "logo.png: unsupported type" in result.stdout
+    assert "clip.mp4: unsupported type" in result.stdout
     assert "empty.md: text: has no words to index" in result.stdout
 
     with psycopg.connect(database_url) as conn:

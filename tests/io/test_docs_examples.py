@@ -431,8 +431,8 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     await c.send("POST", "/documents", json=newer)  # 409: replace was not asked for
     await c.send("POST", "/documents", json={**newer, "replace": True})
     await c.send("POST", "/documents", json={**document, "replace": True})
-    logo = {"file": ("logo.png", b"\x89PNG\r\n\x1a\n", "image/png")}
-    await c.send("POST", "/documents", files=logo)
+    clip = {"file": ("clip.mp4", b"\x00\x00\x00\x18ftypmp42", "video/mp4")}
+    await c.send("POST", "/documents", files=clip)
     prices = b"sku,product,price\nA-100,Blue mug,12 EUR\nA-200,Red mug,14 EUR\n"
     upload = {"file": ("prices.csv", prices, "text/csv")}
     stored = await c.send("POST", "/documents", files=upload)

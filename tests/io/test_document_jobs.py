@@ -115,7 +115,9 @@ async def test_a_file_that_cannot_be_read_fails_its_job_with_the_problem(api, da
 
 
 async def test_what_is_checked_at_once_is_still_refused_at_once(api, database_url):
-    assert_problem(await upload(api, "logo.png", b"\x89PNG" + b"\x00" * 3000, "image/png"), 415)
+    assert_problem(
+        await upload(api, "clip.mp4", b"\x00\x00\x00\x18ftyp" + b"\x00" * 3000, "video/mp4"), 415
+    )
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
 

@@ -4,7 +4,7 @@ only when asked to, since two different files may share a name.
 
 The rules here are pure. Reading the bytes of a PDF or a Word file into text
 happens in ``ragio.knowledge.formats``; what comes back is text with its
-structure kept as markdown (``#`` headings, one line per table row), which
+structure kept as markdown (``#`` headings, tables as markdown tables), which
 ``chunk_text`` follows.
 """
 
@@ -131,6 +131,17 @@ FORMATS = (
     Format("pdf", "application/pdf", (".pdf",), ("application/x-pdf",)),
     Format("docx", DOCX, (".docx",)),
     Format("csv", "text/csv", (".csv",), ("application/csv", "text/comma-separated-values")),
+    # read by OCR (ragio.knowledge.ocr), as a PDF page without a text layer is
+    Format("png", "image/png", (".png",)),
+    Format("jpeg", "image/jpeg", (".jpg", ".jpeg"), ("image/pjpeg",)),
+    Format("tiff", "image/tiff", (".tif", ".tiff")),
+)
+#: how an image file of each format begins, for one sent with no telling name or type
+IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
 )
 FORMAT_NAMED = {f.name: f for f in FORMATS}
 
@@ -169,16 +180,20 @@ def detect_format(
 
     The file name's suffix decides first (clients often send a generic media type),
     then the declared media type. A file with no suffix and no telling media type is
-    looked at: a PDF signature makes it a PDF, UTF-8 text without NUL bytes plain text.
+    looked at: a PDF or image signature makes it one, UTF-8 text without NUL bytes plain
+    text.
     """
     if found := format_for_suffix(filename or ""):
         return found
     if found := format_for_type(content_type):
         return found
     if suffix_of(filename or ""):
-        return None  # logo.png sent as application/octet-stream: not ours
+        return None  # clip.mp4 sent as application/octet-stream: not ours
     if head.startswith(b"%PDF-"):
         return FORMAT_NAMED["pdf"]
+    for signature, name in IMAGE_SIGNATURES:
+        if head.startswith(signature):
+            return FORMAT_NAMED[name]
     if head and b"\x00" not in head and _is_utf8_start(head):
         return FORMAT_NAMED["text"]
     return None
@@ -203,29 +218,6 @@ def upload_name(filename: str) -> str:
 def text_content_type(name: str) -> str:
     """The media type of a document sent as text: markdown for .md names, else plain text."""
     return "text/markdown" if suffix_of(name) in (".md", ".markdown") else "text/plain"
-
-
-def table_lines(rows: Sequence[Sequence[str]], *, header: bool) -> list[str]:
-    """A table as one line per row, so a chunk holding a row still makes sense alone.
-
-    With ``header`` (and at least one row under it) each row reads
-    ``Name: Ada; Role: engineer`` (empty cells left out, unnamed columns
-    ``column N``); without, the cells are joined with `` | ``. Blank rows are dropped.
-    """
-    cleaned = [[" ".join(str(cell).split()) for cell in row] for row in rows]
-    cleaned = [row for row in cleaned if any(row)]
-    if not header or len(cleaned) < 2:
-        return [" | ".join(cell for cell in row if cell) for row in cleaned]
-    names = cleaned[0]
-    lines = []
-    for row in cleaned[1:]:
-        pairs = [
-            f"{names[i] if i < len(names) and names[i] else f'column {i + 1}'}: {value}"
-            for i, value in enumerate(row)
-            if value
-        ]
-        lines.append("; ".join(pairs))
-    return lines
 
 
 # --- adding ----------------------------------------------------------------------------------

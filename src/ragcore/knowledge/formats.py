@@ -1,17 +1,20 @@
 """Reading an uploaded file into text: the rules over bytes and text already in memory.
 
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of HTML and
-Word files get a heading path), paragraphs separated by blank lines, and tables as one
-line per row (``Name: Ada; Role: engineer``, see ``ragcore.knowledge.documents.table_lines``).
-A PDF's pages become ``# Page N`` sections, so a citation can say which page it came
-from. In text taken from a PDF, a Word file, HTML or a CSV, a line that merely begins
-with ``# `` is escaped so it does not become a heading.
+Word files get a heading path), paragraphs separated by blank lines, and tables as
+markdown tables (``ragcore.knowledge.chunking.table_markdown``: the chunker keeps rows
+whole and repeats the header row in each chunk). A PDF's pages become ``# Page N``
+sections, so a citation can say which page it came from. In text taken from a PDF, a
+Word file, HTML or a CSV, a line that merely begins with ``# `` or ``|`` is escaped so
+it does not become a heading or a table.
 
 Here: decoding text, HTML and CSV read with the standard library's parsers, how PDF pages
-and Word paragraphs become text, and the bounds on the work one file may cause.
-``ragio.knowledge.formats`` calls the PDF and Word libraries and runs the reading in a
-worker thread, with a ``check`` that the pieces of work here call between them (it stops
-a reading whose request was cancelled or that took too long).
+and Word paragraphs become text, what OCR decides (which PDF pages need it, in which
+languages, the text of a page read so), and the bounds on the work one file may cause.
+``ragio.knowledge.formats`` calls the PDF, Word and image libraries and Tesseract
+(``ragio.knowledge.ocr``) and runs the reading in a worker thread, with a ``check`` that
+the pieces of work here call between them (it stops a reading whose request was
+cancelled or that took too long).
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from __future__ import annotations
 import codecs
 import csv
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from html.parser import HTMLParser
 
 import attrs
 
 from ragcore.errors import InvalidInput, TooLarge
-from ragcore.knowledge.documents import table_lines
+from ragcore.knowledge.chunking import table_lines, table_markdown
+from ragcore.settings import Settings
 
 # A .docx is a zip whose parts python-docx reads whole into memory and whose XML it
 # parses into a tree: refuse packages that unpack to more than these (a zip bomb).
@@ -33,9 +37,20 @@ MAX_UNPACKED_BYTES = 256 * 2**20
 MAX_DOCX_XML_BYTES = 32 * 2**20  # a 1,000-page manual's XML is about 10 MB
 MAX_BLOCKS = 50_000  # paragraphs and table rows of a Word file
 MAX_PDF_PAGES = 5_000
+#: pages (of a PDF without a text layer, or of a TIFF) read by OCR in one file: at about
+#: 1-3 s a page on one core, more would not end within MAX_DOCUMENT_READ_SECONDS anyway
+MAX_OCR_PAGES = 200
+#: pixels of one image read by OCR: an A4 page scanned at 600 dpi is 35 million. The
+#: image is decoded whole (about a byte a pixel, four in colour), so a small file that
+#: unpacks to a huge image (a decompression bomb) is refused before it is decoded.
+MAX_OCR_PIXELS = 40_000_000
+#: a PDF page whose text layer has fewer letters and digits than this, and an image, is
+#: a scan (a scanner's stamp, a page number, may be all its text layer holds); an image
+#: OCR read fewer from is read again, its noise smoothed (``legible``)
+MIN_TEXT_CHARS = 20
 HTML_PIECE = 256 * 1024  # characters fed to the HTML parser between checks
 CHECK_EVERY = 500  # paragraphs or rows read between checks
-_LOOKS_LIKE_HEADING = re.compile(r"^#{1,6}\s")
+_LOOKS_LIKE_MARKUP = re.compile(r"^(#{1,6}\s|\s*\|)")  # a heading or a table's row
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.I)
 #: a line and its end (``\n``, ``\r\n`` or ``\r``, as the csv module wants them), or the last
@@ -89,8 +104,9 @@ def _known_charset(name: str | None) -> str | None:
 
 
 def literal(line: str) -> str:
-    """A line of text from a non-markdown file, escaped if it would read as a heading."""
-    return "\\" + line if _LOOKS_LIKE_HEADING.match(line) else line
+    """A line of text from a non-markdown file, escaped if it would read as a heading or
+    a table's row."""
+    return "\\" + line.lstrip() if _LOOKS_LIKE_MARKUP.match(line) else line
 
 
 def short_reason(error: BaseException) -> str:
@@ -108,26 +124,134 @@ def check_page_count(pages: int) -> None:
 
 
 def pdf_text(pages: Iterable[str]) -> str:
-    """The text of a PDF's pages (their text layer, in order) as ``# Page N`` sections;
-    Unreadable when no page holds any text."""
-    sections = []
-    for number, page in enumerate(pages, start=1):
-        text = _join_hyphenated(page.replace("\x00", ""))
-        lines = [literal(line.strip()) for line in text.split("\n")]
-        body = "\n".join(lines).strip()
-        if any(ch.isalnum() for ch in body):
-            sections.append(f"# Page {number}\n\n{body}")
-    if not sections:
+    """The text of a PDF's pages (their text layer, or what OCR read of a scanned one, in
+    order) as ``# Page N`` sections; Unreadable when no page holds any text."""
+    text = paged_text(pages)
+    if not text:
         raise Unreadable(
-            "has no text layer (a scanned PDF needs OCR, which ragchat does not do); "
+            "has no text: no text layer, and no image on its pages that OCR could read; "
             "export it with text or send the text itself"
         )
-    return "\n\n".join(sections) + "\n"
+    return text
+
+
+def paged_text(pages: Iterable[str]) -> str:
+    """Pages' text as ``# Page N`` sections, those without words left out; "" for none."""
+    sections = []
+    for number, page in enumerate(pages, start=1):
+        if body := page_body(page):
+            sections.append(f"# Page {number}\n\n{body}")
+    return "\n\n".join(sections) + "\n" if sections else ""
+
+
+def page_body(page: str) -> str:
+    """A page's text as read (a text layer or OCR): words broken at a line end joined,
+    lines that would read as markup escaped; "" when it holds no word."""
+    text = _join_hyphenated(page.replace("\x00", "").replace("\f", "\n"))
+    lines = [literal(line.strip()) for line in text.split("\n")]
+    body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return body if any(ch.isalnum() for ch in body) else ""
+
+
+def is_scanned(text_layer: str, images: int) -> bool:
+    """Whether a PDF page is read by OCR: it has an image and next to no text layer."""
+    return images > 0 and not legible(text_layer)
+
+
+def legible(text: str) -> bool:
+    """Whether a text (a text layer, what OCR read) holds more than a stamp's worth."""
+    return letter_count(text) >= MIN_TEXT_CHARS
+
+
+def letter_count(text: str) -> int:
+    return sum(1 for ch in text if ch.isalnum())
 
 
 def _join_hyphenated(text: str) -> str:
     """Words broken across lines with a hyphen ("exam-\\nple") joined again."""
     return re.sub(r"(\w)-\n(?=[a-zà-ÿ])", r"\1", text)
+
+
+# --- OCR --------------------------------------------------------------------------------------
+
+#: Tesseract's name of each language ``LANGUAGE_DETECTION_SUPPORTED_LANGUAGES`` may name
+#: that it reads (Debian's package of one is ``tesseract-ocr-`` and it, ``_`` as ``-``)
+TESSERACT_LANGUAGES = {
+    "af": "afr", "ar": "ara", "az": "aze", "be": "bel", "bg": "bul", "bn": "ben",
+    "bs": "bos", "ca": "cat", "cs": "ces", "cy": "cym", "da": "dan", "de": "deu",
+    "el": "ell", "en": "eng", "eo": "epo", "es": "spa", "et": "est", "eu": "eus",
+    "fa": "fas", "fi": "fin", "fr": "fra", "ga": "gle", "gu": "guj", "he": "heb",
+    "hi": "hin", "hr": "hrv", "hu": "hun", "hy": "hye", "id": "ind", "is": "isl",
+    "it": "ita", "ja": "jpn", "ka": "kat", "kk": "kaz", "ko": "kor", "la": "lat",
+    "lt": "lit", "lv": "lav", "mi": "mri", "mk": "mkd", "mn": "mon", "mr": "mar",
+    "ms": "msa", "nb": "nor", "nl": "nld", "nn": "nor", "pa": "pan", "pl": "pol",
+    "pt": "por", "ro": "ron", "ru": "rus", "sk": "slk", "sl": "slv", "sq": "sqi",
+    "sr": "srp", "sv": "swe", "sw": "swa", "ta": "tam", "te": "tel", "th": "tha",
+    "tl": "fil", "tr": "tur", "uk": "ukr", "ur": "urd", "vi": "vie", "yo": "yor",
+    "zh": "chi_sim",
+}  # fmt: skip
+#: what to install when Tesseract is missing (HTTP 422 says it, never an empty document)
+INSTALL_OCR = "apt-get install tesseract-ocr (Debian, Ubuntu; the Docker image has it)"
+
+
+def ocr_languages(wanted: Iterable[str], installed: Iterable[str] | None) -> str:
+    """Tesseract's ``-l`` for the documents' languages ``wanted`` (ISO 639-1 codes): those
+    of them it has installed (``installed``: its own names; None: it is not installed),
+    joined with ``+``; English when it reads none of them. Unreadable when Tesseract is
+    not installed, or has none of them and no English either, naming what to install."""
+    if installed is None:
+        raise Unreadable(f"is an image or a scan: reading it needs OCR; install it: {INSTALL_OCR}")
+    have = set(installed)
+    codes = [TESSERACT_LANGUAGES[code] for code in wanted if code in TESSERACT_LANGUAGES]
+    chosen = [code for code in dict.fromkeys(codes) if code in have]
+    if chosen:
+        return "+".join(chosen)
+    if "eng" in have:
+        return "eng"
+    packages = " ".join(f"tesseract-ocr-{code.replace('_', '-')}" for code in codes or ["eng"])
+    raise Unreadable(
+        f"is an image or a scan, and OCR has none of its languages: install {packages}"
+    )
+
+
+def document_languages(settings: Settings) -> tuple[str, ...]:
+    """The languages the owner's documents are in, for OCR: those answers may be given in
+    (LANGUAGE_DETECTION_SUPPORTED_LANGUAGES), else DEFAULT_LANGUAGE."""
+    return settings.language_detection_supported_languages or (settings.default_language,)
+
+
+def check_ocr_pages(pages: int) -> None:
+    if pages > MAX_OCR_PAGES:
+        raise TooLarge(
+            "file",
+            f"has {pages} scanned pages; OCR reads at most {MAX_OCR_PAGES} in one file: "
+            "split it, or export it with a text layer",
+        )
+
+
+def check_image_size(width: int, height: int) -> None:
+    """Refuse an image too large to read by OCR before it is decoded (a decompression bomb
+    is a small file of a huge image)."""
+    if width * height > MAX_OCR_PIXELS:
+        raise image_too_large(f"{width} x {height} ({width * height / 1e6:.0f} million)")
+
+
+def image_too_large(pixels: str) -> TooLarge:
+    """TooLarge for an image of ``pixels`` pixels, too many to read by OCR (HTTP 413)."""
+    return TooLarge(
+        "file",
+        f"holds an image of {pixels} pixels; OCR reads at most "
+        f"{MAX_OCR_PIXELS // 1_000_000} million: scan it at 300 dpi",
+    )
+
+
+def image_text(frames: Sequence[str]) -> str:
+    """What OCR read of an image file: its text, or a multi-page TIFF's as ``# Page N``
+    sections; Unreadable when it found no words."""
+    text = paged_text(frames) if len(frames) > 1 else page_body(frames[0]) if frames else ""
+    if not text:
+        raise Unreadable("holds no text that OCR could read; send a sharper scan or the text")
+    return text.rstrip("\n") + "\n"
 
 
 # --- Word -------------------------------------------------------------------------------------
@@ -279,11 +403,11 @@ class _HtmlText(HTMLParser):
         elif tag == "table" and self.tables:
             self.end_row()
             table = self.tables.pop()
-            lines = table_lines(table.rows, header=table.header)
-            if self.tables and self.tables[-1].cell is not None:
-                self.tables[-1].cell.append("; ".join(lines))  # a table in a cell
-            else:
-                self.blocks.extend(literal(line) for line in lines)
+            if self.tables and self.tables[-1].cell is not None:  # a table in a cell
+                lines = table_lines(table.rows, header=table.header)
+                self.tables[-1].cell.append("; ".join(lines))
+            elif block := table_markdown(table.rows, header=table.header):
+                self.blocks.append(block)
         elif tag == "tr" and self.tables:
             self.end_row()
         elif tag in ("td", "th") and self.tables:
@@ -360,4 +484,4 @@ def csv_text(text: str, check: Check = unchecked) -> str:
     rows = csv_rows(text, check)
     if len(rows) < 2:
         raise Unreadable("has no rows under its header row")
-    return "\n\n".join(literal(line) for line in table_lines(rows, header=True)) + "\n"
+    return table_markdown(rows, header=True) + "\n"

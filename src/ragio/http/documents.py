@@ -40,6 +40,7 @@ from ragcore.knowledge.documents import (
     prepare_document,
     store_new_document,
 )
+from ragcore.knowledge.formats import document_languages
 from ragcore.knowledge.jobs import INGEST, ingested_as_job
 from ragio.http.context import service
 from ragio.http.inputs import json_body
@@ -117,7 +118,13 @@ async def _add_upload(svc: Service) -> StoredDocument | jobs_store.Job:
         return await _queue_ingestion(
             svc, name, fmt.name, charset, data, replace=replace, source_url=source_url
         )
-    text = await read_upload(data, fmt, charset, seconds=svc.settings.max_document_read_seconds)
+    text = await read_upload(
+        data,
+        fmt,
+        charset,
+        seconds=svc.settings.max_document_read_seconds,
+        languages=document_languages(svc.settings),
+    )
     with said_of_the_file():
         return await _add(
             svc,

@@ -9,7 +9,7 @@ import trio
 
 from ragcore.errors import InvalidInput
 from ragcore.knowledge.documents import Format, format_for_suffix, supported_formats
-from ragio.knowledge.formats import read_upload
+from ragio.knowledge.formats import ENGLISH, read_upload
 
 
 def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -41,12 +41,15 @@ def find_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[Path, str]
     return found, skipped
 
 
-async def read_document(path: Path, max_bytes: int, seconds: float) -> tuple[str, Format, int]:
+async def read_document(
+    path: Path, max_bytes: int, seconds: float, languages: tuple[str, ...] = ENGLISH
+) -> tuple[str, Format, int]:
     """The file's text (structure kept, see ``ragio.knowledge.formats``), format and size.
 
     InvalidInput (field ``file``) when it is over ``max_bytes`` (MAX_UPLOAD_BYTES, the
     same limit as uploads), takes over ``seconds`` to read (MAX_DOCUMENT_READ_SECONDS)
-    or cannot be read as its suffix says; OSError when unreadable.
+    or cannot be read as its suffix says; OSError when unreadable. ``languages``: the
+    documents', for OCR.
     """
     fmt = format_for_suffix(path.name)
     if fmt is None:
@@ -55,4 +58,4 @@ async def read_document(path: Path, max_bytes: int, seconds: float) -> tuple[str
     if size > max_bytes:
         raise InvalidInput("file", f"is {size} bytes; the limit is {max_bytes} (MAX_UPLOAD_BYTES)")
     data = await trio.Path(path).read_bytes()
-    return await read_upload(data, fmt, seconds=seconds), fmt, len(data)
+    return await read_upload(data, fmt, seconds=seconds, languages=languages), fmt, len(data)

@@ -2,16 +2,22 @@
 
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of
 HTML and Word files get a heading path), paragraphs separated by blank lines,
-and tables as one line per row (``Name: Ada; Role: engineer``, see
-``ragcore.knowledge.documents.table_lines``). A PDF's pages become ``# Page N``
-sections, so a citation can say which page it came from. In text taken from a
-PDF, a Word file, HTML or a CSV, a line that merely begins with ``# `` is
-escaped so it does not become a heading.
+and tables as markdown tables (``ragcore.knowledge.chunking.table_markdown``:
+the chunker keeps rows whole and repeats the header row in each chunk). A PDF's
+pages become ``# Page N`` sections, so a citation can say which page it came
+from. In text taken from a PDF, a Word file, HTML or a CSV, a line that merely
+begins with ``# `` or ``|`` is escaped so it does not become a heading or a table.
 
 Libraries, chosen small and maintained:
 
-- PDF: ``pypdf``, pure Python with no system library, reads the text layer.
-  It does no OCR: a scanned PDF with no text layer is refused with that reason.
+- PDF: ``pypdf``, pure Python with no system library, reads the text layer. A page
+  with next to no text layer and an image (a scan, ``is_scanned``) is read by OCR
+  (``ragio.knowledge.ocr``: Tesseract) from its images, which pypdf gives decoded.
+- Images (PNG, JPEG, TIFF, a TIFF's pages): decoded by Pillow, read by OCR. The
+  documents' languages (LANGUAGE_DETECTION_SUPPORTED_LANGUAGES, else DEFAULT_LANGUAGE)
+  are the languages OCR reads, those of them installed. Without Tesseract, an image
+  or a PDF with no text layer is refused (422) naming what to install; a PDF with a
+  text layer on some pages is read from those.
 - Word: ``python-docx`` (on lxml), which gives paragraphs with their styles and
   tables in body order (``iter_inner_content``). Title and Heading N styles (or
   styles based on them) become headings, List styles ``- `` items. Headers,
@@ -36,8 +42,10 @@ The work one file may cause is bounded, so a small file cannot keep a core busy 
 minutes (a 66 KB Word file whose XML unpacks to 10 MB of 150,000 paragraphs took
 9.5 minutes before): a Word file's XML may unpack to at most MAX_DOCX_XML_BYTES and
 hold at most MAX_BLOCKS paragraphs and table rows, a PDF at most MAX_PDF_PAGES pages,
-and reading any file at most MAX_DOCUMENT_READ_SECONDS (checked between paragraphs,
-pages, rows and pieces of HTML); each is a ``TooLarge`` (HTTP 413) that says which.
+OCR at most MAX_OCR_PAGES pages of MAX_OCR_PIXELS pixels each (checked before an image
+is decoded), and reading any file at most MAX_DOCUMENT_READ_SECONDS (checked between
+paragraphs, pages, rows and pieces of HTML, and while Tesseract runs); each is a
+``TooLarge`` (HTTP 413) that says which.
 The same checks stop the reading as soon as the request that waits for it is
 cancelled (its client went away), instead of finishing work nobody will read.
 """
@@ -46,19 +54,22 @@ from __future__ import annotations
 
 import functools
 import io
+import logging
 import time
 import zipfile
 import zlib
 
 import trio
 
-from ragcore.errors import TooLarge
-from ragcore.knowledge.documents import Format, table_lines
+from ragcore.errors import InvalidInput, TooLarge
+from ragcore.knowledge.chunking import table_markdown
+from ragcore.knowledge.documents import Format
 from ragcore.knowledge.formats import (
     CHECK_EVERY,
     Check,
     Unreadable,
     check_block_count,
+    check_ocr_pages,
     check_package_size,
     check_page_count,
     csv_text,
@@ -66,11 +77,18 @@ from ragcore.knowledge.formats import (
     heading_level,
     html_charset,
     html_text,
+    image_text,
+    is_scanned,
     paragraph_line,
     pdf_text,
     short_reason,
     unchecked,
 )
+from ragio.knowledge import ocr
+
+log = logging.getLogger(__name__)
+#: what OCR reads when no language is said: the default DEFAULT_LANGUAGE
+ENGLISH = ("en",)
 
 
 def reading_check(seconds: float) -> Check:
@@ -92,27 +110,42 @@ def reading_check(seconds: float) -> Check:
 
 
 async def read_upload(
-    data: bytes, fmt: Format, charset: str | None = None, *, seconds: float
+    data: bytes,
+    fmt: Format,
+    charset: str | None = None,
+    *,
+    seconds: float,
+    languages: tuple[str, ...] = ENGLISH,
 ) -> str:
     """``extract_text`` in a worker thread, for at most ``seconds``; cancelling the
     calling task stops the reading at its next check."""
-    read = functools.partial(extract_text, data, fmt, charset, check=reading_check(seconds))
+    read = functools.partial(
+        extract_text, data, fmt, charset, check=reading_check(seconds), languages=languages
+    )
     return await trio.to_thread.run_sync(read)
 
 
 def extract_text(
-    data: bytes, fmt: Format, charset: str | None = None, *, check: Check = unchecked
+    data: bytes,
+    fmt: Format,
+    charset: str | None = None,
+    *,
+    check: Check = unchecked,
+    languages: tuple[str, ...] = ENGLISH,
 ) -> str:
     """The text of ``data`` read as ``fmt``; Unreadable when it cannot be read as that,
     TooLarge past a bound (see the module's docstring).
 
     ``charset`` is the one the client declared, if any (text formats only). ``check`` is
-    called between pieces of work (``reading_check``).
+    called between pieces of work (``reading_check``). ``languages``: those the
+    documents are in (ISO 639-1 codes), for OCR.
     """
     if not data:
         raise Unreadable("is empty")
     if fmt.name == "pdf":
-        return _pdf(data, check)
+        return _pdf(data, check, languages)
+    if fmt.name in IMAGES:
+        return _image(data, check, languages)
     if fmt.name == "docx":
         return _docx(data, check)
     if fmt.name == "html":
@@ -126,7 +159,7 @@ def extract_text(
 # --- PDF --------------------------------------------------------------------------------------
 
 
-def _pdf(data: bytes, check: Check) -> str:
+def _pdf(data: bytes, check: Check, languages: tuple[str, ...]) -> str:
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PyPdfError
 
@@ -137,10 +170,14 @@ def _pdf(data: bytes, check: Check) -> str:
         if reader.is_encrypted and not reader.decrypt(""):
             raise Unreadable("is password-protected; remove the password and send it again")
         check_page_count(len(reader.pages))
-        pages = []
-        for page in reader.pages:
+        pages, scanned = [], []
+        for number, page in enumerate(reader.pages):
             check()
             pages.append(page.extract_text() or "")
+            if is_scanned(pages[-1], len(page.images)):
+                scanned.append(number)
+        if scanned:
+            _read_scans(reader, pages, scanned, check, languages)
     except (Unreadable, TooLarge):
         raise
     except FileNotDecryptedError:
@@ -150,6 +187,47 @@ def _pdf(data: bytes, check: Check) -> str:
     except (AssertionError, RecursionError, OverflowError, zlib.error) as error:
         raise Unreadable(f"is not a readable PDF ({short_reason(error)})") from None
     return pdf_text(pages)
+
+
+def _read_scans(reader, pages: list[str], scanned: list[int], check: Check, languages) -> None:  # type: ignore[no-untyped-def]
+    """The scanned pages' text (``pages`` at ``scanned``) read by OCR from their images.
+    Without Tesseract, a PDF with a text layer on other pages is read from those."""
+    check_ocr_pages(len(scanned))
+    try:
+        tesseract = ocr.tesseract_languages(languages)
+    except Unreadable:
+        if len(scanned) < len(pages):
+            log.warning("%d scanned PDF pages left out: OCR is not installed", len(scanned))
+            return
+        raise
+    for number in scanned:
+        check()
+        pages[number] = _read_scan(reader.pages[number], tesseract, check) or pages[number]
+
+
+def _read_scan(page, tesseract: str, check: Check) -> str:  # type: ignore[no-untyped-def]
+    """What OCR reads in a page's images; "" when they cannot be decoded (a JBIG2 scan
+    pypdf does not decode, a damaged one): the page is left as its text layer says."""
+    try:
+        return "\n\n".join(
+            ocr.read_image(image, tesseract, check) for image in ocr.pdf_page_images(page)
+        )
+    except InvalidInput:  # a bound passed (TooLarge), or OCR failed: the file's problem
+        raise
+    except (OSError, ValueError, NotImplementedError, KeyError, TypeError) as error:
+        log.warning("a scanned PDF page left out: its image is unreadable: %s", short_reason(error))
+        return ""
+
+
+# --- images -----------------------------------------------------------------------------------
+
+IMAGES = frozenset({"png", "jpeg", "tiff"})
+
+
+def _image(data: bytes, check: Check, languages: tuple[str, ...]) -> str:
+    tesseract = ocr.tesseract_languages(languages)
+    frames = ocr.image_frames(data, check)
+    return image_text([ocr.read_image(frame, tesseract, check) for frame in frames])
 
 
 # --- Word -------------------------------------------------------------------------------------
@@ -175,7 +253,7 @@ def _docx(data: bytes, check: Check) -> str:
                 read += 1
             else:
                 rows = _docx_rows(item)
-                blocks.extend(table_lines(rows, header=True))
+                blocks.append(table_markdown(rows, header=True))
                 read += len(rows)
             if read >= next_check:
                 check()

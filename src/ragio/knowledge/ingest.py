@@ -26,6 +26,7 @@ from ragcore.knowledge.documents import (
     prepare_document,
     store_new_documents,
 )
+from ragcore.knowledge.formats import document_languages
 from ragcore.settings import Settings
 from ragio.knowledge.files import find_files, read_document
 from ragio.runner import run
@@ -146,7 +147,10 @@ class _Stop(Exception):
 async def _read_and_chunk(path: Path, settings: Settings) -> NewDocument:
     """No MAX_DOCUMENT_CHUNKS here: nobody waits on a request for it (see docs)."""
     text, fmt, size = await read_document(
-        path, settings.max_upload_bytes, settings.max_document_read_seconds
+        path,
+        settings.max_upload_bytes,
+        settings.max_document_read_seconds,
+        document_languages(settings),
     )
     prepare = functools.partial(  # CPU-bound for a large file
         prepare_document, path.name, text, content_type=fmt.content_type, size_bytes=size

@@ -22,6 +22,7 @@ from ragcore.knowledge.documents import (
     store_new_document,
 )
 from ragcore.knowledge.effects import Embed, Vector
+from ragcore.knowledge.formats import document_languages
 from ragcore.knowledge.jobs import stopped_ingestion
 from ragio.jobs.worker import Running
 from ragio.knowledge.formats import read_upload
@@ -34,7 +35,9 @@ async def ingest(running: Running) -> dict[str, Any]:
     data = await running.file()
     fmt = FORMAT_NAMED[job.payload["format"]]
     seconds = svc.settings.max_document_read_seconds
-    text = await read_upload(data, fmt, job.payload.get("charset"), seconds=seconds)
+    languages = document_languages(svc.settings)
+    charset = job.payload.get("charset")
+    text = await read_upload(data, fmt, charset, seconds=seconds, languages=languages)
     prepare = functools.partial(
         prepare_document,
         job.payload["name"],
