@@ -13,6 +13,7 @@ from ragcore.knowledge import formats
 from tests.io.test_documents import PDF, ask, chunks_of, upload
 from tests.io.test_http_errors import assert_problem, count_rows
 
+
 @pytest.fixture
 def settings_overrides(request):
     # a photo of grain is a large PNG: read in its request, not as a job (which reads the same)
