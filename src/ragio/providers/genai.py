@@ -25,7 +25,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -200,7 +200,10 @@ class GenaiEmbedder(_GenaiProvider):
         async def send(batch: list[str]) -> list[list[float]]:
             response = await self._retrying(
                 lambda: self.client.aio.models.embed_content(
-                    model=self.space.model, contents=batch, config=config
+                    # a list of texts; typed as the SDK's union of parts (list is invariant)
+                    model=self.space.model,
+                    contents=cast("list[types.PartUnion]", batch),
+                    config=config,
                 )
             )
             embeddings = response.embeddings
