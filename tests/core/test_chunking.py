@@ -1,6 +1,7 @@
 import pytest
 
 from ragcore.knowledge.chunking import chunk_text, count_tokens
+from ragcore.knowledge.formats import PageWithTables, pdf_text
 
 
 def test_chunks_follow_headings_and_remember_their_path():
@@ -168,3 +169,15 @@ def test_a_table_without_a_header_row_joins_each_rows_cells():
 def test_a_bar_escaped_in_a_cell_stays_in_the_cell():
     [chunk] = chunk_text("| Key | Means |\n|:--|--:|\n| a \\| b | either |")
     assert chunk.text == "Key: a | b; Means: either"
+
+
+def test_a_pdf_page_with_tables_keeps_its_text_around_them_and_the_rows_as_a_table():
+    page = PageWithTables(
+        ("Menu\n# not a heading", (("Dish", "Price"), ("Pizza", "14.50")), "| not a row")
+    )
+    text = pdf_text([page, "Second page."])
+    assert "| Dish | Price |\n| --- | --- |\n| Pizza | 14.50 |" in text
+    assert "\\# not a heading" in text and "\\| not a row" in text  # the rest escaped
+    assert text.index("# Page 2") > text.index("Pizza")
+    [chunk] = chunk_text(text.split("# Page 2")[0])
+    assert "Dish: Pizza; Price: 14.50" in chunk.text

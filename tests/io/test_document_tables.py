@@ -68,6 +68,43 @@ def menu_docx() -> bytes:
     return buffer.getvalue()
 
 
+def menu_pdf() -> bytes:
+    """The menu as a PDF with a text layer, its table ruled as word processors draw one
+    (hand-made bytes, Helvetica; a box around each cell)."""
+    columns, height, top = (72, 252, 372, 472), 16, 700
+    ops = ["BT /F1 16 Tf 72 740 Td (Menu) Tj ET"]
+    ops.append("BT /F1 11 Tf 72 720 Td (All dishes are made to order.) Tj ET")
+    for r, row in enumerate([HEADER, *MENU]):
+        y = top - r * height
+        for c, cell in enumerate(row):
+            text = cell.replace("(", "\\(").replace(")", "\\)")  # a PDF string
+            ops.append(f"BT /F1 10 Tf {columns[c] + 4} {y - 12} Td ({text}) Tj ET")
+            ops.append(f"{columns[c]} {y - height} {columns[c + 1] - columns[c]} {height} re S")
+    ops.append(f"BT /F1 11 Tf 72 {top - (len(MENU) + 1) * height - 24} Td (Prices in euros.) Tj ET")
+    stream = "\n".join(ops).encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
 def chunk_text(database_url: str, chunk_id: int) -> str:
     with psycopg.connect(database_url) as conn:
         return conn.execute("SELECT text FROM chunks WHERE id = %s", (chunk_id,)).fetchone()[0]
@@ -79,6 +116,7 @@ def chunk_text(database_url: str, chunk_id: int) -> str:
         ("menu.html", menu_html, "text/html"),
         ("menu.csv", menu_csv, "text/csv"),
         ("menu.docx", menu_docx, DOCX),
+        ("menu.pdf", menu_pdf, "application/pdf"),
     ],
 )
 async def test_a_row_is_cited_with_its_column_names(

@@ -123,7 +123,35 @@ def check_page_count(pages: int) -> None:
         raise TooLarge("file", f"has {pages} pages; the limit is {MAX_PDF_PAGES}: split it")
 
 
-def pdf_text(pages: Iterable[str]) -> str:
+#: PDF pages of one file whose ruled tables are looked for (``PageWithTables``): at about
+#: 60 ms a page (pdfplumber), a long report of ruled pages stays within its read time
+MAX_TABLE_PAGES = 100
+#: a page whose drawing holds fewer rectangles and line segments than this has no ruled
+#: table (a table's grid is at least a box and the line under its header)
+MIN_TABLE_RULES = 4
+
+
+@attrs.frozen
+class PageWithTables:
+    """A PDF page whose ruled tables were found: the text around them and each table's
+    rows, in reading order. A table becomes a markdown table (``table_markdown``, its
+    first row the header), which the chunker cuts between rows with the column names on
+    each; the text around it is read as any page's (``page_body``)."""
+
+    parts: tuple[str | tuple[tuple[str, ...], ...], ...]
+
+    def body(self) -> str:
+        read = (
+            page_body(part) if isinstance(part, str) else table_markdown(part, header=True)
+            for part in self.parts
+        )
+        return "\n\n".join(text for text in read if text)
+
+
+PdfPage = str | PageWithTables
+
+
+def pdf_text(pages: Iterable[PdfPage]) -> str:
     """The text of a PDF's pages (their text layer, or what OCR read of a scanned one, in
     order) as ``# Page N`` sections; Unreadable when no page holds any text."""
     text = paged_text(pages)
@@ -135,11 +163,11 @@ def pdf_text(pages: Iterable[str]) -> str:
     return text
 
 
-def paged_text(pages: Iterable[str]) -> str:
+def paged_text(pages: Iterable[PdfPage]) -> str:
     """Pages' text as ``# Page N`` sections, those without words left out; "" for none."""
     sections = []
     for number, page in enumerate(pages, start=1):
-        if body := page_body(page):
+        if body := page_body(page) if isinstance(page, str) else page.body():
             sections.append(f"# Page {number}\n\n{body}")
     return "\n\n".join(sections) + "\n" if sections else ""
 

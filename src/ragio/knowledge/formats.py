@@ -12,7 +12,11 @@ Libraries, chosen small and maintained:
 
 - PDF: ``pypdf``, pure Python with no system library, reads the text layer. A page
   with next to no text layer and an image (a scan, ``is_scanned``) is read by OCR
-  (``ragio.knowledge.ocr``: Tesseract) from its images, which pypdf gives decoded.
+  (``ragio.knowledge.ocr``: Tesseract) from its images, which pypdf gives decoded. A
+  page whose drawing holds rectangles and lines enough for a ruled table (its content
+  stream scanned, cheap) is laid out by ``pdfplumber`` (on pdfminer, about 60 ms a
+  page, so at most MAX_TABLE_PAGES a file), which finds its tables: the page becomes
+  its text around them and their rows (``PageWithTables``). Unruled tables stay text.
 - Images (PNG, JPEG, TIFF, a TIFF's pages): decoded by Pillow, read by OCR. The
   documents' languages (LANGUAGE_DETECTION_SUPPORTED_LANGUAGES, else DEFAULT_LANGUAGE)
   are the languages OCR reads, those of them installed. Without Tesseract, an image
@@ -55,6 +59,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import re
 import time
 import zipfile
 import zlib
@@ -66,7 +71,11 @@ from ragcore.knowledge.chunking import table_markdown
 from ragcore.knowledge.documents import Format
 from ragcore.knowledge.formats import (
     CHECK_EVERY,
+    MAX_TABLE_PAGES,
+    MIN_TABLE_RULES,
     Check,
+    PageWithTables,
+    PdfPage,
     Unreadable,
     check_block_count,
     check_ocr_pages,
@@ -89,6 +98,8 @@ from ragio.knowledge import ocr
 log = logging.getLogger(__name__)
 #: what OCR reads when no language is said: the default DEFAULT_LANGUAGE
 ENGLISH = ("en",)
+#: a rectangle (``re``) or a line segment (``l``) in a page's content stream
+_RULES = re.compile(rb"\s(?:re|l)\s")
 
 
 def reading_check(seconds: float) -> Check:
@@ -170,14 +181,19 @@ def _pdf(data: bytes, check: Check, languages: tuple[str, ...]) -> str:
         if reader.is_encrypted and not reader.decrypt(""):
             raise Unreadable("is password-protected; remove the password and send it again")
         check_page_count(len(reader.pages))
-        pages, scanned = [], []
+        pages: list[PdfPage] = []
+        scanned: list[int] = []
         for number, page in enumerate(reader.pages):
             check()
-            pages.append(page.extract_text() or "")
-            if is_scanned(pages[-1], len(page.images)):
+            text = page.extract_text() or ""
+            pages.append(text)
+            if is_scanned(text, len(page.images)):
                 scanned.append(number)
         if scanned:
             _read_scans(reader, pages, scanned, check, languages)
+        ruled = [n for n, page in enumerate(reader.pages) if n not in scanned and _ruled(page)]
+        if ruled:
+            _read_tables(data, pages, ruled[:MAX_TABLE_PAGES], check)
     except (Unreadable, TooLarge):
         raise
     except FileNotDecryptedError:
@@ -189,7 +205,54 @@ def _pdf(data: bytes, check: Check, languages: tuple[str, ...]) -> str:
     return pdf_text(pages)
 
 
-def _read_scans(reader, pages: list[str], scanned: list[int], check: Check, languages) -> None:  # type: ignore[no-untyped-def]
+def _ruled(page) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a page draws enough rectangles and lines to hold a ruled table (cheap: its
+    content stream is scanned, not laid out)."""
+    try:
+        contents = page.get_contents()
+        drawing = contents.get_data() if contents is not None else b""
+    except Exception:  # noqa: BLE001 (a damaged stream: the page is read as text)
+        return False
+    return len(_RULES.findall(drawing)) >= MIN_TABLE_RULES
+
+
+def _read_tables(data: bytes, pages: list[PdfPage], ruled: list[int], check: Check) -> None:
+    """The ruled pages' tables, found by pdfplumber (on pdfminer): each such page becomes
+    its text around the tables and the tables' rows (``PageWithTables``). A page where
+    none is found, or that pdfplumber cannot lay out, keeps pypdf's text."""
+    import pdfplumber
+
+    try:
+        with pdfplumber.open(io.BytesIO(data)) as pdf:
+            for number in ruled:
+                check()
+                page = pdf.pages[number]
+                tables = page.find_tables()
+                if tables:
+                    pages[number] = _page_with_tables(page, tables)
+                page.close()
+    except (TooLarge, trio.Cancelled):
+        raise
+    except Exception as error:  # noqa: BLE001 (pdfminer's many errors: the text stays)
+        log.warning("a PDF's tables were not read: %s", short_reason(error))
+
+
+def _page_with_tables(page, tables) -> PageWithTables:  # type: ignore[no-untyped-def]
+    """A page as its text above, between and below its tables, and the tables' rows."""
+    left, top, right, bottom = page.bbox
+    parts: list[str | tuple[tuple[str, ...], ...]] = []
+    for table in sorted(tables, key=lambda t: t.bbox[1]):
+        if table.bbox[1] > top:
+            parts.append(page.crop((left, top, right, table.bbox[1])).extract_text() or "")
+        rows = table.extract()
+        parts.append(tuple(tuple(cell or "" for cell in row) for row in rows))
+        top = max(top, table.bbox[3])
+    if top < bottom:
+        parts.append(page.crop((left, top, right, bottom)).extract_text() or "")
+    return PageWithTables(tuple(parts))
+
+
+def _read_scans(reader, pages: list[PdfPage], scanned: list[int], check: Check, languages) -> None:  # type: ignore[no-untyped-def]
     """The scanned pages' text (``pages`` at ``scanned``) read by OCR from their images.
     Without Tesseract, a PDF with a text layer on other pages is read from those."""
     check_ocr_pages(len(scanned))
