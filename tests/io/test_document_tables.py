@@ -81,7 +81,12 @@ def menu_pdf() -> bytes:
             ops.append(f"BT /F1 10 Tf {columns[c] + 4} {y - 12} Td ({text}) Tj ET")
             ops.append(f"{columns[c]} {y - height} {columns[c + 1] - columns[c]} {height} re S")
     ops.append(f"BT /F1 11 Tf 72 {top - (len(MENU) + 1) * height - 24} Td (Prices in euros.) Tj ET")
-    stream = "\n".join(ops).encode("latin-1")
+    return menu_pdf_with("\n".join(ops))
+
+
+def menu_pdf_with(content: str) -> bytes:
+    """A one-page PDF (hand-made bytes, Helvetica) drawing ``content``."""
+    stream = content.encode("latin-1")
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -139,3 +144,25 @@ async def test_a_row_is_cited_with_its_column_names(
         "; ".join(f"{name}: {value}" for name, value in zip(HEADER, row, strict=True))
         for row in MENU
     ]  # every row whole, once, in order
+
+
+def test_a_box_drawn_around_a_paragraph_stays_text():
+    from ragcore.knowledge.documents import FORMAT_NAMED
+    from ragio.knowledge.formats import extract_text
+
+    text = extract_text(menu_pdf(), FORMAT_NAMED["pdf"])
+    assert "| Pizza | large | 14.50 |" in text  # the grid is a table
+    one_box = boxed_paragraph_pdf()
+    text = extract_text(one_box, FORMAT_NAMED["pdf"])
+    assert "|" not in text and "Keep this door closed." in text
+
+
+def boxed_paragraph_pdf() -> bytes:
+    """A page whose only drawing is a framed note: a box with a title bar above its
+    paragraph (one column of two cells)."""
+    corners = [(70, 560), (370, 560), (370, 660), (70, 660), (70, 560)]
+    sides = [f"{x} {y} m {u} {v} l S" for (x, y), (u, v) in zip(corners, corners[1:], strict=False)]
+    box = " ".join([*sides, "70 630 m 370 630 l S"])
+    title = "BT /F1 11 Tf 80 640 Td (Notice) Tj ET"
+    text = "BT /F1 11 Tf 80 600 Td (Keep this door closed.) Tj ET"
+    return menu_pdf_with("\n".join([box, title, text]))

@@ -227,7 +227,7 @@ def _read_tables(data: bytes, pages: list[PdfPage], ruled: list[int], check: Che
             for number in ruled:
                 check()
                 page = pdf.pages[number]
-                tables = page.find_tables()
+                tables = [t for t in page.find_tables() if _a_grid(t.extract())]
                 if tables:
                     pages[number] = _page_with_tables(page, tables)
                 page.close()
@@ -235,6 +235,12 @@ def _read_tables(data: bytes, pages: list[PdfPage], ruled: list[int], check: Che
         raise
     except Exception as error:  # noqa: BLE001 (pdfminer's many errors: the text stays)
         log.warning("a PDF's tables were not read: %s", short_reason(error))
+
+
+def _a_grid(rows: list[list[str | None]]) -> bool:
+    """A table of two rows and two columns at least: a box drawn around a paragraph or a
+    code listing is one cell, and stays text."""
+    return len(rows) >= 2 and max(len(row) for row in rows) >= 2
 
 
 def _page_with_tables(page, tables) -> PageWithTables:  # type: ignore[no-untyped-def]
