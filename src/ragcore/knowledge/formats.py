@@ -3,7 +3,7 @@
 What comes out is markdown-shaped text: headings as ``#`` lines (so chunks of HTML and
 Word files get a heading path), paragraphs separated by blank lines, and tables as
 markdown tables (``ragcore.knowledge.chunking.table_markdown``: the chunker keeps rows
-whole and repeats the header row in each chunk). A PDF's pages become ``# Page N``
+whole and names each row's cells by the header row). A PDF's pages become ``# Page N``
 sections, so a citation can say which page it came from. In text taken from a PDF, a
 Word file, HTML or a CSV, a line that merely begins with ``# `` or ``|`` is escaped so
 it does not become a heading or a table.
