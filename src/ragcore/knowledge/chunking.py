@@ -219,8 +219,9 @@ def table_lines(rows: Sequence[Sequence[str]], *, header: bool) -> list[str]:
 def table_markdown(rows: Sequence[Sequence[str]], *, header: bool) -> str:
     """A table as a markdown table, one line a row: ``chunk_text`` cuts it between rows
     and writes each row with its column names from the header row (the first, with
-    ``header`` and a row under it), so a row is found with them in any chunk. Without a header the rows
-    stand alone (no delimiter line). Blank rows are dropped; "" when none is left."""
+    ``header`` and a row under it), so a row is found with them in any chunk. Without a
+    header the rows stand alone (no delimiter line). Blank rows are dropped; "" when none
+    is left."""
     cleaned = _table_cells(rows)
     lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cleaned]
     if header and len(lines) > 1:
