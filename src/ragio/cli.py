@@ -62,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest = commands.add_parser(
         "ingest",
-        help="add documents (txt, md, html, pdf, docx, csv; folders walked) to the knowledge base",
+        help="add documents (txt, md, html, pdf, docx, csv, png, jpg, tif; folders walked) to the "
+        "knowledge base",
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.add_argument(

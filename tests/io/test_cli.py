@@ -180,7 +180,7 @@ def test_a_folder_with_nothing_to_read_is_a_warning_and_nothing_found_exits_1(
     (hidden / ".git" / "notes.md").write_text("# Not for the knowledge base\n\nHidden.")
     warned = (
         "ragchat: warning: {} holds no file of a supported type "
-        "(txt, md, html, pdf, docx, csv); nothing was read from it"
+        "(txt, md, html, pdf, docx, csv, png, jpg, tif); nothing was read from it"
     )
 
     nothing = run_cli("ingest", str(empty), str(hidden), cwd=tmp_path, database_url=database_url)

@@ -147,7 +147,7 @@ FORMAT_NAMED = {f.name: f for f in FORMATS}
 
 
 def supported_formats() -> str:
-    """The supported formats, for messages: 'txt, md, html, pdf, docx, csv (…)'."""
+    """The supported formats, for messages: 'txt, md, html, pdf, docx, csv, png, jpg, tif (…)'."""
     names = ", ".join(f.suffixes[0].lstrip(".") for f in FORMATS)
     types = ", ".join(f.content_type for f in FORMATS)
     return f"{names} ({types})"

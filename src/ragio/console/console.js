@@ -238,7 +238,7 @@ PAGES.documents = async (area) => {
   const list = el("div", { id: "document-list" });
   const search = el("input", { id: "document-search", type: "search", name: "q" });
   const file = el("input", { id: "document-file", type: "file", name: "file", required: true,
-    accept: ".txt,.md,.html,.htm,.pdf,.docx,.csv" });
+    accept: ".txt,.md,.html,.htm,.pdf,.docx,.csv,.png,.jpg,.jpeg,.tif,.tiff" });
   const progress = el("progress", { id: "upload-progress", max: 100, value: 0, hidden: true });
   const outcome = el("p", { id: "upload-outcome", role: "status" });
   // a large upload is a background job: it may be cancelled while it is read and indexed
@@ -344,7 +344,7 @@ PAGES.documents = async (area) => {
   area.append(
     el("h2", { text: "Documents" }),
     el("form", { className: "stack card", id: "upload-form", onsubmit: upload },
-      field("File (txt, md, html, pdf, docx, csv)", file),
+      field("File (txt, md, html, pdf, docx, csv, png, jpg, tif)", file),
       el("p", { className: "muted", text: "A file with the name of a stored document of other content replaces it only if you say so." }),
       el("div", {}, el("button", { type: "submit", text: "Upload" })), progress, outcome, cancel),
     el("form", { className: "row", role: "search", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
