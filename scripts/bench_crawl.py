@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+from scripts.bench_ingest import free_port, wait_for_port  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 
 from ragcore.websites.sites import check_new  # noqa: E402
@@ -54,24 +54,6 @@ class Counting:
         if purpose == "document":
             self.texts += len(texts)
         return await self.real.embed(texts, purpose)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def wait_for_port(port: int) -> None:
-    with trio.fail_after(30):
-        while True:
-            try:
-                stream = await trio.open_tcp_stream("127.0.0.1", port)
-            except OSError:
-                await trio.sleep(0.05)
-            else:
-                await stream.aclose()
-                return
 
 
 async def run(site: Path, port: int, edit: int) -> None:

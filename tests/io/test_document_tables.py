@@ -9,7 +9,7 @@ import docx
 import psycopg
 import pytest
 
-from tests.io.test_documents import DOCX, ask, upload
+from tests.io.test_documents import DOCX, ask, pdf_file, upload
 
 HEADER = ["Dish", "Size", "Price"]
 DISHES = [
@@ -95,19 +95,7 @@ def menu_pdf_with(content: str) -> bytes:
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def chunk_text(database_url: str, chunk_id: int) -> str:

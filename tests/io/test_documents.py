@@ -33,6 +33,12 @@ def make_pdf(pages: list[list[str]]) -> bytes:
         )
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return pdf_file(objects)
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF file of ``objects`` (numbered from 1, the first the catalog), with its
+    cross-reference table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
