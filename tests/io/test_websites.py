@@ -285,6 +285,16 @@ async def test_a_sitemap_canonical_addresses_noindex_and_pages_no_longer_listed(
     assert (await api.get(f"/websites/{site_id}/pages")).status_code == 404
 
 
+def index_site(root: Path, pages: int) -> Path:
+    """A site of an index page linking ``pages`` short pages, in ``root``."""
+    root.mkdir()
+    links = "".join(f'<a href="/p{i}.html">{i}</a>' for i in range(pages))
+    (root / "index.html").write_text(page("Index", links))
+    for i in range(pages):
+        (root / f"p{i}.html").write_text(page(f"Page {i}", f"Fact number {i}."))
+    return root
+
+
 class TestPace:
     @pytest.fixture
     def settings_overrides(self):
@@ -293,13 +303,8 @@ class TestPace:
     async def test_at_most_the_host_concurrency_and_the_crawl_delay_apart(
         self, api, serve_fake, tmp_path
     ):
-        root = tmp_path / "pace"
-        root.mkdir()
-        links = "".join(f'<a href="/p{i}.html">{i}</a>' for i in range(8))
-        (root / "index.html").write_text(page("Index", links))
-        for i in range(8):
-            (root / f"p{i}.html").write_text(page(f"Page {i}", f"Fact number {i}."))
-        busy = await serve_fake(FakeWebsite(root, delay=0.2))
+        root = index_site(tmp_path / "pace", 8)
+        busy = await serve_fake(FakeWebsite(root, delay=0.3))  # long enough to overlap
         made = await api.post("/websites", json={"name": "busy", "start_urls": [busy.base_url]})
         await crawl(api, made.json()["id"])
         assert busy.most_in_flight == 2
@@ -310,7 +315,9 @@ class TestPace:
         await crawl(api, made.json()["id"])
         starts = sorted(s.at for s in slow.served if s.path != "/robots.txt")
         assert len(starts) == 9
-        assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.29
+        # paced 0.3 s apart as they leave; their arrival may differ by a few ms under load
+        # (without the pace they would arrive together)
+        assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.25
 
 
 async def test_a_crawl_is_scheduled_when_due_and_can_be_stopped(
@@ -318,12 +325,7 @@ async def test_a_crawl_is_scheduled_when_due_and_can_be_stopped(
 ):
     from ragio.websites.crawl import queue_due_crawls
 
-    root = tmp_path / "site"
-    root.mkdir()
-    links = "".join(f'<a href="/p{i}.html">{i}</a>' for i in range(30))
-    (root / "index.html").write_text(page("Index", links))
-    for i in range(30):
-        (root / f"p{i}.html").write_text(page(f"Page {i}", f"Fact number {i}."))
+    root = index_site(tmp_path / "site", 30)
     site = await serve_fake(FakeWebsite(root, delay=0.1))
     body = {"name": "s", "start_urls": [site.base_url], "crawl_every_minutes": 60}
     assert (await api.post("/websites", json=body)).status_code == 201

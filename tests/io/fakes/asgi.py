@@ -220,7 +220,7 @@ class FakeServer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -347,7 +347,8 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(parts)
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Answer an ASGI server's lifespan messages until shutdown."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":

@@ -26,6 +26,8 @@ from typing import Any
 import attrs
 import trio
 
+from tests.io.fakes.asgi import lifespan
+
 SLOW_EVERY = 0.5
 PIECE = 256 * 1024
 
@@ -57,22 +59,13 @@ class FakeWebsite:
     def close(self) -> None:
         return None
 
-    def pages_served(self, status: int | None = None) -> list[str]:
-        return [
-            s.path
-            for s in self.served
-            if s.path != "/robots.txt" and (status is None or s.status == status)
-        ]
+    def pages_served(self) -> list[str]:
+        return [s.path for s in self.served if s.path != "/robots.txt"]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         arrived = trio.current_time()
         path = scope["path"]
