@@ -112,8 +112,6 @@ def _whole(field: str, minimum: int, maximum: int) -> Any:
     return check
 
 
-URLS = described(maxItems=MAX_URLS)
-PATTERNS = described(maxItems=MAX_PATTERNS)
 _URL_ITEM = Annotated[str, described(maxLength=MAX_URL_CHARS, pattern=URL_PATTERN)]
 _PATTERN_ITEM = Annotated[str, text(MAX_PATTERN_CHARS)]
 
