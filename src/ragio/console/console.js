@@ -7,7 +7,7 @@
 const KEY = "ragchat-api-key"; // sessionStorage: this tab only, never a URL
 const PAGES = {};
 // leave: what the page shown stops when another is shown (the inbox's live reading)
-const state = { conversationId: null, leave: null };
+const state = { leave: null, roleNames: {} };
 
 // ------------------------------------------------------------------ helpers
 
@@ -83,16 +83,86 @@ function when(iso) {
   return isNaN(date) ? iso : date.toLocaleString();
 }
 
-function table(caption, columns, rows) {
-  if (!rows.length) return el("p", { className: "muted", text: `${caption}: none yet.` });
+// A table of rows; with none, the page's empty state: what the list is for and the first
+// step (``empty``: text or a node), instead of a bare "none". On a phone each row is a
+// card, each cell named by its column (data-label).
+function table(caption, columns, rows, empty) {
+  if (!rows.length) return emptyState(empty || `${caption}: none yet.`);
   return el("div", { className: "table-wrap" },
     el("table", {},
       el("caption", { className: "muted", text: caption }),
       el("thead", {}, el("tr", {}, columns.map(([title]) => el("th", { scope: "col", text: title })))),
-      el("tbody", {}, rows.map((row) => el("tr", {}, columns.map(([, cell]) => {
+      el("tbody", {}, rows.map((row) => el("tr", {}, columns.map(([title, cell]) => {
         const value = cell(row);
-        return el("td", {}, value instanceof Node ? value : String(value ?? ""));
+        return el("td", { "data-label": title }, value instanceof Node ? value : String(value ?? ""));
       }))))));
+}
+
+// Keyset pages (``before`` → ``next_before``) read until ``wanted`` items or the last
+// page: the items, and whether more are left.
+async function pagesUntil(path, key, wanted, limit) {
+  const found = [];
+  let before = 0, more = false;
+  for (;;) {
+    const query = new URLSearchParams({ limit });
+    if (before) query.set("before", before);
+    const { data } = await api("GET", `${path}${path.includes("?") ? "&" : "?"}${query}`);
+    found.push(...data[key]);
+    more = Boolean(data.next_before);
+    if (!more || found.length >= wanted) return { found, more };
+    before = data.next_before;
+  }
+}
+
+// "More" under a list read with pagesUntil: shows ``step`` more
+function moreButton(id, more, showMore) {
+  return more ? el("button", { type: "button", className: "secondary", id, text: "Show more", onclick: showMore }) : null;
+}
+
+function emptyState(what) {
+  return el("div", { className: "empty" }, typeof what === "string" ? el("p", { text: what }) : what);
+}
+
+// "Showing 21–40 of 54" with Previous and Next; a list never stops without saying so
+function pager({ id, first, shown, total, previous, next }) {
+  const label = total === 0 ? "None" : shown === 0 ? `None here, of ${total}`
+    : `Showing ${first + 1}–${first + shown} of ${total}`;
+  return el("div", { className: "pager", id, role: "navigation", "aria-label": "Pages of the list" },
+    el("span", { className: "muted", text: label }),
+    el("button", { type: "button", className: "secondary", text: "Previous", disabled: !previous, onclick: previous }),
+    el("button", { type: "button", className: "secondary", text: "Next", disabled: !next, onclick: next }));
+}
+
+// Server-sent events from a fetch response's body (fetch: EventSource can neither POST nor
+// send the key): heard(name, data) for each event whose data is JSON; ``id`` fields are
+// passed to seen(id). Resolves when the stream ends.
+async function readEvents(body, heard, seen) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        const colon = line.indexOf(":");
+        if (colon === 0) continue; // a comment: the stream kept alive
+        const [key, rest] = colon < 0 ? [line, ""] : [line.slice(0, colon), line.slice(colon + 1).replace(/^ /, "")];
+        if (key === "event") name = rest;
+        else if (key === "data") data.push(rest);
+        else if (key === "id" && seen) seen(rest);
+      }
+      if (!data.length) continue;
+      let parsed = null;
+      try { parsed = JSON.parse(data.join("\n")); } catch (_) { continue; }
+      heard(name, parsed);
+    }
+  }
 }
 
 function failure(error) {
@@ -110,6 +180,7 @@ async function guarded(area, work) {
 
 function signOut(message) {
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem("ragchat-conversation"); // the chat's: another may sign in next
   show(message);
 }
 
@@ -129,6 +200,7 @@ async function show(message) {
   document.getElementById("sign-in").hidden = ok;
   document.getElementById("nav").hidden = !ok;
   document.getElementById("sign-out").hidden = !ok || !sessionStorage.getItem(KEY);
+  document.getElementById("menu-toggle").hidden = !ok;
   document.getElementById("sign-in-error").textContent = ok ? "" : (message || "");
   if (!ok) {
     document.getElementById("page").replaceChildren();
@@ -145,6 +217,7 @@ function route() {
   const [name, ...rest] = (location.hash || "#chat").slice(1).replace(/^\//, "").split("/");
   const page = PAGES[name] ? name : "chat";
   waiting();
+  fold(true);
   for (const link of document.querySelectorAll("nav a")) {
     if (link.getAttribute("href") === `#${page}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
@@ -155,75 +228,204 @@ function route() {
   guarded(area, () => PAGES[page](area, rest.join("/")));
 }
 
+// the roles, for pickers; their names, to say in plain words who answered
+// the pages' menu on a phone: folded away but for its button, and after each choice
+function fold(folded) {
+  document.getElementById("nav").classList.toggle("folded", folded);
+  document.getElementById("menu-toggle").setAttribute("aria-expanded", String(!folded));
+}
+
 async function roleOptions(select, blank) {
   const { data } = await api("GET", "/employees");
+  const roles = firstList(data);
+  for (const r of roles) state.roleNames[r.identifier] = r.display_name;
   select.replaceChildren(el("option", { value: "", text: blank }),
-    ...firstList(data).map((r) => el("option", { value: r.identifier, text: r.display_name })));
+    ...roles.map((r) => el("option", { value: r.identifier, text: r.display_name })));
+}
+
+// ------------------------------------------------------------------ the chat
+
+// The owner's own conversation with the service: the turns so far, a question box (Enter
+// sends, Shift+Enter is a new line), each answer streamed (POST /chat/stream) with its
+// sources numbered 1..n as the answer cites them, who answered in plain words, and the
+// thumbs. The conversation is kept for this tab (sessionStorage) until "New conversation".
+
+const CONVERSATION = "ragchat-conversation";
+const MARKERS = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
+const PROVIDERS = { openai: "OpenAI", anthropic: "Anthropic", genai: "Google Gemini", gemini: "Google Gemini",
+  ollama: "Ollama", openrouter: "OpenRouter" };
+
+// The answer with its source markers renumbered 1..n in the order the text first cites
+// them, and its sources in that order (any the text never cites after them).
+function renumbered(answer, citations) {
+  const known = new Map(citations.map((c) => [c.number, c]));
+  const order = [];
+  const numbers = (list) => list.split(/\s*,\s*/).map(Number);
+  for (const match of answer.matchAll(MARKERS)) {
+    for (const n of numbers(match[1])) if (known.has(n) && !order.includes(n)) order.push(n);
+  }
+  for (const c of citations) if (!order.includes(c.number)) order.push(c.number);
+  const to = new Map(order.map((n, i) => [n, i + 1]));
+  const text = answer.replace(MARKERS, (whole, list) => {
+    const renamed = numbers(list).filter((n) => to.has(n)).map((n) => to.get(n));
+    return renamed.length ? `[${renamed.join(", ")}]` : whole;
+  });
+  return { text, sources: order.map((n) => Object.assign({}, known.get(n), { number: to.get(n) })) };
+}
+
+// who answered and how, in the owner's words
+function answeredBy(turn) {
+  const who = turn.role ? `${state.roleNames[turn.role] || turn.role} answered` : "Answered";
+  if (turn.held) return "A person answers this conversation now: your message waits for them.";
+  if (turn.provider === "extractive") return `${who} offline, quoting your documents: no AI model is set up (see Status).`;
+  if (turn.provider) return `${who} with ${PROVIDERS[turn.provider] || turn.provider}${turn.model ? ` ${turn.model}` : ""}.`;
+  if (turn.citations.some((c) => c.owner_answer_id)) return `${who} with your own answer (Gaps › Your answers).`;
+  if (!turn.citations.length) return `${who} without asking an AI model: nothing in your documents answers it.`;
+  return `${who} without asking an AI model.`;
+}
+
+function sourceItem(c) {
+  const where = c.heading_path && c.heading_path.length ? ` › ${c.heading_path.join(" › ")}` : "";
+  const name = c.source_url ? el("a", { href: c.source_url, target: "_blank", rel: "noopener noreferrer", text: c.document_name })
+    : el("strong", { text: c.document_name });
+  return el("li", { value: c.number }, name, where, el("br"), el("span", { className: "muted", text: c.snippet }));
+}
+
+// the AI's side of a turn, once answered: the text, its sources, who answered, the thumbs
+function fillAnswer(box, turn, conversationId) {
+  const { text, sources } = renumbered(turn.answer || "", turn.citations || []);
+  box.replaceChildren(
+    el("p", { className: "who" }, el("strong", { text: "Answer" })),
+    el("p", { className: "text answer", text: text || "(no answer)" }),
+    sources.length ? el("ol", { className: "sources", "aria-label": "Sources" }, sources.map(sourceItem)) : null,
+    el("p", { className: "answered-by", text: answeredBy(turn) }),
+    conversationId && turn.turn && !turn.held ? rateAnswer(conversationId, turn.turn, turn.feedback, turn.feedback_comment) : null);
+}
+
+function chatTurn(question) {
+  const answer = el("div", { className: "message from-ai" },
+    el("p", { className: "who" }, el("strong", { text: "Answer" })),
+    el("p", { className: "text answer typing", text: "" }));
+  return { item: el("li", { className: "turn" },
+    el("div", { className: "message from-owner" }, el("p", { className: "who" }, el("strong", { text: "You" })),
+      el("p", { className: "text", text: question })), answer), answer };
+}
+
+// POST /chat/stream: the words as they come (onWords), then the answer as /chat gives it;
+// a refusal before the first event, or an error event after it, is thrown
+async function streamAnswer(body, onWords) {
+  const response = await fetch("/chat/stream", { method: "POST",
+    headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }), body: JSON.stringify(body) });
+  if (response.status === 401) signOut("The key was not accepted; sign in again.");
+  if (!response.ok || !response.body) {
+    let problem = null;
+    try { problem = await response.json(); } catch (_) { /* not JSON */ }
+    throw new ApiError(response.status, problem);
+  }
+  let words = "", done = null, broke = null;
+  await readEvents(response.body, (name, data) => {
+    if (name === "token") { words += data.text; onWords(words); } else if (name === "done") done = data;
+    else if (name === "error") broke = data;
+  });
+  if (done) return done;
+  throw new ApiError((broke && broke.status) || 502, broke || { detail: "The answer broke off; ask again." });
 }
 
 PAGES.chat = async (area) => {
-  const question = el("textarea", { id: "question", name: "question", required: true });
+  const question = el("textarea", { id: "question", name: "question", rows: 2, required: true, maxLength: 4000 });
   const role = el("select", { id: "chat-role", name: "role" });
-  const answer = el("div", { id: "answer", "aria-live": "polite" });
+  const log = el("ol", { id: "chat-log", className: "chat-log", "aria-label": "The conversation" });
   const thread = el("p", { className: "muted", id: "thread" });
-  const showThread = () => {
-    thread.textContent = state.conversationId
-      ? `Following up in conversation ${state.conversationId}.` : "A new conversation.";
+  const ask = el("button", { type: "submit", text: "Ask" });
+  let conversation = Number(sessionStorage.getItem(CONVERSATION)) || null;
+  const showThread = (turns) => {
+    thread.textContent = conversation ? `Conversation ${conversation}${turns ? ` · ${turns} ${turns === 1 ? "turn" : "turns"}` : ""}: a question follows up on the answers above.`
+      : "A new conversation: ask anything your documents answer.";
   };
-  showThread();
-  const ask = async (event) => {
+  const keep = (id) => {
+    conversation = id;
+    if (id) sessionStorage.setItem(CONVERSATION, String(id)); else sessionStorage.removeItem(CONVERSATION);
+  };
+  const send = async (event) => {
     event.preventDefault();
-    answer.replaceChildren(el("p", { className: "muted", text: "Asking…" }));
-    const body = { question: question.value };
+    const text = question.value.trim();
+    if (!text || ask.disabled) return;
+    ask.disabled = true;
+    question.value = "";
+    const { item, answer } = chatTurn(text);
+    log.append(item);
+    item.scrollIntoView({ block: "nearest" });
+    const body = { question: text };
     if (role.value) body.role = role.value;
-    if (state.conversationId) body.conversation_id = state.conversationId;
+    if (conversation) body.conversation_id = conversation;
     try {
-      const { data } = await api("POST", "/chat", body);
-      state.conversationId = data.conversation_id;
-      showThread();
-      const who = [data.role ? `role ${data.role}` : "no role",
-        data.provider ? `${data.provider} (${data.model})` : "no provider asked"].join(" · ");
-      answer.replaceChildren(
-        el("h3", { text: "Answer" }),
-        el("p", { className: "answer", text: data.answer }),
-        el("p", { className: "muted", id: "answered-by", text: `Answered by ${who}` }),
-        data.turn && data.conversation_id ? rateAnswer(data.conversation_id, data.turn) : "",
-        data.citations.length ? el("h3", { text: "Sources" }) : "",
-        el("ol", { className: "citations", id: "citations" }, data.citations.map((c) =>
-          el("li", { value: c.number },
-            el("strong", { text: c.document_name }),
-            c.heading_path && c.heading_path.length ? ` › ${c.heading_path.join(" › ")}` : "",
-            el("br"), el("span", { className: "muted", text: c.snippet })))));
-    } catch (error) { answer.replaceChildren(failure(error)); }
+      const done = await streamAnswer(body, (words) => { answer.querySelector(".answer").textContent = words; });
+      keep(done.conversation_id || conversation);
+      fillAnswer(answer, done, done.conversation_id);
+      showThread(log.children.length);
+    } catch (error) {
+      answer.replaceChildren(failure(error));
+      if (!question.value) question.value = text; // asked again with one key
+    }
+    ask.disabled = false;
+    question.focus();
   };
+  // Enter sends; Shift+Enter is a new line
+  question.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
+  });
+  const restart = () => { keep(null); log.replaceChildren(); showThread(0); question.focus(); };
   area.append(
     el("h2", { text: "Chat" }),
-    el("form", { className: "stack card", id: "chat-form", onsubmit: ask },
-      field("Question", question), field("Answer as", role), thread,
-      el("div", {}, el("button", { type: "submit", text: "Ask" }), " ",
-        el("button", { type: "button", className: "secondary", text: "New conversation",
-          onclick: () => { state.conversationId = null; showThread(); question.focus(); } }))),
-    answer);
+    el("div", { className: "card" }, thread, log,
+      el("form", { className: "stack", id: "chat-form", onsubmit: send },
+        field("Your question (Enter sends, Shift+Enter for a new line)", question),
+        el("div", { className: "row" }, field("Answer as", role), ask,
+          el("button", { type: "button", className: "secondary", id: "new-conversation", text: "New conversation", onclick: restart })))));
   await roleOptions(role, "The service itself (no role)");
+  showThread(0);
+  if (conversation) {  // the conversation of this tab, shown again
+    try {
+      const { data } = await api("GET", `/conversations/${conversation}`);
+      if (data.role) role.value = data.role;
+      for (const t of data.turns) {
+        if (t.author === "person") {
+          log.append(el("li", { className: "turn" }, el("div", { className: "message from-person" },
+            el("p", { className: "who" }, el("strong", { text: "A person" })), el("p", { className: "text", text: t.answer }))));
+          continue;
+        }
+        const { item, answer } = chatTurn(t.question);
+        fillAnswer(answer, Object.assign({}, t, { held: t.outcome === "to_person" }), data.id);
+        log.append(item);
+      }
+      showThread(data.turns.length);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) restart(); else throw error;
+    }
+  }
+  question.focus();
 };
 
 // 👍 / 👎 under an answer of the chat (POST /conversations/{id}/turns/{turn}/feedback);
 // 👎 asks what was wrong first (optional, sent with the rating)
-function rateAnswer(conversationId, turn) {
-  const outcome = el("span", { id: "rating-outcome", role: "status" });
-  const comment = el("textarea", { id: "rating-comment", name: "comment", maxLength: 1000 });
+function rateAnswer(conversationId, turn, rated, ratedComment) {
+  const outcome = el("span", { className: "rating-outcome", role: "status" });
+  const comment = el("textarea", { className: "rating-comment", name: "comment", maxLength: 1000 });
   const thumbs = {};
+  const pressed = (rating) => {
+    for (const [name, button] of Object.entries(thumbs)) button.setAttribute("aria-pressed", String(name === rating));
+  };
   const send = async (rating) => {
     const body = { rating };
     if (rating === "down" && comment.value.trim()) body.comment = comment.value;
     try {
       await api("POST", `/conversations/${conversationId}/turns/${turn}/feedback`, body);
-      for (const [name, button] of Object.entries(thumbs)) button.setAttribute("aria-pressed", String(name === rating));
+      pressed(rating);
       why.hidden = true;
       outcome.textContent = `Rated ${RATINGS[rating]}${body.comment ? `: ${body.comment.trim()}` : ""}.`;
     } catch (error) { outcome.textContent = `Not rated: ${error.message}`; }
   };
-  const why = el("form", { className: "stack", id: "rating-form", hidden: true,
+  const why = el("form", { className: "stack rating-form", hidden: true,
     onsubmit: (e) => { e.preventDefault(); send("down"); } },
   field("What was wrong? (optional)", comment),
   el("div", {}, el("button", { type: "submit", text: "Rate 👎 down" })));
@@ -231,8 +433,14 @@ function rateAnswer(conversationId, turn) {
     "aria-pressed": "false", onclick: () => send("up") });
   thumbs.down = el("button", { type: "button", className: "secondary", text: "👎", "aria-label": "Rate the answer down",
     "aria-pressed": "false", onclick: () => { why.hidden = false; comment.focus(); } });
+  if (rated) {
+    pressed(rated);
+    outcome.textContent = `Rated ${RATINGS[rated] || rated}${ratedComment ? `: ${ratedComment}` : ""}.`;
+  }
   return el("div", { className: "rating" }, thumbs.up, " ", thumbs.down, " ", outcome, why);
 }
+
+const DOCUMENTS_PER_PAGE = 20;
 
 PAGES.documents = async (area) => {
   const list = el("div", { id: "document-list" });
@@ -244,11 +452,18 @@ PAGES.documents = async (area) => {
   // a large upload is a background job: it may be cancelled while it is read and indexed
   const cancel = el("button", { id: "upload-cancel", type: "button", className: "secondary",
     text: "Cancel upload", hidden: true });
+  let offset = 0;
   const load = async () => {
-    const query = search.value.trim() ? `?q=${encodeURIComponent(search.value.trim())}` : "";
-    const { data } = await api("GET", `/documents${query}`);
-    list.replaceChildren(table("Documents", [
-      ["Name", (d) => d.name],
+    const query = new URLSearchParams({ limit: DOCUMENTS_PER_PAGE, offset, order: "newest" });
+    const named = search.value.trim();
+    if (named) query.set("q", named);
+    const { data } = await api("GET", `/documents?${query}`);
+    if (!data.documents.length && offset > 0) { offset = Math.max(0, offset - DOCUMENTS_PER_PAGE); return load(); }
+    const turn = (to) => () => { offset = to; guarded(list, load); };
+    const empty = named ? `No document's name contains “${named}”.`
+      : el("div", {}, el("p", { text: "No documents yet. Answers come from your documents: upload a file above (a price list, an FAQ, your terms), or add a website on Websites." }));
+    list.replaceChildren(table("Documents, newest first", [
+      ["Name", (d) => (d.source_url ? el("a", { href: d.source_url, target: "_blank", rel: "noopener noreferrer", text: d.name }) : d.name)],
       ["Chunks", (d) => d.chunk_count],
       ["Size", (d) => `${Math.ceil((d.size_bytes || 0) / 1024)} KB`],
       ["Added", (d) => when(d.created_at)],
@@ -268,7 +483,10 @@ PAGES.documents = async (area) => {
             if (!confirm(`Delete ${d.name}? Answers stop citing it.`)) return;
             await guarded(list, async () => { await api("DELETE", `/documents/${d.id}`); say(`Deleted ${d.name}.`); await load(); });
           } }))],
-    ], firstList(data)));
+    ], data.documents, empty),
+    data.total ? pager({ id: "document-pages", first: offset, shown: data.documents.length, total: data.total,
+      previous: offset > 0 ? turn(Math.max(0, offset - DOCUMENTS_PER_PAGE)) : null,
+      next: data.next ? turn(offset + data.documents.length) : null }) : null);
   };
   const poll = async (url) => {
     for (;;) {
@@ -332,6 +550,7 @@ PAGES.documents = async (area) => {
       progress.value = 100;
       if (problem && !replace && askToReplace(problem)) { send(true); return; }
       if (problem) outcome.textContent = refused(problem);
+      offset = 0; // the newest first: the file just sent
       await guarded(list, load);
     };
     request.onerror = () => { outcome.textContent = "Failed: the upload did not reach the service."; };
@@ -347,7 +566,7 @@ PAGES.documents = async (area) => {
       field("File (txt, md, html, pdf, docx, csv, png, jpg, tif)", file),
       el("p", { className: "muted", text: "A file with the name of a stored document of other content replaces it only if you say so." }),
       el("div", {}, el("button", { type: "submit", text: "Upload" })), progress, outcome, cancel),
-    el("form", { className: "row", role: "search", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
+    el("form", { className: "row", role: "search", onsubmit: (e) => { e.preventDefault(); offset = 0; guarded(list, load); } },
       field("Find by name", search), el("button", { type: "submit", className: "secondary", text: "Find" })),
     list);
   await load();
@@ -370,12 +589,23 @@ function messages(t) {
 
 const NOTES = { handed_off: "handed to a person", not_delivered: "not delivered" };
 
+const CONVERSATIONS_PER_PAGE = 20;
+const CHANNELS = ["chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"];
+const OUTCOMES = { answered: "answered", not_found: "nothing found to answer with", limited: "stopped by a budget",
+  failed: "failed", interrupted: "interrupted", "hung up": "the caller hung up", handed_off: "handed to a person",
+  to_person: "waiting for a person", sent: "sent", not_delivered: "not delivered" };
+
+// every conversation on every channel, found by what was said in it, its channel, role and
+// dates, a page at a time (latest begun first), each read in place
 PAGES.conversations = async (area) => {
+  const text = el("input", { id: "conversation-q", type: "search", maxLength: 200 });
   const channel = el("select", { id: "conversation-channel" },
-    ["", "chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"].map((c) =>
-      el("option", { value: c, text: c || "All channels" })));
+    ["", ...CHANNELS].map((c) => el("option", { value: c, text: c || "All channels" })));
+  const role = el("select", { id: "conversation-role" });
+  const since = el("input", { id: "conversation-since", type: "date" });
+  const until = el("input", { id: "conversation-until", type: "date" });
   const list = el("div", { id: "conversation-list" });
-  const detail = el("div", { id: "conversation-detail" });
+  const detail = el("div", { id: "conversation-detail", tabIndex: -1 });
   const open = async (id) => {
     const { data } = await api("GET", `/conversations/${id}`);
     detail.replaceChildren(el("h3", { text: `Conversation ${data.id} on ${data.channel}` }),
@@ -385,30 +615,58 @@ PAGES.conversations = async (area) => {
         messages(t).map((m) => el("p", { className: m.from === "customer" ? null : "answer" },
           el("strong", { text: `${m.who}: ` }), m.text)),
         t.search_question ? el("p", { className: "muted", text: `Searched as: ${t.search_question}` }) : null,
-        el("p", { className: "muted", text: `${t.outcome} · ${t.provider || "no provider"} · ${t.timings.answer_ms ?? "?"} ms · ${when(t.created_at)}` }),
+        el("p", { className: "muted", text: [OUTCOMES[t.outcome] || t.outcome,
+          t.provider === "extractive" ? "offline" : t.provider ? `${PROVIDERS[t.provider] || t.provider} ${t.model || ""}`.trim() : null,
+          t.timings.answer_ms !== undefined ? `${t.timings.answer_ms} ms` : null, when(t.created_at)].filter(Boolean).join(" · ") }),
         t.feedback ? el("p", { className: "feedback" }, `Rated ${RATINGS[t.feedback] || t.feedback} · ${when(t.feedback_at)}`,
           t.feedback_comment ? el("q", { className: "feedback-comment", text: t.feedback_comment }) : null) : null,
         t.citations.length ? el("ul", {}, t.citations.map((c) => el("li", { text: `[${c.number}] ${c.document_name}` }))) : null)));
     detail.focus();
   };
+  // keyset pages: the cursors of the pages before this one, to go back
+  let cursors = [], before = 0;
+  const filters = () => {
+    const query = new URLSearchParams({ limit: CONVERSATIONS_PER_PAGE });
+    if (text.value.trim()) query.set("q", text.value.trim());
+    for (const [name, input] of [["channel", channel], ["role", role]]) if (input.value) query.set(name, input.value);
+    if (since.value) query.set("since", since.value);
+    if (until.value) { // the whole day chosen: until its end
+      const next = new Date(`${until.value}T00:00:00Z`);
+      next.setUTCDate(next.getUTCDate() + 1);
+      query.set("until", next.toISOString().slice(0, 10));
+    }
+    return query;
+  };
   const load = async () => {
-    const query = channel.value ? `?channel=${channel.value}` : "";
-    const { data } = await api("GET", `/conversations${query}`);
-    list.replaceChildren(table("Conversations, latest first", [
+    const query = filters();
+    if (before) query.set("before", before);
+    const { data } = await api("GET", `/conversations?${query}`);
+    const first = cursors.length * CONVERSATIONS_PER_PAGE;
+    const filtered = [...query.keys()].some((k) => !["limit", "before"].includes(k));
+    list.replaceChildren(table("Conversations, latest begun first", [
+      ["First question", (c) => el("button", { type: "button", className: "link", text: c.first_question || `Conversation ${c.id}`,
+        "aria-label": `Read conversation ${c.id}`, onclick: () => guarded(detail, () => open(c.id)) })],
+      ["Last message", (c) => lastMessage(c)],
       ["Channel", (c) => c.channel],
-      ["Role", (c) => c.role || "—"],
+      ["Role", (c) => (c.role ? state.roleNames[c.role] || c.role : "—")],
       ["Turns", (c) => c.turn_count],
       ["Last active", (c) => when(c.updated_at)],
       ["Mode", (c) => (c.mode === "human" ? el("a", { href: `#inbox/${c.id}`, text: MODES.human }) : MODES[c.mode] || "—")],
-      ["", (c) => el("button", { type: "button", className: "secondary", text: "Read",
-        "aria-label": `Read conversation ${c.id}`, onclick: () => guarded(detail, () => open(c.id)) })],
-    ], data.conversations));
+    ], data.conversations, filtered ? "No conversation matches these filters."
+      : "No conversations yet. Every question asked on any channel (this console's chat, the API, Telegram, WhatsApp, Discord, the website chat, calls) is kept here."),
+    data.total || data.conversations.length ? pager({ id: "conversation-pages", first, shown: data.conversations.length,
+      total: data.total ?? data.conversations.length,
+      previous: cursors.length ? () => { before = cursors.pop(); guarded(list, load); } : null,
+      next: data.next_before ? () => { cursors.push(before); before = data.next_before; guarded(list, load); } : null }) : null);
   };
-  detail.tabIndex = -1;
+  const search = (event) => { if (event) event.preventDefault(); cursors = []; before = 0; guarded(list, load); };
+  for (const input of [channel, role, since, until]) input.addEventListener("change", search);
   area.append(el("h2", { text: "Conversations" }),
-    el("form", { className: "row", onsubmit: (e) => { e.preventDefault(); guarded(list, load); } },
-      field("Channel", channel), el("button", { type: "submit", className: "secondary", text: "Show" })),
+    el("form", { className: "row", role: "search", id: "conversation-filters", onsubmit: search },
+      field("Said in it", text), field("Channel", channel), field("Role", role), field("Active from", since),
+      field("Active until", until), el("button", { type: "submit", className: "secondary", text: "Find" })),
     list, detail);
+  await roleOptions(role, "Any role");
   await load();
 };
 
@@ -423,7 +681,7 @@ async function waiting() {
   try {
     const { data } = await api("GET", "/conversations?mode=human&limit=100");
     const count = data.conversations.filter((c) => c.waiting_since).length;
-    badge.replaceChildren(String(count), el("span", { className: "sr", text: " waiting" }));
+    badge.replaceChildren(`${count}${data.next_before ? "+" : ""}`, el("span", { className: "sr", text: " waiting" }));
     badge.hidden = !count;
   } catch (_) { /* shown again with the next page */ }
 }
@@ -459,34 +717,9 @@ function follow(heard) {
         const response = await fetch("/conversations/events", { headers: sent, signal: stop.signal });
         if (response.status === 401) { signOut("The key was not accepted; sign in again."); return; }
         if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+        delay = 1000; // connected: the next drop waits 1 s again
         heard(null);
-        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = "";
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          delay = 1000;
-          buffer += value.replace(/\r\n?/g, "\n");
-          let end;
-          while ((end = buffer.indexOf("\n\n")) >= 0) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            let name = "message";
-            const data = [];
-            for (const line of block.split("\n")) {
-              const colon = line.indexOf(":");
-              if (colon === 0) continue; // a comment: the stream kept alive
-              const [key, rest] = colon < 0 ? [line, ""] : [line.slice(0, colon), line.slice(colon + 1).replace(/^ /, "")];
-              if (key === "event") name = rest;
-              else if (key === "data") data.push(rest);
-              else if (key === "id") last = rest;
-            }
-            if (!data.length) continue;
-            let parsed = null;
-            try { parsed = JSON.parse(data.join("\n")); } catch (_) { continue; }
-            heard(name, parsed);
-          }
-        }
+        await readEvents(response.body, heard, (id) => { last = id; });
       } catch (_) { /* dropped: read again after the pause */ }
       if (stop.signal.aborted) return;
       await pause(delay);
@@ -595,20 +828,25 @@ function inboxConversation(view, id, changed) {
   return refresh;
 }
 
+const INBOX_PAGE = 100;
+
 PAGES.inbox = async (area, id) => {
   const filter = el("select", { id: "inbox-filter" },
     Object.entries(MODES).map(([value, text]) => el("option", { value, text })));
   const list = el("div", { id: "inbox-list" });
   const view = el("div", { id: "inbox-conversation", className: "card", tabIndex: -1, hidden: !id });
+  let wanted = INBOX_PAGE;
   const load = coalesced(() => guarded(list, async () => {
-    const { data } = await api("GET", `/conversations?mode=${filter.value}&limit=100`);
-    const read = sortedForInbox(data.conversations);
+    const { found, more } = await pagesUntil(`/conversations?mode=${filter.value}`, "conversations", wanted, INBOX_PAGE);
+    const read = sortedForInbox(found);
     list.replaceChildren(read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
       read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
         el("span", {}, el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`),
         el("span", { className: "muted", text: c.waiting_since ? `waiting since ${when(c.waiting_since)}` : `last active ${when(c.updated_at)}` }),
         el("span", { className: "last", text: lastMessage(c) })))))
-      : el("p", { className: "muted", text: `${MODES[filter.value]}: none.` }));
+      : emptyState(filter.value === "human" ? "Nobody waits for a person. When a customer asks for one (or the AI hands a conversation over), it appears here, and you answer it here."
+        : `${MODES[filter.value]}: none.`),
+    moreButton("inbox-more", more, () => { wanted += INBOX_PAGE; load(); }));
   }));
   const refresh = id ? inboxConversation(view, id, () => { load(); waiting(); }) : null;
   state.leave = follow((name, data) => {
@@ -628,9 +866,10 @@ PAGES.approvals = async (area) => {
   const settings = el("div", { id: "autonomy" });
   const pending = el("div", { id: "pending" });
   const log = el("div", { id: "action-log" });
+  let wanted = 20;
   const load = async () => {
-    const [{ data: autonomy }, { data: held }, { data: recent }] = await Promise.all([
-      api("GET", "/autonomy"), api("GET", "/autonomy/pending"), api("GET", "/autonomy/log?limit=20")]);
+    const [{ data: autonomy }, { data: held }, { found: recent, more }] = await Promise.all([
+      api("GET", "/autonomy"), api("GET", "/autonomy/pending"), pagesUntil("/autonomy/log", "entries", wanted, 50)]);
     const mode = el("select", { id: "autonomy-mode" },
       ["off", "semi", "full"].map((m) => el("option", { value: m, text: m, selected: autonomy.mode === m })));
     settings.replaceChildren(el("form", { className: "row card", onsubmit: async (e) => {
@@ -653,17 +892,20 @@ PAGES.approvals = async (area) => {
       ["", (a) => el("span", {},
         el("button", { type: "button", text: "Approve", "aria-label": `Approve action ${a.id}`, onclick: decide(a, "approve") }), " ",
         el("button", { type: "button", className: "danger", text: "Reject", "aria-label": `Reject action ${a.id}`, onclick: decide(a, "reject") }))],
-    ], firstList(held)));
+    ], firstList(held), "Nothing waits for you. With autonomy semi, the actions a role proposes (a refund, a message to send) wait here for your approval."));
     log.replaceChildren(el("h3", { text: "Recent" }), table("The action log", [
       ["When", (r) => when(r.at || r.created_at)],
       ["Action", (r) => r.action_id || r.id],
       ["Event", (r) => r.event || r.status],
       ["Detail", (r) => r.detail || r.reason || ""],
-    ], firstList(recent)));
+    ], recent, "Nothing yet: actions the AI proposes, and what became of them, are logged here."),
+    moreButton("log-more", more, () => { wanted += 50; guarded(log, load); }));
   };
   area.append(el("h2", { text: "Autonomy and approvals" }), settings, pending, log);
   await load();
 };
+
+const MEMORY_LIMIT = 500; // the API's most; a role holding more is told so
 
 PAGES.roles = async (area) => {
   const role = el("select", { id: "role-select" });
@@ -672,7 +914,7 @@ PAGES.roles = async (area) => {
   const showRole = async () => {
     if (!role.value) { about.replaceChildren(); return; }
     const [{ data: r }, { data: memory }] = await Promise.all([
-      api("GET", `/employees/${role.value}`), api("GET", `/employees/${role.value}/memory`)]);
+      api("GET", `/employees/${role.value}`), api("GET", `/employees/${role.value}/memory?limit=${MEMORY_LIMIT}`)]);
     const text = el("textarea", { id: "memory-text", required: true, maxLength: 1000 });
     about.replaceChildren(el("div", { className: "card" },
       el("h3", { text: r.display_name }),
@@ -689,7 +931,8 @@ PAGES.roles = async (area) => {
       ["Importance", (m) => m.importance],
       ["", (m) => el("button", { type: "button", className: "danger", text: "Forget", "aria-label": `Forget memory ${m.id}`,
         onclick: async () => { await guarded(about, async () => { await api("DELETE", `/employees/${role.value}/memory/${m.id}`); await showRole(); }); } })],
-    ], firstList(memory)));
+    ], firstList(memory), "Nothing remembered yet: add an instruction above (a rule, a fact about the business)."),
+    firstList(memory).length >= MEMORY_LIMIT ? el("p", { className: "muted", text: `The ${MEMORY_LIMIT} most important items are shown; this role holds more.` }) : null);
   };
   const showProfile = async () => {
     const { data } = await api("GET", "/profile");
@@ -722,82 +965,17 @@ PAGES.roles = async (area) => {
   await showProfile();
 };
 
-PAGES.workflows = async (area) => {
-  const list = el("div", { id: "workflow-list" });
-  const name = el("input", { id: "workflow-name", required: true });
-  const url = el("input", { id: "workflow-url", type: "url", required: true, placeholder: "https://…" });
-  const channels = el("input", { id: "workflow-channels", value: "telegram", required: true });
-  const load = async () => {
-    const { data } = await api("GET", "/automation-workflows");
-    list.replaceChildren(table("Workflows", [
-      ["Name", (w) => w.name],
-      ["Calls", (w) => w.webhook_url],
-      ["Channels", (w) => w.channels.join(", ")],
-      ["Active", (w) => el("button", { type: "button", className: "secondary", text: w.is_active ? "Active: turn off" : "Off: turn on",
-        onclick: async () => { await guarded(list, async () => { await api("PATCH", `/automation-workflows/${w.id}`, { is_active: !w.is_active }); await load(); }); } })],
-      ["", (w) => el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete workflow ${w.name}`,
-        onclick: async () => { await guarded(list, async () => { await api("DELETE", `/automation-workflows/${w.id}`); await load(); }); } })],
-    ], firstList(data)));
-  };
-  area.append(el("h2", { text: "Automation workflows" }),
-    el("form", { className: "stack card", onsubmit: async (e) => {
-      e.preventDefault();
-      const body = { name: name.value, webhook_url: url.value, is_active: true,
-        channels: channels.value.split(",").map((c) => c.trim()).filter(Boolean) };
-      await guarded(list, async () => { await api("POST", "/automation-workflows", body); say("Workflow added."); await load(); });
-    } }, field("Name", name), field("Webhook URL", url), field("Channels (comma-separated)", channels),
-      el("div", {}, el("button", { type: "submit", text: "Add" }))),
-    list);
-  await load();
-};
-
-// The websites the chat widget runs on (docs/widget.md): the embed line to copy, the
-// origins it may run on, switched on and off; the identity secret is shown once.
-PAGES.sites = async (area) => {
-  const list = el("div", { id: "site-list" });
-  const created = el("div", { id: "site-created", role: "status" });
-  const name = el("input", { id: "site-name", required: true });
-  const origins = el("input", { id: "site-origins", required: true, placeholder: "https://shop.example.com" });
-  const role = el("input", { id: "site-role", placeholder: "support" });
-  const embed = (s) => `<script src="${location.origin}/widget.js" data-site="${s.public_id}" async></script>`;
-  const load = async () => {
-    const { data } = await api("GET", "/widget/sites");
-    list.replaceChildren(table("Sites", [
-      ["Name", (s) => s.name],
-      ["Embed", (s) => el("code", { text: embed(s) })],
-      ["Origins", (s) => s.allowed_origins.join(", ") || "none: refused everywhere"],
-      ["Role", (s) => s.role || "—"],
-      ["On", (s) => el("button", { type: "button", className: "secondary", text: s.enabled ? "On: turn off" : "Off: turn on",
-        "aria-label": `${s.enabled ? "Turn off" : "Turn on"} the chat on ${s.name}`,
-        onclick: async () => { await guarded(list, async () => { await api("PATCH", `/widget/sites/${s.id}`, { enabled: !s.enabled }); await load(); }); } })],
-      ["", (s) => el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete site ${s.name}`,
-        onclick: async () => {
-          if (!confirm(`Delete ${s.name}? The chat stops on it.`)) return;
-          await guarded(list, async () => { await api("DELETE", `/widget/sites/${s.id}`); await load(); });
-        } })],
-    ], firstList(data)));
-  };
-  area.append(el("h2", { text: "Chat on your website" }),
-    el("form", { className: "stack card", id: "site-form", onsubmit: async (e) => {
-      e.preventDefault();
-      const body = { name: name.value, allowed_origins: origins.value.split(/[\s,]+/).filter(Boolean) };
-      if (role.value.trim()) body.role = role.value.trim();
-      await guarded(list, async () => {
-        const { data } = await api("POST", "/widget/sites", body);
-        created.replaceChildren(
-          el("p", { text: `Added ${data.name}. Put this line on your pages:` }), el("code", { text: embed(data) }),
-          el("p", { text: "Identity secret, shown only now (for logged-in customers; see the docs):" }),
-          el("code", { id: "site-secret", text: data.identity_secret }));
-        await load();
-      });
-    } }, field("Name", name), field("Allowed origins (comma-separated)", origins), field("Role (optional)", role),
-      el("div", {}, el("button", { type: "submit", text: "Add" }))),
-    created, list);
-  await load();
-};
-
 PAGES.usage = async (area) => {
   const { data } = await api("GET", "/usage");
+  const cap = (spent) => (spent.cap ? ` of ${spent.cap}` : " (no cap)");
+  area.append(el("h2", { text: "Usage" }));
+  if (!data.ledger) {  // nothing is recorded: no empty chart, the way to turn it on
+    area.append(emptyState(el("div", {},
+      el("p", { text: "The usage ledger is off, so the tokens the AI models spend are not recorded and the budgets cannot be held." }),
+      el("p", {}, "To turn it on, set ", el("code", { text: "USAGE_LEDGER=true" }),
+        " (and caps such as ", el("code", { text: "BUDGET_DAILY_TOKENS" }), ") in the service's settings and restart it."))));
+    return;
+  }
   const days = data.by_day.slice().reverse();
   const most = Math.max(1, ...days.map((d) => d.total_tokens));
   const width = 480, height = 160, bar = days.length ? width / days.length : width;
@@ -817,44 +995,29 @@ PAGES.usage = async (area) => {
     rect.append(title);
     svg.append(rect);
   });
-  const cap = (spent) => (spent.cap ? ` of ${spent.cap}` : " (no cap)");
-  area.append(el("h2", { text: "Usage" }),
-    data.ledger ? null : el("p", { className: "muted", text: "The usage ledger is off (USAGE_LEDGER): nothing is recorded." }),
+  area.append(
     el("p", { text: `Today: ${data.today.tokens} tokens${cap(data.today)}. This month: ${data.this_month.tokens}${cap(data.this_month)}.` }),
-    el("figure", { className: "card" }, svg, el("figcaption", { className: "muted", text: "Tokens per day (UTC)" })),
-    table("This month by role", [["Role", (r) => r.role || "no role"], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_role),
-    table("This month by provider", [["Provider", (r) => r.provider], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_provider));
-};
-
-PAGES.integrations = async (area) => {
-  const [{ data: sources }, { data: actions }] = await Promise.all([
-    api("GET", "/integrations"), api("GET", "/live-actions")]);
-  const outcome = el("p", { role: "status", id: "integration-outcome" });
-  const run = (source, verb) => async () => {
-    try {
-      const { data } = await api("POST", `/integrations/${source.id}/${verb}`);
-      outcome.textContent = `${source.name}: ${data.ok === false ? "failed" : data.status || "ok"}${data.detail ? ` — ${data.detail}` : ""}`;
-    } catch (error) { outcome.textContent = `${source.name}: ${error.message}`; }
-  };
-  area.append(el("h2", { text: "Integrations" }), outcome,
-    table("Data sources", [
-      ["Name", (s) => s.name], ["Kind", (s) => s.source_type], ["Last sync", (s) => when(s.last_synced_at) || "never"],
-      ["", (s) => el("span", {},
-        el("button", { type: "button", className: "secondary", text: "Test", "aria-label": `Test ${s.name}`, onclick: run(s, "test") }), " ",
-        el("button", { type: "button", className: "secondary", text: "Sync", "aria-label": `Sync ${s.name}`, onclick: run(s, "sync") }))],
-    ], firstList(sources)),
-    table("Live-data actions", [["Name", (a) => a.name], ["Source", (a) => a.source_id], ["On", (a) => (a.enabled === false ? "off" : "on")]], firstList(actions)));
+    days.length ? el("figure", { className: "card" }, svg, el("figcaption", { className: "muted", text: "Tokens per day (UTC)" }))
+      : emptyState("Nothing spent yet: the tokens appear here once an AI model answers."),
+    table("This month by role", [["Role", (r) => r.role || "no role"], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_role, "This month: no calls yet."),
+    table("This month by provider", [["Provider", (r) => r.provider], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_provider, "This month: no calls yet."));
 };
 
 PAGES.calls = async (area) => {
-  const { data } = await api("GET", "/voice/calls");
-  area.append(el("h2", { text: "Phone calls" }),
-    ...(data.calls.length ? data.calls.map((c) => el("div", { className: "card" },
-      el("h3", { text: `${when(c.started_at)} · ${c.role || "no role"} · ${c.end_reason || "in progress"}` }),
+  const list = el("div", { id: "call-list" });
+  let wanted = 20;
+  const load = async () => {
+    const { found, more } = await pagesUntil("/voice/calls", "calls", wanted, 20);
+    list.replaceChildren(...(found.length ? found.map((c) => el("div", { className: "card" },
+      el("h3", { text: `${when(c.started_at)} · ${c.role ? state.roleNames[c.role] || c.role : "no role"} · ${c.end_reason || "in progress"}` }),
       el("ol", {}, c.turns.map((t) => el("li", {},
         el("p", {}, el("strong", { text: "Caller: " }), t.question || "(nothing heard)"),
         el("p", {}, el("strong", { text: "Answer: " }), t.answer || `(${t.outcome})`),
-        el("p", { className: "muted", text: `${t.outcome}${t.stages.voice_to_voice_ms ? ` · ${t.stages.voice_to_voice_ms} ms voice to voice` : ""}` })))))) : [el("p", { className: "muted", text: "No calls yet." })]));
+        el("p", { className: "muted", text: `${OUTCOMES[t.outcome] || t.outcome}${t.stages.voice_to_voice_ms ? ` · ${t.stages.voice_to_voice_ms} ms voice to voice` : ""}` })))))) : [emptyState("No calls yet. With a phone number set up for voice (see Status), each call and what was said in it shows here.")]),
+    moreButton("calls-more", more, () => { wanted += 20; guarded(list, load); }));
+  };
+  area.append(el("h2", { text: "Phone calls" }), list);
+  await load();
 };
 
 // ------------------------------------------------------------------ knowledge gaps
@@ -863,7 +1026,6 @@ PAGES.calls = async (area) => {
 // answered in place (POST /answers with the group's phrasings: the group leaves the
 // list); the owner's answers, edited, withdrawn and imported from an FAQ file.
 
-const GAP_CHANNELS = ["chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"];
 const GAP_REASONS = { not_found: "not answered", disliked: "rated down", handed_off: "handed to a person" };
 const GAPS_PER_PAGE = 20;
 
@@ -948,7 +1110,7 @@ function ownerAnswerItem(answer, changed) {
 
 PAGES.gaps = async (area) => {
   const channel = el("select", { id: "gaps-channel" },
-    ["", ...GAP_CHANNELS].map((c) => el("option", { value: c, text: c || "All channels" })));
+    ["", ...CHANNELS].map((c) => el("option", { value: c, text: c || "All channels" })));
   const list = el("div", { id: "gap-list" });
   const answers = el("div", { id: "answer-list" });
   const file = el("input", { id: "faq-file", type: "file", accept: ".csv,.json", required: true });
@@ -1018,6 +1180,9 @@ document.addEventListener("DOMContentLoaded", () => {
     await show("That key was not accepted.");
   });
   document.getElementById("sign-out").addEventListener("click", () => signOut(""));
+  document.getElementById("menu-toggle").addEventListener("click", () => {
+    fold(document.getElementById("menu-toggle").getAttribute("aria-expanded") === "true");
+  });
   window.addEventListener("hashchange", () => { show(); document.getElementById("main").focus(); });
   show();
 });

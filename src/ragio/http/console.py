@@ -15,6 +15,7 @@ blueprint = Blueprint("console", __name__)
 FILES = {
     "index.html": "text/html; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
+    "setup.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
 }
 #: scripts, styles and calls from this origin only; no inline code, no frames, no plugins
@@ -48,6 +49,15 @@ async def console() -> Response:
 async def console_script() -> Response:
     """The console's script"""
     return _file("console.js")
+
+
+@blueprint.get("/console/setup.js")
+@operation(
+    Reply(200, "The console's set-up pages", {"type": "string"}, "text/javascript"), open=True
+)
+async def console_setup_script() -> Response:
+    """The console's set-up pages"""
+    return _file("setup.js")
 
 
 @blueprint.get("/console/console.css")
