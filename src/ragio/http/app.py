@@ -54,7 +54,7 @@ from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
-OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/", *widget.OPEN_PATHS)
+OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/", "/docs", *widget.OPEN_PATHS)
 MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/", "/console/")
 #: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it

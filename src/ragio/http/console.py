@@ -1,7 +1,7 @@
-"""The owner's console: static files shipped in the package (``ragio/console``), served
-at ``/``, ``/console/console.js`` and ``/console/console.css`` without the API key (they
-hold no data: every call the page makes sends the key the owner entered), with a strict
-Content-Security-Policy."""
+"""The owner's console and the API reference: static files shipped in the package
+(``ragio/console``), served at ``/`` and ``/docs`` and under ``/console/`` without the API
+key (they hold no data: every call the pages make sends the key the owner entered), with
+a strict Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ FILES = {
     "console.js": "text/javascript; charset=utf-8",
     "setup.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
+    "docs.html": "text/html; charset=utf-8",
+    "docs.js": "text/javascript; charset=utf-8",
+    "docs.css": "text/css; charset=utf-8",
 }
 #: scripts, styles and calls from this origin only; no inline code, no frames, no plugins
 POLICY = (
@@ -65,3 +68,26 @@ async def console_setup_script() -> Response:
 async def console_style() -> Response:
     """The console's style"""
     return _file("console.css")
+
+
+@blueprint.get("/docs")
+@operation(Reply(200, "The API reference's page", {"type": "string"}, "text/html"), open=True)
+async def reference() -> Response:
+    """The API reference, in the browser (made from /openapi.json)"""
+    return _file("docs.html")
+
+
+@blueprint.get("/console/docs.js")
+@operation(
+    Reply(200, "The API reference's script", {"type": "string"}, "text/javascript"), open=True
+)
+async def reference_script() -> Response:
+    """The API reference's script"""
+    return _file("docs.js")
+
+
+@blueprint.get("/console/docs.css")
+@operation(Reply(200, "The API reference's style", {"type": "string"}, "text/css"), open=True)
+async def reference_style() -> Response:
+    """The API reference's style"""
+    return _file("docs.css")
