@@ -417,7 +417,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "SERVICE_API_KEY",
         "",
-        "when set, every route but /health and /webhook/* needs the header X-API-Key",
+        "when set, every route but /health, /webhook/*, the console's and API reference's "
+        "pages and the chat widget's visitor routes needs the header X-API-Key",
         secret=True,
     ),
     Setting(

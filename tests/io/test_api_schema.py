@@ -142,6 +142,7 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("GET", "/")
     await c.send("GET", "/console/console.js")
     await c.send("GET", "/console/console.css")
+    await c.send("GET", "/console/setup.js")
     await c.send("GET", "/docs")
     await c.send("GET", "/console/docs.js")
     await c.send("GET", "/console/docs.css")

@@ -297,6 +297,7 @@ async def test_the_console_is_served_with_a_strict_policy_and_without_the_key(ap
     for path, kind in (
         ("/", "text/html"),
         ("/console/console.js", "text/javascript"),
+        ("/console/setup.js", "text/javascript"),
         ("/console/console.css", "text/css"),
     ):
         response = await api.get(path)
