@@ -699,13 +699,13 @@ def data_sources(settings: Settings, counts: Counts | None) -> SourcesItem:
         key = (
             ""
             if settings.addon_encryption_key
-            else ", with ADDON_ENCRYPTION_KEY set first (`ragchat keygen` makes one)"
+            else " It needs ADDON_ENCRYPTION_KEY set first: `ragchat keygen` makes one."
         )
         return item(
             "off",
             "No data source: answers come from the documents alone.",
             "To answer from your own systems (orders, customers): add a data source with "
-            f"POST /integrations{key} (docs/api.md, Data sources).",
+            f"POST /integrations (docs/api.md, Data sources).{key}",
         )
     if not settings.addon_encryption_key:
         return item(
@@ -783,8 +783,8 @@ def _count(n: int, thing: str) -> str:
 
 
 def _spent(spent: Spent) -> str:
-    tokens = _count(spent.tokens, "token")
-    return tokens if spent.cap is None else f"{tokens} of {spent.cap}"
+    tokens = f"{spent.tokens:,} token" + ("" if spent.tokens == 1 else "s")
+    return tokens if spent.cap is None else f"{tokens} of {spent.cap:,}"
 
 
 def _role_caps(caps: Caps) -> bool:
