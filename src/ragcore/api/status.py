@@ -83,7 +83,13 @@ class StatusItem:
     title: str
     state: StateField
     summary: str
-    next_step: Annotated[str | None, described("what to do; null when nothing is to be done")]
+    next_step: Annotated[
+        str | None,
+        described(
+            "what to do, naming the setting or the command (on an ok item, a hint when "
+            "nothing has come in yet); null when nothing is to be done"
+        ),
+    ]
 
 
 @attrs.frozen
@@ -170,6 +176,8 @@ class DatabaseItem(StatusItem):
 
 @attrs.frozen
 class StatusItems:
+    """Each part of the service, in the order a status page shows them."""
+
     answering: AnsweringItem
     knowledge: KnowledgeItem
     telegram: ChannelItem
