@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from ragcore.api.service import Database, Embedder, Graph, Provider
-from ragcore.api.status import Counts, ProviderCall, StatusFacts, status
+from ragcore.api.status import ProviderCall, StatusCounts, StatusFacts, status
 from ragcore.chat.fallback import Attempt, FailureKind
 from ragcore.converter import converter
 from ragcore.settings import SETTINGS
@@ -24,13 +24,13 @@ EARLIER = NOW - timedelta(minutes=5)
 LOCAL = Embedder("local", "all-MiniLM-L6-v2-onnx-int8", 384)
 OFFLINE = [Provider("extractive", "extractive")]
 OPENAI = [Provider("openai", "gpt-4o-mini"), Provider("extractive", "extractive")]
-STOCKED = Counts(documents=3, chunks=12)
+STOCKED = StatusCounts(documents=3, chunks=12)
 
 
 def facts(
     chain: list[Provider] = OFFLINE,
     calls: dict[tuple[str, str], ProviderCall] | None = None,
-    counts: Counts | None = STOCKED,
+    counts: StatusCounts | None = STOCKED,
     reachable: bool = True,
     embedded: bool = True,
     graph: Graph = Graph("off"),
@@ -129,7 +129,7 @@ def test_the_next_step_after_a_failure_names_the_settings_to_check(failure):
 
 
 def test_no_documents_is_missing_with_how_to_upload_one():
-    item = status(facts(counts=Counts())).items.knowledge
+    item = status(facts(counts=StatusCounts())).items.knowledge
     assert (item.state, item.documents, item.chunks) == ("missing", 0, 0)
     assert "POST /documents" in item.next_step and "ragchat ingest" in item.next_step
 
@@ -174,13 +174,13 @@ def test_telegram_without_its_webhook_secret_refuses_every_update():
 
 
 def test_telegram_set_up_says_when_the_last_message_came_in():
-    counts = Counts(last_messages={"telegram": EARLIER})
+    counts = StatusCounts(last_messages={"telegram": EARLIER})
     settings = {"telegram_bot_token": BOT_TOKEN, "telegram_webhook_secret": "s"}
     item = status(facts(counts=counts, **settings)).items.telegram
     assert (item.state, item.configured, item.next_step) == ("ok", True, None)
     assert item.last_message_at == EARLIER
     assert "Last message 2026-11-28 11:55 UTC." in item.summary
-    never = status(facts(counts=Counts(), **settings)).items.telegram
+    never = status(facts(counts=StatusCounts(), **settings)).items.telegram
     assert never.state == "ok" and "No message came in the last 30 days" in never.summary
     assert "`ragchat telegram set-webhook`" in never.next_step
 
@@ -211,9 +211,9 @@ def test_whatsapp_needs_the_auth_token_and_discord_its_public_key():
 
 def test_the_widget_counts_its_sites():
     assert status(facts()).items.widget.state == "off"
-    none_on = status(facts(counts=Counts(widget_sites=2))).items.widget
+    none_on = status(facts(counts=StatusCounts(widget_sites=2))).items.widget
     assert none_on.state == "off" and "`ragchat sites enable ID`" in none_on.next_step
-    on = status(facts(counts=Counts(widget_sites=2, enabled_widget_sites=1))).items.widget
+    on = status(facts(counts=StatusCounts(widget_sites=2, enabled_widget_sites=1))).items.widget
     assert (on.state, on.summary) == ("ok", "1 of 2 sites enabled.")
     assert (on.sites, on.enabled_sites) == (2, 1)
 
@@ -246,24 +246,24 @@ def test_the_graph_is_shown_as_health_shows_it():
 def test_budgets_show_the_caps_and_what_was_spent():
     assert status(facts()).items.budgets.state == "off"
     ledger = {"usage_ledger": "true", "budget_daily_tokens": 100}
-    spent = Counts(totals=Totals(day=40, month=250))
+    spent = StatusCounts(totals=Totals(day=40, month=250))
     item = status(facts(counts=spent, **ledger)).items.budgets
     assert (item.state, item.summary) == ("ok", "Today 40 tokens of 100, this month 250 tokens.")
     assert (item.today.cap, item.this_month.cap) == (100, None)
-    reached = Counts(totals=Totals(day=100, month=250))
+    reached = StatusCounts(totals=Totals(day=100, month=250))
     item = status(facts(counts=reached, **ledger)).items.budgets
     assert item.state == "failing" and "BUDGET_DAILY_TOKENS" in item.next_step
 
 
 def test_failing_syncs_and_crawls_are_named():
-    counts = Counts(data_sources=2, failing_data_sources=("crm",), websites=1)
+    counts = StatusCounts(data_sources=2, failing_data_sources=("crm",), websites=1)
     items = status(facts(counts=counts, addon_encryption_key=FERNET)).items
     assert items.data_sources.state == "failing" and items.data_sources.failing == ["crm"]
     assert "1 of 2 data sources: crm" in items.data_sources.summary
     assert items.websites.state == "ok"
-    crawled = Counts(websites=2, failing_websites=("shop",))
+    crawled = StatusCounts(websites=2, failing_websites=("shop",))
     assert status(facts(counts=crawled)).items.websites.failing == ["shop"]
-    unreadable = status(facts(counts=Counts(data_sources=1))).items.data_sources
+    unreadable = status(facts(counts=StatusCounts(data_sources=1))).items.data_sources
     assert unreadable.state == "missing" and "ADDON_ENCRYPTION_KEY" in unreadable.next_step
 
 
@@ -316,7 +316,7 @@ def test_no_item_says_a_settings_value():
         ("answering", "openai"): failed("openai", FailureKind.BAD_KEY, status=401),
         ("embedding", "openai"): failed("openai", FailureKind.REJECTED),
     }
-    counts = Counts(data_sources=1, failing_data_sources=("crm",))
+    counts = StatusCounts(data_sources=1, failing_data_sources=("crm",))
     for down in (False, True):
         shown = status(
             attrs.evolve(

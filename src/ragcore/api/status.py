@@ -208,7 +208,7 @@ class Status:
 
 
 @attrs.frozen
-class Counts:
+class StatusCounts:
     """What the database holds, for the items that read it."""
 
     documents: int = 0
@@ -240,7 +240,7 @@ class StatusFacts:
     database: Database
     graph: Graph
     calls: Mapping[tuple[str, str], ProviderCall]
-    counts: Counts | None
+    counts: StatusCounts | None
     messages_kept_days: int = 30
 
 
@@ -653,7 +653,7 @@ def graph(shown: Graph) -> GraphItem:
     return GraphItem(title, "ok", f"On, in {shown.store}.", None, shown)
 
 
-def budgets(settings: Settings, counts: Counts | None) -> BudgetsItem:
+def budgets(settings: Settings, counts: StatusCounts | None) -> BudgetsItem:
     caps = Caps.from_settings(settings)
     today, month, role_caps = spending(caps, counts.totals if counts is not None else Totals())
     ledger = settings.usage_ledger
@@ -694,7 +694,7 @@ def budgets(settings: Settings, counts: Counts | None) -> BudgetsItem:
     return item("ok", spent + roles, None)
 
 
-def data_sources(settings: Settings, counts: Counts | None) -> SourcesItem:
+def data_sources(settings: Settings, counts: StatusCounts | None) -> SourcesItem:
     title = "Data sources"
     if counts is None:
         return SourcesItem(title, "failing", DOWN, DOWN_STEP, None, [])
@@ -733,7 +733,7 @@ def data_sources(settings: Settings, counts: Counts | None) -> SourcesItem:
     return item("ok", f"{_count(count, 'data source')}; no sync failed.", None)
 
 
-def websites(counts: Counts | None) -> SourcesItem:
+def websites(counts: StatusCounts | None) -> SourcesItem:
     title = "Websites"
     if counts is None:
         return SourcesItem(title, "failing", DOWN, DOWN_STEP, None, [])

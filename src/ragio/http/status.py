@@ -18,7 +18,7 @@ from quart import Blueprint
 
 from ragcore.api.operations import Reply, operation
 from ragcore.api.service import Database
-from ragcore.api.status import Counts, Status, StatusFacts, status
+from ragcore.api.status import Status, StatusCounts, StatusFacts, status
 from ragio.channels.updates import RETENTION
 from ragio.http.context import service
 from ragio.http.health import answering_chain, embedder, graph
@@ -59,7 +59,7 @@ async def get_status() -> Status:
     return status(facts)
 
 
-async def _counts(svc: Service, now: datetime) -> Counts | None:
+async def _counts(svc: Service, now: datetime) -> StatusCounts | None:
     """What the database holds, or None when it did not say in time."""
     with trio.move_on_after(DATABASE_WAIT_SECONDS):
         try:
@@ -70,7 +70,7 @@ async def _counts(svc: Service, now: datetime) -> Counts | None:
     return None
 
 
-def _count(conn: psycopg.Connection, now: datetime) -> Counts:
+def _count(conn: psycopg.Connection, now: datetime) -> StatusCounts:
     """The counts in one statement, the channels' last messages, and the tokens spent as
     GET /usage counts them (``ragio.usage.ledger.totals``)."""
     row = conn.execute(
@@ -91,7 +91,7 @@ def _count(conn: psycopg.Connection, now: datetime) -> Counts:
         "SELECT channel, max(received_at) FROM channel_updates GROUP BY channel"
     ).fetchall()
     totals, _ = ledger.totals(conn, None, now)
-    return Counts(
+    return StatusCounts(
         documents=row[0],
         chunks=row[1],
         widget_sites=row[2],

@@ -22,7 +22,7 @@ EMBEDDING = "embedding"  # the task of an embedding call; the others answer (ans
 
 
 @attrs.frozen
-class Call:
+class LastCall:
     provider: str
     task: str
     ended: float  # time.monotonic()
@@ -34,12 +34,12 @@ class LastCalls:
     may do both, with different models)."""
 
     def __init__(self) -> None:
-        self._calls: dict[tuple[str, str], Call] = {}
+        self._calls: dict[tuple[str, str], LastCall] = {}
 
     def record(self, provider: str, task: str, failed: Attempt | None = None) -> None:
         """A call that ended now: answered (``failed`` None), or failed as ``failed`` says."""
         use = "embedding" if task == EMBEDDING else "answering"
-        self._calls[use, provider] = Call(provider, task, time.monotonic(), failed)
+        self._calls[use, provider] = LastCall(provider, task, time.monotonic(), failed)
 
     def seen(self, now: datetime) -> dict[tuple[str, str], ProviderCall]:
         """Each last call by ``(use, provider)``, at its time by a clock that reads ``now``."""
