@@ -458,5 +458,6 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("POST", f"{websites}/{{id}}/crawl", f"{websites}/999/crawl")
     await c.send("GET", f"{websites}/{{id}}/pages", f"{page}/pages")
     await c.send("GET", f"{websites}/{{id}}/pages", f"{page}/pages", params={"limit": 0})
+    await c.send("GET", "/status")  # with documents, data sources, a website, calls made
     await c.send("DELETE", f"{websites}/{{id}}", page)
     await c.send("DELETE", f"{websites}/{{id}}", page)

@@ -562,6 +562,7 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     spend(database_url, 100_000)
     await c.send("POST", "/chat", params={"question": question})
     await c.send("GET", "/usage")
+    await c.send("GET", "/status")  # the calls made, the website whose crawl failed
 
 
 def _jobs_to_cancel(database_url: str) -> tuple[int, int]:

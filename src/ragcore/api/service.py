@@ -110,12 +110,18 @@ class Usage:
 
     @classmethod
     def of(cls, ledger: bool, caps: Caps, totals: Totals, summary: dict[str, Any]) -> Usage:
-        """What ``GET /usage`` shows: a cap of 0 (unlimited) is shown as null."""
-        role_caps = RoleCaps(
-            caps.role_daily or None,
-            caps.role_monthly or None,
-            dict(caps.role_daily_overrides),
-            dict(caps.role_monthly_overrides),
-        )
-        today = Spent(totals.day, caps.daily or None)
-        return cls(ledger, today, Spent(totals.month, caps.monthly or None), role_caps, **summary)
+        """What ``GET /usage`` shows."""
+        return cls(ledger, *spending(caps, totals), **summary)
+
+
+def spending(caps: Caps, totals: Totals) -> tuple[Spent, Spent, RoleCaps]:
+    """Today's and this month's tokens against the global caps, and the per-role caps, as
+    ``GET /usage`` and ``GET /status`` show them: a cap of 0 (unlimited) is shown as null."""
+    role_caps = RoleCaps(
+        caps.role_daily or None,
+        caps.role_monthly or None,
+        dict(caps.role_daily_overrides),
+        dict(caps.role_monthly_overrides),
+    )
+    today = Spent(totals.day, caps.daily or None)
+    return today, Spent(totals.month, caps.monthly or None), role_caps

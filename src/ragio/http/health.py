@@ -24,6 +24,7 @@ from ragcore.api.service import (
 from ragio.http.access import holds_the_key
 from ragio.http.context import service
 from ragio.http.problems import Problem
+from ragio.service import Service
 
 blueprint = Blueprint("health", __name__)
 
@@ -34,15 +35,15 @@ async def health() -> Health | HealthStatus:
     """Health; with the API key also the version, database, mode, providers and graph"""
     svc = service()
     reachable = await svc.database.reachable()
-    space = svc.embedder.space
+    primary, *fallbacks = answering_chain(svc)
     providers = Providers(
-        llm=Provider(svc.answerer.name, svc.answerer.model),
-        llm_fallbacks=[answerer.name for answerer in list(svc.answerer)[1:]],
-        embedding=Embedder(svc.embedder.name, space.model, space.dimensions),
+        llm=primary,
+        llm_fallbacks=[fallback.name for fallback in fallbacks],
+        embedding=embedder(svc),
     )
     database = Database(reachable, svc.database.embedded)
-    graph = svc.graph.status()
-    healthy = reachable and graph.status != "degraded"
+    shown = graph(svc)
+    healthy = reachable and shown.status != "degraded"
     status: Literal["ok", "degraded"] = "ok" if healthy else "degraded"
     if not holds_the_key():  # a stranger learns no version, provider or model name
         return HealthStatus(status)
@@ -52,8 +53,26 @@ async def health() -> Health | HealthStatus:
         database,
         svc.mode,
         providers,
-        Graph(graph.status, graph.store, graph.reason),
+        shown,
     )
+
+
+def answering_chain(svc: Service) -> list[Provider]:
+    """The answering providers the service runs, in the order they are tried, with their
+    models (also for GET /status)."""
+    return [Provider(answerer.name, answerer.model) for answerer in svc.answerer]
+
+
+def graph(svc: Service) -> Graph:
+    """The knowledge graph's state (``ragio.graph.service``)."""
+    state = svc.graph.status()
+    return Graph(state.status, state.store, state.reason)
+
+
+def embedder(svc: Service) -> Embedder:
+    """The embedder the service runs, with its model and dimensions."""
+    space = svc.embedder.space
+    return Embedder(svc.embedder.name, space.model, space.dimensions)
 
 
 @blueprint.get("/health/live")

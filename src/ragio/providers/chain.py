@@ -3,7 +3,8 @@
 The rules (the order, which failures move on, when to stop) are ragcore.chat.fallback's
 (``next_attempt``); here the provider it names is called, each attempt under the
 timeout, and failures classified. Every call, failure and reply's tokens is counted
-for GET /metrics (``ragio.metrics``).
+for GET /metrics (``ragio.metrics``), and each provider's last call kept for GET /status
+(``ragio.providers.last_calls``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ragio.providers.failures import (
     ProviderRejected,
     attempt_of,
 )
+from ragio.providers.last_calls import EMBEDDING, LAST_CALLS
 
 log = logging.getLogger(__name__)
 OnDelta = Callable[[str], Awaitable[None]]
@@ -52,7 +54,7 @@ async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[
             raise BadReply(f"{len(vectors)} vectors for {len(texts)} texts")
     except Exception as error:
         attempt = attempt_of(embedder.name, error)
-        _ended(embedder.name, EMBEDDING, started, attempt)
+        _ended(embedder.name, EMBEDDING, started, attempt, erred=True)
         _count_embedding_tokens(embedder.name, tally.tokens)
         if attempt is None:
             raise
@@ -163,7 +165,7 @@ class OpenedStream:
                     yield item
         except Exception as error:
             attempt = attempt_of(self.provider, error)
-            _ended(self.provider, self.task, self.started, attempt)
+            _ended(self.provider, self.task, self.started, attempt, erred=True)
             if attempt is None:
                 raise
             log.warning("answering provider %s after its first words", attempt.describe())
@@ -243,7 +245,7 @@ def _failed(provider: str, error: Exception, task: str, started: float) -> Attem
     """The failed attempt ``error`` makes, or the error itself raised when it is no provider
     failure (a bug of ours)."""
     attempt = attempt_of(provider, error)
-    _ended(provider, task, started, attempt)
+    _ended(provider, task, started, attempt, erred=True)
     if attempt is None:
         raise error
     if moves_on(attempt.failure):
@@ -257,9 +259,7 @@ def _given_up(step: GiveUp) -> AnswerFailed:
     return ProviderRejected(step.attempts) if step.rejected else AllProvidersFailed(step.attempts)
 
 
-# ---------------------------------------------------------------- metrics (ragio.metrics)
-
-EMBEDDING = "embedding"  # the task label of an embedding call
+# ------------------------------------------- metrics (ragio.metrics), last calls (GET /status)
 
 
 def _called(provider: str, task: str) -> float:
@@ -268,11 +268,17 @@ def _called(provider: str, task: str) -> float:
     return time.perf_counter()
 
 
-def _ended(provider: str, task: str, started: float, failed: Attempt | None = None) -> None:
-    """A call's time, and its failure when it failed as a provider fails (``failed``)."""
+def _ended(
+    provider: str, task: str, started: float, failed: Attempt | None = None, *, erred: bool = False
+) -> None:
+    """A call's time, and its failure when it failed as a provider fails (``failed``); it
+    is the provider's last call unless it ``erred`` without a provider failure (a bug of
+    ours, which says nothing of the provider)."""
     metrics.PROVIDER_LATENCY.labels(provider, task).observe(time.perf_counter() - started)
     if failed is not None:
         metrics.PROVIDER_FAILURES.labels(provider, task, failed.failure.value).inc()
+    if failed is not None or not erred:
+        LAST_CALLS.record(provider, task, failed)
 
 
 def _count_tokens(request: Generate, reply: ModelReply) -> None:
