@@ -278,7 +278,7 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert "hours.md" in seen["citation"]
     assert seen["answered_by"].startswith("Answered offline, quoting your documents")
     assert seen["question_box"] == ""  # asked, so cleared
-    assert "AI model\nNot set up" in seen["status"]  # no provider key: said, with the way on
+    assert "Answering: Not set up" in seen["status"]  # no provider key: said, with the way on
     assert "OPENAI_API_KEY" in seen["status"]
     assert "The usage ledger is off" in seen["usage"] and "USAGE_LEDGER=true" in seen["usage"]
     assert seen["rated_in_chat"] == f"Rated 👎 down: {WHY}."

@@ -302,7 +302,7 @@ async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
     assert "Shop site" in seen["website"]
 
     assert "sk-console-model" not in seen["status"]
-    assert "AI model\nWorking" in seen["status"] and "OpenAI" in seen["status"]
+    assert "Answering: Working" in seen["status"] and "openai" in seen["status"]
 
     assert {page: px for page, px in seen["overflow"].items() if px > 0} == {}
     assert seen["header_phone"] <= 64  # one line: the menu folds away

@@ -493,13 +493,14 @@ const STATES = { ok: "Working", missing: "Not set up", failing: "Failing", off: 
 // what is set up and working, from GET /status, with the next step for anything missing
 PAGES.status = async (area) => {
   const { data } = await api("GET", "/status");
-  const items = data.items;
-  const needs = items.filter((i) => i.next_step);
+  const items = Object.entries(data.items);
+  const needs = items.filter(([, i]) => i.next_step && i.state !== "ok");
   area.append(el("h2", { text: "Status" }),
-    el("p", { id: "status-summary", text: needs.length ? `${needs.length} ${needs.length === 1 ? "thing needs" : "things need"} your attention; the rest works.`
+    el("p", { id: "status-summary", text: needs.length ? `${needs.length} ${needs.length === 1 ? "thing needs" : "things need"} your attention; the rest is below.`
       : "Everything is set up and working." }),
-    el("ul", { className: "status-list", id: "status-items" }, items.map((i) => el("li", { className: `state-${i.state}`, id: `status-${i.key}` },
+    el("ul", { className: "status-list", id: "status-items" }, items.map(([key, i]) => el("li", { className: `state-${i.state}`, id: `status-${key}` },
       el("h3", {}, `${i.title}: `, el("span", { className: "state", text: STATES[i.state] || i.state })),
       el("p", { text: i.summary }),
-      i.next_step ? el("p", { className: "next-step" }, el("strong", { text: "Next step: " }), i.next_step) : null))));
+      i.next_step ? el("p", { className: "next-step" }, el("strong", { text: i.state === "ok" ? "Tip: " : "Next step: " }), i.next_step) : null))),
+    el("p", { className: "muted", text: `Checked ${when(data.checked_at)}, by this server: each replica knows its own last calls.` }));
 };
