@@ -200,8 +200,8 @@ class Documents:
 
 
 def name_pattern(q: str) -> str | None:
-    """The ILIKE pattern of the names that contain ``q`` (its %, _ and backslash taken as
-    themselves); None for a blank ``q``: every name."""
+    """The ILIKE pattern of the names (or texts) that contain ``q`` (its %, _ and
+    backslash taken as themselves); None for a blank ``q``: every one."""
     if not q:
         return None
     escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
