@@ -309,6 +309,7 @@ async def exercise_every_route(c: Checker) -> None:
 
     # data sources: a CSV, its test, a sync (in the background) and a user's records
     sources = "/integrations"
+    await c.send("GET", f"{sources}/kinds")
     csv = {"name": "crm", "source_type": "csv", "content": "email,plan\na@x.io,pro\n"}
     source = await c.send("POST", sources, json=csv)
     await c.send("POST", sources, json=csv)  # the name is taken

@@ -535,6 +535,7 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
 
     # data sources and live-data actions
     sources = "/integrations"
+    await c.send("GET", f"{sources}/kinds")
     shop = _body_of(text, "## Data sources: /integrations", '{"name"')
     source = (await c.send("POST", sources, json=shop)).json()["id"]
     await c.send("POST", sources, json={**shop, "name": "LAN", "host": "192.168.1.20"})
