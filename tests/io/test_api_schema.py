@@ -304,8 +304,10 @@ async def exercise_every_route(c: Checker) -> None:
     one = f"{workflows}/{workflow.json()['id']}"
     await c.send("GET", f"{workflows}/{{id}}", one)
     await c.send("PATCH", f"{workflows}/{{id}}", one, json={"is_active": False})
+    await c.send("POST", f"{workflows}/{{id}}/test", f"{one}/test")  # nothing listens: not ok
     await c.send("DELETE", f"{workflows}/{{id}}", one)
     await c.send("GET", f"{workflows}/{{id}}", one)
+    await c.send("POST", f"{workflows}/{{id}}/test", f"{one}/test")  # 404
 
     # data sources: a CSV, its test, a sync (in the background) and a user's records
     sources = "/integrations"

@@ -31,6 +31,21 @@ def workflow_body(channel: str, message: str, ai_reply: str, context: Any) -> by
     return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
 
 
+#: a test call's message and reply (POST /automation-workflows/{id}/test): a receiver, or
+#: whoever reads what it did, sees that no customer wrote and nobody was answered
+TEST_MESSAGE = "Test call from ragchat: no customer wrote this message."
+TEST_REPLY = "Test call from ragchat: this reply was sent to nobody."
+
+
+def workflow_test_body(workflow_id: int, channel: str) -> bytes:
+    """A test call's body: a real call's shape (``workflow_body``) on ``channel`` (the
+    workflow's first), with the test's message and reply, and a context that says it is a
+    test (``"test": true``) of which workflow."""
+    return workflow_body(
+        channel, TEST_MESSAGE, TEST_REPLY, {"test": True, "workflow_id": workflow_id}
+    )
+
+
 def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
     """The ``webhook-signature`` value: ``v1,`` and the base64 HMAC-SHA256 of
     ``{id}.{timestamp}.{body}``."""
