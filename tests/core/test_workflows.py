@@ -279,7 +279,9 @@ def test_a_test_calls_outcome_is_told_in_words(outcome, shown):
 
 
 def test_a_test_call_has_a_real_calls_shape_marked_as_a_test():
-    body = json.loads(workflow_test_body(7, "web"))
+    body = json.loads(workflow_test_body(7, ("web", "telegram")))
     assert set(body) == set(json.loads(workflow_body("web", "", "", {})))
     assert body["channel"] == "web" and body["context"] == {"test": True, "workflow_id": 7}
     assert "test" in body["message"].lower() and "test" in body["ai_reply"].lower()
+    # one stored without channels (past the API's checks): the first wired channel
+    assert json.loads(workflow_test_body(7, ()))["channel"] == "telegram"

@@ -16,9 +16,11 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ragcore import __version__
+from ragcore.workflows.definitions import WIRED_CHANNELS
 
 CONTENT_TYPE = "application/json"
 USER_AGENT = f"ragchat/{__version__} (workflow call)"
@@ -37,13 +39,14 @@ TEST_MESSAGE = "Test call from ragchat: no customer wrote this message."
 TEST_REPLY = "Test call from ragchat: this reply was sent to nobody."
 
 
-def workflow_test_body(workflow_id: int, channel: str) -> bytes:
-    """A test call's body: a real call's shape (``workflow_body``) on ``channel`` (the
-    workflow's first), with the test's message and reply, and a context that says it is a
-    test (``"test": true``) of which workflow."""
-    return workflow_body(
-        channel, TEST_MESSAGE, TEST_REPLY, {"test": True, "workflow_id": workflow_id}
-    )
+def workflow_test_body(workflow_id: int, channels: Sequence[str]) -> bytes:
+    """A test call's body: a real call's shape (``workflow_body``) on the workflow's first
+    channel (the first wired one for a workflow stored without any), with the test's
+    message and reply, and a context that says it is a test (``"test": true``) of which
+    workflow."""
+    channel = channels[0] if channels else WIRED_CHANNELS[0]
+    context = {"test": True, "workflow_id": workflow_id}
+    return workflow_body(channel, TEST_MESSAGE, TEST_REPLY, context)
 
 
 def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:

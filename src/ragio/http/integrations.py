@@ -106,7 +106,7 @@ async def create_integration() -> tuple[Integration, int, dict[str, str]]:
 
 
 #: the kinds never change while the service runs: described once
-KINDS = kinds_described()
+DESCRIBED_KINDS = kinds_described()
 
 
 @blueprint.get(f"{PATH}/kinds")  # a route of its own, never a source's id (ragio.http.routes)
@@ -117,7 +117,7 @@ async def integration_kinds() -> IntegrationKinds:
     For each source_type: its description, its fields (meaning, secret, default, whether
     a whole number, the longest value), the alternatives of its required fields and its
     user_field default: what a form needs to create one."""
-    return KINDS
+    return DESCRIBED_KINDS
 
 
 @blueprint.get(f"{PATH}/<id>")

@@ -74,7 +74,7 @@ async def try_workflow(
     """Call ``workflow`` now, once, with the test body (``workflow_test_body``, on its
     first channel), active or not: as a real call's first attempt (the same reach,
     timeout and signing), without retries. How it ended, and the milliseconds it took."""
-    body = workflow_test_body(workflow.id, workflow.channels[0])
+    body = workflow_test_body(workflow.id, workflow.channels)
     started = trio.current_time()
     outcome = await _attempt(
         _Target.of(service.settings), workflow, body, _message_id(), policy, service.clock.now()
