@@ -1,12 +1,14 @@
 """Automation workflows without a server: what a definition may hold, which workflows
 fire for a reply, and when a failed call is tried again."""
 
+import json
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
 
 from ragcore.api.queries import stored_id
+from ragcore.api.workflows import call_result
 from ragcore.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.retry import Outcome, RetryPolicy, next_delay, retry_after_seconds
@@ -21,6 +23,7 @@ from ragcore.workflows.definitions import (
     check_patch,
 )
 from ragcore.workflows.matching import firing
+from ragcore.workflows.payload import workflow_body, workflow_test_body
 
 NOW = datetime(2026, 11, 22, 8, 0, tzinfo=UTC)
 ORDER_BOT = {
@@ -241,3 +244,44 @@ def test_the_policy_is_a_value_a_test_or_runner_can_shorten():
     assert Outcome(timed_out=True).describe() == "no answer in time"
     assert Outcome().describe() == "could not connect"
     assert Outcome(502).describe() == "HTTP 502"
+
+
+# ---------------------------------------------------------------- the owner's test call
+
+
+@pytest.mark.parametrize(
+    ("outcome", "shown"),
+    [
+        (Outcome(status=204), (True, 204, "the workflow answered HTTP 204")),
+        (Outcome(status=500), (False, 500, "the workflow answered HTTP 500")),
+        (
+            Outcome(status=307),
+            (False, 307, "the workflow answered HTTP 307 (a redirect, which is not followed)"),
+        ),
+        (
+            Outcome(timed_out=True, failure="no answer within 10 s"),
+            (False, None, "no answer within 10 s"),
+        ),
+        (
+            Outcome(failure="ConnectError: [Errno 111] Connection refused"),
+            (False, None, "could not connect (ConnectError: [Errno 111] Connection refused)"),
+        ),
+        (
+            Outcome(refused="10.0.0.5 is a private address"),
+            (False, None, "not called: 10.0.0.5 is a private address"),
+        ),
+    ],
+)
+def test_a_test_calls_outcome_is_told_in_words(outcome, shown):
+    result = call_result(outcome, 12)
+    assert (result.ok, result.status, result.message) == shown
+    assert result.elapsed_ms == 12
+
+
+def test_a_test_call_has_a_real_calls_shape_marked_as_a_test():
+    body = json.loads(workflow_test_body(7, ("web", "telegram")))
+    assert set(body) == set(json.loads(workflow_body("web", "", "", {})))
+    assert body["channel"] == "web" and body["context"] == {"test": True, "workflow_id": 7}
+    assert "test" in body["message"].lower() and "test" in body["ai_reply"].lower()
+    # one stored without channels (past the API's checks): the first wired channel
+    assert json.loads(workflow_test_body(7, ()))["channel"] == "telegram"

@@ -115,6 +115,10 @@ parameters = {{ "path.id" = {live_action} }}
 include-path = "/automation-workflows/{{id}}"
 include-method-regex = "^(GET|PATCH)$"
 parameters = {{ "path.id" = {workflow} }}
+
+[[operations]]
+include-path = "/automation-workflows/{{id}}/test"
+parameters = {{ "path.id" = {workflow} }}
 """
 
 

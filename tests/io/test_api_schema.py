@@ -308,11 +308,14 @@ async def exercise_every_route(c: Checker) -> None:
     one = f"{workflows}/{workflow.json()['id']}"
     await c.send("GET", f"{workflows}/{{id}}", one)
     await c.send("PATCH", f"{workflows}/{{id}}", one, json={"is_active": False})
+    await c.send("POST", f"{workflows}/{{id}}/test", f"{one}/test")  # nothing listens: not ok
     await c.send("DELETE", f"{workflows}/{{id}}", one)
     await c.send("GET", f"{workflows}/{{id}}", one)
+    await c.send("POST", f"{workflows}/{{id}}/test", f"{one}/test")  # 404
 
     # data sources: a CSV, its test, a sync (in the background) and a user's records
     sources = "/integrations"
+    await c.send("GET", f"{sources}/kinds")
     csv = {"name": "crm", "source_type": "csv", "content": "email,plan\na@x.io,pro\n"}
     source = await c.send("POST", sources, json=csv)
     await c.send("POST", sources, json=csv)  # the name is taken

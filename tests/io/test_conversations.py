@@ -3,9 +3,14 @@ the one before it, each turn recorded, and the owner reading them back."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
+import psycopg
+
+from ragcore.chat.history import TurnRecord
+from ragio.chat.conversations import record_turn
+from tests.io.test_http_errors import assert_problem
 
 POLICIES = """# Returns
 
@@ -158,3 +163,84 @@ async def test_conversations_older_than_the_retention_are_deleted_when_one_begin
         "/chat", json={"question": "and shirts?", "conversation_id": old["conversation_id"]}
     )
     assert follow_up.status_code == 404  # a deleted conversation cannot be continued
+
+
+# ------------------------------------------------------------------ searching and counting
+
+
+async def recorded(service, *turns: tuple[str, str], channel="chat", author="ai") -> int:
+    """A conversation of ``turns`` (question, answer), recorded as the channels record
+    them (no provider asked: the listing is what is tested); its id."""
+    conversation = None
+    for question, answer in turns:
+        record = TurnRecord(channel, conversation, question, answer, "answered", author=author)
+        now = datetime.now(UTC)
+        conversation = (await service.database.run(record_turn, record, now, 0)).conversation_id
+    assert conversation is not None
+    return conversation
+
+
+async def listed(api, **params) -> dict:
+    response = await api.get("/conversations", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def test_conversations_are_found_by_what_was_asked_or_answered_and_counted(api, service):
+    refund = await recorded(
+        service,
+        ("Can I get a REFUND for shoes?", "Yes, within 14 days."),
+        ("and shirts?", "Shirts: 30 days."),
+    )
+    hours = await recorded(service, ("When do you open?", "We open at 9 am; refunds at the desk."))
+    percent = await recorded(service, ("Is it 100% cotton?", "It is 100%_organic."))
+    plain = await recorded(service, ("Do you ship to Japan?", "We ship worldwide."))
+
+    everything = await listed(api)
+    assert [c["id"] for c in everything["conversations"]] == [plain, percent, hours, refund]
+    assert everything["total"] == 4
+    first = everything["conversations"][-1]
+    assert first["first_question"] == "Can I get a REFUND for shoes?"
+    assert first["last_message"] == {"author": "ai", "text": "Shirts: 30 days."}
+
+    found = await listed(api, q="refund")  # a question in any case, or an answer
+    assert [c["id"] for c in found["conversations"]] == [hours, refund]
+    assert found["total"] == 2 and found["next_before"] is None
+    assert [c["id"] for c in (await listed(api, q="30 DAYS"))["conversations"]] == [refund]
+    assert [c["id"] for c in (await listed(api, q="%_"))["conversations"]] == [percent]
+    assert (await listed(api, q="0_o"))["conversations"] == []  # _ is no wildcard
+    assert (await listed(api, q="'; DROP TABLE conversations; --"))["total"] == 0
+    assert (await listed(api, q="refund", channel="web"))["total"] == 0
+
+    page = await listed(api, q="O", limit=2)  # every one has an "o"
+    assert page["total"] == 4 and len(page["conversations"]) == 2
+    rest = await listed(api, q="O", limit=2, before=page["next_before"])
+    assert rest["total"] == 4  # on all pages: the cursor aside
+    assert [c["id"] for c in page["conversations"] + rest["conversations"]] == [
+        plain,
+        percent,
+        hours,
+        refund,
+    ]
+
+
+async def test_the_first_question_and_last_message_are_trimmed_and_null_without_one(
+    api, service, database_url
+):
+    long = "Why " + "really " * 60 + "?"
+    talk = await recorded(service, (long, "Because " + "so " * 100))
+    with psycopg.connect(database_url) as conn:  # begun, no turn recorded yet
+        [(empty,)] = conn.execute(
+            """INSERT INTO conversations (channel, started_at, updated_at)
+               VALUES ('web', now(), now()) RETURNING id"""
+        ).fetchall()
+    shown = {c["id"]: c for c in (await listed(api))["conversations"]}
+    assert shown[talk]["first_question"] == long[:200]
+    assert shown[talk]["last_message"]["text"] == ("Because " + "so " * 100)[:200]
+    assert shown[empty]["first_question"] is None and shown[empty]["last_message"] is None
+
+
+async def test_a_search_too_long_is_422_naming_q(api):
+    problem = assert_problem(await api.get("/conversations", params={"q": "x" * 201}), 422)
+    assert problem["field"] == "q"
+    assert (await listed(api, q="x" * 200))["total"] == 0

@@ -532,9 +532,16 @@ async def _produce(c: Answers, anyone: Answers, database_url: str) -> None:
     for refused in ("http://127.1/hook", "http://169.254.169.254/latest"):
         await c.send("POST", workflows, json={**workflow, "webhook_url": refused})
     await c.send("POST", workflows, json={**workflow, "webhook_url": "https://93.184.216.34/c/1"})
+    with psycopg.connect(database_url) as conn:  # saved before the address rules: refused
+        [(old,)] = conn.execute(
+            """INSERT INTO automation_workflows (name, webhook_url, channels)
+               VALUES ('old', 'http://127.0.0.1:9/hook', ARRAY['telegram']) RETURNING id"""
+        ).fetchall()
+    await c.send("POST", f"{workflows}/{{id}}/test", f"{workflows}/{old}/test")
 
     # data sources and live-data actions
     sources = "/integrations"
+    await c.send("GET", f"{sources}/kinds")
     shop = _body_of(text, "## Data sources: /integrations", '{"name"')
     source = (await c.send("POST", sources, json=shop)).json()["id"]
     await c.send("POST", sources, json={**shop, "name": "LAN", "host": "192.168.1.20"})

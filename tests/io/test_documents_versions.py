@@ -251,6 +251,26 @@ async def test_documents_are_listed_a_page_at_a_time(api):
     assert len(everything["documents"]) == 5 and everything["next"] is None
 
 
+async def test_documents_are_listed_newest_first_when_asked_and_next_keeps_the_order(api):
+    ids = [
+        (await add(api, f"note-{i}.md", f"Note number {i} of the shop.")).json()["id"]
+        for i in range(4)
+    ]
+    await add(api, "other.txt", "Not a note at all.")
+    first = (await api.get("/documents", params={"order": "newest", "limit": 2, "q": ".md"})).json()
+    assert [d["id"] for d in first["documents"]] == ids[:1:-1]
+    assert first["total"] == 4
+    assert first["next"] == "/documents?limit=2&offset=2&q=.md&order=newest"
+    second = (await api.get(first["next"])).json()
+    assert [d["id"] for d in second["documents"]] == ids[1::-1]
+    assert second["next"] is None
+    oldest = (await api.get("/documents", params={"order": "oldest", "limit": 4})).json()
+    assert [d["id"] for d in oldest["documents"]] == ids
+    assert oldest["next"] == "/documents?limit=4&offset=4"  # the default goes without saying
+    refused = assert_problem(await api.get("/documents", params={"order": "latest"}), 422)
+    assert refused["field"] == "order" and "oldest, newest" in refused["detail"]
+
+
 async def test_documents_are_found_by_a_part_of_their_name_in_any_case(api):
     await add(api, "Refund policy.md", "Refunds take 30 days.")
     await add(api, "shipping.md", "Parcels ship in 2 days.")

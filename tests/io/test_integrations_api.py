@@ -162,6 +162,55 @@ async def test_a_database_sources_plain_fields_show_and_its_secrets_do_not(
     assert "hunter2-pw" not in caplog.text  # nor logged
 
 
+async def test_the_kinds_describe_every_source_type_with_its_fields(api):
+    response = await api.get("/integrations/kinds")
+    assert response.status_code == 200, response.text
+    kinds = {kind["source_type"]: kind for kind in response.json()["kinds"]}
+    schema = (await api.get("/openapi.json")).json()["paths"]["/integrations"]["post"]
+    body = schema["requestBody"]["content"]["application/json"]["schema"]
+    assert list(kinds) == body["properties"]["source_type"]["enum"]
+    for kind in kinds.values():
+        names = [field["name"] for field in kind["fields"]]
+        assert kind["description"] and kind["user_field"] and kind["required"]
+        assert all(name in names for option in kind["required"] for name in option), kind
+    mysql = {field["name"]: field for field in kinds["mysql"]["fields"]}
+    assert mysql["port"] == {
+        "name": "port",
+        "meaning": "the server's port",
+        "secret": False,
+        "default": "3306",
+        "integer": True,
+        "max_chars": 4096,
+    }
+    assert mysql["password"]["secret"] and mysql["url"]["secret"]
+    assert not mysql["host"]["secret"] and mysql["host"]["default"] is None
+    assert kinds["mysql"]["required"] == [["url", "table"], ["host", "user", "database", "table"]]
+    assert kinds["hubspot"]["user_field"] == "properties.email"
+    assert kinds["csv"]["required"] == [["content"]]
+
+
+async def test_a_form_built_from_its_kind_creates_a_source_with_its_secrets_masked(api):
+    kinds = (await api.get("/integrations/kinds")).json()["kinds"]
+    [csv] = [kind for kind in kinds if kind["source_type"] == "csv"]
+    body = {"name": "From the form", "source_type": "csv"}
+    body |= {name: "email\nann@example.com\n" for name in csv["required"][0]}
+    created = await create(api, body)
+    secret = {field["name"] for field in csv["fields"] if field["secret"]}
+    assert created["credentials"] == dict.fromkeys(secret, "********")
+    assert created["user_field"] == csv["user_field"]
+    refused = assert_problem(await api.post("/integrations", json={**body, "content": None}), 422)
+    assert refused["field"] == "content"
+
+
+async def test_kinds_is_a_route_of_its_own_never_a_sources_id(api):
+    await create(api)
+    for method in ("PATCH", "DELETE", "POST"):
+        refused = await api.request(method, "/integrations/kinds", json={})
+        assert refused.status_code == 405, (method, refused.text)
+        assert refused.headers["allow"] == "GET, HEAD, OPTIONS"
+    assert (await api.get("/integrations/kinds")).json()["kinds"]
+
+
 async def test_bad_bodies_are_422_naming_the_field_and_store_nothing(api, database_url):
     cases = [
         ({"name": "x", "source_type": "ftp"}, "source_type"),

@@ -384,3 +384,87 @@ async def test_an_https_workflow_checks_the_certificate_of_the_name_on_the_pinne
             await fire(with_settings(service, actions_ca_bundle=str(authority.bundle)))
     [call] = hooks.requests
     assert call.body == EXPECTED and call.headers["host"] == f"hooks.example.test:{port}"
+
+
+# ---------------------------------------------------------------- the owner's test call
+
+TEST_CALL = {
+    "message": "Test call from ragchat: no customer wrote this message.",
+    "ai_reply": "Test call from ragchat: this reply was sent to nobody.",
+}
+
+
+async def tried(api, workflow_id) -> dict:
+    response = await api.post(f"/automation-workflows/{workflow_id}/test")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def test_a_test_call_posts_a_marked_test_payload_once_even_when_inactive(
+    api, service, receiver
+):
+    workflow = await add(api, receiver.url("/hook/1"), ["whatsapp", "telegram"], is_active=False)
+    result = await tried(api, workflow["id"])
+    assert result["ok"] is True and result["status"] == 200
+    assert result["message"] == "the workflow answered HTTP 200"
+    assert 0 <= result["elapsed_ms"] < 10_000
+    [call] = receiver.requests
+    assert call.method == "POST" and call.path == "/hook/1"
+    assert call.body == {
+        **TEST_CALL,
+        "channel": "whatsapp",  # its first
+        "context": {"test": True, "workflow_id": workflow["id"]},
+    }
+    assert call.headers["content-type"] == "application/json"
+    assert not any(name.startswith("webhook-") for name in call.headers)  # unsigned
+    await fire(service, channel="whatsapp")  # inactive: a reply still calls nothing
+    assert len(receiver.requests) == 1
+
+
+@pytest.mark.parametrize("settings_overrides", [{"workflow_signing_secret": WHSEC}], indirect=True)
+async def test_a_test_call_is_signed_as_a_real_call_is(api, receiver):
+    workflow = await add(api, receiver.url("/signed"))
+    assert (await tried(api, workflow["id"]))["ok"] is True
+    [call] = receiver.requests
+    assert Webhook(WHSEC).verify(call.raw, call.headers)["context"]["test"] is True
+    assert call.headers["webhook-id"].startswith("msg_")
+
+
+async def test_a_test_call_answered_500_is_not_ok_and_not_retried(api, receiver):
+    workflow = await add(api, receiver.url("/flaky"))
+    receiver.fail_next(500)
+    result = await tried(api, workflow["id"])
+    assert (result["ok"], result["status"]) == (False, 500)
+    assert result["message"] == "the workflow answered HTTP 500"
+    assert len(receiver.requests) == 1
+
+
+async def test_an_unreachable_workflow_is_not_ok_and_the_message_keeps_its_path_secret(api):
+    with socket.socket() as probe:  # a port nothing listens on any more
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    workflow = await add(api, f"http://127.0.0.1:{port}/webhook/abc?token=s3cret")
+    with trio.fail_after(10):
+        result = await tried(api, workflow["id"])
+    assert (result["ok"], result["status"]) == (False, None)
+    assert result["message"].startswith("could not connect")
+    assert "s3cret" not in str(result) and "/webhook/abc" not in str(result)
+
+
+@pytest.mark.parametrize("settings_overrides", [OFF], indirect=True)
+async def test_a_refused_target_is_not_called_and_the_result_says_why(api, database_url, receiver):
+    port = receiver.base_url.rsplit(":", 1)[1]
+    stored(database_url, f"http://127.0.0.1:{port}/webhook/abc?token=s3cret", name="Old CRM")
+    [workflow] = (await api.get("/automation-workflows")).json()["workflows"]
+    result = await tried(api, workflow["id"])
+    assert (result["ok"], result["status"]) == (False, None)
+    assert result["message"].startswith("not called: 127.0.0.1 is a loopback address")
+    assert "s3cret" not in str(result) and "/webhook" not in str(result)
+    assert receiver.requests == []
+
+
+async def test_testing_an_unknown_workflow_is_404(api):
+    for raw in ("999", "abc", "0"):
+        response = await api.post(f"/automation-workflows/{raw}/test")
+        assert response.status_code == 404, response.text
+        assert response.headers["content-type"] == "application/problem+json"

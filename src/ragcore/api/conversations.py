@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
+from ragcore.api.documents import name_pattern
 from ragcore.channel_names import CONVERSATION_CHANNELS
 from ragcore.channels.person import MAX_MESSAGE_CHARS
 from ragcore.chat.citations import Citation
@@ -23,6 +24,10 @@ DEFAULT_CONVERSATIONS = 20
 MAX_CONVERSATIONS = 100
 MAX_CONVERSATION_ID = 2**62
 MAX_TURN = 2**31 - 1  # turns are numbered by a PostgreSQL integer
+#: a listed conversation's first question and last message: their first characters
+EXCERPT_CHARS = 200
+#: ``q``, the text searched for in the turns, at most
+MAX_SEARCH_CHARS = 200
 CHANNELS = CONVERSATION_CHANNELS
 #: a turn's ratings: null is none (never given, or taken back)
 RATINGS = ("up", "down")
@@ -152,7 +157,7 @@ class TurnFeedback:
 @attrs.frozen
 class LastMessage:
     author: Literal["customer", "ai", "person"]
-    text: Annotated[str, described("its first 200 characters")]
+    text: Annotated[str, described(f"its first {EXCERPT_CHARS} characters")]
 
 
 @attrs.frozen
@@ -168,12 +173,18 @@ class ConversationSummary:
         ),
     ]
     started_at: datetime
-    updated_at: Annotated[datetime, described("the latest turn")]
+    updated_at: Annotated[datetime, described("its last activity: the latest turn")]
     turn_count: int
     mode: Annotated[Mode, described(MODE_MEANING)] = "ai"
     waiting_since: Annotated[
         datetime | None,
         described("when the oldest customer message not yet answered by a person came"),
+    ] = None
+    first_question: Annotated[
+        str | None,
+        described(
+            f"the first question asked in it (its first {EXCERPT_CHARS} characters); null: none yet"
+        ),
     ] = None
     last_message: Annotated[
         LastMessage | None, described("the last thing written in it; null: no turn yet")
@@ -197,6 +208,9 @@ class HandoffLogEntry:
 @attrs.frozen
 class Conversations:
     conversations: list[ConversationSummary]
+    total: Annotated[
+        int, described("how many conversations match the filters (and q), on all pages")
+    ]
     next_before: Annotated[int | None, described("?before= for the next page; null: the last")]
 
 
@@ -244,13 +258,23 @@ class ConversationsQuery:
     mode: Annotated[
         str, described("only those in this mode (human: the inbox)", enum=["", *MODES])
     ] = ""
+    q: Annotated[
+        str,
+        described(
+            "only those with a turn whose question or answer contains this, in any case "
+            "(% and _ are plain characters)",
+            maxLength=MAX_SEARCH_CHARS,
+        ),
+    ] = ""
 
     def filters(self) -> dict[str, Any]:
-        """The query's filters for the store, checked: InvalidInput naming a bad one."""
+        """The query's filters for the store, checked: InvalidInput naming a bad one;
+        ``text``: the ILIKE pattern of ``q`` (None: every conversation)."""
         where = channel_and_span(self.channel, self.since, self.until)
         if self.mode and self.mode not in MODES:
             raise InvalidInput("mode", f"must be one of {', '.join(MODES)}")
-        return {"mode": self.mode or None, "role": self.role or None, **where}
+        text = name_pattern(self.q)
+        return {"mode": self.mode or None, "role": self.role or None, "text": text, **where}
 
 
 def channel_and_span(channel: str, since: str, until: str) -> dict[str, Any]:

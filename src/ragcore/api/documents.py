@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any, Protocol
@@ -172,6 +172,9 @@ class DocumentWithText(Document):
 
 MAX_DOCUMENTS_PAGE = 200
 MAX_OFFSET = 2**31 - 1
+#: GET /documents' orders: by when they were added (their id), the first one first
+ORDERS = ("oldest", "newest")
+DEFAULT_ORDER = "oldest"
 
 
 @attrs.frozen
@@ -190,6 +193,10 @@ class DocumentsQuery:
             maxLength=MAX_NAME_CHARS,
         ),
     ] = ""
+    order: Annotated[
+        str,
+        described("oldest: the first added first; newest: the last added first", enum=list(ORDERS)),
+    ] = DEFAULT_ORDER
 
 
 @attrs.frozen
@@ -200,8 +207,8 @@ class Documents:
 
 
 def name_pattern(q: str) -> str | None:
-    """The ILIKE pattern of the names that contain ``q`` (its %, _ and backslash taken as
-    themselves); None for a blank ``q``: every name."""
+    """The ILIKE pattern of the names (or texts) that contain ``q`` (its %, _ and
+    backslash taken as themselves); None for a blank ``q``: every one."""
     if not q:
         return None
     escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -219,15 +226,23 @@ class PagedQuery(Protocol):
     def q(self) -> str: ...
 
 
-def next_page(query: PagedQuery, shown: int, total: int, path: str = "/documents") -> str | None:
+def next_page(
+    query: PagedQuery,
+    shown: int,
+    total: int,
+    path: str = "/documents",
+    carried: Mapping[str, str] | None = None,
+) -> str | None:
     """The path of the page after the one showing ``shown`` items from ``query.offset``
-    of ``total``; None when it was the last."""
+    of ``total``, with ``query.q`` and the other parameters ``carried`` (those given);
+    None when it was the last."""
     after = query.offset + shown
     if shown == 0 or after >= total:
         return None
     params = {"limit": str(query.limit), "offset": str(after)}
     if query.q:
         params["q"] = query.q
+    params.update({name: value for name, value in (carried or {}).items() if value})
     return f"{path}?" + urlencode(params)
 
 

@@ -62,6 +62,57 @@ class Integration:
     updated_at: datetime
 
 
+@attrs.frozen
+class CredentialField:
+    """One field a kind of data source takes, as a form asks for it."""
+
+    name: str
+    meaning: Annotated[str, described("what it holds, in words")]
+    secret: Annotated[bool, described("never shown once saved: GET shows it as " + MASK)]
+    default: Annotated[str | None, described("what applies when it is not given; null: none")]
+    integer: Annotated[bool, described("a whole number (a port), sent as a number or digits")]
+    max_chars: Annotated[int, described("the longest value taken")]
+
+
+@attrs.frozen
+class IntegrationKind:
+    """A kind of data source: what POST /integrations takes with its source_type."""
+
+    source_type: str
+    description: str
+    fields: Annotated[
+        list[CredentialField],
+        described("its own fields, beside name, source_type, user_field, sync_interval_minutes"),
+    ]
+    required: Annotated[
+        list[list[str]],
+        described(
+            "the alternatives of its required fields: every field of one of them must be given"
+        ),
+    ]
+    user_field: Annotated[str, described("user_field when it is not given")]
+
+
+@attrs.frozen
+class IntegrationKinds:
+    kinds: Annotated[list[IntegrationKind], described("in the order of source_type's enum")]
+
+
+def kind_described(kind: Kind) -> IntegrationKind:
+    """The kind as GET /integrations/kinds describes it."""
+    fields = [
+        CredentialField(f.name, f.meaning, f.secret, f.default, f.integer, f.max_chars)
+        for f in kind.fields
+    ]
+    required = [list(option) for option in kind.required]
+    return IntegrationKind(kind.name, kind.description, fields, required, kind.user_field)
+
+
+def kinds_described() -> IntegrationKinds:
+    """Every kind of data source (``KINDS``), described for a client's forms."""
+    return IntegrationKinds([kind_described(kind) for kind in KINDS.values()])
+
+
 def shown(kind: Kind, fields: list[str], credentials: dict[str, str] | None) -> dict[str, str]:
     """The credentials as shown; every field masked when they could not be read."""
     if credentials is None:

@@ -16,9 +16,11 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ragcore import __version__
+from ragcore.workflows.definitions import WIRED_CHANNELS
 
 CONTENT_TYPE = "application/json"
 USER_AGENT = f"ragchat/{__version__} (workflow call)"
@@ -29,6 +31,22 @@ def workflow_body(channel: str, message: str, ai_reply: str, context: Any) -> by
     text rather than failing the call."""
     payload = {"channel": channel, "message": message, "ai_reply": ai_reply, "context": context}
     return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+
+
+#: a test call's message and reply (POST /automation-workflows/{id}/test): a receiver, or
+#: whoever reads what it did, sees that no customer wrote and nobody was answered
+TEST_MESSAGE = "Test call from ragchat: no customer wrote this message."
+TEST_REPLY = "Test call from ragchat: this reply was sent to nobody."
+
+
+def workflow_test_body(workflow_id: int, channels: Sequence[str]) -> bytes:
+    """A test call's body: a real call's shape (``workflow_body``) on the workflow's first
+    channel (the first wired one for a workflow stored without any), with the test's
+    message and reply, and a context that says it is a test (``"test": true``) of which
+    workflow."""
+    channel = channels[0] if channels else WIRED_CHANNELS[0]
+    context = {"test": True, "workflow_id": workflow_id}
+    return workflow_body(channel, TEST_MESSAGE, TEST_REPLY, context)
 
 
 def signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:

@@ -24,6 +24,7 @@ import attrs
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ragcore.api.conversations import EXCERPT_CHARS
 from ragcore.api.problems import ProblemError
 from ragcore.chat.followup import Exchange
 from ragcore.chat.history import RecordedTurn, TurnRecord
@@ -390,44 +391,73 @@ def list_conversations(
     since: datetime | None = None,
     until: datetime | None = None,
     mode: str | None = None,
-) -> list[dict[str, Any]]:
+    text: str | None = None,
+) -> tuple[list[dict[str, Any]], int]:
     """At most ``limit`` conversations, the latest begun first (by id: a stable order,
     which a new turn does not change, so a conversation continued while the owner pages
-    is neither listed twice nor skipped), without their turns; with ``before`` (a
-    conversation's id, deleted or not), those begun before it. ``channel``, ``role``: only
-    those; ``since``, ``until``: active (updated) in that span."""
-    rows = conn.execute(
-        f"""SELECT {", ".join(_CONVERSATION_COLUMNS)}, ({_LAST_MESSAGE}) FROM conversations c
-             WHERE (%(channel)s::text IS NULL OR channel = %(channel)s)
-               AND (%(role)s::text IS NULL OR role = %(role)s)
-               AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
-               AND (%(until)s::timestamptz IS NULL OR updated_at < %(until)s)
-               AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
-               AND (%(mode)s::text IS NULL OR mode = %(mode)s)
-             ORDER BY id DESC
-             LIMIT %(limit)s""",
+    is neither listed twice nor skipped), without their turns, and how many match on all
+    pages (``before`` aside); with ``before`` (a conversation's id, deleted or not), those
+    begun before it. ``channel``, ``role``, ``mode``: only those; ``since``, ``until``:
+    active (updated) in that span; ``text``: an ILIKE pattern (backslash escapes) that a
+    turn's question or answer matches. Each has its first question and last message."""
+    params = {
+        "mode": mode,
+        "channel": channel,
+        "role": role,
+        "since": since,
+        "until": until,
+        "text": text,
+        "before": before,
+        "limit": limit,
+        "excerpt": EXCERPT_CHARS,
+    }
+    with conn.transaction():
+        rows = conn.execute(
+            f"""SELECT {", ".join(_CONVERSATION_COLUMNS)}, ({_FIRST_QUESTION}), ({_LAST_MESSAGE})
+                  FROM conversations c
+                 WHERE {_MATCHING}
+                   AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
+                 ORDER BY id DESC
+                 LIMIT %(limit)s""",
+            params,
+        ).fetchall()
+        counted = conn.execute(
+            f"SELECT count(*) FROM conversations c WHERE {_MATCHING}", params
+        ).fetchone()
+    listed = [
         {
-            "mode": mode,
-            "channel": channel,
-            "role": role,
-            "since": since,
-            "until": until,
-            "before": before,
-            "limit": limit,
-        },
-    ).fetchall()
-    return [
-        {**dict(zip(_CONVERSATION_COLUMNS, row[:-1], strict=True)), "last_message": row[-1]}
+            **dict(zip(_CONVERSATION_COLUMNS, row[:-2], strict=True)),
+            "first_question": row[-2],
+            "last_message": row[-1],
+        }
         for row in rows
     ]
+    return listed, int(counted[0]) if counted else 0
 
 
+#: the conversations GET /conversations lists: its filters (the page's ``before`` aside)
+_MATCHING = """
+        (%(channel)s::text IS NULL OR channel = %(channel)s)
+    AND (%(role)s::text IS NULL OR role = %(role)s)
+    AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
+    AND (%(until)s::timestamptz IS NULL OR updated_at < %(until)s)
+    AND (%(mode)s::text IS NULL OR mode = %(mode)s)
+    AND (%(text)s::text IS NULL OR EXISTS (
+            SELECT 1 FROM conversation_turns t
+             WHERE t.conversation_id = c.id
+               AND (t.question ILIKE %(text)s OR t.answer ILIKE %(text)s)))"""
+#: a listed conversation's first question asked (a person's message has none)
+_FIRST_QUESTION = """
+    SELECT left(t.question, %(excerpt)s) FROM conversation_turns t
+     WHERE t.conversation_id = c.id AND t.question <> ''
+     ORDER BY t.turn LIMIT 1"""
 #: a listed conversation's last message: who wrote it and its first characters (a turn of
 #: the AI ends with its answer; a customer's message for a person has only its question)
 _LAST_MESSAGE = """
     SELECT jsonb_build_object(
                'author', CASE WHEN t.answer = '' THEN 'customer' ELSE t.author END,
-               'text', left(CASE WHEN t.answer = '' THEN t.question ELSE t.answer END, 200))
+               'text', left(CASE WHEN t.answer = '' THEN t.question ELSE t.answer END,
+                            %(excerpt)s))
       FROM conversation_turns t WHERE t.conversation_id = c.id
      ORDER BY t.turn DESC LIMIT 1"""
 

@@ -43,9 +43,10 @@ CONVERSATIONS = ("conversation", PATH)  # what a path id names, and where they a
 async def list_conversations() -> Conversations:
     """The conversations, latest begun first, without their turns
 
-    Filter by channel, role, mode (human: the inbox) and the span they were active in; page
-    with ?before=. The order
-    is stable: a conversation continued while paging stays on its page.
+    Filter by channel, role, mode (human: the inbox) and the span they were active in;
+    find them by what was asked or answered with ?q=; page with ?before=. The order
+    is stable: a conversation continued while paging stays on its page; total counts
+    the matching ones on all pages.
     Kept CONVERSATION_RETENTION_DAYS. Who asked is shown only as a hash."""
     query = read_query(ConversationsQuery, request.args)
     svc = service()
@@ -56,9 +57,11 @@ async def list_conversations() -> Conversations:
     listing = functools.partial(
         conversations.list_conversations, limit=query.limit, before=query.before or None
     )
-    found = await svc.database.run(functools.partial(listing, **filters))
+    found, total = await svc.database.run(functools.partial(listing, **filters))
     next_before = found[-1]["id"] if len(found) == query.limit else None
-    return converter.structure({"conversations": found, "next_before": next_before}, Conversations)
+    return converter.structure(
+        {"conversations": found, "total": total, "next_before": next_before}, Conversations
+    )
 
 
 @blueprint.get(f"{PATH}/<id>")

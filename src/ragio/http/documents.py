@@ -178,14 +178,18 @@ async def _add(
 @blueprint.get("/documents")
 @operation(Reply(200, "A page of the documents", Documents), 422, query=DocumentsQuery)
 async def list_documents() -> Documents:
-    """List the documents, oldest first, a page at a time; q= finds them by name"""
+    """List the documents a page at a time, oldest (or newest) first; q= finds them by name
+
+    order=newest lists the last added first. total counts the matching documents on all
+    pages; next is the next page's path, with q and order."""
     query = read_query(DocumentsQuery, request.args)
+    newest = query.order == "newest"
     documents, total = await service().database.run(
-        store.list_documents, query.limit, query.offset, name_pattern(query.q)
+        store.list_documents, query.limit, query.offset, name_pattern(query.q), newest
     )
-    return Documents(
-        [Document.of(doc) for doc in documents], total, next_page(query, len(documents), total)
-    )
+    carried = {"order": query.order} if newest else None  # the default goes without saying
+    shown = [Document.of(doc) for doc in documents]
+    return Documents(shown, total, next_page(query, len(documents), total, carried=carried))
 
 
 @blueprint.get("/documents/jobs/<id>")

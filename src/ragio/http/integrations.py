@@ -18,12 +18,14 @@ from quart import Blueprint, request
 from ragcore.api.integrations import (
     UPLOAD_SCHEMA,
     Integration,
+    IntegrationKinds,
     Integrations,
     Records,
     RecordsQuery,
     TestResult,
     body_schema,
     check_upload,
+    kinds_described,
     upload_body,
 )
 from ragcore.api.operations import JSON, Reply, operation
@@ -101,6 +103,21 @@ async def create_integration() -> tuple[Integration, int, dict[str, str]]:
     else:
         created = await sources.create(service(), await json_body(required=True))
     return _shown(created), 201, {"Location": f"{PATH}/{created.id}"}
+
+
+#: the kinds never change while the service runs: described once
+DESCRIBED_KINDS = kinds_described()
+
+
+@blueprint.get(f"{PATH}/kinds")  # a route of its own, never a source's id (ragio.http.routes)
+@operation(Reply(200, "Every kind, with its fields", IntegrationKinds))
+async def integration_kinds() -> IntegrationKinds:
+    """The kinds of data source: each one's fields, the required ones, the secret ones
+
+    For each source_type: its description, its fields (meaning, secret, default, whether
+    a whole number, the longest value), the alternatives of its required fields and its
+    user_field default: what a form needs to create one."""
+    return DESCRIBED_KINDS
 
 
 @blueprint.get(f"{PATH}/<id>")

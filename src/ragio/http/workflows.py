@@ -1,9 +1,10 @@
 """/automation-workflows: the webhooks called after the AI replies on a wired text
-channel. List them (filters ``?channel=`` and ``?is_active=``), create, read, edit and
-delete one. The rules live in ``ragcore.workflows.definitions``; the calls themselves in
-``ragio.workflows.dispatch``. A ``webhook_url`` is checked against the address rules
-before it is stored (``ragio.targets.post.save_refusal``): 422 naming the field and the
-reason, nothing stored; the calls check it again each time."""
+channel. List them (filters ``?channel=`` and ``?is_active=``), create, read, edit,
+delete and test one. The rules live in ``ragcore.workflows.definitions``; the calls
+themselves, the owner's test call too, in ``ragio.workflows.dispatch``. A
+``webhook_url`` is checked against the address rules before it is stored
+(``ragio.targets.post.save_refusal``): 422 naming the field and the reason, nothing
+stored; the calls check it again each time."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from quart import Blueprint, request
 
 from ragcore.api.operations import Reply, operation
 from ragcore.api.queries import no_such, path_id
-from ragcore.api.workflows import NewWorkflow, WorkflowFilters, WorkflowPatch, Workflows
+from ragcore.api.workflows import (
+    NewWorkflow,
+    WorkflowFilters,
+    WorkflowPatch,
+    Workflows,
+    WorkflowTestResult,
+    call_result,
+)
 from ragcore.errors import InvalidInput
 from ragcore.workflows.definitions import (
     Workflow,
@@ -24,6 +32,7 @@ from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.targets.post import interfaces, save_refusal
 from ragio.workflows import store
+from ragio.workflows.dispatch import try_workflow
 
 blueprint = Blueprint("workflows", __name__)
 PATH = "/automation-workflows"
@@ -90,3 +99,24 @@ async def delete_workflow(id: str) -> tuple[str, int]:  # noqa: A002 (the path's
     if not await service().database.run(store.delete_workflow, path_id(id, *WORKFLOWS)):
         raise no_such(id, *WORKFLOWS)
     return "", 204
+
+
+@blueprint.post(f"{PATH}/<id>/test")
+@operation(
+    Reply(200, "Called: ok, with the receiver's status, or why not", WorkflowTestResult),
+    404,
+    **WORKFLOW_ID,
+)
+async def test_workflow(id: str) -> WorkflowTestResult:  # noqa: A002 (the path's name)
+    """Call a workflow now, once, with a test payload, as a reply would call it
+
+    The body has a real call's shape, on the workflow's first channel, with a message
+    and ai_reply saying it is a test and "test": true in its context; signed when
+    WORKFLOW_SIGNING_SECRET is set; the same address rules and timeout, no retry. An
+    inactive workflow is called too. 200 either way: ok false with the status, or why
+    there was none (a refused target is not called)."""
+    svc = service()
+    found = await svc.database.run(store.get_workflow, path_id(id, *WORKFLOWS))
+    if found is None:
+        raise no_such(id, *WORKFLOWS)
+    return call_result(*await try_workflow(svc, found))

@@ -222,14 +222,20 @@ def store_document(conn: psycopg.Connection, doc: StoreDocument) -> StoredDocume
 
 
 def list_documents(
-    conn: psycopg.Connection, limit: int | None = None, offset: int = 0, pattern: str | None = None
+    conn: psycopg.Connection,
+    limit: int | None = None,
+    offset: int = 0,
+    pattern: str | None = None,
+    newest: bool = False,
 ) -> tuple[list[StoredDocument], int]:
-    """A page of the documents, oldest first, and how many there are in all; only those
-    whose name matches the ILIKE ``pattern`` (backslash escapes) when given."""
+    """A page of the documents, oldest first (``newest``: the last added first), and how
+    many there are in all; only those whose name matches the ILIKE ``pattern``
+    (backslash escapes) when given."""
     where, params = ("WHERE d.name ILIKE %s", [pattern]) if pattern is not None else ("", [])
     total = conn.execute(f"SELECT count(*) FROM documents d {where}", params).fetchone()
+    order = "d.id DESC" if newest else "d.id"
     rows = conn.execute(
-        f"SELECT {_DOCUMENT} FROM documents d {where} ORDER BY d.id LIMIT %s OFFSET %s",
+        f"SELECT {_DOCUMENT} FROM documents d {where} ORDER BY {order} LIMIT %s OFFSET %s",
         [*params, limit, offset],
     ).fetchall()
     return [_stored(row) for row in rows], total[0] if total else 0

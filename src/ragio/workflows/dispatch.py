@@ -10,6 +10,9 @@ WORKFLOW_ALLOW_PRIVATE_TARGETS, link-local and metadata never, nor the service i
 the connection pinned to a checked address, no redirect followed. A refused target is
 not retried. It never raises (a broken or slow workflow must not break the reply, rule 2)
 and stays cancellable: cancelling the task that runs it stops every call at once.
+
+``try_workflow`` is the owner's test of one workflow (POST
+/automation-workflows/{id}/test): one attempt of a real call, made now, with a test body.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ import attrs
 import trio
 
 from ragcore.retry import Outcome, RetryPolicy, next_delay
-from ragcore.settings import signing_key
+from ragcore.settings import Settings, signing_key
 from ragcore.targets.addresses import Reach
 from ragcore.workflows.definitions import Workflow, workflow_reach
 from ragcore.workflows.matching import firing
-from ragcore.workflows.payload import request_headers, workflow_body
+from ragcore.workflows.payload import request_headers, workflow_body, workflow_test_body
 from ragio.clock import Clock
 from ragio.service import Service
 from ragio.targets.post import interfaces, post
@@ -56,47 +59,75 @@ async def fire_workflows(
         if not due:
             return
         body = workflow_body(channel, message, ai_reply, context)
-        settings = service.settings
-        secret = settings.workflow_signing_secret
-        key = signing_key(secret) if secret else None
-        reach = workflow_reach(settings, interfaces(settings))
-        target = _Target(reach, settings.actions_ca_bundle)
+        target = _Target.of(service.settings)
         limiter = trio.CapacityLimiter(CONCURRENCY)
         async with trio.open_nursery() as nursery:
             for workflow in due:
-                nursery.start_soon(
-                    _call, target, workflow, body, key, policy, limiter, service.clock
-                )
+                nursery.start_soon(_call, target, workflow, body, policy, limiter, service.clock)
     except Exception as error:  # never raise to the channel adapter
         log.warning("workflows for a %s reply were not called: %s", channel, type(error).__name__)
 
 
+async def try_workflow(
+    service: Service, workflow: Workflow, *, policy: RetryPolicy = DEFAULT_POLICY
+) -> tuple[Outcome, int]:
+    """Call ``workflow`` now, once, with the test body (``workflow_test_body``, on its
+    first channel), active or not: as a real call's first attempt (the same reach,
+    timeout and signing), without retries. How it ended, and the milliseconds it took."""
+    body = workflow_test_body(workflow.id, workflow.channels)
+    started = trio.current_time()
+    outcome = await _attempt(
+        _Target.of(service.settings), workflow, body, _message_id(), policy, service.clock.now()
+    )
+    elapsed_ms = round((trio.current_time() - started) * 1000)
+    log.info(
+        "workflow %s %r at %s tested: %s",
+        workflow.id,
+        workflow.name,
+        _host(workflow.webhook_url),
+        outcome.describe(),
+    )
+    return outcome, elapsed_ms
+
+
 @attrs.frozen
 class _Target:
-    """Where this reply's workflow calls may go, and the extra authorities https trusts."""
+    """Where workflow calls may go, the extra authorities https trusts, and the key that
+    signs them (None: unsigned)."""
 
     reach: Reach
     ca_bundle: str
+    key: bytes | None
+
+    @classmethod
+    def of(cls, settings: Settings) -> _Target:
+        secret = settings.workflow_signing_secret
+        key = signing_key(secret) if secret else None
+        reach = workflow_reach(settings, interfaces(settings))
+        return cls(reach, settings.actions_ca_bundle, key)
+
+
+def _message_id() -> str:
+    return f"msg_{uuid.uuid4().hex}"
 
 
 async def _call(
     target: _Target,
     workflow: Workflow,
     body: bytes,
-    key: bytes | None,
     policy: RetryPolicy,
     limiter: trio.CapacityLimiter,
     clock: Clock,
 ) -> None:
     """One workflow's call with its retries; logs, never raises."""
-    message_id = f"msg_{uuid.uuid4().hex}"  # the same on every retry of this call
+    message_id = _message_id()  # the same on every retry of this call
     attempts = 0
     try:
         while True:
             async with limiter:
                 attempts += 1
                 sent_at = clock.now()
-                outcome = await _attempt(target, workflow, body, key, message_id, policy, sent_at)
+                outcome = await _attempt(target, workflow, body, message_id, policy, sent_at)
             delay = next_delay(policy, attempts, outcome, clock.now())
             if delay is None:
                 break
@@ -127,14 +158,13 @@ async def _attempt(
     target: _Target,
     workflow: Workflow,
     body: bytes,
-    key: bytes | None,
     message_id: str,
     policy: RetryPolicy,
     sent_at: datetime,
 ) -> Outcome:
     """One POST, bounded as a whole (resolving, connecting and the response's headers) by
     the policy's timeout. The response body is never read."""
-    headers = request_headers(body, key, message_id, int(sent_at.timestamp()))
+    headers = request_headers(body, target.key, message_id, int(sent_at.timestamp()))
     return await post(
         workflow.webhook_url,
         body,
