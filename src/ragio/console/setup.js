@@ -53,7 +53,7 @@ function sourceForm(kinds, existing, saved) {
   const name = el("input", { id: "source-name", required: true, maxLength: 200, value: existing ? existing.name : "" });
   const kind = el("select", { id: "source-kind", required: true, disabled: Boolean(existing) },
     el("option", { value: "", text: "Choose the kind of source" }),
-    kinds.map((k) => el("option", { value: k.name, text: `${k.name}: ${k.description}`, selected: existing && existing.source_type === k.name })));
+    kinds.map((k) => el("option", { value: k.source_type, text: `${k.source_type}: ${k.description}`, selected: existing && existing.source_type === k.source_type })));
   const userField = el("input", { id: "source-user-field", maxLength: 200, value: existing ? existing.user_field : "" });
   const interval = el("input", { id: "source-interval", type: "number", min: 1, max: 10080,
     value: existing && existing.sync_interval_minutes ? existing.sync_interval_minutes : "" });
@@ -61,18 +61,18 @@ function sourceForm(kinds, existing, saved) {
   const problem = el("p", { className: "error", role: "alert", id: "source-error" });
   let inputs = {}, file = null;
   const drawFields = () => {
-    const chosen = kinds.find((k) => k.name === kind.value);
+    const chosen = kinds.find((k) => k.source_type === kind.value);
     fields.hidden = !chosen;
     inputs = {};
     file = null;
     if (!chosen) { fields.replaceChildren(); return; }
     userField.placeholder = chosen.user_field;
     const either = chosen.required.map((option) => option.join(", ")).join("; or ");
-    const shownFields = chosen.name === "csv" ? [] : chosen.fields;
-    fields.replaceChildren(el("legend", { text: `${chosen.name}: ${chosen.description}` }),
+    const shownFields = chosen.source_type === "csv" ? [] : chosen.fields;
+    fields.replaceChildren(el("legend", { text: `${chosen.source_type}: ${chosen.description}` }),
       el("p", { className: "muted", text: existing ? "Fields left blank keep what is stored; secrets are never shown."
         : `Needed: ${either}.` }),
-      chosen.name === "csv" ? hinted(existing ? "A new CSV file (optional)" : "CSV file",
+      chosen.source_type === "csv" ? hinted(existing ? "A new CSV file (optional)" : "CSV file",
         file = el("input", { id: "source-file", type: "file", accept: ".csv,text/csv", required: !existing }),
         "Its first row names the columns.") : null,
       shownFields.map((f) => {
