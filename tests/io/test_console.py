@@ -211,7 +211,7 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
             ("calls", "#page h2"),
         ):
             page(name, ready, shot=f"{name}-offline")
-        seen["usage"] = driver.find_element(By.ID, "page").text
+            seen[name] = driver.find_element(By.ID, "page").text
         seen["key_in_url_or_storage"] = driver.execute_script(
             "return [location.href.includes(arguments[0]), localStorage.length]", KEY
         )

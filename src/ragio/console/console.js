@@ -27,6 +27,12 @@ function el(tag, props, ...children) {
   return node;
 }
 
+// node's children replaced by these, those null, undefined or false left out (a part of
+// the page shown only sometimes)
+function put(node, ...children) {
+  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 let fieldCount = 0;
 function field(label, input) {
   const id = input.id || `field-${++fieldCount}`;
@@ -114,9 +120,10 @@ async function pagesUntil(path, key, wanted, limit) {
   }
 }
 
-// "More" under a list read with pagesUntil: shows ``step`` more
+// "Show more" under a list read with pagesUntil, while more are left
 function moreButton(id, more, showMore) {
-  return more ? el("button", { type: "button", className: "secondary", id, text: "Show more", onclick: showMore }) : null;
+  return el("div", { className: "more" },
+    more ? el("button", { type: "button", className: "secondary", id, text: "Show more", onclick: showMore }) : null);
 }
 
 function emptyState(what) {
@@ -172,7 +179,7 @@ function failure(error) {
 async function guarded(area, work) {
   try { await work(); } catch (error) {
     if (error instanceof ApiError && error.status === 401) return;
-    area.replaceChildren(failure(error));
+    put(area, failure(error));
   }
 }
 
@@ -223,7 +230,7 @@ function route() {
     else link.removeAttribute("aria-current");
   }
   const area = document.getElementById("page");
-  area.replaceChildren();
+  put(area);
   document.title = `${page[0].toUpperCase()}${page.slice(1)} · ragchat console`;
   guarded(area, () => PAGES[page](area, rest.join("/")));
 }
@@ -239,7 +246,7 @@ async function roleOptions(select, blank) {
   const { data } = await api("GET", "/employees");
   const roles = firstList(data);
   for (const r of roles) state.roleNames[r.identifier] = r.display_name;
-  select.replaceChildren(el("option", { value: "", text: blank }),
+  put(select, el("option", { value: "", text: blank }),
     ...roles.map((r) => el("option", { value: r.identifier, text: r.display_name })));
 }
 
@@ -294,7 +301,7 @@ function sourceItem(c) {
 // the AI's side of a turn, once answered: the text, its sources, who answered, the thumbs
 function fillAnswer(box, turn, conversationId) {
   const { text, sources } = renumbered(turn.answer || "", turn.citations || []);
-  box.replaceChildren(
+  put(box, 
     el("p", { className: "who" }, el("strong", { text: "Answer" })),
     el("p", { className: "text answer", text: text || "(no answer)" }),
     sources.length ? el("ol", { className: "sources", "aria-label": "Sources" }, sources.map(sourceItem)) : null,
@@ -364,7 +371,7 @@ PAGES.chat = async (area) => {
       fillAnswer(answer, done, done.conversation_id);
       showThread(log.children.length);
     } catch (error) {
-      answer.replaceChildren(failure(error));
+      put(answer, failure(error));
       if (!question.value) question.value = text; // asked again with one key
     }
     ask.disabled = false;
@@ -374,7 +381,7 @@ PAGES.chat = async (area) => {
   question.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
   });
-  const restart = () => { keep(null); log.replaceChildren(); showThread(0); question.focus(); };
+  const restart = () => { keep(null); put(log); showThread(0); question.focus(); };
   area.append(
     el("h2", { text: "Chat" }),
     el("div", { className: "card" }, thread, log,
@@ -462,7 +469,7 @@ PAGES.documents = async (area) => {
     const turn = (to) => () => { offset = to; guarded(list, load); };
     const empty = named ? `No document's name contains “${named}”.`
       : el("div", {}, el("p", { text: "No documents yet. Answers come from your documents: upload a file above (a price list, an FAQ, your terms), or add a website on Websites." }));
-    list.replaceChildren(table("Documents, newest first", [
+    put(list, table("Documents, newest first", [
       ["Name", (d) => (d.source_url ? el("a", { href: d.source_url, target: "_blank", rel: "noopener noreferrer", text: d.name }) : d.name)],
       ["Chunks", (d) => d.chunk_count],
       ["Size", (d) => `${Math.ceil((d.size_bytes || 0) / 1024)} KB`],
@@ -608,7 +615,7 @@ PAGES.conversations = async (area) => {
   const detail = el("div", { id: "conversation-detail", tabIndex: -1 });
   const open = async (id) => {
     const { data } = await api("GET", `/conversations/${id}`);
-    detail.replaceChildren(el("h3", { text: `Conversation ${data.id} on ${data.channel}` }),
+    put(detail, el("h3", { text: `Conversation ${data.id} on ${data.channel}` }),
       data.mode && data.mode !== "ai" ? el("p", {}, `${MODES[data.mode] || data.mode}: `,
         el("a", { href: `#inbox/${data.id}`, text: "answer it in the inbox" })) : null,
       ...data.turns.map((t) => el("div", { className: "card" },
@@ -643,7 +650,7 @@ PAGES.conversations = async (area) => {
     const { data } = await api("GET", `/conversations?${query}`);
     const first = cursors.length * CONVERSATIONS_PER_PAGE;
     const filtered = [...query.keys()].some((k) => !["limit", "before"].includes(k));
-    list.replaceChildren(table("Conversations, latest begun first", [
+    put(list, table("Conversations, latest begun first", [
       ["First question", (c) => el("button", { type: "button", className: "link", text: c.first_question || `Conversation ${c.id}`,
         "aria-label": `Read conversation ${c.id}`, onclick: () => guarded(detail, () => open(c.id)) })],
       ["Last message", (c) => lastMessage(c)],
@@ -681,7 +688,7 @@ async function waiting() {
   try {
     const { data } = await api("GET", "/conversations?mode=human&limit=100");
     const count = data.conversations.filter((c) => c.waiting_since).length;
-    badge.replaceChildren(`${count}${data.next_before ? "+" : ""}`, el("span", { className: "sr", text: " waiting" }));
+    put(badge, `${count}${data.next_before ? "+" : ""}`, el("span", { className: "sr", text: " waiting" }));
     badge.hidden = !count;
   } catch (_) { /* shown again with the next page */ }
 }
@@ -767,7 +774,7 @@ function inboxConversation(view, id, changed) {
     title.textContent = `Conversation ${data.id} on ${data.channel}`;
     mode.textContent = `${MODES[data.mode] || data.mode}${data.waiting_since ? ` · waiting since ${when(data.waiting_since)}` : ""}`;
     mode.dataset.mode = data.mode;
-    transcript.replaceChildren(...data.turns.flatMap((t) => messages(t).map((m, i, all) =>
+    put(transcript, ...data.turns.flatMap((t) => messages(t).map((m, i, all) =>
       el("li", { className: `message from-${m.from}` },
         el("p", { className: "who" }, el("strong", { text: m.who }), ` · ${when(t.created_at)}`),
         el("p", { className: "text", text: m.text }),
@@ -781,7 +788,7 @@ function inboxConversation(view, id, changed) {
     takeOver.disabled = data.mode !== "ai";
     handBack.disabled = data.mode !== "human";
     close.disabled = data.mode === "closed";
-    history.replaceChildren(...(data.handoff_log || []).map((h) => el("li", {
+    put(history, ...(data.handoff_log || []).map((h) => el("li", {
       text: `${when(h.at)} · ${h.event === "refused" ? "refused" : `${MODES[h.from_mode] || h.from_mode} → ${MODES[h.to_mode] || h.to_mode}`} · by ${h.by}${h.detail ? ` · ${h.detail}` : ""}` })));
   });
 
@@ -818,7 +825,7 @@ function inboxConversation(view, id, changed) {
   text.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) reply(event);
   });
-  view.replaceChildren(title, mode,
+  put(view, title, mode,
     el("div", { className: "row" }, takeOver, " ", handBack, " ", close),
     transcript, problem,
     el("form", { className: "stack", id: "reply-form", onsubmit: reply },
@@ -839,7 +846,7 @@ PAGES.inbox = async (area, id) => {
   const load = coalesced(() => guarded(list, async () => {
     const { found, more } = await pagesUntil(`/conversations?mode=${filter.value}`, "conversations", wanted, INBOX_PAGE);
     const read = sortedForInbox(found);
-    list.replaceChildren(read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
+    put(list, read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
       read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
         el("span", {}, el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`),
         el("span", { className: "muted", text: c.waiting_since ? `waiting since ${when(c.waiting_since)}` : `last active ${when(c.updated_at)}` }),
@@ -872,7 +879,7 @@ PAGES.approvals = async (area) => {
       api("GET", "/autonomy"), api("GET", "/autonomy/pending"), pagesUntil("/autonomy/log", "entries", wanted, 50)]);
     const mode = el("select", { id: "autonomy-mode" },
       ["off", "semi", "full"].map((m) => el("option", { value: m, text: m, selected: autonomy.mode === m })));
-    settings.replaceChildren(el("form", { className: "row card", onsubmit: async (e) => {
+    put(settings, el("form", { className: "row card", onsubmit: async (e) => {
       e.preventDefault();
       await guarded(settings, async () => { await api("POST", "/autonomy", { mode: mode.value }); say(`Autonomy is ${mode.value}.`); await load(); });
     } }, field("Autonomy", mode), el("button", { type: "submit", text: "Save" }),
@@ -884,7 +891,7 @@ PAGES.approvals = async (area) => {
         await load();
       });
     };
-    pending.replaceChildren(el("h3", { text: "Waiting for you" }), table("Held actions", [
+    put(pending, el("h3", { text: "Waiting for you" }), table("Held actions", [
       ["Action", (a) => a.summary],
       ["Role", (a) => a.role || "—"],
       ["Why held", (a) => a.reason],
@@ -893,7 +900,7 @@ PAGES.approvals = async (area) => {
         el("button", { type: "button", text: "Approve", "aria-label": `Approve action ${a.id}`, onclick: decide(a, "approve") }), " ",
         el("button", { type: "button", className: "danger", text: "Reject", "aria-label": `Reject action ${a.id}`, onclick: decide(a, "reject") }))],
     ], firstList(held), "Nothing waits for you. With autonomy semi, the actions a role proposes (a refund, a message to send) wait here for your approval."));
-    log.replaceChildren(el("h3", { text: "Recent" }), table("The action log", [
+    put(log, el("h3", { text: "Recent" }), table("The action log", [
       ["When", (r) => when(r.at || r.created_at)],
       ["Action", (r) => r.action_id || r.id],
       ["Event", (r) => r.event || r.status],
@@ -912,11 +919,11 @@ PAGES.roles = async (area) => {
   const about = el("div", { id: "role-about" });
   const profile = el("div", { id: "profile" });
   const showRole = async () => {
-    if (!role.value) { about.replaceChildren(); return; }
+    if (!role.value) { put(about); return; }
     const [{ data: r }, { data: memory }] = await Promise.all([
       api("GET", `/employees/${role.value}`), api("GET", `/employees/${role.value}/memory?limit=${MEMORY_LIMIT}`)]);
     const text = el("textarea", { id: "memory-text", required: true, maxLength: 1000 });
-    about.replaceChildren(el("div", { className: "card" },
+    put(about, el("div", { className: "card" },
       el("h3", { text: r.display_name }),
       el("p", { text: r.personality }),
       el("p", { className: "muted", text: `Autonomy ${r.effective_autonomy || r.autonomy} · channels ${r.channels.join(", ")}${r.sensitive ? " · sensitive" : ""}` })),
@@ -947,7 +954,7 @@ PAGES.roles = async (area) => {
       timezone: el("input", { maxLength: 40, value: data.timezone || "", placeholder: "Europe/Berlin" }),
     };
     const labels = { name: "Business name", opening_hours: "Opening hours", timezone: "Time zone" };
-    profile.replaceChildren(el("h3", { text: "Business profile" }),
+    put(profile, el("h3", { text: "Business profile" }),
       el("form", { className: "stack card", id: "profile-form", onsubmit: async (e) => {
         e.preventDefault();
         const body = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.value]));
@@ -1008,7 +1015,7 @@ PAGES.calls = async (area) => {
   let wanted = 20;
   const load = async () => {
     const { found, more } = await pagesUntil("/voice/calls", "calls", wanted, 20);
-    list.replaceChildren(...(found.length ? found.map((c) => el("div", { className: "card" },
+    put(list, ...(found.length ? found.map((c) => el("div", { className: "card" },
       el("h3", { text: `${when(c.started_at)} · ${c.role ? state.roleNames[c.role] || c.role : "no role"} · ${c.end_reason || "in progress"}` }),
       el("ol", {}, c.turns.map((t) => el("li", {},
         el("p", {}, el("strong", { text: "Caller: " }), t.question || "(nothing heard)"),
@@ -1083,7 +1090,7 @@ function ownerAnswerItem(answer, changed) {
     problem.textContent = "";
     try { await work(); await changed(); } catch (error) { problem.textContent = problemText(error) || ""; }
   };
-  const reading = () => body.replaceChildren(
+  const reading = () => put(body, 
     el("p", { className: "answer", text: answer.answer }),
     el("p", { className: "muted", text: `Served ${answer.served} ${answer.served === 1 ? "time" : "times"} · version ${answer.version} · ${when(answer.updated_at)}` }),
     el("div", { className: "row" },
@@ -1095,7 +1102,7 @@ function ownerAnswerItem(answer, changed) {
       } })));
   const editing = () => {
     const text = el("textarea", { className: "edit-answer", required: true, maxLength: 4000, value: answer.answer });
-    body.replaceChildren(el("form", { className: "stack", onsubmit: (event) => {
+    put(body, el("form", { className: "stack", onsubmit: (event) => {
       event.preventDefault();
       act(async () => { await api("PATCH", `/answers/${answer.id}`, { answer: text.value }); say("Answer changed."); });
     } }, field("Answer", text), el("div", {}, el("button", { type: "submit", text: "Save" }), " ",
@@ -1123,7 +1130,7 @@ PAGES.gaps = async (area) => {
     if (!data.groups.length && offset > 0) { offset = Math.max(0, offset - GAPS_PER_PAGE); return load(); }
     const turn = (to, text) => el("button", { type: "button", className: "secondary", text,
       onclick: () => { offset = to; guarded(list, load); } });
-    list.replaceChildren(
+    put(list, 
       el("p", { className: "muted", id: "gap-summary", text: data.groups.length
         ? `${data.total} ${data.total === 1 ? "need" : "needs"} to answer, from ${data.questions} ${data.questions === 1 ? "question" : "questions"} not answered well${
           data.total > data.groups.length ? ` (here ${offset + 1} to ${offset + data.groups.length})` : ""}.`
@@ -1139,7 +1146,7 @@ PAGES.gaps = async (area) => {
     const more = data.next_before ? el("button", { type: "button", className: "secondary", text: "More answers",
       onclick: (event) => { event.target.remove(); guarded(answers, () => loadAnswers(data.next_before)); } }) : null;
     if (before) { answers.querySelector("ol").append(...items); if (more) answers.append(more); return; }
-    answers.replaceChildren(items.length ? el("ol", { className: "owner-answers" }, items)
+    put(answers, items.length ? el("ol", { className: "owner-answers" }, items)
       : el("p", { className: "muted", text: "No answers of yours yet." }), ...(more ? [more] : []));
   };
   const importFaq = async (event) => {

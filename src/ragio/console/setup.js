@@ -65,11 +65,11 @@ function sourceForm(kinds, existing, saved) {
     fields.hidden = !chosen;
     inputs = {};
     file = null;
-    if (!chosen) { fields.replaceChildren(); return; }
+    if (!chosen) { put(fields); return; }
     userField.placeholder = chosen.user_field;
     const either = chosen.required.map((option) => option.join(", ")).join("; or ");
     const shownFields = chosen.source_type === "csv" ? [] : chosen.fields;
-    fields.replaceChildren(el("legend", { text: `${chosen.source_type}: ${chosen.description}` }),
+    put(fields, el("legend", { text: `${chosen.source_type}: ${chosen.description}` }),
       el("p", { className: "muted", text: existing ? "Fields left blank keep what is stored; secrets are never shown."
         : `Needed: ${either}.` }),
       chosen.source_type === "csv" ? hinted(existing ? "A new CSV file (optional)" : "CSV file",
@@ -169,25 +169,26 @@ function dryRun(action) {
   const result = el("div", { className: "dry-run-result", role: "status" });
   return el("form", { className: "row dry-run", onsubmit: async (event) => {
     event.preventDefault();
-    result.replaceChildren(el("p", { className: "muted", text: "Running…" }));
+    put(result, el("p", { className: "muted", text: "Running…" }));
     try {
       const { data } = await api("POST", `/live-actions/${action.id}/dry-run`, { message: message.value, channel: "chat" });
-      if (data.failed) { result.replaceChildren(el("p", { className: "error", text: `Failed: ${data.reason || data.detail || "see the log"}` })); return; }
+      if (data.failed) { put(result, el("p", { className: "error", text: `Failed: ${data.reason || data.detail || "see the log"}` })); return; }
       const bound = Object.entries(data.values || {}).map(([k, v]) => `${k} = ${v}`).join(", ");
-      result.replaceChildren(
+      put(result, 
         el("p", { text: `${data.writes ? `Would change ${data.affected ?? 0} rows (rolled back)` : `${data.rows.length} ${data.rows.length === 1 ? "row" : "rows"}`} in ${data.duration_ms} ms${bound ? `, with ${bound}` : ""}.` }),
         data.rows.length ? el("pre", { className: "rows", text: data.rows.map((row) => JSON.stringify(row)).join("\n") }) : null);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) return;
-      result.replaceChildren(el("p", { className: "error", text: `Not run: ${error.message}` }));
+      put(result, el("p", { className: "error", text: `Not run: ${error.message}` }));
     }
   } }, field(`Dry run of ${action.name} with the message`, message),
   el("button", { type: "submit", className: "secondary", text: "Dry run" }), result);
 }
 
 PAGES.integrations = async (area) => {
-  const [{ data: kindList }, { data: sourceList }, { data: actionList }] = await Promise.all([
+  const [{ data: kindList }, { data: sourcesRead }, { data: actionsRead }] = await Promise.all([
     api("GET", "/integrations/kinds"), api("GET", "/integrations"), api("GET", "/live-actions")]);
+  let sourceList = sourcesRead, actionList = actionsRead;
   const kinds = kindList.kinds;
   const sources = el("div", { id: "source-list" });
   const actions = el("div", { id: "action-list" });
@@ -200,7 +201,7 @@ PAGES.integrations = async (area) => {
     ({ data: sourceList } = await api("GET", "/integrations"));
     known = firstList(sourceList);
     drawSources();
-    actionAdding.replaceChildren(known.length ? actionForm(known, actionSaved) : null);
+    put(actionAdding, known.length ? actionForm(known, actionSaved) : null);
   };
   const test = (source) => async () => {
     outcome.textContent = `Testing ${source.name}…`;
@@ -222,13 +223,13 @@ PAGES.integrations = async (area) => {
       await loadSources();
     } catch (error) { outcome.textContent = `${source.name}: ${error.message}`; }
   };
-  const drawSources = () => sources.replaceChildren(table("Data sources", [
+  const drawSources = () => put(sources, table("Data sources", [
     ["Name", (s) => s.name], ["Kind", (s) => s.source_type], ["Last sync", (s) => syncText(s.sync)],
     ["", (s) => el("span", { className: "row" },
       el("button", { type: "button", className: "secondary", text: "Test", "aria-label": `Test ${s.name}`, onclick: test(s) }), " ",
       el("button", { type: "button", className: "secondary", text: "Sync", "aria-label": `Sync ${s.name}`, onclick: sync(s) }), " ",
       el("button", { type: "button", className: "secondary", text: "Edit", "aria-label": `Edit ${s.name}`, onclick: () => {
-        editing.replaceChildren(sourceForm(kinds, s, async (data) => { editing.replaceChildren(); say(`Saved ${data.name}.`); await loadSources(); }));
+        put(editing, sourceForm(kinds, s, async (data) => { put(editing); say(`Saved ${data.name}.`); await loadSources(); }));
         editing.querySelector("input").focus();
       } }), " ",
       el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete ${s.name}`, onclick: async () => {
@@ -241,7 +242,7 @@ PAGES.integrations = async (area) => {
     ({ data: actionList } = await api("GET", "/live-actions"));
     drawActions();
   };
-  const drawActions = () => actions.replaceChildren(table("Live-data actions", [
+  const drawActions = () => put(actions, table("Live-data actions", [
     ["Name", (a) => a.name], ["Source", (a) => a.source_name],
     ["Values", (a) => (a.params.length ? a.params.map((p) => `{${p}}`).join(", ") : "none")],
     ["Runs on", (a) => [a.triggers.length ? `“${a.triggers.join("”, “")}”` : null, a.auto_match && !a.writes ? "messages about it" : null].filter(Boolean).join(" or ")],
@@ -257,16 +258,16 @@ PAGES.integrations = async (area) => {
       } }))],
   ], firstList(actionList), known.length ? "No live-data actions yet: add one below, then try it with a dry run."
     : "No live-data actions yet: add a data source first."));
-  const actionSaved = async (data) => { say(`Added ${data.name}; try it with a dry run.`); await loadActions(); actionAdding.replaceChildren(actionForm(known, actionSaved)); };
+  const actionSaved = async (data) => { say(`Added ${data.name}; try it with a dry run.`); await loadActions(); put(actionAdding, actionForm(known, actionSaved)); };
   const sourceSaved = async (data) => {
     say(`Added ${data.name}; test it to see that it answers.`);
-    adding.replaceChildren(sourceForm(kinds, null, sourceSaved));
+    put(adding, sourceForm(kinds, null, sourceSaved));
     await loadSources();
   };
-  adding.replaceChildren(sourceForm(kinds, null, sourceSaved));
+  put(adding, sourceForm(kinds, null, sourceSaved));
   drawSources();
   drawActions();
-  actionAdding.replaceChildren(known.length ? actionForm(known, actionSaved) : null);
+  put(actionAdding, known.length ? actionForm(known, actionSaved) : null);
   area.append(el("h2", { text: "Data sources" }),
     el("p", { className: "muted", text: "Your databases and business tools, and the live-data actions that look a customer's records up in them while they wait." }),
     outcome, sources, editing, adding,
@@ -293,7 +294,7 @@ PAGES.workflows = async (area) => {
   };
   const load = async () => {
     const { data } = await api("GET", "/automation-workflows");
-    list.replaceChildren(table("Workflows", [
+    put(list, table("Workflows", [
       ["Name", (w) => w.name],
       ["Calls", (w) => el("code", { text: w.webhook_url })],
       ["After replies on", (w) => w.channels.join(", ")],
@@ -379,7 +380,7 @@ PAGES.websites = async (area, id) => {
     if (after) {
       pages.querySelector(".more")?.remove();
       pages.querySelector("tbody")?.append(...rows.querySelectorAll("tbody tr"));
-    } else pages.replaceChildren(el("h3", { text: `${w.name}: ${data.total} ${data.total === 1 ? "page" : "pages"}` }), rows);
+    } else put(pages, el("h3", { text: `${w.name}: ${data.total} ${data.total === 1 ? "page" : "pages"}` }), rows);
     const count = pages.querySelectorAll("tbody tr").length;
     pages.append(el("p", { className: "muted more" }, `Showing ${count} of ${data.total}. `,
       data.next_after ? el("button", { type: "button", className: "secondary", text: "More pages",
@@ -389,7 +390,7 @@ PAGES.websites = async (area, id) => {
   const load = async () => {
     const { data } = await api("GET", "/websites");
     const websites = firstList(data);
-    list.replaceChildren(table("Websites", [
+    put(list, table("Websites", [
       ["Name", (w) => w.name],
       ["Starts at", (w) => [...w.start_urls, ...w.sitemaps].join(" ")],
       ["Last crawl", (w) => (w.last_crawl_at ? `${when(w.last_crawl_at)}: ${crawlText(w.last_crawl)}` : "never crawled")],
@@ -400,7 +401,7 @@ PAGES.websites = async (area, id) => {
           onclick: () => guarded(pages, () => showPages(w)) }), " ",
         el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete website ${w.name}`, onclick: async () => {
           if (!confirm(`Delete ${w.name}? The documents its crawls stored are deleted too.`)) return;
-          await guarded(list, async () => { await api("DELETE", `/websites/${w.id}`); say(`Deleted ${w.name}.`); pages.replaceChildren(); await load(); });
+          await guarded(list, async () => { await api("DELETE", `/websites/${w.id}`); say(`Deleted ${w.name}.`); put(pages); await load(); });
         } }))],
     ], websites, "No websites yet. Add your website below: each page a crawl keeps becomes a document, answers cite and link to it, and later crawls keep them in step with the site."));
     if (id && !pages.children.length) {
@@ -450,7 +451,7 @@ PAGES.sites = async (area) => {
   const embed = (s) => `<script src="${location.origin}/widget.js" data-site="${s.public_id}" async></script>`;
   const load = async () => {
     const { data } = await api("GET", "/widget/sites");
-    list.replaceChildren(table("Sites", [
+    put(list, table("Sites", [
       ["Name", (s) => s.name],
       ["Embed", (s) => el("code", { text: embed(s) })],
       ["Origins", (s) => s.allowed_origins.join(", ") || "none: refused everywhere"],
@@ -472,7 +473,7 @@ PAGES.sites = async (area) => {
       if (role.value.trim()) body.role = role.value.trim();
       await guarded(list, async () => {
         const { data } = await api("POST", "/widget/sites", body);
-        created.replaceChildren(
+        put(created, 
           el("p", { text: `Added ${data.name}. Put this line on your pages:` }), el("code", { text: embed(data) }),
           el("p", { text: "Identity secret, shown only now (for logged-in customers; see the docs):" }),
           el("code", { id: "site-secret", text: data.identity_secret }));
@@ -494,10 +495,11 @@ const STATES = { ok: "Working", missing: "Not set up", failing: "Failing", off: 
 PAGES.status = async (area) => {
   const { data } = await api("GET", "/status");
   const items = Object.entries(data.items);
-  const needs = items.filter(([, i]) => i.next_step && i.state !== "ok");
+  // what is not set up but needed, or failing; a part that is off is optional
+  const needs = items.filter(([, i]) => i.state === "missing" || i.state === "failing");
   area.append(el("h2", { text: "Status" }),
-    el("p", { id: "status-summary", text: needs.length ? `${needs.length} ${needs.length === 1 ? "thing needs" : "things need"} your attention; the rest is below.`
-      : "Everything is set up and working." }),
+    el("p", { id: "status-summary", text: needs.length ? `Needs your attention: ${needs.map(([, i]) => i.title).join(", ")}.`
+      : "Everything that is set up works; a part that is off says how to turn it on." }),
     el("ul", { className: "status-list", id: "status-items" }, items.map(([key, i]) => el("li", { className: `state-${i.state}`, id: `status-${key}` },
       el("h3", {}, `${i.title}: `, el("span", { className: "state", text: STATES[i.state] || i.state })),
       el("p", { text: i.summary }),
