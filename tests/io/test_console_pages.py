@@ -280,7 +280,7 @@ async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
     assert partial, seen["partial"]  # words were shown before the answer was whole
     assert len(seen["turns"]) == 3
     assert all(final in turn for turn in seen["turns"])
-    assert seen["turns"][1].split() [:5] == ["You", "And", "does", "it", "deliver?"]
+    assert seen["turns"][1].split()[:5] == ["You", "And", "does", "it", "deliver?"]
     assert seen["two_lines"] == "And\ndoes it deliver?"
     assert seen["sources"] == ["1", "2"]
     assert seen["question_box"] == ""
