@@ -191,6 +191,12 @@ def live_in_the_console(
         shows("#source-list", "Customers")
         click("#source-list button[aria-label='Test Customers']")
         seen["tested"] = shows("#integration-outcome", "works")
+        click("#source-list button[aria-label='Sync Customers']")
+        seen["synced"] = shows("#integration-outcome", "Customers: synced")
+        click("#source-list button[aria-label='Edit Customers']")
+        visible("#source-edit-interval").send_keys("60")
+        click("#source-edit-form button[type=submit]")
+        seen["edited"] = shows("#source-list", "every 60 min")
         visible("#action-name").send_keys("Plan")
         visible("#action-template").send_keys("email = {email}")
         visible("#action-triggers").send_keys("my plan")
@@ -303,6 +309,8 @@ async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
 
     # set-up: tested, dry-run, test-called
     assert "Customers: works: CSV file: 2 rows" in seen["tested"]
+    assert "2 stored, 0 skipped, 0 removed" in seen["synced"]
+    assert "Customers" in seen["edited"]
     assert "1 row" in seen["dry_run"] and "pro" in seen["dry_run"]
     assert "ada@example.com" in seen["dry_run"]
     assert "answered HTTP 200" in seen["workflow_tested"]

@@ -50,15 +50,16 @@ function syncText(sync) {
 // The form of a data source (new, or one to edit): the kind's own fields, as
 // GET /integrations/kinds describes them; a secret is never shown (left blank: unchanged).
 function sourceForm(kinds, existing, saved) {
-  const name = el("input", { id: "source-name", required: true, maxLength: 200, value: existing ? existing.name : "" });
-  const kind = el("select", { id: "source-kind", required: true, disabled: Boolean(existing) },
+  const at = existing ? "source-edit" : "source"; // the ids of one form or the other
+  const name = el("input", { id: `${at}-name`, required: true, maxLength: 200, value: existing ? existing.name : "" });
+  const kind = el("select", { id: `${at}-kind`, required: true, disabled: Boolean(existing) },
     el("option", { value: "", text: "Choose the kind of source" }),
     kinds.map((k) => el("option", { value: k.source_type, text: `${k.source_type}: ${k.description}`, selected: existing && existing.source_type === k.source_type })));
-  const userField = el("input", { id: "source-user-field", maxLength: 200, value: existing ? existing.user_field : "" });
-  const interval = el("input", { id: "source-interval", type: "number", min: 1, max: 10080,
+  const userField = el("input", { id: `${at}-user-field`, maxLength: 200, value: existing ? existing.user_field : "" });
+  const interval = el("input", { id: `${at}-interval`, type: "number", min: 1, max: 10080,
     value: existing && existing.sync_interval_minutes ? existing.sync_interval_minutes : "" });
-  const fields = el("fieldset", { id: "source-fields", hidden: true });
-  const problem = el("p", { className: "error", role: "alert", id: "source-error" });
+  const fields = el("fieldset", { id: `${at}-fields`, hidden: true });
+  const problem = el("p", { className: "error", role: "alert", id: `${at}-error` });
   let inputs = {}, file = null;
   const drawFields = () => {
     const chosen = kinds.find((k) => k.source_type === kind.value);
@@ -73,11 +74,11 @@ function sourceForm(kinds, existing, saved) {
       el("p", { className: "muted", text: existing ? "Fields left blank keep what is stored; secrets are never shown."
         : `Needed: ${either}.` }),
       chosen.source_type === "csv" ? hinted(existing ? "A new CSV file (optional)" : "CSV file",
-        file = el("input", { id: "source-file", type: "file", accept: ".csv,text/csv", required: !existing }),
+        file = el("input", { id: `${at}-file`, type: "file", accept: ".csv,text/csv", required: !existing }),
         "Its first row names the columns.") : null,
       shownFields.map((f) => {
         const stored = existing && existing.credentials[f.name];
-        const input = el("input", { id: `source-field-${f.name}`, name: f.name, type: f.secret ? "password" : f.integer ? "number" : "text",
+        const input = el("input", { id: `${at}-field-${f.name}`, name: f.name, type: f.secret ? "password" : f.integer ? "number" : "text",
           autocomplete: f.secret ? "new-password" : "off", placeholder: f.secret && stored ? "stored; type to replace" : f.default || "",
           value: !f.secret && stored ? stored : "" });
         inputs[f.name] = input;
@@ -124,7 +125,7 @@ function sourceForm(kinds, existing, saved) {
       problem.textContent = `Not saved${named}: ${error.message}`;
     }
   };
-  return el("form", { className: "stack card", id: existing ? "source-edit-form" : "source-form", onsubmit: submit },
+  return el("form", { className: "stack card", id: `${at}-form`, onsubmit: submit },
     el("h3", { text: existing ? `Edit ${existing.name}` : "Add a data source" }),
     field("Name", name), field("Kind", kind), fields,
     hinted("User field (optional)", userField, "The field naming each record's customer, e.g. email."),
@@ -225,6 +226,7 @@ PAGES.integrations = async (area) => {
   };
   const drawSources = () => put(sources, table("Data sources", [
     ["Name", (s) => s.name], ["Kind", (s) => s.source_type], ["Last sync", (s) => syncText(s.sync)],
+    ["Synced", (s) => (s.sync_interval_minutes ? `every ${s.sync_interval_minutes} min` : "when asked")],
     ["", (s) => el("span", { className: "row" },
       el("button", { type: "button", className: "secondary", text: "Test", "aria-label": `Test ${s.name}`, onclick: test(s) }), " ",
       el("button", { type: "button", className: "secondary", text: "Sync", "aria-label": `Sync ${s.name}`, onclick: sync(s) }), " ",
