@@ -164,12 +164,14 @@ def main() -> int:
             BIN / "ragchat", [str(BIN / "ragchat"), "serve", *sys.argv[2:]]
         )
     test_packages()
-    for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"], ["mypy"]):
+    for check in (["ruff", "check", "src", "tests", "scripts"], ["lint-imports"]):
         if subprocess.run([str(BIN / check[0]), *check[1:]], cwd=ROOT).returncode:
             return 1
     arguments = sys.argv[2:]
     with tempfile.TemporaryDirectory(prefix="ragchat-tests-") as scratch:
         if arguments:
+            if subprocess.run([str(BIN / "mypy")], cwd=ROOT).returncode:
+                return 1
             return run_pytest(arguments, f"{scratch}/pytest")
         return whole_suite(scratch)
 
@@ -190,14 +192,24 @@ def whole_suite(scratch: str) -> int:
     2.7 min), but another worker's load would bend their timing: the workers run at a
     lower priority (nice 10), so the paced tests get a core the moment they need one.
     A worker out of tests takes some of the other's (worksteal): a long test near the
-    end no longer leaves one core idle."""
+    end no longer leaves one core idle. mypy runs beside them too, at their priority."""
     realtime_log = Path(scratch) / "realtime.log"
-    with realtime_log.open("w") as log:
+    typing_log = Path(scratch) / "mypy.log"
+    with realtime_log.open("w") as log, typing_log.open("w") as typing:
         realtime = subprocess.Popen(
             [str(BIN / "pytest"), f"--basetemp={scratch}/realtime", "-m", "realtime"],
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
+        )
+        # the type check (about 30 s of one core) beside the tests, at their priority: it
+        # fills the moments the workers wait on a server or a timeout
+        checking = subprocess.Popen(
+            [str(BIN / "mypy")],
+            cwd=ROOT,
+            stdout=typing,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: os.nice(10),
         )
         try:
             others = run_pytest(
@@ -206,12 +218,15 @@ def whole_suite(scratch: str) -> int:
                 preexec_fn=lambda: os.nice(10),  # a lower priority for the workers
             )
             paced = realtime.wait()
+            typed = checking.wait()
         finally:
-            if realtime.poll() is None:
-                realtime.kill()
-                realtime.wait()
+            for process in (realtime, checking):
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
     print(realtime_log.read_text(), end="", flush=True)
-    return others or paced
+    print(typing_log.read_text(), end="", flush=True)
+    return others or paced or typed
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from tests.io.channels import (
 from tests.io.conftest import on_openai
 from tests.io.fakes.discord_server import FakeDiscord
 from tests.io.fakes.openai_server import FakeOpenAI
-from tests.io.processes import run_cli
+from tests.io.processes import run_in_process
 
 KEY = SigningKey.generate()
 PUBLIC_KEY = KEY.verify_key.encode(HexEncoder).decode()
@@ -276,39 +276,44 @@ async def test_a_provider_failure_replaces_thinking_with_an_apology(api, openai,
     assert "couldn't answer that just now" in body["content"]
 
 
-async def test_register_command_creates_ask_with_the_customer_roles(
-    discord, database_url, tmp_path
-):
-    result = await trio.to_thread.run_sync(
-        lambda: run_cli(
-            "discord",
-            "register-command",
-            cwd=tmp_path,
-            database_url=database_url,
-            discord_application_id=APPLICATION,
-            discord_bot_token=BOT_TOKEN,
-            discord_api_base_url=discord.base_url,
-        )
+async def register_command(monkeypatch, capsys, **settings: str) -> tuple[int, str, str]:
+    """`ragchat discord register-command` in this process (its own Trio loop, in a thread:
+    the fake Discord answers in this test's loop); a process's start-up would cost more
+    than the command."""
+    return await trio.to_thread.run_sync(
+        lambda: run_in_process(monkeypatch, capsys, "discord", "register-command", **settings)
     )
-    assert result.returncode == 0, result.stderr
+
+
+async def test_register_command_creates_ask_with_the_customer_roles(
+    discord, database_url, tmp_path, monkeypatch, capsys
+):
+    code, out, err = await register_command(
+        monkeypatch,
+        capsys,
+        cwd=tmp_path,
+        database_url=database_url,
+        discord_application_id=APPLICATION,
+        discord_bot_token=BOT_TOKEN,
+        discord_api_base_url=discord.base_url,
+    )
+    assert code == 0, err
     [command] = discord.commands
     assert command["name"] == "ask"
     question, role = command["options"]
     assert question["name"] == "question" and question["required"] is True
     assert [c["value"] for c in role["choices"]] == ["secretary", "sales", "support"]
     assert discord.requests[0].path == f"/applications/{APPLICATION}/commands"
-    assert BOT_TOKEN not in result.stdout + result.stderr
+    assert BOT_TOKEN not in out + err
 
 
-async def test_register_command_needs_the_bot_token(discord, tmp_path):
-    result = await trio.to_thread.run_sync(
-        lambda: run_cli(
-            "discord",
-            "register-command",
-            cwd=tmp_path,
-            discord_application_id=APPLICATION,
-            discord_api_base_url=discord.base_url,
-        )
+async def test_register_command_needs_the_bot_token(discord, tmp_path, monkeypatch, capsys):
+    code, _, err = await register_command(
+        monkeypatch,
+        capsys,
+        cwd=tmp_path,
+        discord_application_id=APPLICATION,
+        discord_api_base_url=discord.base_url,
     )
-    assert result.returncode == 2 and "DISCORD_BOT_TOKEN" in result.stderr
+    assert code == 2 and "DISCORD_BOT_TOKEN" in err
     assert not discord.requests

@@ -4,6 +4,7 @@ a key added for answers keeps the stored chunks' embedder."""
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import httpx
 import psycopg
@@ -14,9 +15,25 @@ from ragio.startup import open_service
 from tests.conftest import make_settings
 from tests.io.conftest import on_openai, serve_service
 from tests.io.fakes.openai_server import FakeOpenAI
-from tests.io.processes import run_cli
+from tests.io.processes import run_in_process
 
 PARCELS = "# FAQ\n\nParcels leave the warehouse every weekday at noon."
+
+
+class Ran(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def runner(monkeypatch, capsys, cwd):
+    """`ragchat ARGS` in this process (its start-up, with the local model loaded again,
+    would cost more than each command)."""
+
+    def run_cli(*args: str, **settings: object) -> Ran:
+        return Ran(*run_in_process(monkeypatch, capsys, *args, cwd=cwd, **settings))
+
+    return run_cli
 
 
 def index_definition(database_url: str) -> str:
@@ -73,11 +90,14 @@ async def test_adding_a_key_for_answers_keeps_the_locally_embedded_chunks(
     assert "EMBEDDING_PROVIDER=openai" in kept and "ragchat reindex" in kept
 
 
-def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_path, database_url):
+def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(
+    tmp_path, database_url, monkeypatch, capsys
+):
+    run_cli = runner(monkeypatch, capsys, tmp_path)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "faq.md").write_text("# FAQ\n\nParcels leave the warehouse every weekday at noon.")
-    assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+    assert run_cli("ingest", str(docs), database_url=database_url).returncode == 0
 
     # The same knowledge base, now asked to use another embedder: OpenAI at 3,072 dimensions.
     switched = {
@@ -86,7 +106,7 @@ def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_pa
         "openai_api_key": "sk-test",
         "openai_base_url": "http://127.0.0.1:9/v1",
     }
-    refused = run_cli("ask", "When do parcels leave?", cwd=tmp_path, **switched)
+    refused = run_cli("ask", "When do parcels leave?", **switched)
     assert refused.returncode == 2
     stored = "1 chunks embedded with local model 'all-MiniLM-L6-v2-onnx-int8' at 384"
     assert stored in refused.stderr
@@ -96,14 +116,17 @@ def test_a_changed_embedder_with_chunks_stored_is_refused_until_reindexed(tmp_pa
     assert "Traceback" not in refused.stderr
 
 
-def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, database_url):
+def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(
+    tmp_path, database_url, monkeypatch, capsys
+):
+    run_cli = runner(monkeypatch, capsys, tmp_path)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "faq.md").write_text("# FAQ\n\nParcels leave the warehouse every weekday at noon.")
-    assert run_cli("ingest", str(docs), cwd=tmp_path, database_url=database_url).returncode == 0
+    assert run_cli("ingest", str(docs), database_url=database_url).returncode == 0
     # answering as a role embeds its memory and records the question for learning
     ask = ("ask", "--role", "support", "When do parcels leave?")
-    assert run_cli(*ask, cwd=tmp_path, database_url=database_url).returncode == 0
+    assert run_cli(*ask, database_url=database_url).returncode == 0
     assert role_vector_sizes(database_url) == {("role_memory", 384), ("role_interactions", 384)}
     with psycopg.connect(database_url, autocommit=True) as conn:
         # Pretend the stored vectors came from a larger model, as after a switch back to local.
@@ -120,10 +143,10 @@ def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, d
         )
         conn.execute("UPDATE embedding_space SET provider='genai', model='gemini', dimensions=3072")
 
-    refused = run_cli("ask", "When do parcels leave?", cwd=tmp_path, database_url=database_url)
+    refused = run_cli("ask", "When do parcels leave?", database_url=database_url)
     assert refused.returncode == 2 and "ragchat reindex" in refused.stderr
 
-    result = run_cli("reindex", cwd=tmp_path, database_url=database_url)
+    result = run_cli("reindex", database_url=database_url)
     assert result.returncode == 0, result.stderr
     assert "re-embedded 1 chunks with local model" in result.stdout
     assert space(database_url).dimensions == 384
@@ -132,10 +155,10 @@ def test_reindex_reembeds_everything_and_moves_to_halfvec_above_2000(tmp_path, d
     # the old space's role vectors are cleared, not left to be compared with new ones
     assert role_vector_sizes(database_url) == {("role_memory", None), ("role_interactions", None)}
 
-    asked = run_cli("ask", "When do parcels leave?", cwd=tmp_path, database_url=database_url)
+    asked = run_cli("ask", "When do parcels leave?", database_url=database_url)
     assert asked.returncode == 0, asked.stderr
     assert "every weekday at noon. [1]" in asked.stdout
-    assert run_cli(*ask, cwd=tmp_path, database_url=database_url).returncode == 0
+    assert run_cli(*ask, database_url=database_url).returncode == 0
     # memory embedded again from its text
     assert ("role_memory", 384) in role_vector_sizes(database_url)
     assert ("role_memory", None) not in role_vector_sizes(database_url)

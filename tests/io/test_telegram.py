@@ -32,7 +32,7 @@ from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.fakes.telegram_server import FakeTelegram
 from tests.io.fakes.workflow_receiver import WorkflowReceiver
-from tests.io.processes import run_cli, running_service
+from tests.io.processes import run_in_process, running_service
 
 TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
 SECRET = "webhook-secret_0123"
@@ -338,20 +338,29 @@ async def test_without_a_bot_token_the_update_is_refused_for_later(api, database
         assert conn.execute("SELECT count(*) FROM channel_updates").fetchone() == (0,)
 
 
-async def test_set_webhook_registers_the_url_with_the_secret(telegram, tmp_path):
-    result = await trio.to_thread.run_sync(
-        lambda: run_cli(
-            "telegram",
-            "set-webhook",
-            "https://chat.example.com/webhook/telegram",
-            cwd=tmp_path,
-            telegram_bot_token=TOKEN,
-            telegram_webhook_secret=SECRET,
-            telegram_api_base_url=telegram.base_url,
-        )
+async def set_webhook(monkeypatch, capsys, *args: str, **settings: str) -> tuple[int, str, str]:
+    """`ragchat telegram set-webhook ARGS` in this process (its own Trio loop, in a thread:
+    the fake Telegram answers in this test's loop); a process's start-up would cost more
+    than the command."""
+    return await trio.to_thread.run_sync(
+        lambda: run_in_process(monkeypatch, capsys, "telegram", "set-webhook", *args, **settings)
     )
-    assert result.returncode == 0, result.stderr
-    assert "https://chat.example.com/webhook/telegram" in result.stdout
+
+
+async def test_set_webhook_registers_the_url_with_the_secret(
+    telegram, tmp_path, monkeypatch, capsys
+):
+    code, out, err = await set_webhook(
+        monkeypatch,
+        capsys,
+        "https://chat.example.com/webhook/telegram",
+        cwd=tmp_path,
+        telegram_bot_token=TOKEN,
+        telegram_webhook_secret=SECRET,
+        telegram_api_base_url=telegram.base_url,
+    )
+    assert code == 0, err
+    assert "https://chat.example.com/webhook/telegram" in out
     assert telegram.webhooks == [
         {
             "url": "https://chat.example.com/webhook/telegram",
@@ -359,7 +368,7 @@ async def test_set_webhook_registers_the_url_with_the_secret(telegram, tmp_path)
             "allowed_updates": ["message", "callback_query"],
         }
     ]
-    assert TOKEN not in result.stdout + result.stderr
+    assert TOKEN not in out + err
 
 
 @pytest.mark.parametrize(
@@ -374,18 +383,18 @@ async def test_set_webhook_registers_the_url_with_the_secret(telegram, tmp_path)
         ),
     ],
 )
-async def test_set_webhook_refuses_what_telegram_would(telegram, tmp_path, args, settings, says):
-    result = await trio.to_thread.run_sync(
-        lambda: run_cli(
-            "telegram",
-            "set-webhook",
-            *args,
-            cwd=tmp_path,
-            telegram_api_base_url=telegram.base_url,
-            **settings,
-        )
+async def test_set_webhook_refuses_what_telegram_would(
+    telegram, tmp_path, args, settings, says, monkeypatch, capsys
+):
+    code, _, err = await set_webhook(
+        monkeypatch,
+        capsys,
+        *args,
+        cwd=tmp_path,
+        telegram_api_base_url=telegram.base_url,
+        **settings,
     )
-    assert result.returncode == 2 and says in result.stderr
+    assert code == 2 and says in err
     assert not telegram.requests
 
 
