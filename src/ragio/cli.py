@@ -702,7 +702,7 @@ async def crawl_command(settings: Settings, args: argparse.Namespace) -> int:
 async def documents_command(settings: Settings, args: argparse.Namespace) -> int:
     """``documents list [--query Q] [--limit N]``, ``documents delete ID_OR_NAME`` and
     ``documents rename ID NEW_NAME``."""
-    from ragcore.api.documents import name_pattern
+    from ragcore.api.queries import contains_pattern
     from ragio.db.migrations import apply_migrations
     from ragio.knowledge import store
     from ragio.startup import open_database
@@ -723,7 +723,7 @@ async def documents_command(settings: Settings, args: argparse.Namespace) -> int
         async with startup_errors(), open_database(settings) as database:
             await database.run(apply_migrations)
             found, total = await database.run(
-                store.list_documents, args.limit, 0, name_pattern(args.query)
+                store.list_documents, args.limit, 0, contains_pattern(args.query)
             )
         for doc in found:
             added = doc.created_at.strftime("%Y-%m-%d %H:%M") if doc.created_at else ""

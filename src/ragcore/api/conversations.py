@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 
-from ragcore.api.documents import name_pattern
+from ragcore.api.queries import contains_pattern
 from ragcore.channel_names import CONVERSATION_CHANNELS
 from ragcore.channels.person import MAX_MESSAGE_CHARS
 from ragcore.chat.citations import Citation
@@ -273,7 +273,7 @@ class ConversationsQuery:
         where = channel_and_span(self.channel, self.since, self.until)
         if self.mode and self.mode not in MODES:
             raise InvalidInput("mode", f"must be one of {', '.join(MODES)}")
-        text = name_pattern(self.q)
+        text = contains_pattern(self.q)
         return {"mode": self.mode or None, "role": self.role or None, "text": text, **where}
 
 

@@ -206,15 +206,6 @@ class Documents:
     next: Annotated[str | None, described("the path of the next page; null on the last")] = None
 
 
-def name_pattern(q: str) -> str | None:
-    """The ILIKE pattern of the names (or texts) that contain ``q`` (its %, _ and
-    backslash taken as themselves); None for a blank ``q``: every one."""
-    if not q:
-        return None
-    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 class PagedQuery(Protocol):
     """A listing's query paged by ``limit`` and ``offset``, searched by ``q``."""
 

@@ -74,3 +74,12 @@ def path_id(raw: str, what: str, listed_at: str) -> int:
 def no_such(raw: str, what: str, listed_at: str) -> ProblemError:
     """The 404 problem for an id nothing has: it says where they are listed."""
     return ProblemError(404, f"no {what} {raw[:40]!r}; GET {listed_at} lists them")
+
+
+def contains_pattern(q: str) -> str | None:
+    """The ILIKE pattern of the names (or texts) that contain ``q`` (its %, _ and
+    backslash taken as themselves); None for a blank ``q``: every one."""
+    if not q:
+        return None
+    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
+from ragcore.api.queries import contains_pattern
 from ragcore.knowledge.graph import (
     NEIGHBOURS_SHOWN,
     DocumentGraph,
@@ -166,8 +167,8 @@ class PostgresGraphStore:
             )
 
     def find_entities(self, query: str, limit: int, offset: int) -> tuple[list[EntitySummary], int]:
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where = "WHERE e.name ILIKE %(p)s OR e.key ILIKE %(p)s" if query else ""
+        pattern = contains_pattern(query)
+        where = "WHERE e.name ILIKE %(p)s OR e.key ILIKE %(p)s" if pattern else ""
         params = {"p": pattern, "limit": limit, "offset": offset}
         with self._connect() as conn:
 

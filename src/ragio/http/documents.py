@@ -23,7 +23,6 @@ from ragcore.api.documents import (
     check_json_media_type,
     check_size,
     form_flag,
-    name_pattern,
     next_page,
     said_of_the_file,
     upload_format,
@@ -31,7 +30,7 @@ from ragcore.api.documents import (
 )
 from ragcore.api.operations import Reply, operation
 from ragcore.api.problems import Problem, ProblemError
-from ragcore.api.queries import no_such, path_id, read_query, stored_id
+from ragcore.api.queries import contains_pattern, no_such, path_id, read_query, stored_id
 from ragcore.converter import converter, refuse_unknown, structure_body
 from ragcore.knowledge.documents import (
     StoredDocument,
@@ -185,7 +184,7 @@ async def list_documents() -> Documents:
     query = read_query(DocumentsQuery, request.args)
     newest = query.order == "newest"
     documents, total = await service().database.run(
-        store.list_documents, query.limit, query.offset, name_pattern(query.q), newest
+        store.list_documents, query.limit, query.offset, contains_pattern(query.q), newest
     )
     carried = {"order": query.order} if newest else None  # the default goes without saying
     shown = [Document.of(doc) for doc in documents]
