@@ -213,7 +213,7 @@ def live_in_the_console(
         click("#workflow-form button[type=submit]")
         shows("#workflow-list", "Follow-up")
         click("#workflow-list button[aria-label='Test workflow Follow-up']")
-        seen["workflow_tested"] = shows("#workflow-outcome", "HTTP")
+        seen["workflow_tested"] = shows("#workflow-outcome", "works")
 
         # ------------------------------------------------ a website as a source
         page("websites", "#website-form")
@@ -313,7 +313,7 @@ async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
     assert "Customers" in seen["edited"]
     assert "1 row" in seen["dry_run"] and "pro" in seen["dry_run"]
     assert "ada@example.com" in seen["dry_run"]
-    assert "answered HTTP 200" in seen["workflow_tested"]
+    assert "Follow-up works: the workflow answered HTTP 200" in seen["workflow_tested"]
     assert len(receiver.requests) == 1 and receiver.requests[0].body["context"]["test"] is True
     assert "Shop site" in seen["website"]
 

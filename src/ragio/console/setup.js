@@ -291,7 +291,7 @@ PAGES.workflows = async (area) => {
     outcome.textContent = `Calling ${w.name}…`;
     try {
       const { data } = await api("POST", `/automation-workflows/${w.id}/test`);
-      outcome.textContent = `${w.name}: ${data.ok ? "answered" : "failed"}${data.status ? ` HTTP ${data.status}` : ""}${data.message ? `: ${data.message}` : ""}${data.elapsed_ms !== undefined ? ` (${data.elapsed_ms} ms)` : ""}`;
+      outcome.textContent = `${w.name} ${data.ok ? "works" : "fails"}: ${data.message} (${data.elapsed_ms} ms).`;
     } catch (error) { outcome.textContent = `${w.name}: ${error.message}`; }
   };
   const load = async () => {
