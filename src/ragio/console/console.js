@@ -664,7 +664,9 @@ PAGES.conversations = async (area) => {
     data.total || data.conversations.length ? pager({ id: "conversation-pages", first, shown: data.conversations.length,
       total: data.total ?? data.conversations.length,
       previous: cursors.length ? () => { before = cursors.pop(); guarded(list, load); } : null,
-      next: data.next_before ? () => { cursors.push(before); before = data.next_before; guarded(list, load); } : null }) : null);
+      // a full last page still has a next_before: the total says there is no more
+      next: data.next_before && first + data.conversations.length < (data.total ?? Infinity)
+        ? () => { cursors.push(before); before = data.next_before; guarded(list, load); } : null }) : null);
   };
   const search = (event) => { if (event) event.preventDefault(); cursors = []; before = 0; guarded(list, load); };
   for (const input of [channel, role, since, until]) input.addEventListener("change", search);
