@@ -20,9 +20,10 @@ function hinted(label, input, hint) {
   return wrapped;
 }
 
-// a list typed one item a line (or comma-separated): its items, blank ones dropped
-function items(text) {
-  return text.split(/[\n,]+/).map((item) => item.trim()).filter(Boolean);
+// a list typed one item a line (or, for addresses and patterns, comma-separated): its
+// items, blank ones dropped
+function items(text, separator = /[\n,]+/) {
+  return text.split(separator).map((item) => item.trim()).filter(Boolean);
 }
 
 // a background job (GET /jobs/{id}) until it ends, telling its progress
@@ -92,25 +93,20 @@ function sourceForm(kinds, existing, saved) {
     problem.textContent = "";
     const chosen = kind.value;
     try {
+      const chosenFile = file && file.files.length ? file.files[0] : null;
+      const body = { name: name.value };
+      if (userField.value.trim()) body.user_field = userField.value.trim();
+      body.sync_interval_minutes = interval.value ? Number(interval.value) : null;
       let data;
-      if (chosen === "csv" && file && file.files.length) {
+      if (chosenFile && !existing) {  // a new CSV source: the file itself, as a form
         const form = new FormData();
-        form.append("file", file.files[0]);
-        if (!existing) form.append("name", name.value);
-        if (userField.value.trim()) form.append("user_field", userField.value.trim());
-        if (interval.value) form.append("sync_interval_minutes", interval.value);
-        if (existing) {  // a new file for a stored source: its text replaces the content
-          const body = { name: name.value, content: await file.files[0].text() };
-          if (userField.value.trim()) body.user_field = userField.value.trim();
-          body.sync_interval_minutes = interval.value ? Number(interval.value) : null;
-          ({ data } = await api("PATCH", `/integrations/${existing.id}`, body));
-        } else ({ data } = await api("POST", "/integrations", form));
+        form.append("file", chosenFile);
+        for (const [key, value] of Object.entries(body)) if (value !== null) form.append(key, String(value));
+        ({ data } = await api("POST", "/integrations", form));
       } else {
-        const body = { name: name.value };
         if (!existing) body.source_type = chosen;
-        if (userField.value.trim()) body.user_field = userField.value.trim();
-        body.sync_interval_minutes = interval.value ? Number(interval.value) : null;
         if (!existing && body.sync_interval_minutes === null) delete body.sync_interval_minutes;
+        if (chosenFile) body.content = await chosenFile.text(); // a stored CSV source's new file
         for (const [fieldName, input] of Object.entries(inputs)) {
           const value = input.value.trim();
           const stored = existing && existing.credentials[fieldName];
@@ -148,7 +144,7 @@ function actionForm(sources, saved) {
     problem.textContent = "";
     try {
       const { data } = await api("POST", "/live-actions", { name: name.value, source_id: Number(source.value),
-        template: template.value, triggers: items(triggers.value), description: description.value });
+        template: template.value, triggers: items(triggers.value, /\n+/), description: description.value });
       await saved(data);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) return;
