@@ -333,6 +333,7 @@ def answer_in_the_inbox(
     base_url: str, conversation: int, token: str, shots: Path | None
 ) -> dict[str, Any]:
     """The owner, told a customer waits, answers from the inbox; what the owner saw."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as shown
@@ -341,7 +342,8 @@ def answer_in_the_inbox(
     seen: dict[str, Any] = {}
     driver = browser()
     try:
-        wait = WebDriverWait(driver, 20)
+        # the page draws its lists again as events come: an element read then is found anew
+        wait = WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,))
 
         def visible(selector: str) -> Any:
             return wait.until(shown.visibility_of_element_located((By.CSS_SELECTOR, selector)))
@@ -364,9 +366,17 @@ def answer_in_the_inbox(
         seen["badge"] = visible("#inbox-count").get_attribute("textContent")
 
         visible("a[href='#inbox']").click()
-        link = visible(f"#inbox-list a[href='#inbox/{conversation}']")
+        visible(f"#inbox-list a[href='#inbox/{conversation}']")
         seen["listed"] = text("#inbox-list li")
-        link.click()
+        # the list may be drawn again as the live events connect: found anew if so
+        wait.until(
+            lambda d: (
+                d.find_element(
+                    By.CSS_SELECTOR, f"#inbox-list a[href='#inbox/{conversation}']"
+                ).click()
+                or True
+            )
+        )
         wait.until(lambda d: len(transcript()) >= 2)
         seen["opened"] = transcript()
         seen["mode"] = text("#inbox-mode")
@@ -516,11 +526,13 @@ def answer_a_gap(base_url: str, folder: Path, shots: Path | None) -> dict[str, A
             visible(f"a[href='#{name}']").click()
             wait.until(shown.staleness_of(shown_before))
 
-        def ask() -> str:
+        def ask() -> str:  # in a new conversation: its one turn
+            visible("#chat-form")
             click("#new-conversation")
             driver.find_element(By.ID, "question").send_keys(GIFT, Keys.ENTER)
             visible("#chat-log .turn .answered-by")
-            return text("#chat-log .turn .from-ai")
+            [turn] = driver.find_elements(By.CSS_SELECTOR, "#chat-log .turn")
+            return str(turn.find_element(By.CSS_SELECTOR, ".from-ai").text)
 
         def upload(name: str, content: str) -> None:
             path = folder / name

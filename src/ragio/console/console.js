@@ -392,22 +392,25 @@ PAGES.chat = async (area) => {
   await roleOptions(role, "The service itself (no role)");
   showThread(0);
   if (conversation) {  // the conversation of this tab, shown again
+    const shown = conversation;
     try {
-      const { data } = await api("GET", `/conversations/${conversation}`);
-      if (data.role) role.value = data.role;
-      for (const t of data.turns) {
+      const { data } = await api("GET", `/conversations/${shown}`);
+      // begun anew meanwhile: its turns are not this conversation's; asked meanwhile:
+      // the turns read come before the one asked
+      if (conversation !== shown) return;
+      if (data.role && !log.children.length) role.value = data.role;
+      log.prepend(...data.turns.map((t) => {
         if (t.author === "person") {
-          log.append(el("li", { className: "turn" }, el("div", { className: "message from-person" },
-            el("p", { className: "who" }, el("strong", { text: "A person" })), el("p", { className: "text", text: t.answer }))));
-          continue;
+          return el("li", { className: "turn" }, el("div", { className: "message from-person" },
+            el("p", { className: "who" }, el("strong", { text: "A person" })), el("p", { className: "text", text: t.answer })));
         }
         const { item, answer } = chatTurn(t.question);
         fillAnswer(answer, Object.assign({}, t, { held: t.outcome === "to_person" }), data.id);
-        log.append(item);
-      }
-      showThread(data.turns.length);
+        return item;
+      }));
+      showThread(log.children.length);
     } catch (error) {
-      if (error instanceof ApiError && error.status === 404) restart(); else throw error;
+      if (error instanceof ApiError && error.status === 404 && conversation === shown) restart(); else throw error;
     }
   }
   question.focus();
@@ -844,10 +847,18 @@ PAGES.inbox = async (area, id) => {
     Object.entries(MODES).map(([value, text]) => el("option", { value, text })));
   const list = el("div", { id: "inbox-list" });
   const view = el("div", { id: "inbox-conversation", className: "card", tabIndex: -1, hidden: !id });
-  let wanted = INBOX_PAGE;
+  let wanted = INBOX_PAGE, drawn = "";
   const load = coalesced(() => guarded(list, async () => {
-    const { found, more } = await pagesUntil(`/conversations?mode=${filter.value}`, "conversations", wanted, INBOX_PAGE);
+    let found, more;
+    try {
+      ({ found, more } = await pagesUntil(`/conversations?mode=${filter.value}`, "conversations", wanted, INBOX_PAGE));
+    } catch (error) { drawn = ""; throw error; } // the failure shown (guarded): drawn anew next time
     const read = sortedForInbox(found);
+    // drawn again only when it changed: an event that changed nothing here (or the
+    // stream's reconnection) leaves the links under the owner's pointer in place
+    const now = JSON.stringify([filter.value, more, read]);
+    if (now === drawn) return;
+    drawn = now;
     put(list, read.length ? el("ul", { className: "inbox-list", "aria-label": MODES[filter.value] },
       read.map((c) => el("li", {}, el("a", { href: `#inbox/${c.id}`, "aria-current": String(c.id) === id ? "page" : null },
         el("span", {}, el("strong", { text: `Conversation ${c.id}` }), ` · ${c.channel}`),
