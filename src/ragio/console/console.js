@@ -484,14 +484,14 @@ PAGES.documents = async (area) => {
             if (name === null || !name.trim() || name.trim() === d.name) return;
             await guarded(list, async () => {
               await api("PATCH", `/documents/${d.id}`, { name });
-              say(`Renamed ${d.name} to ${name.trim()}.`);
               await load();
+              say(`Renamed ${d.name} to ${name.trim()}.`);
             });
           } }),
         el("button", { type: "button", className: "danger", text: "Delete",
           "aria-label": `Delete ${d.name}`, onclick: async () => {
             if (!confirm(`Delete ${d.name}? Answers stop citing it.`)) return;
-            await guarded(list, async () => { await api("DELETE", `/documents/${d.id}`); say(`Deleted ${d.name}.`); await load(); });
+            await guarded(list, async () => { await api("DELETE", `/documents/${d.id}`); await load(); say(`Deleted ${d.name}.`); });
           } }))],
     ], data.documents, empty),
     data.total ? pager({ id: "document-pages", first: offset, shown: data.documents.length, total: data.total,
@@ -797,30 +797,32 @@ function inboxConversation(view, id, changed) {
       text: `${when(h.at)} · ${h.event === "refused" ? "refused" : `${MODES[h.from_mode] || h.from_mode} → ${MODES[h.to_mode] || h.to_mode}`} · by ${h.by}${h.detail ? ` · ${h.detail}` : ""}` })));
   });
 
-  const act = async (work) => {
+  // the outcome is said once the page shows it
+  const act = async (work, done) => {
     problem.textContent = "";
+    let failed = false;
     try { await work(); } catch (error) {
       if (error instanceof ApiError && error.status === 401) return;
       problem.textContent = error.message;
+      failed = true;
     }
     await refresh();
     changed();
+    if (done && !failed) say(done);
   };
   const reply = (event) => {
     event.preventDefault();
     if (!text.value.trim() || send.disabled) return;
     send.disabled = true;
+    let sent = false;
     act(async () => {
       const { data } = await api("POST", `/conversations/${id}/messages`, { text: text.value });
       text.value = "";
-      if (data.delivered) say("Sent.");
-      else problem.textContent = `Kept in the conversation but not delivered: ${data.detail}`;
-    }).finally(() => { send.disabled = text.disabled; text.focus(); });
+      sent = data.delivered;
+      if (!sent) problem.textContent = `Kept in the conversation but not delivered: ${data.detail}`;
+    }).then(() => { if (sent) say("Sent."); }).finally(() => { send.disabled = text.disabled; text.focus(); });
   };
-  const moveTo = (to, done) => () => act(async () => {
-    await api("POST", `/conversations/${id}/mode`, { mode: to });
-    say(done);
-  });
+  const moveTo = (to, done) => () => act(() => api("POST", `/conversations/${id}/mode`, { mode: to }), done);
   const takeOver = el("button", { type: "button", id: "take-over", text: "Take over", onclick: moveTo("human", "You answer it now.") });
   const handBack = el("button", { type: "button", id: "hand-back", className: "secondary", text: "Hand back to AI", onclick: moveTo("ai", "The AI answers it again.") });
   const close = el("button", { type: "button", id: "close-conversation", className: "danger", text: "Close", onclick: () => {
@@ -894,14 +896,14 @@ PAGES.approvals = async (area) => {
       ["off", "semi", "full"].map((m) => el("option", { value: m, text: m, selected: autonomy.mode === m })));
     put(settings, el("form", { className: "row card", onsubmit: async (e) => {
       e.preventDefault();
-      await guarded(settings, async () => { await api("POST", "/autonomy", { mode: mode.value }); say(`Autonomy is ${mode.value}.`); await load(); });
+      await guarded(settings, async () => { await api("POST", "/autonomy", { mode: mode.value }); await load(); say(`Autonomy is ${mode.value}.`); });
     } }, field("Autonomy", mode), el("button", { type: "submit", text: "Save" }),
       el("p", { className: "muted", text: `Owner for YES/NO: ${autonomy.approval_channel || "none"} ${autonomy.approval_target || ""}` })));
     const decide = (action, verb) => async () => {
       await guarded(pending, async () => {
         const { data } = await api("POST", `/autonomy/pending/${action.id}/${verb}`);
-        say(`Action ${data.id}: ${data.status}.`);
         await load();
+        say(`Action ${data.id}: ${data.status}.`);
       });
     };
     put(pending, el("h3", { text: "Waiting for you" }), table("Held actions", [
@@ -1099,9 +1101,10 @@ function gapItem(group, answered) {
 function ownerAnswerItem(answer, changed) {
   const body = el("div", {});
   const problem = el("p", { className: "error", role: "alert" });
-  const act = async (work) => {
+  // the outcome is said once the page shows it
+  const act = async (work, done) => {
     problem.textContent = "";
-    try { await work(); await changed(); } catch (error) { problem.textContent = problemText(error) || ""; }
+    try { await work(); await changed(); if (done) say(done); } catch (error) { problem.textContent = problemText(error) || ""; }
   };
   const reading = () => put(body, 
     el("p", { className: "answer", text: answer.answer }),
@@ -1110,14 +1113,14 @@ function ownerAnswerItem(answer, changed) {
       el("button", { type: "button", className: "secondary", text: "Edit", "aria-label": `Edit answer ${answer.id}`, onclick: editing }), " ",
       el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete answer ${answer.id}`, onclick: () => {
         if (confirm("Delete this answer? Its questions are answered from the documents again.")) {
-          act(async () => { await api("DELETE", `/answers/${answer.id}`); say("Answer deleted."); });
+          act(() => api("DELETE", `/answers/${answer.id}`), "Answer deleted.");
         }
       } })));
   const editing = () => {
     const text = el("textarea", { className: "edit-answer", required: true, maxLength: 4000, value: answer.answer });
     put(body, el("form", { className: "stack", onsubmit: (event) => {
       event.preventDefault();
-      act(async () => { await api("PATCH", `/answers/${answer.id}`, { answer: text.value }); say("Answer changed."); });
+      act(() => api("PATCH", `/answers/${answer.id}`, { answer: text.value }), "Answer changed.");
     } }, field("Answer", text), el("div", {}, el("button", { type: "submit", text: "Save" }), " ",
       el("button", { type: "button", className: "secondary", text: "Cancel", onclick: reading }))));
     text.focus();

@@ -227,12 +227,12 @@ PAGES.integrations = async (area) => {
       el("button", { type: "button", className: "secondary", text: "Test", "aria-label": `Test ${s.name}`, onclick: test(s) }), " ",
       el("button", { type: "button", className: "secondary", text: "Sync", "aria-label": `Sync ${s.name}`, onclick: sync(s) }), " ",
       el("button", { type: "button", className: "secondary", text: "Edit", "aria-label": `Edit ${s.name}`, onclick: () => {
-        put(editing, sourceForm(kinds, s, async (data) => { put(editing); say(`Saved ${data.name}.`); await loadSources(); }));
+        put(editing, sourceForm(kinds, s, async (data) => { put(editing); await loadSources(); say(`Saved ${data.name}.`); }));
         editing.querySelector("input").focus();
       } }), " ",
       el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete ${s.name}`, onclick: async () => {
         if (!confirm(`Delete ${s.name}? Its synced records and its live-data actions are deleted too.`)) return;
-        await guarded(sources, async () => { await api("DELETE", `/integrations/${s.id}`); say(`Deleted ${s.name}.`); await loadSources(); await loadActions(); });
+        await guarded(sources, async () => { await api("DELETE", `/integrations/${s.id}`); await loadSources(); await loadActions(); say(`Deleted ${s.name}.`); });
       } }))],
   ], known, el("div", {}, el("p", { text: "No data sources yet. A data source is one of your databases or business tools (PostgreSQL, MySQL, MongoDB, a REST API, HubSpot, Salesforce, Shopify, Google Sheets, Stripe, or a CSV file): live-data actions look up a customer's order or account in it while they wait." }),
     el("p", { text: "Add one with the form below, then Test it." }))));
@@ -252,15 +252,15 @@ PAGES.integrations = async (area) => {
     ["", (a) => el("div", {}, dryRun(a),
       el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete action ${a.name}`, onclick: async () => {
         if (!confirm(`Delete ${a.name}?`)) return;
-        await guarded(actions, async () => { await api("DELETE", `/live-actions/${a.id}`); say(`Deleted ${a.name}.`); await loadActions(); });
+        await guarded(actions, async () => { await api("DELETE", `/live-actions/${a.id}`); await loadActions(); say(`Deleted ${a.name}.`); });
       } }))],
   ], firstList(actionList), known.length ? "No live-data actions yet: add one below, then try it with a dry run."
     : "No live-data actions yet: add a data source first."));
-  const actionSaved = async (data) => { say(`Added ${data.name}; try it with a dry run.`); await loadActions(); put(actionAdding, actionForm(known, actionSaved)); };
+  const actionSaved = async (data) => { await loadActions(); put(actionAdding, actionForm(known, actionSaved)); say(`Added ${data.name}; try it with a dry run.`); };
   const sourceSaved = async (data) => {
-    say(`Added ${data.name}; test it to see that it answers.`);
     put(adding, sourceForm(kinds, null, sourceSaved));
     await loadSources();
+    say(`Added ${data.name}; test it to see that it answers.`);
   };
   put(adding, sourceForm(kinds, null, sourceSaved));
   drawSources();
@@ -316,9 +316,9 @@ PAGES.workflows = async (area) => {
         channels: ticks.filter((t) => t.checked).map((t) => t.value) };
       try {
         await api("POST", "/automation-workflows", body);
-        say("Workflow added: test it to see that it answers.");
         name.value = url.value = "";
         await load();
+        say("Workflow added: test it to see that it answers.");
       } catch (error) {
         if (!(error instanceof ApiError && error.status === 401)) problem.textContent = `Not added: ${error.message}`;
       }
@@ -399,7 +399,7 @@ PAGES.websites = async (area, id) => {
           onclick: () => guarded(pages, () => showPages(w)) }), " ",
         el("button", { type: "button", className: "danger", text: "Delete", "aria-label": `Delete website ${w.name}`, onclick: async () => {
           if (!confirm(`Delete ${w.name}? The documents its crawls stored are deleted too.`)) return;
-          await guarded(list, async () => { await api("DELETE", `/websites/${w.id}`); say(`Deleted ${w.name}.`); put(pages); await load(); });
+          await guarded(list, async () => { await api("DELETE", `/websites/${w.id}`); put(pages); await load(); say(`Deleted ${w.name}.`); });
         } }))],
     ], websites, "No websites yet. Add your website below: each page a crawl keeps becomes a document, answers cite and link to it, and later crawls keep them in step with the site."));
     if (id && !pages.children.length) {
@@ -416,9 +416,9 @@ PAGES.websites = async (area, id) => {
         crawl_every_minutes: Number(every.value) };
       try {
         const { data } = await api("POST", "/websites", body);
-        say(`Added ${data.name}: crawl it now to read its pages.`);
         name.value = starts.value = sitemaps.value = include.value = exclude.value = "";
         await load();
+        say(`Added ${data.name}: crawl it now to read its pages.`);
       } catch (error) {
         if (!(error instanceof ApiError && error.status === 401)) {
           const named = error.body && error.body.field ? ` (${error.body.field})` : "";
