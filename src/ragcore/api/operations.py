@@ -2,8 +2,10 @@
 the OpenAPI 3.1 document made from those declarations and the shapes they name.
 
 The summary is the first line of the route's docstring, the description the rest.
-Errors are named by status only: each is a problem+json body (``Problem``); 401 is
-added for every route behind the API key, and 400 and 415 for every JSON body.
+Errors are named by status only: each is a problem+json body (``Problem``); 401, 403
+(a key without the scope) and 429 (a key over its rate) are added for every route behind
+the API key, and 400 and 415 for every JSON body. Each route's security requirement lists
+the scopes that open it (``ragcore.api.keys.ROUTE_SCOPES``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, ParamSpec
 
 import attrs
 
+from ragcore.api.keys import scopes_of
 from ragcore.api.problems import Problem
 from ragcore.schema import OneOf, Schemas
 
@@ -84,12 +87,24 @@ def openapi_document(
         found = declared(route)
         if found is None:
             raise ValueError(f"{method} {path} declares no @operation")
-        paths.setdefault(path, {})[method.lower()] = _operation(path, route, found, schemas)
+        described = _operation(path, route, found, schemas)
+        if not found.open:
+            described["security"] = [{"ApiKey": list(scopes_of(method, path))}]
+        paths.setdefault(path, {})[method.lower()] = described
     return {
         "openapi": "3.1.0",
         "info": info,
         "components": {
-            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "securitySchemes": {
+                "ApiKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "X-API-Key",
+                    "description": "SERVICE_API_KEY, or a key made with POST /keys (also as "
+                    "Authorization: Bearer). An operation's security lists the scopes that "
+                    "open it; admin opens every one.",
+                }
+            },
             "responses": {
                 "Problem": {
                     "description": "An RFC 9457 problem",
@@ -137,7 +152,7 @@ def _operation(path: str, route: Callable[..., Any], op: Operation, schemas: Sch
         }
     errors = set(op.errors) | ({400, 415} if op.body is not None else set())
     if not op.open:
-        errors.add(401)
+        errors |= {401, 403, 429}
     responses: dict[str, Any] = {}
     for reply in op.replies:  # replies of one status in several media types: one answer
         answer: dict[str, Any] = responses.setdefault(str(reply.status), {})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +30,7 @@ from ragio.http import (
     health,
     integrations,
     jobs,
+    keys,
     live_actions,
     metrics,
     openai_compat,
@@ -45,7 +45,7 @@ from ragio.http import (
     widget_sites,
     workflows,
 )
-from ragio.http.access import presented_key
+from ragio.http.access import Unknown, admit, presented_key
 from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
@@ -116,11 +116,11 @@ def create_app(svc: Service) -> QuartTrio:
         widget,
         websites,
         widget_sites,
+        keys,
     )
     for module in modules:
         app.register_blueprint(module.blueprint)
 
-    api_key = svc.settings.service_api_key.encode("utf-8")
     open_paths = (*OPEN_PATHS, metrics.PATH) if svc.settings.metrics_public else OPEN_PATHS
     fixed: dict[str, Mapping[str, frozenset[str]]] = {}
 
@@ -144,11 +144,22 @@ def create_app(svc: Service) -> QuartTrio:
 
     @app.before_request
     async def require_api_key() -> Response | None:
-        if not api_key or request.path in open_paths or request.path.startswith(OPEN_PREFIXES):
+        """The request's key admitted to its route (``ragio.http.access.admit``): a key
+        not known is a 401 saying how it came; revoked or expired, 401; over its rate,
+        429; without the route's scope, 403."""
+        if request.path in open_paths or request.path.startswith(OPEN_PREFIXES):
+            return None
+        rule = request.url_rule
+        path = rule.rule.replace("<", "{").replace(">", "}") if rule is not None else None
+        try:
+            await admit(path)
+        except Unknown:
+            pass
+        except Problem as error:
+            return error_response(error, getattr(error, "headers", None))
+        else:
             return None
         given = presented_key()
-        if hmac.compare_digest(given, api_key):
-            return None
         if not given:
             detail = "send the API key in the X-API-Key header or as Authorization: Bearer <key>"
         elif "X-API-Key" in request.headers:
