@@ -74,6 +74,10 @@ class Caps:
     role_monthly: int = 0
     role_daily_overrides: tuple[tuple[str, int], ...] = ()
     role_monthly_overrides: tuple[tuple[str, int], ...] = ()
+    #: the API key that asks (``ragcore.api.keys``; None: the owner's key, or a channel),
+    #: whose calls are counted as its own, and its own cap a UTC day
+    key_id: int | None = None
+    key_daily: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Caps:
@@ -91,6 +95,7 @@ class Caps:
         return bool(
             self.daily
             or self.monthly
+            or self.key_daily
             or self.role_daily
             or self.role_monthly
             or any(t for _, t in self.role_daily_overrides)
@@ -116,6 +121,7 @@ class Totals:
     month: int = 0
     role_day: int = 0
     role_month: int = 0
+    key_day: int = 0
 
 
 @attrs.frozen
@@ -136,7 +142,7 @@ class Capped:
     """A cap the call does not fit under. ``wait``: it would fit once the calls in flight
     settle (they hold more than they usually use), so waiting for them may help."""
 
-    scope: str  # which cap: "daily", "monthly", "role daily", "role monthly"
+    scope: str  # which cap: "daily", "monthly", "role daily", "role monthly", "key daily"
     cap: int
     used: int
     wait: bool = False
@@ -165,6 +171,7 @@ def tightest(totals: Totals, caps: Caps, role: str | None) -> Room | None:
             ("monthly", caps.monthly, totals.month),
             ("role daily", role_daily, totals.role_day),
             ("role monthly", role_monthly, totals.role_month),
+            ("key daily", caps.key_daily, totals.key_day),
         )
         if cap
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,12 +47,16 @@ class Holder:
 
 
 OWNER = Holder(None, "SERVICE_API_KEY", ("admin",))
+#: the name of the key made with /keys that the running request came with (None: none),
+#: for the metrics of the provider calls it makes
+ASKING_KEY: ContextVar[str | None] = ContextVar("ragchat_asking_key", default=None)
 
 
 @attrs.frozen
 class Refused:
     """A key that exists but may not be used now: ``why`` is the 401's detail."""
 
+    name: str
     why: str
 
 
@@ -59,6 +64,7 @@ class Refused:
 class Limited:
     """A key over its requests a minute."""
 
+    name: str
     limit: int
 
 
@@ -196,9 +202,9 @@ def admit(conn: psycopg.Connection, given: str, now: datetime) -> Holder | Refus
         return None
     key_id, name, scopes, per_minute, per_day, expires, revoked, used = row
     if revoked is not None:
-        return Refused(f"this API key ({name}) was revoked")
+        return Refused(name, f"this API key ({name}) was revoked")
     if expires is not None and expires <= now:
-        return Refused(f"this API key ({name}) expired at {expires.isoformat()}")
+        return Refused(name, f"this API key ({name}) expired at {expires.isoformat()}")
     if per_minute:
         minute = window_start(now)
         counted = conn.execute(
@@ -209,7 +215,7 @@ def admit(conn: psycopg.Connection, given: str, now: datetime) -> Holder | Refus
             (key_id, minute, per_minute),
         ).fetchone()
         if counted is None:
-            return Limited(per_minute)
+            return Limited(name, per_minute)
         if counted[0] == 1:  # the minute's first request clears the key's older minutes
             conn.execute(
                 "DELETE FROM api_key_minutes WHERE key_id = %s AND minute < %s",

@@ -86,6 +86,21 @@ TOKENS = Counter(
     ("provider", "role", "kind"),
     registry=REGISTRY,
 )
+API_KEY_REQUESTS = Counter(
+    "ragchat_api_key_requests",
+    "Requests made with API keys made with /keys (SERVICE_API_KEY's are not counted), by key "
+    "(its name: at most a thousand keys) and result: allowed, forbidden (403: not its "
+    "scope), limited (429: over its rate), refused (401: revoked or expired)",
+    ("key", "result"),
+    registry=REGISTRY,
+)
+API_KEY_TOKENS = Counter(
+    "ragchat_api_key_tokens",
+    "Model tokens (prompt and completion) of the questions asked with API keys made with "
+    "/keys, by key (its name)",
+    ("key",),
+    registry=REGISTRY,
+)
 WIDGET_QUESTIONS = Counter(
     "ragchat_widget_questions",
     "Questions the chat widget's visitors asked, by result: taken, or the quota that "

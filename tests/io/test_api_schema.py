@@ -445,6 +445,19 @@ async def exercise_every_route(c: Checker) -> None:
     await c.send("DELETE", f"{sites}/{{id}}", one)
     await c.send("DELETE", f"{sites}/{{id}}", one)
 
+    # API keys: made (shown once), listed, read, changed, revoked; refused input
+    made = (await c.send("POST", "/keys", json={"name": "site", "scopes": ["chat"]})).json()
+    await c.send("POST", "/keys", json={"name": "site", "scopes": ["chat"]})  # 409
+    await c.send("POST", "/keys", json={"name": "x", "scopes": ["root"]})  # 422
+    await c.send("GET", "/keys")
+    key = f"/keys/{made['id']}"
+    await c.send("GET", "/keys/{id}", key)
+    await c.send("GET", "/keys/{id}", "/keys/999")
+    await c.send("PATCH", "/keys/{id}", key, json={"requests_per_minute": 60})
+    await c.send("PATCH", "/keys/{id}", key, json={"scopes": []})  # 422
+    await c.send("DELETE", "/keys/{id}", key)
+    await c.send("DELETE", "/keys/{id}", "/keys/999")
+    await c.send("PATCH", "/keys/{id}", key, json={"name": "revoked"})  # 404: revoked
     # websites as sources: created, crawled (a job), their pages listed, deleted
     websites = "/websites"
     start = {"name": "shop", "start_urls": ["https://shop.example.com/"]}

@@ -47,6 +47,7 @@ PAGES = [
     ("sites", "#site-list"),
     ("calls", "#call-list"),
     ("usage", "svg.chart"),
+    ("keys", "#key-list table"),
     ("status", "#status-items"),
 ]
 
@@ -225,6 +226,17 @@ def live_in_the_console(
         page("status", "#status-items")
         seen["status"] = text("#status-items")
 
+        # ------------------------------------------------ a key made, shown once, revoked
+        page("keys", "#key-form")
+        visible("#key-name").send_keys("Website backend")
+        click("#key-scope-read")
+        click("#key-form button[type=submit]")
+        seen["key_made"] = visible("#key-made").text
+        seen["key_listed"] = shows("#key-list", "Website backend")
+        click("#key-list button[aria-label='Revoke key Website backend']")
+        wait.until(shown.alert_is_present()).accept()
+        seen["key_revoked"] = shows("#key-list", "revoked")
+
         # ------------------------------------------------ every page, desktop and phone
         for width, suffix in ((1280, ""), (390, "-phone")):
             driver.set_window_size(width, 900 if width > 400 else 844)
@@ -316,6 +328,11 @@ async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
     assert "Follow-up works: the workflow answered HTTP 200" in seen["workflow_tested"]
     assert len(receiver.requests) == 1 and receiver.requests[0].body["context"]["test"] is True
     assert "Shop site" in seen["website"]
+    made = seen["key_made"]  # shown once, in full; listed by its first characters only
+    assert made.startswith("rck_") and len(made) == 47
+    assert made not in seen["key_listed"] and made[:10] in seen["key_listed"]
+    assert "read, chat" in seen["key_listed"]
+    assert "Revoke" not in seen["key_revoked"]
 
     assert "sk-console-model" not in seen["status"]
     assert "Answering: Working" in seen["status"] and "openai" in seen["status"]

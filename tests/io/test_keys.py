@@ -137,3 +137,48 @@ async def test_keys_are_refused_clearly(api: httpx.AsyncClient) -> None:
     # a key of the right form that the service never made
     unknown = await api.get("/documents", headers={"X-API-Key": "rck_" + "A" * 43})
     assert unknown.status_code == 401
+
+
+async def test_a_chat_key_sees_and_continues_only_its_own_conversations(
+    api: httpx.AsyncClient,
+) -> None:
+    """Offline answers (no provider): a chat key's conversations are its own; the owner's
+    and another key's are as unknown to it as ones never begun, and it cannot read the
+    owner's documents."""
+    await api.post(
+        "/documents",
+        json={"name": "hours.md", "text": "# Hours\n\nThe shop opens at 9 am on weekdays."},
+        headers=OWNER,
+    )
+    site = await make_key(api, name="website", scopes=["chat"])
+    shop = await make_key(api, name="shop app", scopes=["chat"])
+    as_site, as_shop = {"X-API-Key": site["key"]}, {"X-API-Key": shop["key"]}
+    question = {"question": "When does the shop open?"}
+    mine = (await api.post("/chat", json=question, headers=as_site)).json()["conversation_id"]
+    theirs = (await api.post("/chat", json=question, headers=as_shop)).json()["conversation_id"]
+    owners = (await api.post("/chat", json=question, headers=OWNER)).json()["conversation_id"]
+
+    listed = (await api.get("/conversations", headers=as_site)).json()
+    assert [c["id"] for c in listed["conversations"]] == [mine] and listed["total"] == 1
+    everyone = (await api.get("/conversations", headers=OWNER)).json()
+    assert {c["id"] for c in everyone["conversations"]} == {mine, theirs, owners}
+    assert (await api.get(f"/conversations/{mine}", headers=as_site)).status_code == 200
+    for other in (theirs, owners):
+        assert (await api.get(f"/conversations/{other}", headers=as_site)).status_code == 404
+        followup = await api.post(
+            "/chat", json={**question, "conversation_id": other}, headers=as_site
+        )
+        assert followup.status_code == 404
+        rated = await api.post(
+            f"/conversations/{other}/turns/1/feedback", json={"rating": "up"}, headers=as_site
+        )
+        assert rated.status_code == 404
+    again = await api.post("/chat", json={**question, "conversation_id": mine}, headers=as_site)
+    assert again.status_code == 200 and again.json()["conversation_id"] == mine
+    rated = await api.post(
+        f"/conversations/{mine}/turns/1/feedback", json={"rating": "up"}, headers=as_site
+    )
+    assert rated.status_code == 204
+    documents = await api.get("/documents", headers=as_site)
+    assert documents.status_code == 403
+    assert "needs the read or ingest scope" in documents.json()["detail"]

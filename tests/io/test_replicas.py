@@ -748,3 +748,147 @@ async def test_a_handoff_made_through_one_process_is_respected_by_the_other(repl
     assert written.status_code == 201 and written.json()["delivered"] is True
     assert to_customer()[-1] == "Hello, it's Ann."
     assert replicas.errors() == []
+
+
+# ---------------------------------------------------------------- 9. API keys
+
+
+async def make_key(client: httpx.AsyncClient, url: str, **fields: Any) -> dict[str, Any]:
+    made = await client.post(f"{url}/keys", json=fields)
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+async def test_a_key_revoked_or_expired_in_one_process_is_refused_by_both_at_once(replicas, client):
+    """No SERVICE_API_KEY here: a request without a key is the owner's, and one with a key
+    made with /keys is held to that key, whichever process it reaches."""
+    a, b = replicas.both
+    key = await make_key(client, a.url, name="revoked soon", scopes=["read"])
+    headers = {"X-API-Key": key["key"]}
+    for replica in replicas.both:
+        assert (await client.get(f"{replica.url}/documents", headers=headers)).status_code == 200
+    revoked = await client.delete(f"{b.url}/keys/{key['id']}")
+    assert revoked.status_code == 204
+    for replica in replicas.both:  # the very next request, in either process
+        refused = await client.get(f"{replica.url}/documents", headers=headers)
+        assert refused.status_code == 401
+        assert refused.json()["detail"] == "this API key (revoked soon) was revoked"
+
+    expiring = await make_key(client, b.url, name="expiring", scopes=["read"], expires_in_days=1)
+    headers = {"X-API-Key": expiring["key"]}
+    replicas.query(  # a day later: the moment it expires is two seconds from now
+        "UPDATE api_keys SET expires_at = now() + interval '2 seconds' WHERE id = %s RETURNING id",
+        expiring["id"],
+    )
+    for replica in replicas.both:
+        assert (await client.get(f"{replica.url}/documents", headers=headers)).status_code == 200
+    await trio.sleep(2.1)
+    for replica in replicas.both:
+        refused = await client.get(f"{replica.url}/documents", headers=headers)
+        assert refused.status_code == 401
+        assert "this API key (expiring) expired at" in refused.json()["detail"]
+    assert replicas.errors() == []
+
+
+async def test_a_keys_rate_holds_exactly_with_concurrent_clients_through_both(replicas, client):
+    """A key of 10 requests a minute, asked 30 times at once, 15 through each process,
+    every request made to wait at the same moment (the minute's counts locked until every
+    pooled connection of both processes waits): exactly 10 get through, the other 20 are
+    429 with Retry-After, the seconds to the next minute. Another key is not held by it."""
+    key = await make_key(
+        client, replicas.a.url, name="ten a minute", scopes=["chat"], requests_per_minute=10
+    )
+    other = await make_key(client, replicas.b.url, name="unlimited", scopes=["chat"])
+    if time.time() % 60 > 45:  # the burst and the checks below fit in one minute
+        await trio.sleep(60.5 - time.time() % 60)
+    headers = {"X-API-Key": key["key"]}
+    replies = await released_together(
+        replicas,
+        "api_key_minutes",
+        *(
+            partial(client.get, f"{r.url}/v1/models", headers=headers)
+            for r in replicas.both
+            for _ in range(15)
+        ),
+    )
+    left = 60 - time.time() % 60
+    statuses = sorted(r.status_code for r in replies)
+    assert statuses == [200] * 10 + [429] * 20
+    for limited in (r for r in replies if r.status_code == 429):
+        assert abs(int(limited.headers["Retry-After"]) - left) <= 2
+        assert limited.json()["error"]["message"] == (
+            "this API key's limit of 10 requests a minute is reached"
+        )
+    for replica in replicas.both:  # still over it in either process; the other key is not
+        again = await client.get(f"{replica.url}/v1/models", headers=headers)
+        assert again.status_code == 429
+        free = await client.get(f"{replica.url}/v1/models", headers={"X-API-Key": other["key"]})
+        assert free.status_code == 200
+    metrics = (await client.get(f"{replicas.a.url}/metrics")).text
+    assert 'ragchat_api_key_requests_total{key="ten a minute",result="limited"}' in metrics
+    assert replicas.errors() == []
+
+
+def key_tokens(replicas: Replicas, key_id: int) -> tuple[int, int]:
+    """(tokens settled, rows still reserved) of an API key in the ledger."""
+    [(used, held)] = replicas.query(
+        """SELECT coalesce(sum(prompt_tokens + completion_tokens)
+                           FILTER (WHERE state = 'settled'), 0),
+                  count(*) FILTER (WHERE state = 'reserved')
+             FROM usage_records WHERE api_key_id = %s""",
+        key_id,
+    )
+    return int(used), int(held)
+
+
+async def test_a_keys_daily_tokens_hold_across_both_and_are_its_own(replicas, client):
+    """A chat key of 1,200 tokens a day, asked twenty times at once through both processes
+    with every reservation made to wait at the same moment: the tokens it used never pass
+    its limit, the others get the usage-limit answer without the provider being called,
+    and another key's questions are not counted against it. /usage shows each key's."""
+    openai = replicas.fakes.openai
+    key = await make_key(
+        client, replicas.a.url, name="website", scopes=["chat"], tokens_per_day=1200
+    )
+    other = await make_key(client, replicas.b.url, name="reports", scopes=["chat", "read"])
+    asked = await client.post(
+        f"{replicas.b.url}/chat",
+        params={"question": QUESTION},
+        headers={"X-API-Key": other["key"]},
+    )
+    assert asked.status_code == 200 and not asked.json()["limited"]
+    calls_before = len(openai.requests_to("/v1/chat/completions"))
+    headers = {"X-API-Key": key["key"]}
+    replies = await released_together(
+        replicas,
+        "usage_records",
+        *(
+            partial(client.post, f"{r.url}/chat", params={"question": QUESTION}, headers=headers)
+            for r in replicas.both
+            for _ in range(10)
+        ),
+    )
+    assert [r.status_code for r in replies] == [200] * 20
+    bodies = [r.json() for r in replies]
+    answered = [b for b in bodies if not b["limited"]]
+    limited = [b for b in bodies if b["limited"]]
+    assert answered and limited
+    assert all(b["answer"] == LIMIT_REACHED for b in limited)
+    used, held = key_tokens(replicas, key["id"])
+    assert held == 0 and used == sum(tokens(b) for b in answered) <= 1200
+    per_answer = max(tokens(b) for b in answered)
+    assert len(answered) >= 1200 // per_answer - 1  # what fits, no more
+    assert len(openai.requests_to("/v1/chat/completions")) - calls_before == len(answered)
+    # at the edge: what is left is less than a question's least prompt, in either process
+    for replica in replicas.both:
+        after = await client.post(
+            f"{replica.url}/chat", params={"question": QUESTION}, headers=headers
+        )
+        assert after.json()["answer"] == LIMIT_REACHED
+    usage = (await client.get(f"{replicas.a.url}/usage")).json()
+    by_key = {row["key"]: row for row in usage["this_month_by_key"]}
+    assert by_key["website"]["total_tokens"] == used
+    assert by_key["reports"]["total_tokens"] == tokens(asked.json())
+    listed = (await client.get(f"{replicas.b.url}/keys/{key['id']}")).json()
+    assert listed["usage"]["tokens_today"] == used
+    assert replicas.errors() == []

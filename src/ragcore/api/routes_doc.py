@@ -11,14 +11,16 @@ METHODS = ("get", "post", "put", "patch", "delete")
 
 
 def render_routes(document: Mapping[str, Any]) -> str:
-    """A markdown table: method, path and summary of every operation, by path, and
-    whether it needs the API key (an operation with ``security: []`` is open)."""
-    rows = ["| Method | Path | What it does | Key needed¹ |", "|---|---|---|---|"]
+    """A markdown table: method, path and summary of every operation, by path, and the
+    scopes of the API keys that open it (``open``: an operation with ``security: []``
+    needs no key)."""
+    rows = ["| Method | Path | What it does | Scopes¹ |", "|---|---|---|---|"]
     for path in sorted(document["paths"]):
         item = document["paths"][path]
         for method in (m for m in METHODS if m in item):
             operation = item[method]
             summary = str(operation.get("summary", "")).replace("|", "\\|")
-            key = "no" if operation.get("security") == [] else "yes"
-            rows.append(f"| `{method.upper()}` | `{path}` | {summary} | {key} |")
+            security = operation.get("security")
+            scopes = ", ".join(security[0]["ApiKey"]) if security else "open"
+            rows.append(f"| `{method.upper()}` | `{path}` | {summary} | {scopes} |")
     return "\n".join(rows) + "\n"

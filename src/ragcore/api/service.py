@@ -107,6 +107,13 @@ class Usage:
     by_month: list[dict[str, Any]]
     this_month_by_role: list[dict[str, Any]]
     this_month_by_provider: list[dict[str, Any]]
+    this_month_by_key: Annotated[
+        list[dict[str, Any]],
+        described(
+            "by API key (key: its name; null: SERVICE_API_KEY and the channels no key asks "
+            "on, such as Telegram and calls), as the other lists, with key_id"
+        ),
+    ] = attrs.field(factory=list)
 
     @classmethod
     def of(cls, ledger: bool, caps: Caps, totals: Totals, summary: dict[str, Any]) -> Usage:

@@ -58,6 +58,7 @@ class TurnRecord:
     author: str = "ai"  # ai, customer (a message for a person), person
     person: str | None = None  # the person who wrote (console, telegram owner)
     reply_to: dict[str, Any] | None = None  # where a person's message reaches the customer
+    api_key_id: int | None = None  # the API key that asked (a conversation it begins is its)
 
 
 @attrs.frozen
@@ -85,6 +86,8 @@ class LoadConversation(Effect[Ongoing]):
     key: str | None = None
     idle_minutes: int = IDLE_MINUTES
     conversation_id: int | None = None
+    #: only a conversation asked with this API key (a chat key's; another is unknown)
+    api_key_id: int | None = None
 
 
 @attrs.frozen
@@ -147,6 +150,7 @@ def turn_record(
     started: datetime | None = None,
     turn: int | None = None,
     reply_to: dict[str, Any] | None = None,
+    api_key_id: int | None = None,
 ) -> TurnRecord:
     """The record of ``request``'s turn: answered with ``outcome``, or failed (None).
     ``key``: the conversation's continuation key; None keeps the exchanges' hash."""
@@ -163,6 +167,7 @@ def turn_record(
             started=started,
             turn=turn,
             reply_to=reply_to,
+            api_key_id=api_key_id,
         )
     exchanges = [
         *request.history,
@@ -186,4 +191,5 @@ def turn_record(
         turn=turn,
         author="customer" if outcome.held else "ai",
         reply_to=reply_to,
+        api_key_id=api_key_id,
     )

@@ -69,7 +69,9 @@ class TurnRequest:
     (``request.history``, the OpenAI protocol; none: the turn begins a conversation).
     ``turn``: its number in the conversation, when the channel numbers them (a call);
     ``reply_to``: where a person's message reaches the customer (their chat, their
-    number), kept with a customer's conversation."""
+    number), kept with a customer's conversation. ``api_key_id``: the API key that asks
+    (a conversation the turn begins is its); with ``own_conversations_only`` (a chat key),
+    only a conversation asked with it is continued, any other is unknown."""
 
     request: ChatRequest
     channel: str
@@ -79,6 +81,8 @@ class TurnRequest:
     idle_minutes: int = IDLE_MINUTES
     turn: int | None = None
     reply_to: dict[str, Any] | None = None
+    api_key_id: int | None = None
+    own_conversations_only: bool = False
 
     @property
     def customer(self) -> bool:
@@ -91,11 +95,14 @@ class TurnRequest:
         return self.conversation_id is None and self.place is None
 
     def loading(self) -> LoadConversation:
+        own = self.api_key_id if self.own_conversations_only else None
         if self.conversation_id is not None:
-            return LoadConversation(self.channel, conversation_id=self.conversation_id)
+            return LoadConversation(
+                self.channel, conversation_id=self.conversation_id, api_key_id=own
+            )
         if self.place is not None:
-            return LoadConversation(self.channel, self.place, self.idle_minutes)
-        return LoadConversation(self.channel, continuation(self.request.history), 0)
+            return LoadConversation(self.channel, self.place, self.idle_minutes, api_key_id=own)
+        return LoadConversation(self.channel, continuation(self.request.history), 0, api_key_id=own)
 
 
 @attrs.frozen
@@ -290,6 +297,7 @@ def _record(
         started=ongoing.started if ongoing is not None else None,
         turn=turn.turn,
         reply_to=turn.reply_to,
+        api_key_id=turn.api_key_id,
     )
     try:
         recorded: RecordedTurn = yield RecordTurn(record)

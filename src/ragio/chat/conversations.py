@@ -35,6 +35,14 @@ from ragcore.handoff.modes import HANDOFF_CHANNELS
 HISTORY_LOADED = 6
 
 
+def unknown_conversation(conversation_id: int) -> ProblemError:
+    return ProblemError(
+        404,
+        f"no conversation {conversation_id}: leave conversation_id out to begin one",
+        field="conversation_id",
+    )
+
+
 def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchange]:
     """The conversation's latest exchanges, oldest first; a 404 problem when there is no
     such conversation (never begun, or deleted)."""
@@ -43,11 +51,7 @@ def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchang
             "SELECT 1 FROM conversations WHERE id = %s", (conversation_id,)
         ).fetchone()
         if found is None:
-            raise ProblemError(
-                404,
-                f"no conversation {conversation_id}: leave conversation_id out to begin one",
-                field="conversation_id",
-            )
+            raise unknown_conversation(conversation_id)
         rows = conn.execute(
             """SELECT question, answer, search_question FROM conversation_turns
                 WHERE conversation_id = %s AND outcome <> 'failed' AND answer <> ''
@@ -59,19 +63,25 @@ def load_history(conn: psycopg.Connection, conversation_id: int) -> list[Exchang
 
 
 def find_continued(
-    conn: psycopg.Connection, channel: str, key: str | None, active_since: datetime | None = None
+    conn: psycopg.Connection,
+    channel: str,
+    key: str | None,
+    active_since: datetime | None = None,
+    api_key_id: int | None = None,
 ) -> int | None:
     """The latest conversation on ``channel`` whose continuation key is ``key``, if any
     (with ``active_since``, only one active since then, or one a person answers however
-    long ago). A closed one is never continued: the next message begins a new one."""
+    long ago; with ``api_key_id``, only one asked with that API key). A closed one is never
+    continued: the next message begins a new one."""
     if key is None:
         return None
     row = conn.execute(
         """SELECT id, mode FROM conversations
             WHERE channel = %s AND continuation = %s
               AND (%s::timestamptz IS NULL OR updated_at >= %s::timestamptz OR mode = 'human')
+              AND (%s::bigint IS NULL OR api_key_id = %s::bigint)
             ORDER BY updated_at DESC, id DESC LIMIT 1""",
-        (channel, key, active_since, active_since),
+        (channel, key, active_since, active_since, api_key_id, api_key_id),
     ).fetchone()
     if row is None or row[1] == "closed":
         return None
@@ -96,6 +106,7 @@ def ongoing(
     idle_minutes: int,
     now: datetime,
     conversation_id: int | None = None,
+    api_key_id: int | None = None,
 ) -> Found:
     """The conversation a new turn on ``channel`` at the place ``key`` belongs to (one
     active in the last ``idle_minutes``; 0: however long ago; or one a person answers),
@@ -103,9 +114,11 @@ def ongoing(
     latest exchanges and its mode; empty when the turn begins a conversation."""
     if conversation_id is None:
         since = now - timedelta(minutes=idle_minutes) if idle_minutes > 0 else None
-        conversation_id = find_continued(conn, channel, key, since)
+        conversation_id = find_continued(conn, channel, key, since, api_key_id)
         if conversation_id is None:
             return Found()
+    elif api_key_id is not None and not has_conversation(conn, conversation_id, api_key_id):
+        raise unknown_conversation(conversation_id)  # another key's: as if never begun
     history = load_history(conn, conversation_id)
     row = conn.execute(
         "SELECT mode, refusals, last_message_at FROM conversations WHERE id = %s",
@@ -257,8 +270,8 @@ def _begin(
         )
     row = conn.execute(
         """INSERT INTO conversations (channel, role, participant_hash, continuation,
-                                      started_at, updated_at, turn_count)
-           VALUES (%s, %s, %s, %s, %s, %s, %s)
+                                      started_at, updated_at, turn_count, api_key_id)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
         RETURNING id""",
         (
             record.channel,
@@ -268,6 +281,7 @@ def _begin(
             now,
             now,
             turn_count,
+            record.api_key_id,
         ),
     ).fetchone()
     assert row is not None
@@ -392,6 +406,7 @@ def list_conversations(
     until: datetime | None = None,
     mode: str | None = None,
     text: str | None = None,
+    api_key_id: int | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """At most ``limit`` conversations, the latest begun first (by id: a stable order,
     which a new turn does not change, so a conversation continued while the owner pages
@@ -399,7 +414,8 @@ def list_conversations(
     pages (``before`` aside); with ``before`` (a conversation's id, deleted or not), those
     begun before it. ``channel``, ``role``, ``mode``: only those; ``since``, ``until``:
     active (updated) in that span; ``text``: an ILIKE pattern (backslash escapes) that a
-    turn's question or answer matches. Each has its first question and last message."""
+    turn's question or answer matches; ``api_key_id``: only those asked with that API key.
+    Each has its first question and last message."""
     params = {
         "mode": mode,
         "channel": channel,
@@ -407,6 +423,7 @@ def list_conversations(
         "since": since,
         "until": until,
         "text": text,
+        "key": api_key_id,
         "before": before,
         "limit": limit,
         "excerpt": EXCERPT_CHARS,
@@ -442,6 +459,7 @@ _MATCHING = """
     AND (%(since)s::timestamptz IS NULL OR updated_at >= %(since)s)
     AND (%(until)s::timestamptz IS NULL OR updated_at < %(until)s)
     AND (%(mode)s::text IS NULL OR mode = %(mode)s)
+    AND (%(key)s::bigint IS NULL OR api_key_id = %(key)s::bigint)
     AND (%(text)s::text IS NULL OR EXISTS (
             SELECT 1 FROM conversation_turns t
              WHERE t.conversation_id = c.id
@@ -462,9 +480,16 @@ _LAST_MESSAGE = """
      ORDER BY t.turn DESC LIMIT 1"""
 
 
-def has_conversation(conn: psycopg.Connection, conversation_id: int) -> bool:
+def has_conversation(
+    conn: psycopg.Connection, conversation_id: int, api_key_id: int | None = None
+) -> bool:
+    """Whether the conversation exists (with ``api_key_id``: and was asked with that key)."""
     return (
-        conn.execute("SELECT 1 FROM conversations WHERE id = %s", (conversation_id,)).fetchone()
+        conn.execute(
+            """SELECT 1 FROM conversations
+                WHERE id = %s AND (%s::bigint IS NULL OR api_key_id = %s::bigint)""",
+            (conversation_id, api_key_id, api_key_id),
+        ).fetchone()
         is not None
     )
 

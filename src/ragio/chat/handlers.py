@@ -44,6 +44,7 @@ async def load_conversation(effect: LoadConversation, service: Service) -> Ongoi
         effect.idle_minutes,
         now,
         effect.conversation_id,
+        effect.api_key_id,
     )
     return Ongoing(
         found.conversation_id,

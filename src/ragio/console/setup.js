@@ -484,6 +484,68 @@ PAGES.sites = async (area) => {
 };
 
 
+// ------------------------------------------------------------------ API keys
+
+const SCOPES = {
+  chat: "chat: ask (/chat, /v1) and read its own conversations",
+  read: "read: every list and page of your data",
+  ingest: "ingest: add and delete documents and websites",
+  admin: "admin: everything, keys included",
+};
+
+// keys beside SERVICE_API_KEY (docs/api.md): each with its scopes and limits; the key
+// is shown once, when it is made; revoking holds at once
+PAGES.keys = async (area) => {
+  const list = el("div", { id: "key-list" });
+  const created = el("div", { id: "key-created", role: "status" });
+  const problem = el("p", { className: "error", role: "alert", id: "key-error" });
+  const name = el("input", { id: "key-name", required: true, maxLength: 100, placeholder: "website backend" });
+  const ticks = Object.keys(SCOPES).map((s) => el("input", { type: "checkbox", value: s, checked: s === "chat", id: `key-scope-${s}` }));
+  const perMinute = el("input", { id: "key-per-minute", type: "number", min: 0, value: 0 });
+  const perDay = el("input", { id: "key-per-day", type: "number", min: 0, value: 0 });
+  const days = el("input", { id: "key-days", type: "number", min: 1, placeholder: "never" });
+  const limit = (n, unit) => (n ? `${n.toLocaleString()} ${unit}` : "no limit");
+  const load = async () => {
+    const { data } = await api("GET", "/keys");
+    put(list, table("Keys", [
+      ["Name", (k) => k.name],
+      ["Key", (k) => el("code", { text: `${k.shown}…` })],
+      ["Scopes", (k) => k.scopes.join(", ")],
+      ["Limits", (k) => `${limit(k.requests_per_minute, "a minute")} · ${limit(k.tokens_per_day, "tokens a day")}`],
+      ["Used", (k) => `${k.usage.tokens_today.toLocaleString()} tokens today · last ${k.last_used_at ? when(k.last_used_at) : "never"}`],
+      ["State", (k) => (k.revoked_at ? `revoked ${when(k.revoked_at)}` : k.expires_at ? `until ${when(k.expires_at)}` : "in use")],
+      ["", (k) => (k.revoked_at ? "" : el("button", { type: "button", className: "danger", text: "Revoke", "aria-label": `Revoke key ${k.name}`,
+        onclick: async () => {
+          if (!confirm(`Revoke ${k.name}? Whatever uses it is refused from its next request.`)) return;
+          await guarded(list, async () => { await api("DELETE", `/keys/${k.id}`); await load(); say(`Revoked ${k.name}.`); });
+        } }))],
+    ], data.keys, "No keys yet beside SERVICE_API_KEY. Make one for each thing that calls the API (your website's backend, a report, an upload script), with only the scopes it needs: if one leaks, revoke it alone."));
+  };
+  area.append(el("h2", { text: "API keys" }),
+    el("form", { className: "stack card", id: "key-form", onsubmit: async (e) => {
+      e.preventDefault();
+      problem.textContent = "";
+      const body = { name: name.value, scopes: ticks.filter((t) => t.checked).map((t) => t.value),
+        requests_per_minute: Number(perMinute.value) || 0, tokens_per_day: Number(perDay.value) || 0 };
+      if (days.value) body.expires_in_days = Number(days.value);
+      try {
+        const { data } = await api("POST", "/keys", body);
+        name.value = "";
+        await load();
+        put(created, el("p", { text: `Made ${data.name}. Copy the key now: it is shown only this once.` }),
+          el("code", { id: "key-made", text: data.key }));
+      } catch (error) {
+        if (!(error instanceof ApiError && error.status === 401)) problem.textContent = `Not made: ${error.message}`;
+      }
+    } }, el("h3", { text: "Make a key" }), field("Name", name),
+      el("fieldset", {}, el("legend", { text: "Scopes" }),
+        ticks.map((t) => el("label", { className: "tick" }, t, ` ${SCOPES[t.value]}`, " "))),
+      field("Requests a minute (0: no limit)", perMinute), field("Model tokens a day (0: no limit)", perDay),
+      field("Expires after days (empty: never)", days),
+      el("div", {}, el("button", { type: "submit", text: "Make the key" })), problem),
+    created, list);
+  await load();
+};
 
 // ------------------------------------------------------------------ status
 

@@ -10,7 +10,7 @@ import hmac
 from quart import g, request
 
 from ragcore.api.keys import looks_like_key, only_own_conversations, refusal, retry_after
-from ragio import keys
+from ragio import keys, metrics
 from ragio.http.context import service
 from ragio.http.problems import Problem
 
@@ -70,8 +70,10 @@ async def admit(path: str | None) -> None:
         now = svc.clock.now()
         admitted = await svc.database.run(keys.admit, text, now)
         if isinstance(admitted, keys.Refused):
+            metrics.API_KEY_REQUESTS.labels(admitted.name, "refused").inc()
             raise Problem(401, admitted.why)
         if isinstance(admitted, keys.Limited):
+            metrics.API_KEY_REQUESTS.labels(admitted.name, "limited").inc()
             limited = Problem(
                 429, f"this API key's limit of {admitted.limit} requests a minute is reached"
             )
@@ -83,5 +85,8 @@ async def admit(path: str | None) -> None:
             raise Unknown()
         return
     setattr(g, HOLDER, found)
+    keys.ASKING_KEY.set(found.name)
     if path is not None and (why := refusal(request.method, path, found.scopes)):
+        metrics.API_KEY_REQUESTS.labels(found.name, "forbidden").inc()
         raise Problem(403, why)
+    metrics.API_KEY_REQUESTS.labels(found.name, "allowed").inc()

@@ -27,6 +27,7 @@ from ragcore.converter import converter, structure_body
 from ragio.chat import conversations
 from ragio.chat.feedback import rate
 from ragio.handoff import store as handoff_store
+from ragio.http.access import conversations_key
 from ragio.http.context import service
 from ragio.http.inputs import json_body
 from ragio.runner import run
@@ -36,6 +37,16 @@ PATH = "/conversations"
 CONVERSATION_ID = {"path": {"id": {"type": "integer"}}}
 TURN = {"path": {"id": {"type": "integer"}, "turn": {"type": "integer"}}}
 CONVERSATIONS = ("conversation", PATH)  # what a path id names, and where they are listed
+
+
+async def _theirs(raw: str, conversation_id: int) -> None:
+    """A chat key sees only the conversations asked with it: another is a 404, as one
+    that does not exist."""
+    own = conversations_key()
+    if own is not None and not await service().database.run(
+        conversations.has_conversation, conversation_id, own
+    ):
+        raise no_such(raw, *CONVERSATIONS)
 
 
 @blueprint.get(PATH)
@@ -55,7 +66,10 @@ async def list_conversations() -> Conversations:
         idle = svc.settings.handoff_idle_minutes
         await svc.database.run(handoff_store.end_idle, svc.clock.now(), idle)
     listing = functools.partial(
-        conversations.list_conversations, limit=query.limit, before=query.before or None
+        conversations.list_conversations,
+        limit=query.limit,
+        before=query.before or None,
+        api_key_id=conversations_key(),
     )
     found, total = await svc.database.run(functools.partial(listing, **filters))
     next_before = found[-1]["id"] if len(found) == query.limit else None
@@ -68,9 +82,10 @@ async def list_conversations() -> Conversations:
 @operation(Reply(200, "The conversation, with its turns", Conversation), 404, **CONVERSATION_ID)
 async def get_conversation(id: str) -> Conversation:
     """One conversation with all its turns: questions, answers, citations, timings"""
-    found = await service().database.run(
-        conversations.get_conversation, path_id(id, *CONVERSATIONS)
-    )
+    svc = service()
+    conversation_id = path_id(id, *CONVERSATIONS)
+    await _theirs(id, conversation_id)
+    found = await svc.database.run(conversations.get_conversation, conversation_id)
     if found is None:
         raise no_such(id, *CONVERSATIONS)
     return converter.structure(found, Conversation)
@@ -85,6 +100,7 @@ async def rate_turn(id: str, turn: str) -> tuple[str, int]:
     replaces both, and null takes them back (a comment with null is refused). The chat
     widget's visitors rate their own turns the same way."""
     conversation_id = path_id(id, *CONVERSATIONS)
+    await _theirs(id, conversation_id)
     feedback = structure_body(await json_body(required=True), TurnFeedback)
     number = turn_number(turn)
     svc = service()

@@ -8,11 +8,14 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 
+import attrs
 from quart import Response, current_app
 
-from ragcore.chat.pipeline import ChatAnswer
+from ragcore.api.keys import only_own_conversations
+from ragcore.chat.pipeline import ChatAnswer, ChatPolicy
 from ragcore.chat.turn import TurnOutcome, TurnRequest, take_turn
 from ragio.chat.policy import chat_policy
+from ragio.http.access import holder
 from ragio.http.context import service
 from ragio.runner import run, stream
 
@@ -51,10 +54,27 @@ def answered(outcome: TurnOutcome, channel: str) -> ChatAnswer:
     return outcome.answer
 
 
+def keyed(turn: TurnRequest) -> tuple[TurnRequest, ChatPolicy]:
+    """The turn as the request's API key asks it, and the policy it is answered under: a
+    conversation it begins is the key's (a chat key continues only its own), and its
+    model tokens are counted as the key's and held to its tokens_per_day (counted even
+    with USAGE_LEDGER off, when the key has that limit)."""
+    policy = chat_policy(service())
+    found = holder()
+    if found.id is None:
+        return turn, policy
+    own = only_own_conversations(found.scopes)
+    turn = attrs.evolve(turn, api_key_id=found.id, own_conversations_only=own)
+    caps = attrs.evolve(policy.caps, key_id=found.id, key_daily=found.tokens_per_day)
+    metered = policy.usage_ledger or bool(found.tokens_per_day)
+    return turn, attrs.evolve(policy, caps=caps, usage_ledger=metered)
+
+
 async def answer_turn(turn: TurnRequest) -> ChatAnswer:
     """The turn answered and recorded; a failure is raised (recorded first)."""
     svc = service()
-    return answered(await run(take_turn(turn, chat_policy(svc)), svc), turn.channel)
+    turn, policy = keyed(turn)
+    return answered(await run(take_turn(turn, policy), svc), turn.channel)
 
 
 async def stream_turn(
@@ -69,7 +89,8 @@ async def stream_turn(
     logged); ``headers``: the response's own, beside the stream's."""
     svc = service()
     nursery = current_app.nursery  # type: ignore[attr-defined]
-    pieces = await stream(take_turn(turn, chat_policy(svc)), svc, nursery)
+    turn, policy = keyed(turn)
+    pieces = await stream(take_turn(turn, policy), svc, nursery)
 
     async def events() -> AsyncIterator[bytes]:
         streamed = False

@@ -21,6 +21,7 @@ from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_a
 from ragcore.generation import Generate, ModelReply
 from ragcore.usage import TokenUsage, measured_usage
 from ragio import metrics
+from ragio.keys import ASKING_KEY
 from ragio.providers.batching import EMBEDDING_TOKENS, EmbeddingTokens, estimate
 from ragio.providers.failures import (
     AllProvidersFailed,
@@ -288,6 +289,8 @@ def _count_tokens(request: Generate, reply: ModelReply) -> None:
     role = request.role or metrics.NO_ROLE
     metrics.TOKENS.labels(reply.provider, role, "prompt").inc(usage.prompt_tokens)
     metrics.TOKENS.labels(reply.provider, role, "completion").inc(usage.completion_tokens)
+    if (key := ASKING_KEY.get()) is not None:
+        metrics.API_KEY_TOKENS.labels(key).inc(usage.total)
 
 
 def _count_embedding_tokens(provider: str, tokens: int) -> None:

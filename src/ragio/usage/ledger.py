@@ -27,6 +27,7 @@ from ragcore.usage import (
     fit_hold,
     prompt_hold,
 )
+from ragio.keys import usage_by_key
 
 BUDGET_LOCK = 0x72616762756467  # "ragbudg"
 STALE_RESERVATION = timedelta(minutes=10)
@@ -40,25 +41,30 @@ _LIVE = "(state = 'settled' OR at > %(stale)s)"
 _USED = "CASE WHEN state = 'settled' THEN prompt_tokens + completion_tokens ELSE 0 END"
 
 
-def totals(conn: psycopg.Connection, role: str | None, now: datetime) -> tuple[Totals, Totals]:
-    """Tokens counted this UTC day and month, globally and for ``role``, in one scan: what
-    was used and what live reservations hold, then what was used alone."""
+def totals(
+    conn: psycopg.Connection, role: str | None, now: datetime, key_id: int | None = None
+) -> tuple[Totals, Totals]:
+    """Tokens counted this UTC day and month, globally, for ``role`` and for the API key
+    ``key_id`` (today), in one scan: what was used and what live reservations hold, then
+    what was used alone."""
     day, month = day_and_month(now)
+    sums = ", ".join(
+        f"coalesce(sum({counted}) FILTER (WHERE {where}), 0)"
+        for counted in (_COUNTED, _USED)
+        for where in (
+            "at >= %(day)s",
+            "true",
+            "at >= %(day)s AND role = %(role)s",
+            "role = %(role)s",
+            "at >= %(day)s AND api_key_id = %(key)s",
+        )
+    )
     row = conn.execute(
-        f"""SELECT
-              coalesce(sum({_COUNTED}) FILTER (WHERE at >= %(day)s), 0),
-              coalesce(sum({_COUNTED}), 0),
-              coalesce(sum({_COUNTED}) FILTER (WHERE at >= %(day)s AND role = %(role)s), 0),
-              coalesce(sum({_COUNTED}) FILTER (WHERE role = %(role)s), 0),
-              coalesce(sum({_USED}) FILTER (WHERE at >= %(day)s), 0),
-              coalesce(sum({_USED}), 0),
-              coalesce(sum({_USED}) FILTER (WHERE at >= %(day)s AND role = %(role)s), 0),
-              coalesce(sum({_USED}) FILTER (WHERE role = %(role)s), 0)
-            FROM usage_records WHERE at >= %(month)s AND {_LIVE}""",
-        {"day": day, "month": month, "role": role, "stale": now - STALE_RESERVATION},
+        f"SELECT {sums} FROM usage_records WHERE at >= %(month)s AND {_LIVE}",
+        {"day": day, "month": month, "role": role, "key": key_id, "stale": now - STALE_RESERVATION},
     ).fetchone()
     values = [int(v) for v in row]
-    return Totals(*values[:4]), Totals(*values[4:])
+    return Totals(*values[:5]), Totals(*values[5:])
 
 
 def calibration(conn: psycopg.Connection) -> float | None:
@@ -80,7 +86,7 @@ def check(conn: psycopg.Connection, effect: CheckBudget, now: datetime) -> Allow
     if not effect.caps.any:
         return Allowed()
     least = prompt_hold(effect.tokens, calibration(conn))
-    _, settled = totals(conn, effect.role, now)
+    _, settled = totals(conn, effect.role, now, effect.caps.key_id)
     return check_budget(settled, effect.caps, effect.role, least)
 
 
@@ -93,7 +99,7 @@ def reserve(conn: psycopg.Connection, effect: ReserveTokens, now: datetime) -> R
         prompt, output = effect.prompt_tokens, effect.max_output_tokens
         if caps.any:
             prompt = prompt_hold(effect.prompt_tokens, calibration(conn))
-            counted, settled = totals(conn, role, now)
+            counted, settled = totals(conn, role, now, caps.key_id)
             fitted = fit_hold(
                 counted,
                 settled,
@@ -108,9 +114,9 @@ def reserve(conn: psycopg.Connection, effect: ReserveTokens, now: datetime) -> R
             output = fitted
         row = conn.execute(
             """INSERT INTO usage_records
-                 (at, role, state, reserved_tokens, estimated_prompt_tokens)
-               VALUES (%s, %s, 'reserved', %s, %s) RETURNING id""",
-            (now, role, prompt + output, effect.prompt_tokens),
+                 (at, role, state, reserved_tokens, estimated_prompt_tokens, api_key_id)
+               VALUES (%s, %s, 'reserved', %s, %s, %s) RETURNING id""",
+            (now, role, prompt + output, effect.prompt_tokens, caps.key_id),
         ).fetchone()
     return Reservation(row[0], output)
 
@@ -172,4 +178,5 @@ def summary(conn: psycopg.Connection, now: datetime) -> dict[str, Any]:
         "by_month": grouped("month", utc_month, year_ago, lambda d: d.strftime("%Y-%m")),
         "this_month_by_role": grouped("role", "role", month),
         "this_month_by_provider": grouped("provider", "provider", month),
+        "this_month_by_key": usage_by_key(conn, month),
     }
