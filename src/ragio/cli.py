@@ -110,6 +110,27 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         switched = sites_actions.add_parser(action, help=meaning)
         switched.add_argument("site", metavar="ID", type=int)
+    api_keys = commands.add_parser(
+        "keys", help="API keys beside SERVICE_API_KEY, with scopes and limits (docs/api.md)"
+    )
+    keys_actions = api_keys.add_subparsers(dest="action", metavar="ACTION", required=True)
+    keys_actions.add_parser(
+        "list", help="list the keys: id, name, first characters, scopes, limits, state"
+    )
+    made = keys_actions.add_parser("create", help="make a key; prints it, only this once")
+    made.add_argument("name", metavar="NAME")
+    made.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        required=True,
+        help="admin, read, chat or ingest; repeat for more",
+    )
+    made.add_argument("--requests-per-minute", type=int, default=0, help="default: no limit")
+    made.add_argument("--tokens-per-day", type=int, default=0, help="default: no limit")
+    made.add_argument("--expires-in-days", type=int, default=None, help="default: never")
+    revoked = keys_actions.add_parser("revoke", help="revoke a key, by id: refused at once")
+    revoked.add_argument("key", metavar="ID", type=int)
     documents = commands.add_parser("documents", help="list or delete the stored documents")
     documents_actions = documents.add_subparsers(dest="action", metavar="ACTION", required=True)
     listed = documents_actions.add_parser(
@@ -834,6 +855,63 @@ async def sites_command(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def keys_command(settings: Settings, args: argparse.Namespace) -> int:
+    """``keys list``, ``keys create NAME --scope S [...]``, ``keys revoke ID``."""
+    from ragcore.api.keys import check_new
+    from ragio import keys
+    from ragio.clock import SystemClock
+    from ragio.db.migrations import apply_migrations
+    from ragio.startup import open_database
+
+    if args.action == "create":
+        body: dict[str, Any] = {
+            "name": args.name,
+            "scopes": args.scope,
+            "requests_per_minute": args.requests_per_minute,
+            "tokens_per_day": args.tokens_per_day,
+        }
+        if args.expires_in_days is not None:
+            body["expires_in_days"] = args.expires_in_days
+        try:
+            fields = check_new(body)
+        except InvalidInput as bad:
+            flag = "scope" if bad.field == "scopes" else bad.field.replace("_", "-")
+            print(f"ragchat: --{flag}: {bad.message}", file=sys.stderr)
+            return 2
+    now = SystemClock().now()
+    async with startup_errors(), open_database(settings) as database:
+        await database.run(apply_migrations)
+        if args.action == "list":
+            for key in await database.run(keys.list_keys, now):
+                state = (
+                    f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at
+                    else f"until {key.expires_at:%Y-%m-%d}" if key.expires_at
+                    else "in use"
+                )  # fmt: skip
+                print(
+                    f"{key.id}\t{key.name}\t{key.shown}…\t{','.join(key.scopes)}\t"
+                    f"{key.requests_per_minute or '-'}/min\t{key.tokens_per_day or '-'} tokens/day"
+                    f"\t{state}"
+                )
+            return 0
+        if args.action == "create":
+            try:
+                made = await database.run(keys.create, fields, now)
+            except keys.NameTaken:
+                print(f"ragchat: a key named {args.name!r} is in use already", file=sys.stderr)
+                return 2
+            print(f"made key {made.id} ({made.name}, {', '.join(made.scopes)}):")
+            print(made.key)
+            print("shown only this once: it is kept as a hash", file=sys.stderr)
+            return 0
+        if not await database.run(keys.revoke, args.key, now):
+            print(f"ragchat: no key with the id {args.key}; `ragchat keys list` shows them",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+    print(f"key {args.key} revoked")
+    return 0
+
+
 async def graph_command(settings: Settings, args: argparse.Namespace) -> int:
     """``graph rebuild`` and ``graph status``."""
     from ragcore.api.graph import GRAPH_OFF
@@ -903,6 +981,7 @@ COMMANDS = {
     "answers": answers_command,
     "documents": documents_command,
     "sites": sites_command,
+    "keys": keys_command,
     "graph": graph_command,
     "rekey": rekey_command,
     "sync": sync_command,

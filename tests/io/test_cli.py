@@ -452,6 +452,33 @@ def test_sites_add_list_disable_and_enable(tmp_path, database_url, monkeypatch, 
     assert cli("enable", "9")[0] == 2
 
 
+def test_keys_create_list_and_revoke(tmp_path, database_url, monkeypatch, capsys):
+    def cli(*args: str) -> tuple[int, str, str]:
+        return run_in_process(
+            monkeypatch, capsys, "keys", *args, cwd=tmp_path, database_url=database_url
+        )
+
+    code, made, note = cli(
+        "create", "uploads", "--scope", "ingest", "--scope", "read", "--tokens-per-day", "5000"
+    )
+    assert code == 0 and "shown only this once" in note
+    heading, key = made.splitlines()
+    assert heading == "made key 1 (uploads, read, ingest):"
+    assert key.startswith("rck_") and len(key) == 47
+    _, listed, _ = cli("list")
+    assert listed.strip().split("\t") == [
+        "1", "uploads", f"{key[:10]}…", "read,ingest", "-/min", "5000 tokens/day", "in use"
+    ]  # fmt: skip
+    assert key not in listed  # shown once
+    code, _, bad = cli("create", "other", "--scope", "root")
+    assert code == 2 and bad.startswith("ragchat: --scope: 'root' is none of admin")
+    code, _, taken = cli("create", "uploads", "--scope", "chat")
+    assert code == 2 and "in use already" in taken
+    assert cli("revoke", "1")[1].strip() == "key 1 revoked"
+    assert "\trevoked " in cli("list")[1]
+    assert cli("revoke", "9")[0] == 2
+
+
 def test_answers_import_names_each_malformed_line_and_imports_all_or_nothing(
     tmp_path, database_url, monkeypatch, capsys
 ):
