@@ -121,6 +121,7 @@ async def test_keys_are_refused_clearly(api: httpx.AsyncClient) -> None:
         ({"name": "x"}, "scopes"),
         ({"name": "x", "scopes": ["root"]}, "scopes"),
         ({"name": "x", "scopes": []}, "scopes"),
+        ({"name": "x", "scopes": ["chat", "chat"]}, "scopes"),
         ({"name": "x", "scopes": ["chat"], "requests_per_minute": -1}, "requests_per_minute"),
         ({"name": "x", "scopes": ["chat"], "expires_in_days": 0}, "expires_in_days"),
         ({"name": "x", "scopes": ["chat"], "key": "mine"}, "key"),

@@ -178,6 +178,8 @@ def _scopes(value: Any) -> tuple[str, ...]:
         if scope not in SCOPES:
             shown = repr(scope[:40]) if isinstance(scope, str) else "each scope"
             raise InvalidInput("scopes", f"{shown} is none of {', '.join(SCOPES)}")
+    if len(set(value)) < len(value):
+        raise InvalidInput("scopes", "names a scope twice: name each once")
     return tuple(s for s in SCOPES if s in value)
 
 
