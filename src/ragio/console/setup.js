@@ -521,7 +521,7 @@ PAGES.keys = async (area) => {
         } }))],
     ], data.keys, "No keys yet beside SERVICE_API_KEY. Make one for each thing that calls the API (your website's backend, a report, an upload script), with only the scopes it needs: if one leaks, revoke it alone."));
   };
-  area.append(el("h2", { text: "API keys" }),
+  area.append(el("h2", { text: "API keys" }), created, list,
     el("form", { className: "stack card", id: "key-form", onsubmit: async (e) => {
       e.preventDefault();
       problem.textContent = "";
@@ -539,11 +539,10 @@ PAGES.keys = async (area) => {
       }
     } }, el("h3", { text: "Make a key" }), field("Name", name),
       el("fieldset", {}, el("legend", { text: "Scopes" }),
-        ticks.map((t) => el("label", { className: "tick" }, t, ` ${SCOPES[t.value]}`, " "))),
+        ticks.map((t) => el("div", {}, el("label", { className: "tick" }, t, ` ${SCOPES[t.value]}`)))),
       field("Requests a minute (0: no limit)", perMinute), field("Model tokens a day (0: no limit)", perDay),
       field("Expires after days (empty: never)", days),
-      el("div", {}, el("button", { type: "submit", text: "Make the key" })), problem),
-    created, list);
+      el("div", {}, el("button", { type: "submit", text: "Make the key" })), problem));
   await load();
 };
 
