@@ -103,7 +103,7 @@ def create(conn: psycopg.Connection, fields: KeyPatch, now: datetime) -> KeyCrea
                     fields.requests_per_minute or 0,
                     fields.tokens_per_day or 0,
                     now,
-                    expiry(now, fields.expires_in_days),
+                    expiry(now, fields),
                 ),
             ).fetchone()
     except psycopg.errors.UniqueViolation:
@@ -150,9 +150,9 @@ def update(conn: psycopg.Connection, key_id: int, patch: KeyPatch, now: datetime
     """The key with ``patch`` applied; None when there is no such key. A revoked key
     cannot be changed (it is as it was when revoked)."""
     given = {k: v for k, v in attrs.asdict(patch, recurse=False).items() if v is not None}
-    days = given.pop("expires_in_days", None)
-    if days is not None:
-        given["expires_at"] = expiry(now, days)
+    given.pop("expires_in_days", None)
+    if (expires := expiry(now, patch)) is not None:
+        given["expires_at"] = expires
     if "scopes" in given:
         given["scopes"] = list(given["scopes"])
     names = list(given)

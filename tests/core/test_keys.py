@@ -11,6 +11,7 @@ import pytest
 from ragcore.api.keys import (
     check_new,
     check_patch,
+    expiry,
     key_hash,
     looks_like_key,
     only_own_conversations,
@@ -88,6 +89,24 @@ def test_the_bodies_of_keys_are_checked_field_by_field() -> None:
         with pytest.raises(InvalidInput) as refused:
             check_new(body)
         assert refused.value.field == field, body
+    for moment in ("next year", 5, "2027-13-01"):
+        with pytest.raises(InvalidInput, match="RFC 3339") as refused:
+            check_new({"name": "site", "scopes": ["chat"], "expires_at": moment})
+        assert refused.value.field == "expires_at"
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    later = check_new({"name": "site", "scopes": ["chat"], "expires_at": "2026-07-01"})
+    assert expiry(now, later) == datetime(2026, 7, 1, tzinfo=UTC)
+    in_days = check_new({"name": "site", "scopes": ["chat"], "expires_in_days": 30})
+    assert expiry(now, in_days) == datetime(2026, 7, 1, tzinfo=UTC)
+    assert expiry(now, check_new({"name": "site", "scopes": ["chat"]})) is None
+    for body in (
+        {"expires_at": "2026-05-31T23:59:59Z"},
+        {"expires_at": "2036-06-01"},
+        {"expires_at": "2026-07-01", "expires_in_days": 30},
+    ):
+        with pytest.raises(InvalidInput) as refused:
+            expiry(now, check_new({"name": "site", "scopes": ["chat"], **body}))
+        assert refused.value.field == "expires_at", body
     assert check_patch({}).name is None
     with pytest.raises(InvalidInput):
         check_patch({"scopes": None})

@@ -125,6 +125,7 @@ async def test_keys_are_refused_clearly(api: httpx.AsyncClient) -> None:
         ({"name": "x", "scopes": ["chat"], "requests_per_minute": -1}, "requests_per_minute"),
         ({"name": "x", "scopes": ["chat"], "expires_in_days": 0}, "expires_in_days"),
         ({"name": "x", "scopes": ["chat"], "key": "mine"}, "key"),
+        ({"name": "x", "scopes": ["chat"], "expires_at": "2020-01-01T00:00:00Z"}, "expires_at"),
     ):
         refused = await api.post("/keys", json=body, headers=OWNER)
         assert refused.status_code == 422, (body, refused.text)

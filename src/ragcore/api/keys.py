@@ -17,7 +17,7 @@ import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import attrs
@@ -193,6 +193,18 @@ def _limit(field: str, maximum: int) -> Any:
     return check
 
 
+def _moment(value: Any) -> datetime:
+    if isinstance(value, datetime):  # as the converter read it
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise InvalidInput("expires_at", "must be an RFC 3339 date-time, such as 2027-01-31T00:00Z")
+    try:
+        moment = datetime.fromisoformat(value.upper())  # RFC 3339 allows "t" and "z"
+    except ValueError:
+        raise InvalidInput("expires_at", "must be an RFC 3339 date-time") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _days(value: Any) -> int:
     number = whole_number(value)
     if number is None or not 1 <= number <= MAX_EXPIRY_DAYS:
@@ -244,6 +256,13 @@ class KeyPatch:
             "the key stops working this many days from now", minimum=1, maximum=MAX_EXPIRY_DAYS
         ),
     ] = unless_sent(_days)
+    expires_at: Annotated[
+        datetime | None,
+        described(
+            "the moment the key stops working (RFC 3339; UTC when it names no offset), "
+            "instead of expires_in_days"
+        ),
+    ] = unless_sent(_moment, refused="must be an RFC 3339 date-time, such as 2027-01-31T00:00Z")
 
 
 @listing(read_only=("id", "key", "shown", "created_at", "last_used_at", "revoked_at"))
@@ -274,8 +293,20 @@ def check_new(body: Mapping[str, Any]) -> KeyPatch:
     return fields
 
 
-def expiry(now: datetime, days: int | None) -> datetime | None:
-    return None if days is None else now + timedelta(days=days)
+def expiry(now: datetime, fields: KeyPatch) -> datetime | None:
+    """When the key stops working, as ``fields`` say (None: they say nothing of it): a
+    moment later than ``now`` and at most MAX_EXPIRY_DAYS away."""
+    if fields.expires_in_days is not None and fields.expires_at is not None:
+        raise InvalidInput("expires_at", "send expires_at or expires_in_days, not both")
+    if fields.expires_in_days is not None:
+        return now + timedelta(days=fields.expires_in_days)
+    if fields.expires_at is None:
+        return None
+    if fields.expires_at <= now:
+        raise InvalidInput("expires_at", f"must be later than now ({now.isoformat()})")
+    if fields.expires_at > now + timedelta(days=MAX_EXPIRY_DAYS):
+        raise InvalidInput("expires_at", f"must be within {MAX_EXPIRY_DAYS} days from now")
+    return fields.expires_at
 
 
 @attrs.frozen
