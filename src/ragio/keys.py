@@ -44,6 +44,9 @@ class Holder:
     name: str
     scopes: tuple[str, ...]
     tokens_per_day: int = 0
+    requests_per_minute: int = 0
+    #: requests this minute still allowed after this one (with requests_per_minute)
+    requests_left: int = 0
 
 
 OWNER = Holder(None, "SERVICE_API_KEY", ("admin",))
@@ -205,6 +208,7 @@ def admit(conn: psycopg.Connection, given: str, now: datetime) -> Holder | Refus
         return Refused(name, f"this API key ({name}) was revoked")
     if expires is not None and expires <= now:
         return Refused(name, f"this API key ({name}) expired at {expires.isoformat()}")
+    left = 0
     if per_minute:
         minute = window_start(now)
         counted = conn.execute(
@@ -216,6 +220,7 @@ def admit(conn: psycopg.Connection, given: str, now: datetime) -> Holder | Refus
         ).fetchone()
         if counted is None:
             return Limited(name, per_minute)
+        left = per_minute - counted[0]
         if counted[0] == 1:  # the minute's first request clears the key's older minutes
             conn.execute(
                 "DELETE FROM api_key_minutes WHERE key_id = %s AND minute < %s",
@@ -223,7 +228,7 @@ def admit(conn: psycopg.Connection, given: str, now: datetime) -> Holder | Refus
             )
     if used is None or now - used >= USED_EVERY:
         conn.execute("UPDATE api_keys SET last_used_at = %s WHERE id = %s", (now, key_id))
-    return Holder(key_id, name, tuple(scopes), int(per_day))
+    return Holder(key_id, name, tuple(scopes), int(per_day), per_minute, left)
 
 
 def usage_by_key(conn: psycopg.Connection, since: datetime) -> list[dict[str, Any]]:

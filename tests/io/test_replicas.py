@@ -814,8 +814,12 @@ async def test_a_keys_rate_holds_exactly_with_concurrent_clients_through_both(re
     left = 60 - time.time() % 60
     statuses = sorted(r.status_code for r in replies)
     assert statuses == [200] * 10 + [429] * 20
+    remaining = sorted(int(r.headers["RateLimit-Remaining"]) for r in replies)
+    assert remaining == [0] * 21 + list(range(1, 10))  # each admitted request's count
     for limited in (r for r in replies if r.status_code == 429):
         assert abs(int(limited.headers["Retry-After"]) - left) <= 2
+        assert limited.headers["RateLimit-Reset"] == limited.headers["Retry-After"]
+        assert limited.headers["RateLimit-Limit"] == "10"
         assert limited.json()["error"]["message"] == (
             "this API key's limit of 10 requests a minute is reached"
         )

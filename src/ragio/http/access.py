@@ -6,8 +6,9 @@ the key: the key found, counted against its rate, and its scopes held against th
 from __future__ import annotations
 
 import hmac
+from datetime import datetime
 
-from quart import g, request
+from quart import Response, g, request
 
 from ragcore.api.keys import looks_like_key, only_own_conversations, refusal, retry_after
 from ragio import keys, metrics
@@ -33,6 +34,26 @@ def holds_the_key() -> bool:
     time."""
     configured = service().settings.service_api_key.encode("utf-8")
     return not configured or hmac.compare_digest(presented_key(), configured)
+
+
+def rate_headers(limit: int, left: int, now: datetime) -> dict[str, str]:
+    """A rate-limited key's state, in the IETF draft's RateLimit fields: its requests a
+    minute, those left, and the seconds until the next minute's window."""
+    return {
+        "RateLimit-Limit": str(limit),
+        "RateLimit-Remaining": str(left),
+        "RateLimit-Reset": str(retry_after(now)),
+    }
+
+
+async def with_rate(response: Response) -> Response:
+    """``response`` with the RateLimit fields of a rate-limited key's request. A
+    coroutine, though it awaits nothing: Quart runs a plain function in a worker thread."""
+    found = holder()
+    if found.requests_per_minute:
+        now = service().clock.now()
+        response.headers.update(rate_headers(found.requests_per_minute, found.requests_left, now))
+    return response
 
 
 def holder() -> keys.Holder:
@@ -77,7 +98,10 @@ async def admit(path: str | None) -> None:
             limited = Problem(
                 429, f"this API key's limit of {admitted.limit} requests a minute is reached"
             )
-            limited.headers = {"Retry-After": str(retry_after(now))}  # type: ignore[attr-defined]
+            limited.headers = {  # type: ignore[attr-defined]
+                "Retry-After": str(retry_after(now)),
+                **rate_headers(admitted.limit, 0, now),
+            }
             raise limited
         found = admitted
     if found is None:

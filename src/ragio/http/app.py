@@ -45,7 +45,7 @@ from ragio.http import (
     widget_sites,
     workflows,
 )
-from ragio.http.access import Unknown, admit, presented_key
+from ragio.http.access import Unknown, admit, presented_key, with_rate
 from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
@@ -173,6 +173,7 @@ def create_app(svc: Service) -> QuartTrio:
         return problem_response(Problem(401, detail), headers={"WWW-Authenticate": "X-API-Key"})
 
     app.before_request(check_request_text)  # after the key: strangers learn nothing more
+    app.after_request(with_rate)
 
     @app.errorhandler(Problem)
     @app.errorhandler(InvalidInput)
