@@ -11,14 +11,16 @@ of the task that started it, and ``trio.to_thread`` runs its function in a copy 
 run streamed from a task of its own (``ragio.runner.stream``, a call's answer) has its
 own sums, and a run nested in another's effect has its own as well, the outer effect
 counted once, in the outer run. Times are read from Trio's monotonic clock
-(``trio.current_time``), never from ``Service.clock``, the wall clock a test may stop.
+(``trio.current_time``, as the call's pacing reads it), never from ``Service.clock``, the
+wall clock a test may stop or move: a stopped wall clock leaves the stages as they were,
+and under Trio's ``MockClock`` they are in its time.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import attrs
@@ -102,15 +104,21 @@ _RUN: contextvars.ContextVar[Collected | None] = contextvars.ContextVar(
 _UNTIMED = nullcontext()
 
 
-@contextmanager
-def collecting() -> Iterator[Collected]:
+def collecting() -> AbstractContextManager[Collected]:
     """The sums of the run this surrounds (``ragio.runner.run``)."""
-    collected = Collected(trio.current_time())
-    token = _RUN.set(collected)
-    try:
-        yield collected
-    finally:
-        _RUN.reset(token)
+    return _Collecting()
+
+
+class _Collecting:
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> Collected:
+        collected = Collected(trio.current_time())
+        self._token = _RUN.set(collected)
+        return collected
+
+    def __exit__(self, *exc: object) -> None:
+        _RUN.reset(self._token)
 
 
 class _Timed:
