@@ -38,9 +38,10 @@ FIRST_TEXT_MEANS = "from the turn's start to the model's first text, when it was
 def stage_timings(spent: Mapping[str, float], first_text: float | None = None) -> dict[str, int]:
     """A turn's stage timings: each stage it reached (``spent``: its seconds, summed over
     its steps) in whole milliseconds, rounded down (once read to the microsecond) so that
-    the stages never add up to more than the time they took; and ``first_token_ms`` when the answer was streamed
-    (``first_text``: the seconds from the turn's start to the model's first text).
-    ValueError for a stage that is not one of ``STAGES`` (a mistake of ours)."""
+    the stages never add up to more than the time they took; and ``first_token_ms`` when
+    the answer was streamed (``first_text``: the seconds from the turn's start to the
+    model's first text). ValueError for a stage that is not one of ``STAGES`` (a mistake
+    of ours)."""
     unknown = sorted(set(spent) - set(STAGES))
     if unknown:
         raise ValueError(f"not a stage of a turn: {', '.join(unknown)}")
