@@ -199,10 +199,10 @@ def finish_turn(
     """The channel's end of the numbered turn ``record.turn`` (a call's question): how it
     ended (``record.outcome``; ``answered`` keeps the answer's own ``not_found`` or
     ``limited``) and ``timings``, the call's stage timings, which stand beside the
-    answer's stages (``ragcore.chat.timings``) and replace its ``answer_ms``. The turn is
-    recorded when its answer was not (never answered, or not yet: the answer then fills
-    it in); otherwise what the answer recorded stands, and an answer the row lacks is
-    filled in. The conversation's id."""
+    answer's stages (``ragcore.chat.timings``) and replace its ``answer_ms`` and
+    ``first_token_ms``. The turn is recorded when its answer was not (never answered, or
+    not yet: the answer then fills it in); otherwise what the answer recorded stands, and
+    an answer the row lacks is filled in. The conversation's id."""
     return _numbered(conn, record, timings, now, retention_days, final=True)
 
 
@@ -223,13 +223,15 @@ _COLUMNS = (
 #: turn (whose outcome, when not answered, and timings stand, the answer's stages added);
 #: the call's end keeps the answer's record (filled in where it has no answer), with its
 #: outcome and timings, the answer's stages kept beside them. A call's turn's
-#: ``answer_ms`` is the call's (from the transcript), never the answer's record's.
+#: ``answer_ms`` and ``first_token_ms`` are the call's (from the transcript), never those
+#: of the answer's record.
+_CALLS_OWN = "'{answer_ms,first_token_ms}'::text[]"
 _ANSWER_MERGE = (
     ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS)
-    + """,
+    + f""",
     outcome = CASE WHEN conversation_turns.outcome IN ('interrupted', 'hung up', 'failed')
                    THEN conversation_turns.outcome ELSE EXCLUDED.outcome END,
-    timings = (EXCLUDED.timings - 'answer_ms') || conversation_turns.timings"""
+    timings = (EXCLUDED.timings - {_CALLS_OWN}) || conversation_turns.timings"""
 )
 _FINISH_MERGE = (
     ", ".join(
@@ -237,11 +239,11 @@ _FINISH_MERGE = (
         f"ELSE conversation_turns.{c} END"
         for c in _COLUMNS
     )
-    + """,
+    + f""",
     outcome = CASE WHEN EXCLUDED.outcome = 'answered'
                         AND conversation_turns.outcome IN ('not_found', 'limited')
                    THEN conversation_turns.outcome ELSE EXCLUDED.outcome END,
-    timings = (conversation_turns.timings - 'answer_ms') || EXCLUDED.timings"""
+    timings = (conversation_turns.timings - {_CALLS_OWN}) || EXCLUDED.timings"""
 )
 
 
