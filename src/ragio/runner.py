@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 import trio
 
 from ragcore.generation import Abandoned, ModelReply
+from ragio import timings
 from ragio.providers.chain import OnDelta, SoFar
 from ragio.service import Service
 
@@ -29,8 +30,14 @@ async def run(
     """Drive ``pipeline`` to its return value, executing its effects against ``service``.
 
     With ``on_delta``, answers are streamed: each piece of text is passed to it as the
-    provider produces it, and the pipeline still receives the whole reply.
+    provider produces it, and the pipeline still receives the whole reply. The time its
+    effects take is summed by stage for the turn's record (``ragio.timings``).
     """
+    with timings.collecting() as collected:
+        return await _drive(pipeline, service, collected.streamed(on_delta))
+
+
+async def _drive(pipeline: Generator[Any, Any, T], service: Service, on_delta: OnDelta | None) -> T:
     result: Any = None
     failure: BaseException | None = None
     while True:
@@ -129,9 +136,10 @@ async def execute(effect: Any, service: Service, on_delta: OnDelta | None = None
     """The result of ``effect``, by the handler the service's table has for its type."""
     handlers = service.handlers
     kind = type(effect)
-    if on_delta is not None and kind in handlers.streaming:
-        return await handlers.streaming[kind](effect, service, on_delta)
-    handler = handlers.plain.get(kind)
-    if handler is None:
-        raise TypeError(f"no handler for effect {effect!r}")
-    return await handler(effect, service)
+    with timings.measure(kind):
+        if on_delta is not None and kind in handlers.streaming:
+            return await handlers.streaming[kind](effect, service, on_delta)
+        handler = handlers.plain.get(kind)
+        if handler is None:
+            raise TypeError(f"no handler for effect {effect!r}")
+        return await handler(effect, service)

@@ -225,6 +225,26 @@ def test_a_late_tick_that_lets_playback_run_dry_is_recorded_as_a_stall() -> None
     assert 230 <= record.record.stages["stalled_ms"] <= 270
 
 
+def test_the_models_first_text_is_timed_from_the_transcript_when_it_streams() -> None:
+    phone = Phone()
+    phone.greet()
+    ask = phone.ask("how long do I have to return an item")
+    phone.now += 0.25  # the model's first words come a quarter second after the transcript
+    phone.answer(ask, "Items can be returned")
+    phone.now += 0.1
+    [speak] = of(phone.answer(ask, " within 30 days. "), Speak)
+    phone.synthesize(speak, tone(0.5))
+    answer = ChatAnswer("Items can be returned within 30 days. [1]", (), "support", "x", "y")
+    phone.feed(Answered(ask.turn, answer, phone.now))
+    phone.ticks(0.8)
+    [record] = of(phone.play_marks(), FinishTurn)
+    stages = record.record.stages
+    assert stages["first_token_ms"] == 250
+    assert stages["first_sentence_ms"] == 350  # the first whole sentence came later
+    spoken_after = stages["transcript_ms"] + stages["first_token_ms"]
+    assert spoken_after <= stages["voice_to_voice_ms"]
+
+
 def test_a_whole_answer_is_said_too_when_it_was_not_streamed() -> None:
     phone = Phone()
     phone.greet()
@@ -233,6 +253,12 @@ def test_a_whole_answer_is_said_too_when_it_was_not_streamed() -> None:
     effects = phone.feed(Answered(ask.turn, answer, phone.now))
     said = [s.text for s in of(effects, Speak)]
     assert said == ["The finance team checks them.", "Every Friday."]
+    phone.synthesize(of(effects, Speak)[0], tone(0.3))
+    phone.synthesize(of(effects, Speak)[1], tone(0.3))
+    phone.ticks(0.8)
+    [record] = of(phone.play_marks(), FinishTurn)
+    assert "first_token_ms" not in record.record.stages  # no text streamed
+    assert "first_sentence_ms" in record.record.stages
 
 
 def test_caller_speech_over_the_answer_clears_it_cancels_it_and_is_listened_to() -> None:

@@ -17,6 +17,7 @@ each page is saved there (docs/console/ holds the ones the docs show).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,7 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         visible(f"button[aria-label='Read conversation {conversation}']").click()
         seen["rated"] = visible("#conversation-detail .feedback").text
         seen["rated_comment"] = visible("#conversation-detail .feedback-comment").text
+        seen["turn_times"] = visible("#conversation-detail .timings").text
         for name, ready in (
             ("roles", "#profile-form"),
             ("workflows", "#workflow-list"),
@@ -285,6 +287,11 @@ async def test_the_owner_signs_in_uploads_asks_and_approves_in_a_browser(
     assert seen["pressed"] == ["Rate the answer down"]
     assert seen["rated"].startswith("Rated 👎 down")
     assert seen["rated_comment"] == WHY
+    # the turn's time, then its stages, and when the streamed answer's first words came
+    stage = r"[a-z ]+ [\d,]+ ms( \(first token [\d,]+ ms\))?"
+    times = rf"[\d,]+ ms( · {stage})*( · first token [\d,]+ ms)?"
+    assert re.fullmatch(times, seen["turn_times"]), seen["turn_times"]
+    assert "first token" in seen["turn_times"]
     assert seen["approve_label"] == f"Approve action {held.json()['id']}"
     assert "executed" in seen["approved"]
     assert [r.body for r in chatops.requests] == [{"text": NOTE["text"]}]

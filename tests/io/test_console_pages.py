@@ -12,6 +12,7 @@ With RAGCHAT_SCREENSHOTS=<folder>, each page is saved there at both widths
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,11 @@ import httpx
 import pytest
 import trio
 
+from ragcore.chat.pipeline import ChatAnswer
+from ragcore.voice.call import TurnFinished
+from ragio.chat.conversations import finish_turn
+from ragio.service import Service
+from ragio.voice.calls import begin_call
 from tests.io.conftest import on_openai
 from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.test_console import browser, browser_errors
@@ -32,7 +38,7 @@ FAQ = (
 )
 CUSTOMERS = "email,name,plan\nada@example.com,Ada,pro\nbob@example.com,Bob,free\n"
 DOCUMENTS = 24  # and the FAQ: 25, past the first page of 20
-CONVERSATIONS = 22  # and the chat's own: 23, past the first page of 20
+CONVERSATIONS = 21  # and a call's, and the chat's own: 23, past the first page of 20
 PAGES = [
     ("chat", "#chat-form"),
     ("inbox", "#inbox-list"),
@@ -50,6 +56,18 @@ PAGES = [
     ("keys", "#key-list table"),
     ("status", "#status-items"),
 ]
+
+
+async def a_call_answered(service: Service) -> None:
+    """A call with one answered question, recorded as the voice server records it."""
+    caller, now = "+15551234567", datetime.now(UTC)
+    times = {"speech_ended": 10.0, "transcribed": 10.25, "first_text": 10.86}
+    times |= {"first_sentence": 11.0, "first_audio": 11.2, "first_frame": 11.21, "answered": 12.5}
+    answer = ChatAnswer("At 9 am.", (), "support", "openai", "gpt-test", language="en")
+    said = TurnFinished(1, "When do you open?", answer.answer, "answered", answer, times)
+    await service.database.run(begin_call, "CA-console", "MZ-console", caller, None, now)
+    kept = said.in_conversation("CA-console", caller)
+    await service.database.run(finish_turn, kept, said.stages, now, 90)
 
 
 @pytest.fixture
@@ -245,6 +263,8 @@ def live_in_the_console(
                 driver.execute_script("document.getElementById('status').textContent = ''")
                 if shots is not None:
                     driver.save_screenshot(str(shots / f"{name}{suffix}.png"))
+                if name == "calls" and not suffix:
+                    seen["calls"] = text("#call-list")
                 overflow = driver.execute_script(
                     "return document.documentElement.scrollWidth - window.innerWidth"
                 )
@@ -267,9 +287,10 @@ def live_in_the_console(
 
 
 async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
-    api: httpx.AsyncClient, model: FakeOpenAI, receiver: Any, tmp_path: Path
+    api: httpx.AsyncClient, model: FakeOpenAI, receiver: Any, service: Service, tmp_path: Path
 ):
     keyed = {"X-API-Key": KEY}
+    await a_call_answered(service)
     added = await api.post("/documents", json={"name": "shop.md", "text": FAQ}, headers=keyed)
     assert added.status_code == 201, added.text
     for number in range(1, DOCUMENTS + 1):
@@ -309,6 +330,12 @@ async def test_the_owner_chats_pages_sets_up_and_checks_status_in_a_browser(
     conversations = (await api.get("/conversations?limit=1", headers=keyed)).json()
     [chat] = conversations["conversations"]
     assert chat["turn_count"] == 3 and chat["first_question"] == "When does the shop open?"
+    # a call's turn by component: the transcript, the model's first words, the speech's
+    # first byte, end to end
+    assert (
+        "answered · transcript 250 ms · first token 610 ms · speech's first byte 200 ms"
+        " · voice to voice 1,210 ms"
+    ) in seen["calls"], seen["calls"]
 
     # the lists: every item reachable, the total said
     assert "Showing 1–20 of 25" in seen["documents_1"]

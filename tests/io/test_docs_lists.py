@@ -1,7 +1,8 @@
 """The lists in the docs that drift as the code grows are checked against the code: the
-migrations, the commands, the settings, the routes open without the key. (The roles'
-prompts are generated: tests/core/test_role_prompts.py; the routes and effects have their
-own checks; tests/io/test_docs_examples.py checks every JSON example.)"""
+migrations, the commands, the settings, the routes open without the key, a turn's
+stages. (The roles' prompts are generated: tests/core/test_role_prompts.py; the routes
+and effects have their own checks; tests/io/test_docs_examples.py checks every JSON
+example.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import importlib
 import re
 from pathlib import Path
 
+from ragcore.chat.timings import FIRST_TEXT, FIRST_TEXT_MEANS, STAGES
 from ragcore.settings import SETTINGS
 from ragio.cli import build_parser
 
@@ -162,3 +164,17 @@ def test_the_readme_names_every_debian_package_the_test_command_installs():
         p for p in packages.values() if not re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", said)
     }
     assert not missing, f"README.md's test command installs {sorted(missing)} too"
+
+
+def test_the_turn_stages_table_says_each_stage_as_the_api_schema_does():
+    section = _section(_doc("api.md"), "## Conversations: GET /conversations")
+    table = section[section.index("| Stage |") :]
+    rows = {cell.strip("`"): means for cell, means in _rows(table)}
+    assert rows == {**STAGES, FIRST_TEXT: rows.get(FIRST_TEXT)}
+    assert rows[FIRST_TEXT].startswith(FIRST_TEXT_MEANS)
+
+
+def _rows(table: str) -> list[tuple[str, str]]:
+    """The first two cells of each body row of ``table`` (up to its first blank line)."""
+    lines = table.split("\n\n", 1)[0].splitlines()
+    return [(row.split("|")[1].strip(), row.split("|")[2].strip()) for row in lines[2:]]

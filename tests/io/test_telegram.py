@@ -33,6 +33,7 @@ from tests.io.fakes.openai_server import FakeOpenAI
 from tests.io.fakes.telegram_server import FakeTelegram
 from tests.io.fakes.workflow_receiver import WorkflowReceiver
 from tests.io.processes import run_in_process, running_service
+from tests.io.test_chat_stream import events
 
 TOKEN = "123456789:AAHfakeTokenForTests_0123456789abc"
 SECRET = "webhook-secret_0123"
@@ -542,3 +543,47 @@ async def test_a_follow_up_in_the_chat_is_rewritten_with_the_conversation_and_re
     assert [t["question"] for t in turns] == [QUESTION, "and the money?"]
     assert turns[1]["search_question"] == "How long do refunds take to reach me?"
     assert "4242" not in json.dumps(conversation)  # the chat is kept only as a hash
+
+
+async def test_a_turn_is_timed_by_stage_alike_on_chat_its_stream_and_telegram(
+    api, openai, telegram
+):
+    """Every channel's turn is one run of the turn pipeline: its timings name the same
+    stages, each a part of answer_ms; a streamed answer also says when its first words
+    came, a reply sent on Telegram how long the sending took."""
+    await add_refunds(api)
+    openai.chat_delay = 0.2  # the model thinks a fifth of a second before it writes
+    openai.word_delay = 0.01
+
+    chat = await api.post("/chat", json={"question": QUESTION})
+    assert chat.status_code == 200, chat.text
+    response, received = await events(api, question=QUESTION)
+    assert response.status_code == 200 and received[-1][0] == "done"
+    await post(api, update())
+    await wait_for(lambda: telegram.sent)
+    with trio.fail_after(10):  # the turn is recorded a moment after the reply is sent
+        while not (await api.get("/conversations", params={"channel": "telegram"})).json()[
+            "conversations"
+        ]:
+            await trio.sleep(0.05)
+    [on_telegram] = (await api.get("/conversations", params={"channel": "telegram"})).json()[
+        "conversations"
+    ]
+
+    timings = {}
+    for channel, conversation_id in (
+        ("chat", chat.json()["conversation_id"]),
+        ("stream", received[-1][1]["conversation_id"]),
+        ("telegram", on_telegram["id"]),
+    ):
+        [turn] = (await api.get(f"/conversations/{conversation_id}")).json()["turns"]
+        timings[channel] = turn["timings"]
+    answering = {"language_ms", "live_ms", "embedding_ms", "search_ms", "model_ms"}
+    assert set(timings["chat"]) == answering | {"answer_ms"}, timings
+    assert set(timings["stream"]) == answering | {"answer_ms", "first_token_ms"}, timings
+    assert set(timings["telegram"]) == answering | {"answer_ms", "reply_ms"}, timings
+    for channel, taken in timings.items():
+        stages = [ms for stage, ms in taken.items() if stage not in ("answer_ms", "first_token_ms")]
+        assert sum(stages) <= taken["answer_ms"], (channel, taken)
+        assert taken["model_ms"] >= 200, (channel, taken)  # the model's fifth of a second
+    assert 200 <= timings["stream"]["first_token_ms"] <= timings["stream"]["answer_ms"]

@@ -157,6 +157,12 @@ async def test_a_caller_hears_the_greeting_then_the_answer_to_a_spoken_question(
     assert turn["citations"][0]["document_name"] == "returns.md"
     assert "+1555" not in str(recorded)  # the caller is kept only as a hash
     assert recorded["end_reason"] == "the caller hung up"
+    # the turn's latency by component: the transcript, the model's first text, speech's
+    # first byte, and end to end; the answer's own stages beside them
+    stages = turn["stages"]
+    assert {"transcript_ms", "first_token_ms", "first_audio_ms", "voice_to_voice_ms"} <= set(stages)
+    assert stages["transcript_ms"] + stages["first_token_ms"] <= stages["voice_to_voice_ms"] + 1
+    assert {"embedding_ms", "search_ms", "model_ms"} <= set(stages), stages
     # the call is a conversation too, beside those of the other channels
     listed = (await api.get("/conversations", params={"channel": "voice"})).json()
     [conversation] = listed["conversations"]

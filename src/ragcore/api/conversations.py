@@ -14,6 +14,7 @@ from ragcore.api.queries import contains_pattern
 from ragcore.channel_names import CONVERSATION_CHANNELS
 from ragcore.channels.person import MAX_MESSAGE_CHARS
 from ragcore.chat.citations import Citation
+from ragcore.chat.timings import described_stages
 from ragcore.converter import refusal
 from ragcore.errors import InvalidInput, check_text
 from ragcore.handoff.modes import MODES, Mode
@@ -91,7 +92,10 @@ class ConversationTurn:
     timings: Annotated[
         dict[str, int],
         described(
-            "milliseconds: answer_ms, the whole turn; on a call, the stages of GET /voice/calls"
+            "milliseconds: answer_ms, the whole turn; and, on every channel, the stages it "
+            "reached, each the time its steps took, together never more than answer_ms: "
+            f"{described_stages()}. On a call, also the stages of GET /voice/calls (its "
+            "answer_ms and first_token_ms are the call's, from the transcript)"
         ),
     ]
     created_at: datetime

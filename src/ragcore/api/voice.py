@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import attrs
 
 from ragcore.api.problems import ProblemError
+from ragcore.chat.timings import STAGES
 from ragcore.schema import described
 
 DEFAULT_CALLS = 20
@@ -47,9 +48,15 @@ class VoiceTurn:
     stages: Annotated[
         dict[str, int],
         described(
-            "milliseconds each stage took: transcript_ms, first_sentence_ms, first_audio_ms, "
-            "first_frame_ms, voice_to_voice_ms, answer_ms (those the turn reached), and "
-            "stalled_ms: the longest the caller's playback ran dry once the answer had begun"
+            "milliseconds each stage took, those the turn reached: transcript_ms, from the "
+            "end of the caller's speech to the final transcript; first_token_ms, from the "
+            "transcript to the model's first text; first_sentence_ms, from the transcript "
+            "to the first sentence written; first_audio_ms, from that to its speech's first "
+            "byte; first_frame_ms, from that to its first frame sent; voice_to_voice_ms, "
+            "from the end of the caller's speech to that frame; answer_ms, from the "
+            "transcript to the whole answer; stalled_ms, the longest the caller's playback "
+            "ran dry once the answer had begun; and the answer's own stages, as its "
+            f"conversation's turn has them: {', '.join(STAGES)}"
         ),
     ]
     created_at: datetime

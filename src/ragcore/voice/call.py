@@ -350,11 +350,13 @@ class TurnFinished:
     @property
     def stages(self) -> dict[str, int]:
         """Milliseconds from the end of the caller's speech: to the final transcript, to
-        the first sentence written, to its first audio, to its first frame sent; and the
+        the model's first streamed text (``first_token_ms``, from the transcript), to the
+        first sentence written, to its first audio, to its first frame sent; and the
         longest the caller's playback ran dry once the answer had begun (``stalled_ms``)."""
         times = self.times
         spans = {
             "transcript_ms": ("speech_ended", "transcribed"),
+            "first_token_ms": ("transcribed", "first_text"),
             "first_sentence_ms": ("transcribed", "first_sentence"),
             "first_audio_ms": ("first_sentence", "first_audio"),
             "first_frame_ms": ("first_audio", "first_frame"),

@@ -130,14 +130,19 @@ def ongoing(
 
 
 def record_turn(
-    conn: psycopg.Connection, record: TurnRecord, now: datetime, retention_days: int
+    conn: psycopg.Connection,
+    record: TurnRecord,
+    now: datetime,
+    retention_days: int,
+    stages: dict[str, int] | None = None,
 ) -> RecordedTurn:
     """Record the turn, beginning its conversation when it has none (and deleting those
     older than ``retention_days`` on the way); its conversation's id and its number. A conversation
     deleted meanwhile is begun again. A numbered turn (``record.turn``) is recorded at its
     number; when the call's end of it came first, how it ended stands (an interrupted,
-    hung up or failed turn stays so, with the call's timings) and the answer fills in."""
-    timings = {}
+    hung up or failed turn stays so, with the call's timings) and the answer fills in.
+    Its timings are ``answer_ms`` and its ``stages`` (``ragcore.chat.timings``)."""
+    timings = dict(stages or {})
     if record.started is not None:
         timings["answer_ms"] = max(0, round((now - record.started).total_seconds() * 1000))
     if record.turn is not None:
@@ -206,10 +211,11 @@ def finish_turn(
 ) -> int:
     """The channel's end of the numbered turn ``record.turn`` (a call's question): how it
     ended (``record.outcome``; ``answered`` keeps the answer's own ``not_found`` or
-    ``limited``) and ``timings``, the turn's stage timings, which replace those of its
-    answer. The turn is recorded when its answer was not (never answered, or not yet:
-    the answer then fills it in); otherwise what the answer recorded stands, and an
-    answer the row lacks is filled in. The conversation's id."""
+    ``limited``) and ``timings``, the call's stage timings, which stand beside the
+    answer's stages (``ragcore.chat.timings``) and replace its ``answer_ms`` and
+    ``first_token_ms``. The turn is recorded when its answer was not (never answered, or
+    not yet: the answer then fills it in); otherwise what the answer recorded stands, and
+    an answer the row lacks is filled in. The conversation's id."""
     return _numbered(conn, record, timings, now, retention_days, final=True)
 
 
@@ -227,13 +233,18 @@ _COLUMNS = (
     "language",
 )
 #: on a numbered turn recorded again: the answer's record fills in the call's end of the
-#: turn (whose outcome, when not answered, and timings stand); the call's end keeps the
-#: answer's record (filled in where it has no answer), with its outcome and timings
+#: turn (whose outcome, when not answered, and timings stand, the answer's stages added);
+#: the call's end keeps the answer's record (filled in where it has no answer), with its
+#: outcome and timings, the answer's stages kept beside them. A call's turn's
+#: ``answer_ms`` and ``first_token_ms`` are the call's (from the transcript), never those
+#: of the answer's record.
+_CALLS_OWN = "'{answer_ms,first_token_ms}'::text[]"
 _ANSWER_MERGE = (
     ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS)
-    + """,
+    + f""",
     outcome = CASE WHEN conversation_turns.outcome IN ('interrupted', 'hung up', 'failed')
-                   THEN conversation_turns.outcome ELSE EXCLUDED.outcome END"""
+                   THEN conversation_turns.outcome ELSE EXCLUDED.outcome END,
+    timings = (EXCLUDED.timings - {_CALLS_OWN}) || conversation_turns.timings"""
 )
 _FINISH_MERGE = (
     ", ".join(
@@ -241,11 +252,11 @@ _FINISH_MERGE = (
         f"ELSE conversation_turns.{c} END"
         for c in _COLUMNS
     )
-    + """,
+    + f""",
     outcome = CASE WHEN EXCLUDED.outcome = 'answered'
                         AND conversation_turns.outcome IN ('not_found', 'limited')
                    THEN conversation_turns.outcome ELSE EXCLUDED.outcome END,
-    timings = EXCLUDED.timings"""
+    timings = (conversation_turns.timings - {_CALLS_OWN}) || EXCLUDED.timings"""
 )
 
 

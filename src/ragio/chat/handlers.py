@@ -9,6 +9,7 @@ from ragcore.chat.history import LoadConversation, Ongoing, RecordedTurn, Record
 from ragcore.chat.translation import TranslateWords
 from ragcore.generation import Generate, ModelReply
 from ragcore.language import DetectLanguage, LanguageGuess
+from ragio import timings
 from ragio.chat import conversations
 from ragio.chat.dictionaries import translate_words
 from ragio.metrics import OWNER_ANSWERS
@@ -57,11 +58,14 @@ async def load_conversation(effect: LoadConversation, service: Service) -> Ongoi
 
 
 async def record_turn(effect: RecordTurn, service: Service) -> RecordedTurn:
+    """The turn recorded with its stage timings: the time its run's effects took so far
+    (``ragio.timings``)."""
     recorded = await service.database.run(
         conversations.record_turn,
         effect.record,
         service.clock.now(),
         service.settings.conversation_retention_days,
+        timings.collected(),
     )
     record = effect.record
     if any(c.get("owner_answer_id") is not None for c in record.citations):

@@ -89,6 +89,8 @@ function when(iso) {
   return isNaN(date) ? iso : date.toLocaleString();
 }
 
+const ms = (n) => `${Number(n).toLocaleString()} ms`;
+
 // A table of rows; with none, the page's empty state: what the list is for and the first
 // step (``empty``: text or a node), instead of a bare "none". On a phone each row is a
 // card, each cell named by its column (data-label).
@@ -599,6 +601,24 @@ function messages(t) {
 
 const NOTES = { handed_off: "handed to a person", not_delivered: "not delivered" };
 
+// a turn's stages in the order a turn reaches them (GET /conversations/{id}: timings)
+const STAGES = [["language_ms", "language"], ["live_ms", "live data"], ["embedding_ms", "embedding"],
+  ["search_ms", "search"], ["graph_ms", "graph"], ["model_ms", "model"], ["action_ms", "action"],
+  ["reply_ms", "reply"]];
+
+// How long a turn took, then each stage it spent a millisecond or more in, the model's
+// first streamed words beside it: "1,240 ms · search 12 ms · model 1,180 ms (first token 310 ms)"
+function turnTimes(timings) {
+  const parts = timings.answer_ms !== undefined ? [ms(timings.answer_ms)] : [];
+  const first = timings.first_token_ms !== undefined ? `first token ${ms(timings.first_token_ms)}` : null;
+  for (const [key, name] of STAGES) {
+    if (!timings[key]) continue; // not reached, or under a millisecond
+    parts.push(key === "model_ms" && first ? `${name} ${ms(timings[key])} (${first})` : `${name} ${ms(timings[key])}`);
+  }
+  if (first && !timings.model_ms) parts.push(first);
+  return parts.join(" · ");
+}
+
 const CONVERSATIONS_PER_PAGE = 20;
 const CHANNELS = ["chat", "openai", "telegram", "whatsapp", "discord", "web", "voice"];
 const OUTCOMES = { answered: "answered", not_found: "nothing found to answer with", limited: "stopped by a budget",
@@ -627,7 +647,8 @@ PAGES.conversations = async (area) => {
         t.search_question ? el("p", { className: "muted", text: `Searched as: ${t.search_question}` }) : null,
         el("p", { className: "muted", text: [OUTCOMES[t.outcome] || t.outcome,
           t.provider === "extractive" ? "offline" : t.provider ? `${PROVIDERS[t.provider] || t.provider} ${t.model || ""}`.trim() : null,
-          t.timings.answer_ms !== undefined ? `${t.timings.answer_ms} ms` : null, when(t.created_at)].filter(Boolean).join(" · ") }),
+          when(t.created_at)].filter(Boolean).join(" · ") }),
+        turnTimes(t.timings) ? el("p", { className: "muted timings", text: turnTimes(t.timings) }) : null,
         t.feedback ? el("p", { className: "feedback" }, `Rated ${RATINGS[t.feedback] || t.feedback} · ${when(t.feedback_at)}`,
           t.feedback_comment ? el("q", { className: "feedback-comment", text: t.feedback_comment }) : null) : null,
         t.citations.length ? el("ul", {}, t.citations.map((c) => el("li", { text: `[${c.number}] ${c.document_name}` }))) : null)));
@@ -1025,6 +1046,12 @@ PAGES.usage = async (area) => {
     table("This month by provider", [["Provider", (r) => r.provider], ["Calls", (r) => r.calls], ["Tokens", (r) => r.total_tokens]], data.this_month_by_provider, "This month: no calls yet."));
 };
 
+// a call's turn by component, as the voice platforms show it (GET /voice/calls: stages)
+const CALL_STAGES = [["transcript_ms", "transcript"], ["first_token_ms", "first token"],
+  ["first_audio_ms", "speech's first byte"], ["voice_to_voice_ms", "voice to voice"]];
+const callTimes = (stages) => CALL_STAGES.filter(([key]) => stages[key] !== undefined)
+  .map(([key, name]) => `${name} ${ms(stages[key])}`);
+
 PAGES.calls = async (area) => {
   const list = el("div", { id: "call-list" });
   let wanted = 20;
@@ -1035,7 +1062,7 @@ PAGES.calls = async (area) => {
       el("ol", {}, c.turns.map((t) => el("li", {},
         el("p", {}, el("strong", { text: "Caller: " }), t.question || "(nothing heard)"),
         el("p", {}, el("strong", { text: "Answer: " }), t.answer || `(${t.outcome})`),
-        el("p", { className: "muted", text: `${OUTCOMES[t.outcome] || t.outcome}${t.stages.voice_to_voice_ms ? ` · ${t.stages.voice_to_voice_ms} ms voice to voice` : ""}` })))))) : [emptyState("No calls yet. With a phone number set up for voice (see Status), each call and what was said in it shows here.")]),
+        el("p", { className: "muted timings", text: [OUTCOMES[t.outcome] || t.outcome, ...callTimes(t.stages)].join(" · ") })))))) : [emptyState("No calls yet. With a phone number set up for voice (see Status), each call and what was said in it shows here.")]),
     moreButton("calls-more", more, () => { wanted += 20; guarded(list, load); }));
   };
   area.append(el("h2", { text: "Phone calls" }), list);
