@@ -588,6 +588,20 @@ SETTINGS: tuple[Setting, ...] = (
         "true lets GET /metrics answer without X-API-Key (a scraper that cannot send it)",
         _boolean,
     ),
+    Setting(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "",
+        "an OpenTelemetry collector's OTLP/HTTP address (http://collector:4318): a trace of "
+        "every request and call is sent to its /v1/traces; unset: no tracing",
+        _base_url,
+    ),
+    Setting(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "",
+        "headers sent with the traces, as key=value pairs joined by commas (a collector's API key)",
+        secret=True,
+    ),
+    Setting("OTEL_SERVICE_NAME", "ragchat", "the service.name the traces are sent under"),
     # language
     Setting("DEFAULT_LANGUAGE", "en", "fallback language code", _language),
     Setting(
@@ -1095,6 +1109,9 @@ class Settings:
     shutdown_grace_seconds: float
     log_format: str
     metrics_public: bool
+    otel_exporter_otlp_endpoint: str
+    otel_exporter_otlp_headers: str
+    otel_service_name: str
     default_language: str
     language_detection_confidence_threshold: float
     language_detection_supported_languages: tuple[str, ...]

@@ -17,6 +17,9 @@ escapes them all inside its strings. A request's path, a header or a customer's 
 can then be logged as it came. (``ragio.logs`` does it for every record, so no call site
 has to.)
 
+Inside a trace (``ragio.tracing``), a record has its ``trace_id`` and ``span_id``: fields
+of the JSON line; ``trace_id=…`` at the end of the text line.
+
 httpx logs every request it sends, its full URL with the query string, at INFO: its
 loggers (and httpcore's) are kept at WARNING, so that no outbound call's URL (a
 customer's e-mail in a live query, a token in a path) reaches the log.
@@ -29,6 +32,8 @@ import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
+
+from ragio.tracing import TraceIds
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: loggers kept at WARNING whatever the level: httpx's INFO line of each request carries
@@ -103,6 +108,8 @@ class TextFormatter(logging.Formatter):
         record.message = record.getMessage()
         record.asctime = self.formatTime(record, self.datefmt)
         line = escaped(self.formatMessage(record))
+        if (traced := getattr(record, "trace_id", None)) is not None:
+            line += f" trace_id={traced}"
         # the traceback is kept on the record as Python makes it (every handler reads it)
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
@@ -140,6 +147,7 @@ def configure(level: int) -> None:
     ``QUIET_LOGGERS`` at WARNING."""
     handler = logging.StreamHandler()
     handler.setFormatter(TextFormatter())
+    handler.addFilter(TraceIds())
     logging.basicConfig(level=level, handlers=[handler])
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 import trio
 
 from ragcore.generation import Abandoned, ModelReply
-from ragio import timings
+from ragio import timings, tracing
 from ragio.providers.chain import OnDelta, SoFar
 from ragio.service import Service
 
@@ -136,7 +136,7 @@ async def execute(effect: Any, service: Service, on_delta: OnDelta | None = None
     """The result of ``effect``, by the handler the service's table has for its type."""
     handlers = service.handlers
     kind = type(effect)
-    with timings.measure(kind):
+    with timings.measure(kind), tracing.effect_span(kind):
         if on_delta is not None and kind in handlers.streaming:
             return await handlers.streaming[kind](effect, service, on_delta)
         handler = handlers.plain.get(kind)

@@ -26,6 +26,7 @@ from ragio.graph.service import Graph
 from ragio.language import LanguageDetection
 from ragio.providers import AnswererChain, Embedder
 from ragio.providers.chain import OnDelta
+from ragio.tracing import Tracing
 
 #: ``async def handler(effect, service) -> result``: executes one type of effect
 Handler = Callable[[Any, "Service"], Awaitable[Any]]
@@ -82,6 +83,10 @@ class Service:
     stopping: trio.Event = attrs.field(factory=trio.Event)
     # this process among all on the database (ragio.db.presence): who holds a job, a delivery
     process: str = attrs.field(factory=process_name)
+    # OpenTelemetry traces (ragio.tracing): off unless OTEL_EXPORTER_OTLP_ENDPOINT
+    tracing: Tracing = attrs.field(
+        default=attrs.Factory(lambda self: Tracing(self.settings), takes_self=True)
+    )
 
     @property
     def mode(self) -> str:

@@ -105,6 +105,8 @@ async def open_service(settings: Settings) -> AsyncIterator[Service]:
                         ModelExtraction(Caps.from_settings(settings), settings.usage_ledger),
                     )
                 yield service
+                with trio.CancelScope(shield=True):  # the last spans sent
+                    await trio.to_thread.run_sync(service.tracing.shutdown)
             finally:
                 with trio.CancelScope(shield=True):
                     await graph.close()

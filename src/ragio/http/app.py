@@ -16,6 +16,7 @@ from ragcore.converter import converter
 from ragcore.errors import InvalidInput
 from ragcore.inputs import NestedTooDeep
 from ragcore.knowledge.documents import NameTaken
+from ragio import tracing
 from ragio.employees.lookup import UnknownRole
 from ragio.http import (
     actions,
@@ -53,6 +54,7 @@ from ragio.http.problems import Problem, problem_for, problem_response
 from ragio.http.routes import fixed_routes
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
+from ragio.tracing import TracedApp
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/health", "/health/live", "/health/ready", "/", "/docs", *widget.OPEN_PATHS)
@@ -60,6 +62,11 @@ MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/", "/console/")
 #: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it
 OPENAI_PREFIX = "/v1/"
+
+
+def route_path(rule: str) -> str:
+    """A route's rule as its OpenAPI path (``/documents/<id>``: ``/documents/{id}``)."""
+    return rule.replace("<", "{").replace(">", "}")
 
 
 def error_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
@@ -143,6 +150,12 @@ def create_app(svc: Service) -> QuartTrio:
                 raise MethodNotAllowed(valid_methods=sorted(methods))
 
     @app.before_request
+    async def name_the_trace() -> None:
+        """The request's span named by its route, once routed (``ragio.tracing``)."""
+        if request.url_rule is not None:
+            tracing.name_by_route(request.method, route_path(request.url_rule.rule))
+
+    @app.before_request
     async def require_api_key() -> Response | None:
         """The request's key admitted to its route (``ragio.http.access.admit``): a key
         not known is a 401 saying how it came; revoked or expired, 401; over its rate,
@@ -150,9 +163,8 @@ def create_app(svc: Service) -> QuartTrio:
         if request.path in open_paths or request.path.startswith(OPEN_PREFIXES):
             return None
         rule = request.url_rule
-        path = rule.rule.replace("<", "{").replace(">", "}") if rule is not None else None
         try:
-            await admit(path)
+            await admit(route_path(rule.rule) if rule is not None else None)
         except Unknown:
             pass
         except Problem as error:
@@ -230,4 +242,6 @@ def create_app(svc: Service) -> QuartTrio:
         app.asgi_app, svc.settings.http_read_timeout_seconds
     )
     metrics.install(app)  # GET /metrics, and every request counted around all of the above
+    if svc.tracing.on:  # a trace of each request, around everything (ragio.tracing)
+        app.asgi_app = TracedApp(app.asgi_app, svc.tracing)  # type: ignore[method-assign]
     return app

@@ -9,6 +9,7 @@ import psycopg
 from quart import Response
 
 from ragcore.api.problems import ProblemError
+from ragio.tracing import trace_id
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -94,9 +95,12 @@ def problem_for(error: BaseException) -> Problem:
 
 def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
     """The problem+json response, with the problem's own headers (Retry-After) and
-    ``headers``."""
+    ``headers``; inside a trace, its id (``trace_id``), by which its trace is found."""
+    body = problem.body()
+    if (traced := trace_id()) is not None:
+        body["trace_id"] = traced
     return Response(
-        json.dumps(problem.body()),
+        json.dumps(body),
         status=problem.status,
         content_type=PROBLEM_JSON,
         headers={**getattr(problem, "headers", {}), **(headers or {})},

@@ -20,7 +20,7 @@ import trio
 from ragcore.chat.fallback import Attempt, GiveUp, TryProvider, moves_on, next_attempt
 from ragcore.generation import Generate, ModelReply
 from ragcore.usage import TokenUsage, measured_usage
-from ragio import metrics
+from ragio import metrics, tracing
 from ragio.keys import ASKING_KEY
 from ragio.providers.batching import EMBEDDING_TOKENS, EmbeddingTokens, estimate
 from ragio.providers.failures import (
@@ -46,7 +46,8 @@ async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[
     reply included (no vectors, vectors that are not lists of numbers, too few of them).
     Its tokens are counted: as the provider reported them batch by batch, else estimated;
     a failed call's only where a batch answered with its count (what was billed)."""
-    started = _called(embedder.name, EMBEDDING)
+    space = getattr(embedder, "space", None)
+    started = _called(embedder.name, EMBEDDING, space.model if space is not None else "")
     tally = EmbeddingTokens()
     reset = EMBEDDING_TOKENS.set(tally)
     try:
@@ -63,7 +64,9 @@ async def embed(embedder: Any, texts: Sequence[str], purpose: str) -> list[list[
         raise EmbeddingFailed(attempt) from error
     finally:
         EMBEDDING_TOKENS.reset(reset)
-    _ended(embedder.name, EMBEDDING, started)
+    _ended(
+        embedder.name, EMBEDDING, started, tokens=(tally.tokens, None) if tally.batches else None
+    )
     _count_embedding_tokens(embedder.name, tally.tokens if tally.batches else estimate(texts))
     return vectors
 
@@ -79,7 +82,7 @@ async def generate_with_fallback(
     failure: Exception | None = None  # the last one: the cause of a rejected request
     while isinstance(step := next_attempt(len(answerers), attempts), TryProvider):
         answerer = answerers[step.index]
-        started = _called(answerer.name, request.task)
+        started = _called(answerer.name, request.task, answerer.model)
         try:
             with trio.fail_after(timeout):
                 reply: ModelReply = await answerer.generate(request)
@@ -89,7 +92,7 @@ async def generate_with_fallback(
             attempts.append(_failed(answerer.name, error, request.task, started))
             failure = error
         else:
-            _ended(answerer.name, request.task, started)
+            _ended(answerer.name, request.task, started, model=reply.model, tokens=reply.usage)
             _count_tokens(request, reply)
             return reply
     raise _given_up(step) from (failure if step.rejected else None)
@@ -145,7 +148,7 @@ class OpenedStream:
     counts the provider reported, set once they arrive (after the last delta); None
     while they have not, or when the provider reports none. A provider failing after the
     first delta raises AnswerBroken (a bug of ours raises as itself). ``task`` and
-    ``started`` (``time.perf_counter``) are the call's, for the metrics.
+    ``started`` are the call's, for the metrics and its span.
     """
 
     provider: str
@@ -154,7 +157,7 @@ class OpenedStream:
     _rest: AsyncGenerator[StreamItem, None]
     usage: TokenUsage | None = None
     task: str = "answer"
-    started: float = attrs.field(factory=time.perf_counter)
+    started: Call = attrs.field(factory=lambda: Call(time.perf_counter()))
 
     async def __aiter__(self) -> AsyncIterator[str]:
         yield self._first
@@ -171,10 +174,11 @@ class OpenedStream:
                 raise
             log.warning("answering provider %s after its first words", attempt.describe())
             raise AnswerBroken(attempt) from error
-        _ended(self.provider, self.task, self.started)
+        _ended(self.provider, self.task, self.started, model=self.model, tokens=self.usage)
 
     async def aclose(self) -> None:
         await self._rest.aclose()
+        self.started.close()  # stopped early (the client left): its span ends now
 
     async def __aenter__(self) -> OpenedStream:
         return self
@@ -193,7 +197,7 @@ async def open_stream(chain: Iterable[Any], request: Generate, timeout: float) -
     failure: Exception | None = None  # the last one: the cause of a rejected request
     while isinstance(step := next_attempt(len(answerers), attempts), TryProvider):
         answerer = answerers[step.index]
-        started = _called(answerer.name, request.task)
+        started = _called(answerer.name, request.task, answerer.model)
         deltas = _deltas(answerer, request)
         try:
             with trio.fail_after(timeout):
@@ -242,7 +246,7 @@ def _deltas(answerer: Any, request: Generate) -> AsyncGenerator[StreamItem, None
     return whole()
 
 
-def _failed(provider: str, error: Exception, task: str, started: float) -> Attempt:
+def _failed(provider: str, error: Exception, task: str, started: Call) -> Attempt:
     """The failed attempt ``error`` makes, or the error itself raised when it is no provider
     failure (a bug of ours)."""
     attempt = attempt_of(provider, error)
@@ -263,23 +267,56 @@ def _given_up(step: GiveUp) -> AnswerFailed:
 # ------------------------------------------- metrics (ragio.metrics), last calls (GET /status)
 
 
-def _called(provider: str, task: str) -> float:
-    """Count a call as it starts; its start time, for ``_ended``."""
+@attrs.define
+class Call:
+    """A provider call under way: when it began (``time.perf_counter``), and its span
+    (``ragio.tracing``; None untraced), ended once."""
+
+    started: float
+    span: Any = None
+
+    def close(
+        self,
+        failure: str | None = None,
+        model: str | None = None,
+        tokens: TokenUsage | tuple[int, None] | None = None,
+    ) -> None:
+        span, self.span = self.span, None
+        if isinstance(tokens, TokenUsage):
+            counts: tuple[int | None, int | None] = (tokens.prompt_tokens, tokens.completion_tokens)
+        else:
+            counts = tokens or (None, None)
+        tracing.provider_ended(span, failure, model, *counts)
+
+
+def _called(provider: str, task: str, model: str = "") -> Call:
+    """Count a call as it starts, and begin its span; what ``_ended`` ends."""
     metrics.PROVIDER_CALLS.labels(provider, task).inc()
-    return time.perf_counter()
+    operation = "embeddings" if task == EMBEDDING else "chat"
+    return Call(time.perf_counter(), tracing.provider_span(operation, provider, model))
 
 
 def _ended(
-    provider: str, task: str, started: float, failed: Attempt | None = None, *, erred: bool = False
+    provider: str,
+    task: str,
+    started: Call,
+    failed: Attempt | None = None,
+    *,
+    erred: bool = False,
+    model: str | None = None,
+    tokens: TokenUsage | tuple[int, None] | None = None,
 ) -> None:
     """A call's time, and its failure when it failed as a provider fails (``failed``); it
     is the provider's last call unless it ``erred`` without a provider failure (a bug of
-    ours, which says nothing of the provider)."""
-    metrics.PROVIDER_LATENCY.labels(provider, task).observe(time.perf_counter() - started)
+    ours, which says nothing of the provider). Its span ends with the provider's token
+    counts (``tokens``: none when it reported none) or the failure's kind."""
+    metrics.PROVIDER_LATENCY.labels(provider, task).observe(time.perf_counter() - started.started)
     if failed is not None:
         metrics.PROVIDER_FAILURES.labels(provider, task, failed.failure.value).inc()
     if failed is not None or not erred:
         LAST_CALLS.record(provider, task, failed)
+    kind = failed.failure.value if failed is not None else "error" if erred else None
+    started.close(kind, model, tokens)
 
 
 def _count_tokens(request: Generate, reply: ModelReply) -> None:
