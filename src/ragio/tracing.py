@@ -156,6 +156,22 @@ def span(name: str, **attributes: Any) -> AbstractContextManager[Any]:
     return _span(traced, name, attributes)
 
 
+def root_span(
+    name: str, started_ns: int | None, attributes: Mapping[str, Any]
+) -> AbstractContextManager[Any]:
+    """A trace of its own (a call's turn), begun at ``started_ns`` (None: now), current
+    while it runs; nothing when untraced."""
+    traced = _TRACER.get()
+    if traced is NO_TRACER:
+        return _NOTHING
+    begun = traced.start_span(
+        name, context=otel_context.Context(), attributes=attributes, start_time=started_ns
+    )
+    return trace.use_span(
+        begun, end_on_exit=True, record_exception=False, set_status_on_exception=False
+    )
+
+
 def failed(span: Span, kind: str) -> None:
     """Mark ``span`` failed, with the failure's kind (``error.type``) and nothing more."""
     span.set_attribute("error.type", kind)

@@ -71,6 +71,7 @@ from ragcore.voice.call import (
 )
 from ragcore.voice.greeting import greeting
 from ragcore.voice.phrases import call_language
+from ragio import tracing
 from ragio.channels import outbound
 from ragio.chat import conversations
 from ragio.chat.policy import chat_policy
@@ -120,11 +121,18 @@ class PhoneCall:
         self._hung_up: str | None = None  # why this side ended the call
         self._unexpected: set[tuple[State, type]] = set()  # (state, event type) logged
         self._transfer_done: trio.Event | None = None  # set when the provider answered
+        # the caller's words heard (ns, for the trace): since when, and the last utterance
+        self._hearing_since: int | None = None
+        self._heard: tuple[int, int] | None = None
 
     def now(self) -> float:
         return trio.current_time() - self._began
 
     async def run(self) -> None:
+        with tracing.use(self.service.tracing.tracer):  # each turn a trace (_run_turn)
+            await self._run()
+
+    async def _run(self) -> None:
         start = await self._await_start()
         if start is None:
             return
@@ -350,6 +358,7 @@ class PhoneCall:
                     pumps.start_soon(self._pump_audio, listener)
                     async for heard in listener.results():
                         failures = 0
+                        self._note_heard(heard.final and heard.ends_utterance)
                         self.feed(
                             Transcript(heard.text, heard.final, heard.ends_utterance, self.now())
                         )
@@ -360,6 +369,15 @@ class PhoneCall:
             pause = LISTENER_RETRY_SECONDS[min(failures, len(LISTENER_RETRY_SECONDS) - 1)]
             failures += 1
             await trio.sleep(pause)
+
+    def _note_heard(self, utterance_ended: bool) -> None:
+        """When the caller's words began to be transcribed, and when their utterance's
+        final transcript came: the speech-to-text span of the turn it asks."""
+        if self._hearing_since is None:
+            self._hearing_since = tracing.now_ns()
+        if utterance_ended:
+            self._heard = (self._hearing_since, tracing.now_ns())
+            self._hearing_since = None
 
     async def _pump_audio(self, listener: Any) -> None:
         async for audio in self._listen_receive:
@@ -393,7 +411,11 @@ class PhoneCall:
         scope: trio.CancelScope,
         sentences: trio.MemoryReceiveChannel[tuple[int, str]],
     ) -> None:
-        with scope:
+        heard, self._heard = (self._heard, None) if question is not None else (None, None)
+        attributes = {"ragchat.channel": "voice", "ragchat.call.turn": turn}
+        with scope, tracing.root_span("voice_turn", heard[0] if heard else None, attributes):
+            if heard is not None:  # the caller's question, transcribed
+                tracing.timed_span("speech_to_text", *heard)
             async with trio.open_nursery() as nursery:
                 if question is not None:
                     nursery.start_soon(self._answer, turn, *question)
@@ -433,9 +455,10 @@ class PhoneCall:
         """Synthesize the turn's sentences in order, each streamed as it arrives."""
         async for part, text in sentences:
             try:
-                async with aclosing(self.speech.synthesize(text)) as audio:
-                    async for chunk in audio:
-                        self.feed(SpeechAudio(turn, part, chunk, self.now()))
+                with tracing.span("text_to_speech", **{"ragchat.characters": len(text)}):
+                    async with aclosing(self.speech.synthesize(text)) as audio:
+                        async for chunk in audio:
+                            self.feed(SpeechAudio(turn, part, chunk, self.now()))
             except SpeechError as error:
                 log.warning("call %s: %s", self._sid(), error)
                 self.feed(SpeechFailed(turn, part, str(error), self.now()))

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any
 
+import attrs
 import httpx
 import psycopg
 import pytest
@@ -16,8 +17,10 @@ import trio
 
 from ragcore.voice.call import APOLOGY, MISSED
 from ragio.service import Service
+from ragio.tracing import Tracing
 from tests.io.audio import speak, transcribe
 from tests.io.fakes.deepgram_server import FakeDeepgram
+from tests.io.fakes.otlp_receiver import OTLPReceiver
 from tests.io.fakes.phone import HandshakeError, PhoneCall, phone_call
 from tests.io.live import owner_database
 from tests.io.processes import free_port
@@ -171,6 +174,50 @@ async def test_a_caller_hears_the_greeting_then_the_answer_to_a_spoken_question(
     assert "return" in said["question"] and said["outcome"] == "answered"
     assert said["citations"][0]["document_name"] == "returns.md"
     assert said["timings"]["answer_ms"] > 0 and "+1555" not in str(kept)
+
+
+async def test_a_calls_turn_is_one_trace_from_its_transcript_to_its_speech(
+    voice: VoiceServer,
+    service: Service,
+    speech: FakeDeepgram,
+    stream_url: str,
+    serve_fake: Callable[[Any], Awaitable[Any]],
+) -> None:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set (the service's tracing made as the setting
+    makes it), a turn of a call is a trace of its own: speech-to-text, the answer's
+    effects with the model's call under them, text-to-speech; nothing of the caller's
+    number or the keys is in it."""
+    receiver = await serve_fake(OTLPReceiver())
+    traced = attrs.evolve(service.settings, otel_exporter_otlp_endpoint=receiver.base_url)
+    service.tracing = Tracing(traced)
+    question = await spoken(QUESTION)
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        before = await ask(phone, question)
+        await phone.wait_for_audio(15, after=before)
+        await phone.wait_until_quiet(1000, 30)
+        await phone.hang_up()
+    with trio.fail_after(10):
+        while voice.calls or voice_tasks():
+            await trio.sleep(0.02)
+    assert await trio.to_thread.run_sync(service.tracing.flush)
+    spans = receiver.spans()
+    turns = [s for s in spans if s.name == "voice_turn" and s.attributes["ragchat.call.turn"]]
+    asked = [t for t in turns if any(s.parent_id == t.span_id and s.name == "generate"
+                                     for s in spans)]  # fmt: skip
+    [turn] = asked
+    assert turn.parent_id == "" and turn.attributes["ragchat.channel"] == "voice"
+    under = {s.name: s for s in spans if s.parent_id == turn.span_id}
+    assert {"speech_to_text", "embed", "search_chunks", "generate", "text_to_speech"} <= set(
+        under
+    ), sorted(under)
+    stt, tts = under["speech_to_text"], under["text_to_speech"]
+    assert turn.start_ns == stt.start_ns < stt.end_ns <= under["generate"].start_ns
+    assert under["generate"].start_ns < tts.start_ns <= tts.end_ns <= turn.end_ns
+    [model] = [s for s in spans if s.parent_id == under["generate"].span_id]
+    assert model.kind == 3 and model.attributes["gen_ai.provider.name"] == "extractive"  # CLIENT
+    texts = [repr(s) for s in spans]
+    assert not [t for t in texts if "+1555" in t or SPEECH_KEY in t or TOKEN in t]
 
 
 @pytest.mark.parametrize("sign", ["none", "forged"])
