@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_chat.py
     .venv/bin/python scripts/bench_chat.py --pg shared_buffers=1GB --prewarm
     .venv/bin/python scripts/bench_chat.py --chunks 10000 --questions 150 --role support
+    .venv/bin/python scripts/bench_chat.py --chunks 10000 --trace
 
 The real service answers POST /chat over HTTP (Hypercorn on 127.0.0.1, httpx): language
 detection, the question's embedding with the local embedder, hybrid search in
@@ -20,7 +21,9 @@ from another ``user``: the role context is fetched and the answer recorded for l
 live-data action on a PostgreSQL table of 100,000 orders (on a second embedded server,
 the owner's: a data source never reads the service's own): without the action, with it
 uncached (a new order each time: the query runs on a new connection), and cached (asked
-again within 5 minutes); the differences are the latency a live action adds.
+again within 5 minutes); the differences are the latency a live action adds. With
+``--trace``, traced (OTEL_EXPORTER_OTLP_ENDPOINT): every span sent over OTLP/HTTP to a
+receiver in a thread that keeps none; beside a run without it, what tracing costs.
 
 The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
 sentences drawn from SciFact abstracts (realistic words and term statistics),
@@ -33,9 +36,11 @@ the service's own start-up code. Databases are kept under ``--cache`` and reused
 from __future__ import annotations
 
 import argparse
+import http.server
 import json
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -201,10 +206,14 @@ async def bench(
     data_dir: Path,
     role: str | None = None,
     live_url: str | None = None,
+    trace_to: str | None = None,
 ) -> dict[str, str]:
     """Each pass asks questions no earlier pass asked, after a warm-up of WARM_UP others:
-    every timing is that of a new question on a service that has been running."""
+    every timing is that of a new question on a service that has been running. With
+    ``trace_to``, traced: every span sent to that OTLP/HTTP address."""
     env = {"DATABASE_URL": url, "DATA_DIR": str(data_dir), "EMBEDDING_PROVIDER": "local"}
+    if trace_to is not None:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = trace_to
     if live_url is not None:
         env["ADDON_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
         env["INTEGRATIONS_ALLOW_UNIX_SOCKETS"] = "true"  # the owner's embedded server
@@ -364,6 +373,28 @@ def prewarm(url: str) -> None:
         )
 
 
+class _Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.batches += 1  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def trace_sink() -> http.server.ThreadingHTTPServer:
+    """An OTLP/HTTP receiver that takes every batch of spans and keeps none (a
+    collector's cost is the collector's), in a thread of its own."""
+    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    sink.batches = 0  # type: ignore[attr-defined]
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    return sink
+
+
 def claims(folder: Path) -> list[str]:
     """Every question of the dataset (SciFact: 1,109 claims), in file order."""
     with open(folder / "queries.jsonl", encoding="utf-8") as f:
@@ -424,9 +455,17 @@ async def run(args: argparse.Namespace) -> None:
                     owner = EmbeddedPostgres(cache / "owner-pg")
                     await trio.to_thread.run_sync(owner.start)
                 live_url = await eval_retrieval.fresh_database(owner, "bench_live_shop")
-            results = await bench(
-                url, questions, args.questions, cache / "data", args.role, live_url
-            )
+            sink = trace_sink() if args.trace else None
+            try:
+                results = await bench(
+                    url, questions, args.questions, cache / "data", args.role, live_url,
+                    f"http://127.0.0.1:{sink.server_port}" if sink else None,
+                )  # fmt: skip
+            finally:
+                if sink is not None:
+                    print(f"   spans received in {sink.batches} batches", flush=True)
+                    sink.shutdown()
+                    sink.server_close()
             for what, timing in results.items():
                 print(f"   {what:36s} {timing}", flush=True)
     finally:
@@ -476,6 +515,11 @@ def main() -> None:
         "--live",
         action="store_true",
         help="also time a live-data action's added latency, uncached and cached",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="traced (OTEL_EXPORTER_OTLP_ENDPOINT): every span sent to a local receiver",
     )
     trio.run(run, parser.parse_args())
 
