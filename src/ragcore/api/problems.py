@@ -36,6 +36,10 @@ class Problem:
     existing_id: Annotated[
         int | None, described("409 of a memory item or a document: the one already stored")
     ] = None
+    trace_id: Annotated[
+        str,
+        described("the request's trace (32 hex digits), when OTEL_EXPORTER_OTLP_ENDPOINT is set"),
+    ] = ""
 
 
 class ProblemError(Exception):
