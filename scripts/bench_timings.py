@@ -3,6 +3,8 @@
 runner without the collector (its loop and ``execute`` as they were before it), on one
 pipeline of a turn's shape whose handlers return at once, so that only the runner's own
 work is timed. Rounds alternate in one process; the best round of each is compared.
+Also the runner traced (``ragio.tracing``): a span for each effect, made by the
+OpenTelemetry SDK and sent in batches to a local OTLP/HTTP receiver that keeps none.
 
     PYTHONPATH=src .venv/bin/python scripts/bench_timings.py
     PYTHONPATH=src .venv/bin/python scripts/bench_timings.py --turns 20000 --rounds 7
@@ -11,7 +13,9 @@ work is timed. Rounds alternate in one process; the best round of each is compar
 from __future__ import annotations
 
 import argparse
+import http.server
 import sys
+import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -27,9 +31,11 @@ from ragcore.generation import Generate  # noqa: E402
 from ragcore.knowledge.effects import Embed, SearchChunks  # noqa: E402
 from ragcore.language import DetectLanguage  # noqa: E402
 from ragcore.live.answers import LoadLive  # noqa: E402
+from ragcore.settings import load_settings  # noqa: E402
 from ragcore.usage import CheckBudget, ReserveTokens, SettleTokens  # noqa: E402
-from ragio import runner, timings  # noqa: E402
+from ragio import runner, timings, tracing  # noqa: E402
 from ragio.service import Handlers  # noqa: E402
+from ragio.tracing import Tracing  # noqa: E402
 
 #: a turn's effects in order, as ``take_turn`` asks for them with a budget and no graph
 TURN = (
@@ -96,6 +102,24 @@ async def execute_before(effect: Any, service: Any, on_delta: Any = None) -> Any
     return await handler(effect, service)
 
 
+class _Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def traced_tracing() -> Tracing:
+    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{sink.server_port}"
+    return Tracing(load_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}))
+
+
 async def timed(drive: Any, turns: int) -> float:
     began = time.perf_counter()
     for _ in range(turns):
@@ -111,6 +135,13 @@ async def bench(turns: int, rounds: int) -> None:
     for _ in range(rounds):
         before.append(await timed(run_before, turns))
         after.append(await timed(runner.run, turns))
+    traced_runs: list[float] = []
+    tracing_on = traced_tracing()
+    with tracing.use(tracing_on.tracer):
+        await timed(runner.run, 1000)
+        for _ in range(rounds):
+            traced_runs.append(await timed(runner.run, turns))
+    tracing_on.shutdown()
     best_before, best_after = min(before), min(after)
     cost = best_after - best_before
     print(f"{len(TURN)} effects a turn, {turns} turns a round, best of {rounds} rounds")
@@ -119,6 +150,9 @@ async def bench(turns: int, rounds: int) -> None:
     print(f"cost: {cost * 1e6:.2f} µs a turn, {cost / len(TURN) * 1e6:.2f} µs an effect")
     print(f"ratio with/without: {best_after / best_before:.2f}")
     print(f"of a 200 ms turn: {cost / 0.2:.5%}")
+    traced = min(traced_runs) - best_after
+    print(f"traced:                {min(traced_runs) * 1e6:8.2f} µs a turn")
+    print(f"tracing's cost: {traced * 1e6:.2f} µs a turn, {traced / len(TURN) * 1e6:.2f} µs a span")
 
 
 def main() -> None:
