@@ -211,7 +211,21 @@ def a_website_with_nowhere_to_start(case: Any, response: Any) -> bool:
     )
 
 
+def an_expiry_judged_by_the_clock(case: Any, response: Any) -> bool:
+    """A key's expires_at must be later than now and within MAX_EXPIRY_DAYS of it, and is
+    refused beside expires_in_days (two answers to one question): a moment compared with
+    the clock, and a pair of fields, which no schema can state."""
+    detail = _detail(response)
+    return (
+        response.status_code == 422
+        and _field(response) == "expires_at"
+        and ("later than now" in detail or "not both" in detail or "days from now" in detail)
+    )
+
+
 RULES: dict[str, tuple[Callable[[Any, Any], bool], ...]] = {
+    "POST /keys": (an_expiry_judged_by_the_clock,),
+    "PATCH /keys/{id}": (an_expiry_judged_by_the_clock,),
     "POST /websites": (a_website_with_nowhere_to_start,),
     "PATCH /websites/{id}": (a_website_with_nowhere_to_start,),
     "POST /autonomy": (an_owner_field_judged_with_the_stored_one,),

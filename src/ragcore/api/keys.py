@@ -259,8 +259,9 @@ class KeyPatch:
     expires_at: Annotated[
         datetime | None,
         described(
-            "the moment the key stops working (RFC 3339; UTC when it names no offset), "
-            "instead of expires_in_days"
+            "the moment the key stops working (RFC 3339; UTC when it names no offset): "
+            f"later than now and within {MAX_EXPIRY_DAYS} days of it; not with "
+            "expires_in_days"
         ),
     ] = unless_sent(_moment, refused="must be an RFC 3339 date-time, such as 2027-01-31T00:00Z")
 
