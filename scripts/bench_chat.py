@@ -36,11 +36,9 @@ the service's own start-up code. Databases are kept under ``--cache`` and reused
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from tests.io.conftest import serve_app  # noqa: E402
+from tests.io.fakes.otlp_receiver import discarding_receiver  # noqa: E402
 
 import eval_retrieval  # noqa: E402
 import ragio.runner  # noqa: E402
@@ -373,28 +372,6 @@ def prewarm(url: str) -> None:
         )
 
 
-class _Sink(http.server.BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.server.batches += 1  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def trace_sink() -> http.server.ThreadingHTTPServer:
-    """An OTLP/HTTP receiver that takes every batch of spans and keeps none (a
-    collector's cost is the collector's), in a thread of its own."""
-    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
-    sink.batches = 0  # type: ignore[attr-defined]
-    threading.Thread(target=sink.serve_forever, daemon=True).start()
-    return sink
-
-
 def claims(folder: Path) -> list[str]:
     """Every question of the dataset (SciFact: 1,109 claims), in file order."""
     with open(folder / "queries.jsonl", encoding="utf-8") as f:
@@ -455,7 +432,7 @@ async def run(args: argparse.Namespace) -> None:
                     owner = EmbeddedPostgres(cache / "owner-pg")
                     await trio.to_thread.run_sync(owner.start)
                 live_url = await eval_retrieval.fresh_database(owner, "bench_live_shop")
-            sink = trace_sink() if args.trace else None
+            sink = discarding_receiver() if args.trace else None
             try:
                 results = await bench(
                     url, questions, args.questions, cache / "data", args.role, live_url,

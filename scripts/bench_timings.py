@@ -13,9 +13,7 @@ OpenTelemetry SDK and sent in batches to a local OTLP/HTTP receiver that keeps n
 from __future__ import annotations
 
 import argparse
-import http.server
 import sys
-import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -25,6 +23,9 @@ from typing import Any
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.io.fakes.otlp_receiver import discarding_receiver  # noqa: E402
 
 from ragcore.chat.history import LoadConversation, RecordTurn  # noqa: E402
 from ragcore.generation import Generate  # noqa: E402
@@ -102,20 +103,8 @@ async def execute_before(effect: Any, service: Any, on_delta: Any = None) -> Any
     return await handler(effect, service)
 
 
-class _Sink(http.server.BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def traced_tracing() -> Tracing:
-    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
-    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    sink = discarding_receiver()
     endpoint = f"http://127.0.0.1:{sink.server_port}"
     return Tracing(load_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}))
 

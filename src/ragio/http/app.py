@@ -51,7 +51,7 @@ from ragio.http.connections import ConnectionGuard
 from ragio.http.context import EXTENSION
 from ragio.http.inputs import check_request_text
 from ragio.http.problems import Problem, problem_for, problem_response
-from ragio.http.routes import fixed_routes
+from ragio.http.routes import fixed_routes, openapi_path
 from ragio.providers.failures import AnswerFailed, EmbeddingFailed
 from ragio.service import Service
 from ragio.tracing import TracedApp
@@ -62,11 +62,6 @@ MULTIPART_HEADROOM = 64 * 1024
 OPEN_PREFIXES = ("/webhook/", "/console/")
 #: the OpenAI-compatible API: its errors are OpenAI-shaped, for the clients that call it
 OPENAI_PREFIX = "/v1/"
-
-
-def route_path(rule: str) -> str:
-    """A route's rule as its OpenAPI path (``/documents/<id>``: ``/documents/{id}``)."""
-    return rule.replace("<", "{").replace(">", "}")
 
 
 def error_response(problem: Problem, headers: dict[str, str] | None = None) -> Response:
@@ -153,7 +148,7 @@ def create_app(svc: Service) -> QuartTrio:
     async def name_the_trace() -> None:
         """The request's span named by its route, once routed (``ragio.tracing``)."""
         if request.url_rule is not None:
-            tracing.name_by_route(request.method, route_path(request.url_rule.rule))
+            tracing.name_by_route(request.method, openapi_path(request.url_rule.rule))
 
     @app.before_request
     async def require_api_key() -> Response | None:
@@ -164,7 +159,7 @@ def create_app(svc: Service) -> QuartTrio:
             return None
         rule = request.url_rule
         try:
-            await admit(route_path(rule.rule) if rule is not None else None)
+            await admit(openapi_path(rule.rule) if rule is not None else None)
         except Unknown:
             pass
         except Problem as error:

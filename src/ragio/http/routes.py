@@ -16,6 +16,11 @@ from collections.abc import Mapping
 from werkzeug.routing import Map
 
 
+def openapi_path(rule: str) -> str:
+    """A route's rule as its OpenAPI path (``/documents/<id>``: ``/documents/{id}``)."""
+    return rule.replace("<", "{").replace(">", "}")
+
+
 def fixed_routes(url_map: Map) -> Mapping[str, frozenset[str]]:
     """Each route without a variable part, with the methods it takes (HEAD and OPTIONS
     included, as in a 405's ``Allow``)."""

@@ -9,6 +9,7 @@ from quart import Blueprint, current_app
 
 from ragcore import __version__
 from ragcore.api.operations import Reply, openapi_document, operation
+from ragio.http.routes import openapi_path
 
 blueprint = Blueprint("spec", __name__)
 DOCUMENT = "ragchat.openapi"
@@ -22,7 +23,7 @@ INFO = {
 def app_routes(app: Any) -> list[tuple[str, str, Any]]:
     """(path as /a/{b}, method, route function) for every route of ``app``."""
     return [
-        (rule.rule.replace("<", "{").replace(">", "}"), method, app.view_functions[rule.endpoint])
+        (openapi_path(rule.rule), method, app.view_functions[rule.endpoint])
         for rule in app.url_map.iter_rules()
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"})
     ]

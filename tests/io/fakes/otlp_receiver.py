@@ -7,6 +7,8 @@ it, answered 200 with an empty ``ExportTraceServiceResponse``. Serve it with the
 from __future__ import annotations
 
 import gzip
+import http.server
+import threading
 from typing import Any
 
 import attrs
@@ -45,6 +47,29 @@ def _value(value: Any) -> Any:
 
 def _attributes(pairs: Any) -> dict[str, Any]:
     return {pair.key: _value(pair.value) for pair in pairs}
+
+
+class _Discarding(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.batches += 1  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", PROTOBUF)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def discarding_receiver() -> http.server.ThreadingHTTPServer:
+    """For the benchmarks: an OTLP/HTTP receiver that takes every batch of spans and keeps
+    none (a collector's cost is the collector's), in a thread of its own; ``batches``
+    counts what it took. ``shutdown()`` stops it."""
+    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Discarding)
+    sink.batches = 0  # type: ignore[attr-defined]
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    return sink
 
 
 class OTLPReceiver(FakeServer):
