@@ -22,7 +22,7 @@ from ragcore.insights.groups import (
 )
 from ragio.answers import store
 from ragio.answers.store import text_hash
-from ragio.knowledge.store import vector_literal
+from ragio.db.vectors import vector_param
 from ragio.providers.chain import embed
 from ragio.service import Service
 
@@ -79,7 +79,7 @@ def keep_vectors(conn: psycopg.Connection, pairs: Sequence[tuple[str, Sequence[f
         cur.executemany(
             """INSERT INTO question_vectors (text_hash, embedding) VALUES (%s, %s::vector)
                ON CONFLICT (text_hash) DO UPDATE SET embedding = excluded.embedding""",
-            [(key, vector_literal(vector)) for key, vector in pairs],
+            [(key, vector_param(vector)) for key, vector in pairs],
         )
 
 

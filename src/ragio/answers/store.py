@@ -17,7 +17,7 @@ import psycopg
 
 from ragcore.answers.faq import FaqEntry
 from ragcore.answers.matching import normalized
-from ragio.knowledge.store import vector_literal
+from ragio.db.vectors import vector_param
 
 _ANSWER_COLUMNS = ("id", "answer", "version", "created_at", "updated_at")
 #: turns answered from an owner's answer as it is: no provider, and citing it
@@ -260,7 +260,7 @@ def _write_questions(
                     answer_id,
                     question,
                     normalized(question),
-                    vector_literal(vectors[i]) if vectors is not None else None,
+                    vector_param(vectors[i]) if vectors is not None else None,
                 )
                 for i, question in enumerate(questions)
             ],
@@ -302,7 +302,7 @@ def set_embeddings(conn: psycopg.Connection, pairs: Sequence[tuple[int, Sequence
     with conn.transaction(), conn.cursor() as cur:
         cur.executemany(
             "UPDATE owner_answer_questions SET embedding = %s::vector WHERE id = %s",
-            [(vector_literal(vector), question_id) for question_id, vector in pairs],
+            [(vector_param(vector), question_id) for question_id, vector in pairs],
         )
 
 
@@ -313,13 +313,13 @@ def nearest(
     whose question is nearest ``vector``; and whether some question is not embedded in
     this space yet (then embed them and ask again). The customer's question's vector is
     kept for grouping questions (``question_vectors``)."""
-    literal = vector_literal(vector)
+    bound = vector_param(vector)
     with conn.transaction():
         conn.execute(
             """INSERT INTO question_vectors (text_hash, embedding) VALUES (%s, %s::vector)
                ON CONFLICT (text_hash) DO UPDATE SET embedding = excluded.embedding
                WHERE vector_dims(question_vectors.embedding) <> vector_dims(excluded.embedding)""",
-            (text_hash(question), literal),
+            (text_hash(question), bound),
         )
         missing = conn.execute(
             """SELECT 1 FROM owner_answer_questions q
@@ -342,7 +342,7 @@ def nearest(
                      JOIN owner_answers a ON a.id = q.answer_id AND a.deleted_at IS NULL
                     WHERE q.embedding IS NOT NULL AND vector_dims(q.embedding) = %(dims)s
                     ORDER BY q.embedding <=> %(v)s::vector, q.id LIMIT 1""",
-                {"v": literal, "dims": len(vector)},
+                {"v": bound, "dims": len(vector)},
             ).fetchone()
     keys = ("answer_id", "version", "answer", "question", "similarity", "exact", "language")
     found = dict(zip(keys, row, strict=True)) if row is not None else None

@@ -9,8 +9,8 @@ import psycopg
 
 from ragcore.employees.learning import History, LearnPattern, PastQuestion, RecordInteraction
 from ragcore.employees.memory import MemoryItem
+from ragio.db.vectors import vector_param
 from ragio.employees.memory import add_memory
-from ragio.knowledge.store import vector_literal
 
 #: at most this many nearest recorded questions are read to count their askers
 NEAREST_LIMIT = 200
@@ -42,7 +42,7 @@ def record(conn: psycopg.Connection, effect: RecordInteraction, now: datetime) -
         ).fetchone()
         if asked_today >= policy.per_asker_daily:
             return History(recorded=False)
-        vector = vector_literal(item.vector)
+        vector = vector_param(item.vector)
         conn.execute(
             """INSERT INTO role_interactions (role, asker_hash, question, documents, embedding, at)
                VALUES (%s, %s, %s, %s, %s::vector, %s)""",

@@ -16,8 +16,8 @@ import psycopg
 
 from ragcore.employees.memory import FetchRoleMemory, MemoryItem, NewMemory
 from ragcore.employees.profile import profile_items
+from ragio.db.vectors import vector_param
 from ragio.employees.profile import get_profile
-from ragio.knowledge.store import vector_literal
 
 _COLUMNS = "id, role, text, tags, source, importance, created_at"
 _FIXED_ORDER = (
@@ -69,7 +69,7 @@ def add_memory(
             memory.source,
             memory.importance,
             memory.content_hash,
-            vector_literal(vector) if vector is not None else None,
+            vector_param(vector) if vector is not None else None,
         ),
     ).fetchone()
     return _item(row) if row else None
@@ -110,7 +110,7 @@ def list_memory(
             params,
         ).fetchall()
         return [_item(row) for row in rows]
-    params |= {"v": vector_literal(vector), "dims": len(vector)}
+    params |= {"v": vector_param(vector), "dims": len(vector)}
     rows = conn.execute(
         f"""SELECT {_COLUMNS}, 1 - (embedding <=> %(v)s::vector) AS similarity
             FROM role_memory
@@ -142,7 +142,7 @@ def context_items(conn: psycopg.Connection, request: FetchRoleMemory) -> list[Me
             LIMIT %(limit)s""",
         {
             "role": request.role,
-            "v": vector_literal(request.vector),
+            "v": vector_param(request.vector),
             "dims": len(request.vector),
             "limit": int(request.learned_limit),
         },
@@ -163,5 +163,5 @@ def set_embeddings(conn: psycopg.Connection, pairs: Sequence[tuple[int, Sequence
     with conn.transaction(), conn.cursor() as cur:
         cur.executemany(
             "UPDATE role_memory SET embedding = %s::vector WHERE id = %s",
-            [(vector_literal(vector), item_id) for item_id, vector in pairs],
+            [(vector_param(vector), item_id) for item_id, vector in pairs],
         )

@@ -16,7 +16,7 @@ from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragio.db.embedding_space import reshape
 from ragio.db.migrations import advisory_lock
 from ragio.db.pool import Database
-from ragio.knowledge.store import vector_literal
+from ragio.db.vectors import vector_param
 from ragio.providers import Embedder
 from ragio.providers.chain import embed
 
@@ -43,7 +43,7 @@ def stage(conn: psycopg.Connection, pairs: list[tuple[int, list[float]]]) -> Non
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO reindex_staging (chunk_id, embedding) VALUES (%s, %s::vector)",
-            [(chunk_id, vector_literal(vector)) for chunk_id, vector in pairs],
+            [(chunk_id, vector_param(vector)) for chunk_id, vector in pairs],
         )
 
 

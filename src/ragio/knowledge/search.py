@@ -33,7 +33,7 @@ from ragcore.knowledge.retrieval import (
     topic_floor,
     topic_floor_languages,
 )
-from ragio.knowledge.store import vector_literal
+from ragio.db.vectors import vector_param
 
 #: must be the configuration of chunks.search_vector (migration 004)
 TEXT_SEARCH_CONFIG = "english"
@@ -173,7 +173,7 @@ def _distance(dimensions: int) -> str:
     if index_kind(dims) == "vector":
         return "c.embedding <=> %(v)s::vector"
     # the index is on the half-precision cast: order by the same expression
-    return f"c.embedding::halfvec({dims}) <=> %(v)s::halfvec({dims})"
+    return f"c.embedding::halfvec({dims}) <=> %(v)s::vector::halfvec({dims})"
 
 
 def _statement(
@@ -224,7 +224,7 @@ def _run(
 ) -> list[tuple]:
     depth = candidate_depth(limit)
     params = {
-        "v": vector_literal(vector),
+        "v": vector_param(vector),
         "text": text,
         "config": text_config,
         "budget": int(lexical_budget),
