@@ -510,12 +510,19 @@ def this_script(*args: Any) -> list[str]:
 
 
 def service_environ(
-    port: int, database_url: str, fake_url: str, data_dir: Path, args: argparse.Namespace
+    port: int,
+    database_url: str,
+    fake_url: str,
+    data_dir: Path,
+    args: argparse.Namespace,
+    src: str | None,
+    workers: int,
 ) -> dict[str, str]:
     from tests.io.processes import clean_environ
 
     settings: dict[str, Any] = {
         "app_port": port,
+        "app_workers": workers,
         "database_url": database_url,
         "data_dir": data_dir,
         "openai_api_key": API_KEY,
@@ -526,8 +533,8 @@ def service_environ(
         settings["embedding_provider"] = "local"
         settings["data_dir"] = ROOT / "data"  # where the local model is kept (as the tests)
     env = clean_environ(**settings)
-    if args.src:  # another checkout's code, imported before the installed one
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (args.src, env.get("PYTHONPATH"))))
+    if src:  # another checkout's code, imported before the installed one
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (src, env.get("PYTHONPATH"))))
     return env
 
 
@@ -699,7 +706,7 @@ def fake_requests(dimensions: int) -> list[bytes]:
     return made
 
 
-LINES = ("generator", "fakes", "health", "chat1", "chat2", "many")
+LINES = ("generator", "fakes", "health", "chat", "chat1", "many")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -710,92 +717,96 @@ def run(args: argparse.Namespace) -> None:
     only = set(args.only or LINES)
     folder = Path(tempfile.mkdtemp(prefix="bench-load-"))
     print(f"bench_load: {os.cpu_count()} cores; logs and data under {folder}", flush=True)
-    server = EmbeddedPostgres(folder)
-    database_url = server.start()
     logs: list[Path] = []
-    try:
-        [postmaster] = postgres_processes_for(server.pgdata)
-        pg = Cpu([postmaster], children=True)
-        with ExitStack() as stack:
+    with ExitStack() as stack:
 
-            def start(name: str, args: list[str], port: int, env: Any = None) -> Any:
-                log = folder / f"{name}.log"
-                logs.append(log)
-                return stack.enter_context(child(args, port, log, env))
+        def start(name: str, args: list[str], port: int, env: Any = None) -> Any:
+            log = folder / f"{name}.log"
+            logs.append(log)
+            return stack.enter_context(child(args, port, log, env))
 
-            fake_port = free_port()
-            fake = start("fakes", this_script("fakes", fake_port, args.dimensions), fake_port)
-            fakes = {"fakes": Cpu([fake.pid])}
-            print(HEADER, flush=True)
-
-            def line(label: str, *how: Any) -> None:
-                for _ in range(args.repeat):
-                    measure(label, *how, args)
-
-            local = [("127.0.0.1", fake_port)]
-            if "generator" in only:
-                port = free_port()
-                trivial = start("trivial", this_script("trivial", port), port)
+        fake_port = free_port()
+        fake = start("fakes", this_script("fakes", fake_port, args.dimensions), fake_port)
+        fakes = {"fakes": Cpu([fake.pid])}
+        print(HEADER, flush=True)
+        local = [("127.0.0.1", fake_port)]
+        if "generator" in only:
+            port = free_port()
+            trivial = start("trivial", this_script("trivial", port), port)
+            served = {"trivial": Cpu([trivial.pid])}
+            for _ in range(args.repeat):
+                label = "generator alone (trivial server)"
                 target = [("127.0.0.1", port)]
-                served = {"trivial": Cpu([trivial.pid])}
-                line(
-                    "generator alone (trivial server)",
-                    target,
-                    chat_requests(),
-                    "status",
-                    args.clients,
-                    served,
-                )
-            if "fakes" in only:
-                line(
-                    "fakes alone (embedding + chat)",
-                    local,
-                    fake_requests(args.dimensions),
-                    "status",
-                    args.clients,
-                    fakes,
-                )
-            if not only & {"health", "chat1", "chat2", "many"}:
-                return
-            ports = [free_port(), free_port()]
-            services = []
-            fake_url = f"http://127.0.0.1:{fake_port}/v1"
-            serve = [sys.executable, "-m", "voiceio.cli", "serve"]
-            for number, port in enumerate(ports[: 2 if "chat2" in only else 1]):
-                data = folder / f"data{number + 1}"
-                env = service_environ(port, database_url, fake_url, data, args)
-                services.append(start(f"service{number + 1}", serve, port, env))
-                if number == 0:  # the second process starts on the migrated, filled database
+                measure(label, target, chat_requests(), "status", args.clients, served, args)
+        if "fakes" in only:
+            for _ in range(args.repeat):
+                label = "fakes alone (embedding + chat)"
+                requests = fake_requests(args.dimensions)
+                measure(label, local, requests, "status", args.clients, fakes, args)
+        if not only & {"health", "chat", "chat1", "many"}:
+            return
+        # each code (this checkout's, and --src's) on a database of its own, with its
+        # `ragchat serve` as a user starts it, and one of a single process (chat1)
+        fake_url = f"http://127.0.0.1:{fake_port}/v1"
+        serve = [sys.executable, "-m", "voiceio.cli", "serve"]
+        codes = [("", None)] + ([(" [--src]", args.src)] if args.src else [])
+        prepared = []
+        for number, (tag, src) in enumerate(codes, start=1):
+            server = EmbeddedPostgres(folder / f"db{number}")
+            database_url = server.start()
+            stack.callback(server.stop)
+            [postmaster] = postgres_processes_for(server.pgdata)
+            pg = Cpu([postmaster], children=True)
+            services: dict[str, Any] = {}
+            kinds = [("serve", args.workers)] if only & {"health", "chat", "many"} else []
+            kinds += [("one", 1)] if "chat1" in only else []
+            for kind, workers in kinds:
+                port = free_port()
+                data = folder / f"data{number}-{kind}"
+                env = service_environ(port, database_url, fake_url, data, args, src, workers)
+                process = start(f"service{number}-{kind}", serve, port, env)
+                if not services:  # the second starts on the migrated, filled database
                     ingest(f"http://127.0.0.1:{port}")
-            one = [("127.0.0.1", ports[0])]
-            watched = {"service": Cpu([services[0].pid]), **fakes, "postgres": pg}
-            if "health" in only:
-                health = [http_request("GET", "/health")]
-                served = {"service": Cpu([services[0].pid])}
-                line("GET /health, one process", one, health, "status", args.clients, served)
-            if "chat1" in only:
-                with profiled(services[0].pid, args.profile):
-                    line(
-                        "POST /chat, one process",
-                        one,
-                        chat_requests(),
-                        "chat",
-                        args.clients,
-                        watched,
-                    )
-            if "chat2" in only:
-                two = [("127.0.0.1", port) for port in ports]
-                both = {"services": Cpu([s.pid for s in services]), **fakes, "postgres": pg}
-                line("POST /chat, two processes", two, chat_requests(), "chat", args.clients, both)
-            if "many" in only:
-                label = f"POST /chat, one process, {args.many} clients"
-                line(label, one, chat_requests(), "chat", args.many, watched)
-    finally:
-        server.stop()
+                else:
+                    wait_until_answering(f"http://127.0.0.1:{port}")
+                services[kind] = (process, [("127.0.0.1", port)])
+            prepared.append((tag, services, pg))
+        lines = (
+            ("health", "serve", args.clients, "GET /health, serve"),
+            ("chat", "serve", args.clients, "POST /chat, serve"),
+            ("chat1", "one", args.clients, "POST /chat, one process"),
+            ("many", "serve", args.many, f"POST /chat, serve, {args.many} clients"),
+        )
+        for _ in range(args.repeat):  # alternated: the machine's noise falls on each alike
+            for what, kind, clients, label in lines:
+                if what not in only:
+                    continue
+                for tag, services, pg in prepared:
+                    process, target = services[kind]
+                    # the service: `serve` and every process it started
+                    watched = {"service": Cpu([process.pid], children=True)}
+                    if what == "health":
+                        health = [http_request("GET", "/health")]
+                        measure(label + tag, target, health, "status", clients, watched, args)
+                        continue
+                    watched |= {**fakes, "postgres": pg}
+                    profile = args.profile if what == "chat1" and not tag else None
+                    with profiled(process.pid, profile):
+                        measure(
+                            label + tag, target, chat_requests(), "chat", clients, watched, args
+                        )
     logged = errors_logged([log for log in logs if log.name.startswith("service")])
     print(f"errors logged by the services: {len(logged)}", flush=True)
     for entry in logged[:10]:
         print(f"   {entry}", flush=True)
+
+
+def wait_until_answering(base_url: str) -> None:
+    import httpx
+
+    answer = httpx.post(f"{base_url}/chat", json={"question": QUESTIONS[0]}, timeout=120)
+    if check_response("chat", answer.status_code, answer.content) is not None:
+        raise SystemExit(f"POST /chat does not answer with citations: {answer.text}")
 
 
 def main() -> None:
@@ -825,10 +836,19 @@ def main() -> None:
         help="the fake OpenAI server's embeddings, or the local MiniLM in the service",
     )
     parser.add_argument("--only", nargs="+", choices=LINES, help="run only these lines")
-    parser.add_argument("--repeat", type=int, default=1, help="run each line this many times")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run each line this many times, alternated"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="APP_WORKERS of the `serve` lines (default 0: one API process per core)",
+    )
     parser.add_argument(
         "--src",
-        help="run the services on this src folder (another checkout's, to compare code)",
+        help="also run the service lines on this src folder (another checkout's: the code "
+        "before a change), beside this checkout's, in the same invocation",
     )
     parser.add_argument(
         "--profile",

@@ -415,6 +415,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("APP_BIND", "127.0.0.1", "address the HTTP API listens on", _bind_address),
     Setting("APP_PORT", "8000", "port the HTTP API listens on", _integer(1, 65535)),
     Setting(
+        "APP_WORKERS",
+        "0",
+        "HTTP API processes `ragchat serve` runs on APP_PORT, with the job worker and the "
+        "voice server each in a process of its own beside them; 0 is one per CPU core it "
+        "may use, 1 runs everything in one process",
+        _integer(0, 64),
+    ),
+    Setting(
         "SERVICE_API_KEY",
         "",
         "when set, every route but /health, /webhook/*, the console's and API reference's "
@@ -1075,6 +1083,7 @@ class Settings:
 
     app_bind: str
     app_port: int
+    app_workers: int
     service_api_key: str
     allow_insecure_bind: bool
     database_url: str

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from ragcore import __version__
@@ -34,21 +35,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ragchat {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    commands.add_parser(
+    serve = commands.add_parser(
         "serve",
-        help="run the HTTP API on APP_BIND:APP_PORT (default 127.0.0.1:8000); on the embedded "
+        help="run the HTTP API on APP_BIND:APP_PORT (default 127.0.0.1:8000) in APP_WORKERS "
+        "processes (default one per core), with the job worker beside them; on the embedded "
         "database with VOICEAI_API_KEY set, also the voice server on VOICE_BIND:VOICE_PORT",
     )
-    commands.add_parser(
+    serve.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="API processes on the one port (APP_WORKERS; 0: one per core, 1: one process)",
+    )
+    # what a supervising `serve` gives the processes it starts (ragio.supervisor)
+    serve.add_argument("--listen-fds", help=argparse.SUPPRESS)
+    voice = commands.add_parser(
         "voice",
         help="run the voice server alone on VOICE_BIND:VOICE_PORT (default 127.0.0.1:8765), "
         "against DATABASE_URL",
     )
-    commands.add_parser(
+    worker = commands.add_parser(
         "worker",
         help="run background jobs (large uploads, data source syncs) claimed from the "
         "database, beside any number of `serve` and `worker` processes, until SIGTERM",
     )
+    for supervised in (serve, voice, worker):
+        supervised.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     prepare = commands.add_parser(
         "prepare-models",
         help="build the faster local embedding graph (about 5 s of CPU) into the installation, "
@@ -233,6 +245,11 @@ def main(argv: list[str] | None = None, commands: dict[str, Any] | None = None) 
         print(f"ragchat: {error}", file=sys.stderr)
         return 2
     logs.use_format(settings.log_format)
+    if getattr(args, "workers", None) is not None:
+        if not 0 <= args.workers <= 64:
+            print("ragchat: --workers must be 0 (one per core) to 64", file=sys.stderr)
+            return 2
+        settings = attrs.evolve(settings, app_workers=args.workers)
     try:
         return trio.run(commands[args.command], settings, args)
     except KeyboardInterrupt:
@@ -315,16 +332,46 @@ async def serve_command(
     ports: tuple[tuple[str, int, str], ...] = (),
 ) -> int:
     """The HTTP API, and ``companions`` beside it on the same service (the voice server,
-    listening on ``ports``, checked with the API's before anything starts)."""
+    listening on ``ports``, checked with the API's before anything starts). Started by a
+    supervisor (``--listen-fds``), on the socket it bound."""
+    refusal = bind_refusal(settings)
+    if refusal:
+        raise StartupError(refusal)
+    listen_fds = _fds(getattr(args, "listen_fds", None))
+    api_port = (settings.app_bind, settings.app_port, "APP_PORT")
+    check_ports(*ports) if listen_fds else check_ports(api_port, *ports)
+    from ragio.server import run_server
+
+    async with startup_errors():
+        await run_server(
+            settings,
+            companions=companions,
+            listen_fds=listen_fds,
+            ready_fd=getattr(args, "ready_fd", None),
+        )
+    return 0
+
+
+async def supervise_command(
+    settings: Settings, args: argparse.Namespace, voice: bool, ports: tuple[Any, ...] = ()
+) -> int:
+    """``serve`` as a supervisor of APP_WORKERS API processes, the job worker and (``voice``)
+    the voice server, each a ``ragchat`` process of its own (ragio.supervisor)."""
     refusal = bind_refusal(settings)
     if refusal:
         raise StartupError(refusal)
     check_ports((settings.app_bind, settings.app_port, "APP_PORT"), *ports)
-    from ragio.server import run_server
+    from ragio.supervisor import Supervisor, ragchat_command, supervised_workers
 
+    supervisor = Supervisor(
+        settings, ragchat_command(), supervised_workers(settings), voice, verbose=args.verbose
+    )
     async with startup_errors():
-        await run_server(settings, companions=companions)
-    return 0
+        return await supervisor.run()
+
+
+def _fds(listed: str | None) -> tuple[int, ...]:
+    return tuple(int(fd) for fd in listed.split(",")) if listed else ()
 
 
 async def worker_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -341,11 +388,12 @@ async def worker_command(settings: Settings, args: argparse.Namespace) -> int:
 
     async def worker(svc: Any, *, task_status: Any) -> None:
         jobs = Worker(svc, JOB_KINDS, problem_for, svc.settings.jobs_concurrency, alive_file=alive)
-        print(f"ragchat worker running jobs as {jobs.process}", flush=True)
+        if args.ready_fd is None:  # a supervising `serve` says where the service listens
+            print(f"ragchat worker running jobs as {jobs.process}", flush=True)
         await jobs.run(task_status=task_status)
 
     async with startup_errors():
-        await run_companions(settings, (worker,))
+        await run_companions(settings, (worker,), ready_fd=args.ready_fd)
     return 0
 
 

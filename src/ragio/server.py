@@ -18,6 +18,7 @@ from ragio.db.source_connections import keep_sweeping
 from ragio.http.app import create_app
 from ragio.service import Service
 from ragio.startup import open_service
+from ragio.supervisor import stop_without_supervisor, tell_supervisor
 
 log = logging.getLogger(__name__)
 #: another server run on the service beside the HTTP app: ``companion(service,
@@ -25,12 +26,16 @@ log = logging.getLogger(__name__)
 Companion = Callable[..., Awaitable[None]]
 
 
-def hypercorn_config(settings: Settings) -> Config:
+def hypercorn_config(settings: Settings, listen_fds: Sequence[int] = ()) -> Config:
+    """Hypercorn's configuration: binding APP_BIND:APP_PORT, or serving the sockets a
+    supervisor bound (``listen_fds``, ragio.supervisor)."""
     config = Config()
     host = settings.app_bind
-    config.bind = [
-        f"[{host}]:{settings.app_port}" if ":" in host else f"{host}:{settings.app_port}"
-    ]
+    config.bind = (
+        [f"fd://{fd}" for fd in listen_fds]
+        if listen_fds
+        else [f"[{host}]:{settings.app_port}" if ":" in host else f"{host}:{settings.app_port}"]
+    )
     config.accesslog = logging.getLogger("hypercorn.access")
     config.errorlog = logging.getLogger("hypercorn.error")
     # after SIGTERM, the requests in progress have this long to finish
@@ -47,11 +52,15 @@ async def run_server(
     settings: Settings,
     *,
     companions: Sequence[Companion] = (),
+    listen_fds: Sequence[int] = (),
+    ready_fd: int | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open the service, serve until a stop signal, then close everything in order.
     Each of ``companions`` is started on the same service beside the HTTP app (the voice
-    server) and cancelled when the app has stopped.
+    server) and cancelled when the app has stopped. On ``listen_fds``, the sockets of a
+    supervisor (which says where it listens itself, once told on ``ready_fd``), else on
+    APP_BIND:APP_PORT.
 
     A stop signal sets ``service.stopping``: the server takes no new connection, and the
     requests, jobs and calls in progress have SHUTDOWN_GRACE_SECONDS to finish."""
@@ -63,20 +72,24 @@ async def run_server(
                 nursery.start_soon(_stop_on_signal, signals, svc)
                 nursery.start_soon(keep_sweeping, svc.source_connections, svc.stopping)
                 nursery.start_soon(keep_dictionaries, svc)  # in the background: minutes at most
+                if listen_fds:  # started by a supervisor
+                    nursery.start_soon(stop_without_supervisor, svc.stopping)
                 async with trio.open_nursery() as beside:
                     for companion in companions:
                         await beside.start(partial(companion, svc))
                     binds = await nursery.start(
                         lambda task_status: serve(
                             app,
-                            hypercorn_config(settings),
+                            hypercorn_config(settings, listen_fds),
                             shutdown_trigger=svc.stopping.wait,
                             task_status=task_status,
                         )
                     )
                     log.info("serving on %s (%s mode)", ", ".join(binds), svc.mode)
-                    print(f"ragchat listening on {', '.join(binds)}", flush=True)
+                    if not listen_fds:
+                        print(f"ragchat listening on {', '.join(binds)}", flush=True)
                     task_status.started(binds)
+                    tell_supervisor(ready_fd)
                     await svc.stopping.wait()
                     # the companions end their work themselves (the voice server its
                     # calls, politely) or are cut off at the end of the grace period;
@@ -92,19 +105,24 @@ async def run_companions(
     settings: Settings,
     companions: Sequence[Companion],
     *,
+    ready_fd: int | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """``companions`` alone on the service (``ragchat voice``, ``ragchat worker``), until
-    a stop signal; then they have SHUTDOWN_GRACE_SECONDS to end their work."""
+    a stop signal; then they have SHUTDOWN_GRACE_SECONDS to end their work. Once they
+    have started, a supervisor that started this process is told (``ready_fd``)."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_service(settings) as svc, trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, svc)
             nursery.start_soon(keep_sweeping, svc.source_connections, svc.stopping)
             nursery.start_soon(keep_dictionaries, svc)
+            if ready_fd is not None:  # started by a supervisor
+                nursery.start_soon(stop_without_supervisor, svc.stopping)
             async with trio.open_nursery() as beside:
                 for companion in companions:
                     await beside.start(partial(companion, svc))
                 task_status.started()
+                tell_supervisor(ready_fd)
                 await svc.stopping.wait()
                 beside.cancel_scope.deadline = trio.current_time() + settings.shutdown_grace_seconds
             nursery.cancel_scope.cancel()

@@ -16,7 +16,7 @@ from ragcore.knowledge.graph_rules import ModelExtraction
 from ragcore.settings import Settings
 from ragcore.usage import Caps
 from ragio.chat.policy import answers_with_model
-from ragio.db.embedded import EmbeddedPostgres
+from ragio.db.embedded import EmbeddedPostgres, embedded_by_supervisor
 from ragio.db.embedding_space import EmbeddingSpaceMismatch, prepare_space, stored_space
 from ragio.db.migrations import apply_migrations
 from ragio.db.pool import Database
@@ -41,7 +41,8 @@ async def open_database(settings: Settings) -> AsyncIterator[Database]:
             url = await trio.to_thread.run_sync(embedded.start)
         else:
             url = settings.database_url
-        database = Database(url, embedded=embedded is not None)
+        # a supervisor's embedded server (ragio.supervisor) is the embedded one all the same
+        database = Database(url, embedded=embedded is not None or embedded_by_supervisor())
         await database.open()
         try:
             yield database

@@ -26,20 +26,27 @@ log = logging.getLogger(__name__)
 
 async def serve_command(settings: Settings, args: argparse.Namespace) -> int:
     """The HTTP API; on the embedded database with VOICEAI_API_KEY set, the voice server
-    too, in the same process (two servers, one database: the embedded one cannot be
-    shared with a second process)."""
-    companions: tuple[Any, ...] = ()
-    ports: tuple[tuple[str, int, str], ...] = ()
-    if settings.voiceai_api_key and not settings.database_url:
+    too: with several API processes (APP_WORKERS), as a process of its own beside them
+    (``ragchat voice`` on the embedded server the supervisor runs); with one, in the same
+    process (the embedded database cannot be shared with a process of another ``serve``)."""
+    from ragio.supervisor import supervised_workers
+
+    supervised = args.listen_fds is not None  # one of a supervisor's API processes
+    voice = bool(settings.voiceai_api_key and not settings.database_url)
+    if voice:
         refusal = voice_refusal(settings)
         if refusal:
             raise cli.StartupError(refusal)
+    elif settings.voiceai_api_key and not supervised:
+        log.info("calls are answered by `ragchat voice`, run beside this on DATABASE_URL")
+    ports = (_voice_port(settings),) if voice else ()
+    if not supervised and supervised_workers(settings) > 1:
+        return await cli.supervise_command(settings, args, voice, ports)
+    companions: tuple[Any, ...] = ()
+    if voice:
         from voiceio.server import serve_voice  # imported when needed: a quicker command line
 
         companions = (partial(_announced, serve_voice),)
-        ports = (_voice_port(settings),)
-    elif settings.voiceai_api_key:
-        log.info("calls are answered by `ragchat voice`, run beside this on DATABASE_URL")
     return await cli.serve_command(settings, args, companions, ports)
 
 
@@ -59,7 +66,7 @@ async def voice_command(settings: Settings, args: argparse.Namespace) -> int:
     from voiceio.server import serve_voice
 
     async with cli.startup_errors():
-        await run_companions(settings, (partial(_announced, serve_voice),))
+        await run_companions(settings, (partial(_announced, serve_voice),), ready_fd=args.ready_fd)
     return 0
 
 

@@ -39,6 +39,10 @@ def clean_environ(**settings: object) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in SETTING_NAMES}
     # a machine with FreeDict's German dictionary installed would read it at every start
     env["DICTIONARY_DIR"] = "off"
+    # one process per `serve`, as the tests read it (its pid, its log); a supervisor of
+    # several is tested where it is asked for (test_workers.py)
+    env["APP_WORKERS"] = "1"
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.update({k.upper(): str(v) for k, v in settings.items()})
     return env
 

@@ -43,6 +43,9 @@ import psycopg
 from psycopg import sql
 
 log = logging.getLogger(__name__)
+#: set to "1" with DATABASE_URL by a supervising ``serve`` (ragio.supervisor) for the
+#: processes it starts: that URL is the embedded server it runs
+EMBEDDED_DATABASE = "RAGCHAT_EMBEDDED_DATABASE"
 DATABASE_NAME = "ragchat"
 #: the role the service connects as: the owner of its database, no superuser
 SERVICE_ROLE = "ragchat"
@@ -379,3 +382,8 @@ def size_shared_buffers(conn: psycopg.Connection) -> None:
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     megabytes = max(128, min(1024, memory // 4 // 2**20))
     conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB'")
+
+
+def embedded_by_supervisor() -> bool:
+    """Whether DATABASE_URL is the embedded server a supervisor started for this process."""
+    return os.environ.get(EMBEDDED_DATABASE) == "1"
