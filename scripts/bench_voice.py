@@ -247,6 +247,7 @@ async def measure(
         voice_public_url=f"ws://127.0.0.1:{port}",
         voice_greeting="Hello.",
         voice_max_calls=max(20, args.calls),
+        app_workers=args.workers,
     )
     api_url = await trio.to_thread.run_sync(service.__enter__)
     try:
@@ -280,7 +281,8 @@ def service_process(scratch: Path, **settings: Any) -> Iterator[str]:
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 60
-            while not _healthy(url):
+            voice = f"http://127.0.0.1:{settings['voice_port']}"
+            while not (_healthy(url) and _healthy(voice, "/metrics")):  # the voice server too
                 if process.poll() is not None or time.monotonic() > deadline:
                     tail = (scratch / "service.log").read_text()[-3000:]
                     raise RuntimeError(f"ragchat serve did not start:\n{tail}")
@@ -294,9 +296,9 @@ def service_process(scratch: Path, **settings: Any) -> Iterator[str]:
                 process.kill()
 
 
-def _healthy(url: str) -> bool:
+def _healthy(url: str, path: str = "/health") -> bool:
     try:
-        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+        return httpx.get(f"{url}{path}", timeout=2).status_code == 200
     except httpx.TransportError:
         return False
 
@@ -414,6 +416,13 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20, help="calls at once")
     parser.add_argument("--per-call", type=int, default=2, help="questions per concurrent call")
     parser.add_argument("--barge-ins", type=int, default=10)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="APP_WORKERS of the service (default 0: `serve`'s own, an API process per core "
+        "with the voice server in a process of its own; 1: everything in one process)",
+    )
     parser.add_argument(
         "--only",
         default="added,voice,load,barge",

