@@ -21,8 +21,8 @@ embeddings). Four measurements:
    caller's speech (its last frame above -45 dBFS) to the first frame of the answer; then
    again with the model writing a word every 20 ms after its first, since a sentence is
    said only once it is whole;
-3. the second, **20 calls at once** (``--calls``, the model writing at 50 words/s) on this
-   machine; the worst gap between two frames of an answer as the phone received them, and
+3. the second, **20 calls at once** (``--calls``, the model writing at 50 words/s, or
+   ``--words-per-second 0``: whole replies, as the first line's model) on this machine; the worst gap between two frames of an answer as the phone received them, and
    the worst stall of its playback (the phone played everything it had and waited), as the
    phones saw them (their own process is busy too: 20 phone lines and the fake speech
    provider's detector on 20 streams) and as the service saw them (``stalled_ms`` of
@@ -364,11 +364,13 @@ async def voice_to_voice(
 async def under_load(
     args: argparse.Namespace, bench: Bench, openai: FakeOpenAI, speech: FakeDeepgram
 ) -> None:
-    openai.chat_delay, openai.word_delay, speech.first_byte_delay = 0.4, 0.02, 0.2
+    word_delay = 1 / args.words_per_second if args.words_per_second else 0.0
+    openai.chat_delay, openai.word_delay, speech.first_byte_delay = 0.4, word_delay, 0.2
     loaded = await concurrent(bench, args.calls, args.per_call)
+    pace = f"{args.words_per_second:g} words/s" if args.words_per_second else "whole replies"
     print(
         summary(
-            f"{args.calls} calls at once: voice-to-voice",
+            f"{args.calls} calls at once ({pace}): voice-to-voice",
             [t["first_frame"] - t["speech_end"] for t in loaded],
         )
     )
@@ -416,6 +418,13 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20, help="calls at once")
     parser.add_argument("--per-call", type=int, default=2, help="questions per concurrent call")
     parser.add_argument("--barge-ins", type=int, default=10)
+    parser.add_argument(
+        "--words-per-second",
+        type=float,
+        default=50,
+        help="how fast the model writes after its first token under load (0: the whole "
+        "reply with the first token, as the voice-to-voice line's model)",
+    )
     parser.add_argument(
         "--workers",
         type=int,
