@@ -281,3 +281,22 @@ async def test_a_name_is_mentioned_when_a_chunk_or_a_documents_name_holds_it(ser
         "dropbox",
         "acmepizza",  # in the document's name only
     }  # not "try_files": "try" and "files" are there, but not one after the other
+
+
+async def test_the_unfiltered_search_is_planned_once_a_connection_and_finds_the_same(service, conn):
+    space = service.embedder.space
+    rng = np.random.default_rng(11)
+    vectors = [unit(rng.normal(size=space.dimensions)) for _ in range(40)]
+    texts = [f"Parcel {i} leaves the depot in Ghent on weekday mornings." for i in range(40)]
+    store_chunks(conn, "parcels.md", texts, vectors)
+    question = vectors[7] + rng.normal(0, 0.01, space.dimensions)
+    first = search.rank_chunks(conn, question, "parcel depot Ghent", 5, space)
+    for _ in range(7):  # psycopg prepares it at the fifth run; then its one plan serves
+        assert search.rank_chunks(conn, question, "parcel depot Ghent", 5, space) == first
+    [(generic, custom)] = conn.execute(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+        ("%tsvector_to_array%",),
+    ).fetchall()
+    assert generic >= 2 and custom == 0
+    assert len(first) == 5
+    assert [hit.text for hit in first if hit.vector_rank == 1] == [texts[7]]
