@@ -1,8 +1,13 @@
 """What this process has done, counted for ``GET /metrics`` (the Prometheus text format).
 
 One registry per process, as Prometheus scrapes a process: every counter starts at zero
-when the process starts. The HTTP side (requests, latency, requests in flight) is
-counted by ``ragio.http.metrics``; provider calls, their failures and tokens by
+when the process starts. Unless the process is one of several of one ``ragchat serve``
+behind one port: then ``PROMETHEUS_MULTIPROC_DIR`` (prometheus_client's own variable,
+read at import) names a folder they share, each process writes its values to files
+there, and ``exposition`` answers the sum over them all (``MULTIPROCESS``, below); the
+gauges are kept as they change, so each process's is current whichever one is scraped.
+The HTTP side (requests, latency, requests in flight) is counted by
+``ragio.http.metrics``; provider calls, their failures and tokens by
 ``ragio.providers.chain``; calls in progress by the voice server. Labels take values from
 small, fixed sets only (a route's template, never its path; a provider's name; a task),
 so the number of series stays bounded whatever the clients send.
@@ -10,7 +15,10 @@ so the number of series stays bounded whatever the clients send.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -24,15 +32,31 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+
+if TYPE_CHECKING:  # imported where used: a supervisor imports this module, not Trio
+    import trio
 
 disable_created_metrics()  # no ``_created`` series beside every counter: the start is one
 REGISTRY = CollectorRegistry()
 #: the classic text format every Prometheus reads (the client's default, 1.0.0, needs 3.x)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# the process's CPU, memory, open files and start time; the Python runtime's collections
-for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
-    REGISTRY.register(_collector)
+#: the folder the processes of one ``ragchat serve`` share their values in, set by it for
+#: each process it starts (prometheus_client reads it at its import, and so do we); None:
+#: this process counts for itself
+_FOLDER = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+MULTIPROCESS = Path(_FOLDER) if _FOLDER is not None else None
+#: each process's last provider calls in that folder (``ragio.providers.last_calls``)
+LAST_CALLS_FILE = "last_calls_{pid}.json"
+if MULTIPROCESS is None:
+    # the process's CPU, memory, open files and start time; the Python runtime's collections
+    for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        REGISTRY.register(_collector)
 
+#: how each gauge adds up over the processes: the sum of the processes alive (one that has
+#: ended is taken out by ``process_ended``); each is kept as its value changes, never set
+#: at a scrape (a scrape reaches one process, the others' would stay as they were)
+LIVE: Final = "livesum"
 #: seconds; an answer from a remote model may take up to PROVIDER_TIMEOUT_SECONDS (60) per
 #: provider, so the buckets reach past a minute
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -54,6 +78,7 @@ HTTP_LATENCY = Histogram(
 HTTP_IN_FLIGHT = Gauge(
     "ragchat_http_requests_in_flight",
     "HTTP requests being answered now",
+    multiprocess_mode=LIVE,
     registry=REGISTRY,
 )
 PROVIDER_CALLS = Counter(
@@ -139,7 +164,8 @@ OWNER_ANSWERS = Counter(
 )
 VOICE_CALLS = Gauge(
     "ragchat_voice_calls_in_progress",
-    "Phone calls being answered by this process's voice server now",
+    "Phone calls being answered by the voice server now",
+    multiprocess_mode=LIVE,
     registry=REGISTRY,
 )
 VOICE_CALLS_REFUSED = Counter(
@@ -151,22 +177,26 @@ VOICE_CALLS_REFUSED = Counter(
 )
 CHANNEL_ANSWERS = Gauge(
     "ragchat_channel_answers_in_progress",
-    "Text-channel messages (Telegram, WhatsApp, Discord) being answered now, at most 8",
+    "Text-channel messages (Telegram, WhatsApp, Discord) being answered now, at most 8 a process",
+    multiprocess_mode=LIVE,
     registry=REGISTRY,
 )
 CHANNEL_ANSWERS_WAITING = Gauge(
     "ragchat_channel_answers_waiting",
-    "Text-channel messages acknowledged and waiting for one of the 8 answering places",
+    "Text-channel messages acknowledged and waiting for one of their process's 8 answering places",
+    multiprocess_mode=LIVE,
     registry=REGISTRY,
 )
 DATABASE_CONNECTIONS = Gauge(
     "ragchat_database_connections_in_use",
-    "Database connections held by work now (at most the pool's size, 8)",
+    "Database connections held by work now (at most the pool's size, 8, a process)",
+    multiprocess_mode=LIVE,
     registry=REGISTRY,
 )
 DATABASE_WAITING = Gauge(
     "ragchat_database_waiting",
     "Tasks waiting for a database connection now: every pooled connection is busy",
+    multiprocess_mode=LIVE,
     registry=REGISTRY,
 )
 NO_ROLE = "none"
@@ -203,6 +233,73 @@ SYNCS_RUNNING = Scraped(
 )
 
 
+if MULTIPROCESS is None:
+    _EXPOSED = REGISTRY
+else:
+    # The values of every process, summed, from their files; the gauges read at each scrape
+    # (``Scraped``: the whole service's, from the database) once, from this process. No
+    # ``process_*`` nor ``python_gc_*`` series: they are one process's, and a scrape
+    # behind one port reaches any of them (a CPU counter jumping between processes).
+    _EXPOSED = CollectorRegistry()
+    MultiProcessCollector(_EXPOSED, str(MULTIPROCESS))
+    _EXPOSED.register(PLATFORM_COLLECTOR)
+    for _scraped in (PENDING_APPROVALS, SYNCS_RUNNING):
+        _EXPOSED.register(_scraped)
+
+
 def exposition() -> bytes:
-    """Every metric of this process in the Prometheus text format."""
-    return generate_latest(REGISTRY)
+    """Every metric in the Prometheus text format: this process's, or with
+    ``PROMETHEUS_MULTIPROC_DIR`` the sum over the processes that share that folder."""
+    return generate_latest(_EXPOSED)
+
+
+def process_ended(pid: int) -> None:
+    """What the process ``pid`` had shared, forgotten once it has ended: its gauges (the
+    requests it was answering, its calls in progress) and its last provider calls. Its
+    counters and histograms stay in the sums, as Prometheus expects of a counter. For the
+    supervisor of the processes; the folder is read now from ``PROMETHEUS_MULTIPROC_DIR``
+    (nothing to do without it), and a process that wrote nothing is fine."""
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not folder:
+        return
+    mark_process_dead(pid, folder)
+    Path(folder, LAST_CALLS_FILE.format(pid=pid)).unlink(missing_ok=True)
+
+
+class Occupancy:
+    """A ``trio.CapacityLimiter`` whose holders and waiters are kept in two gauges as they
+    come and go (``in_use``, ``waiting``): the limiter's ``statistics()`` as a gauge each
+    process keeps for the sums, at a scrape or not. Pass it where the limiter would go
+    (``trio.to_thread.run_sync(…, limiter=)``), or ``async with`` it."""
+
+    def __init__(self, limiter: trio.CapacityLimiter, in_use: Gauge, waiting: Gauge) -> None:
+        self.limiter, self.in_use, self.waiting = limiter, in_use, waiting
+
+    async def acquire_on_behalf_of(self, borrower: Any) -> None:
+        import trio
+
+        try:
+            self.limiter.acquire_on_behalf_of_nowait(borrower)
+        except trio.WouldBlock:
+            self.waiting.inc()
+            try:
+                await self.limiter.acquire_on_behalf_of(borrower)
+            finally:
+                self.waiting.dec()
+        else:  # as the limiter itself does: an async function always checkpoints
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        self.in_use.inc()
+
+    def release_on_behalf_of(self, borrower: Any) -> None:
+        self.limiter.release_on_behalf_of(borrower)
+        self.in_use.dec()
+
+    async def __aenter__(self) -> None:
+        from trio.lowlevel import current_task
+
+        await self.acquire_on_behalf_of(current_task())
+
+    async def __aexit__(self, *exc: object) -> None:
+        from trio.lowlevel import current_task
+
+        self.release_on_behalf_of(current_task())

@@ -223,9 +223,6 @@ class MetricsAndMediaServer(WebSocketServer):
             status, content_type = "401 Unauthorized", "application/problem+json"
             extra = {"WWW-Authenticate": "X-API-Key"}
         else:
-            stats = self.service.database.limiter.statistics()
-            metrics.DATABASE_CONNECTIONS.set(stats.borrowed_tokens)
-            metrics.DATABASE_WAITING.set(stats.tasks_waiting)
             status, body, extra = "200 OK", metrics.exposition(), {}
             content_type = metrics.CONTENT_TYPE
         lines = [

@@ -12,11 +12,12 @@ rows, calls received.
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,7 @@ class Fakes:
 class Replica:
     url: str
     log: list[str]  # its output, line by line, read by a thread as it comes
+    process: subprocess.Popen
 
 
 @attrs.define
@@ -147,6 +149,19 @@ def replicas(
     embedded_server: EmbeddedPostgres, fakes: Fakes, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Replicas]:
     """Two `ragchat serve` processes started at the same moment on one new, empty database."""
+    with started_replicas(embedded_server, fakes, tmp_path_factory) as both:
+        yield both
+
+
+@contextmanager
+def started_replicas(
+    embedded_server: EmbeddedPostgres,
+    fakes: Fakes,
+    tmp_path_factory: pytest.TempPathFactory,
+    **environment: object,
+) -> Iterator[Replicas]:
+    """Two `ragchat serve` processes started at the same moment on one new, empty database,
+    with ``environment`` besides their settings; both stopped on the way out."""
     name = f"test_replicas_{uuid.uuid4().hex[:8]}"
     database_url = embedded_server.create_database(name)
     settings = {
@@ -162,6 +177,7 @@ def replicas(
         "chatops_webhook_url": f"{fakes.chatops.base_url}/hook",
         "actions_ca_bundle": str(fakes.authority.bundle),
         "actions_allow_private_targets": "true",
+        **environment,
     }
     services = []
     for n in (1, 2):
@@ -205,7 +221,7 @@ def replicas(
             )
             reader.start()
             readers.append(reader)
-            replicas.append(Replica(url, log))
+            replicas.append(Replica(url, log, process))
         with httpx.Client(timeout=30) as client:  # the knowledge every answer cites
             added = client.post(
                 f"{replicas[0].url}/documents", json={"name": "refunds.md", "text": REFUNDS}

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ragcore.channels.messages import ButtonPress, InboundMessage
+from ragio import metrics
 from ragio.channels.conversation import answer_message, take_press
 from ragio.channels.updates import (
     RESUME_SECONDS,
@@ -43,6 +44,9 @@ class Intake:
         self.service = service
         self.nursery = nursery
         self.limiter = trio.CapacityLimiter(CONCURRENT_ANSWERS)
+        self._occupancy = metrics.Occupancy(
+            self.limiter, metrics.CHANNEL_ANSWERS, metrics.CHANNEL_ANSWERS_WAITING
+        )
         self.answering = 0  # answers in flight
         self._idle = trio.Event()
         # per chat, the messages taken and not yet answered, in the order they came:
@@ -69,7 +73,7 @@ class Intake:
         async def answer() -> None:
             try:
                 await turn.wait()
-                async with self.limiter:
+                async with self._occupancy:
                     await answer_message(self.service, message)
             finally:  # answered, failed or cancelled (a stop): the next one's turn
                 queue.remove(turn)

@@ -2,7 +2,8 @@
 
 psycopg's async API needs asyncio, so the sync pool runs in worker threads
 (``trio.to_thread.run_sync``) behind a CapacityLimiter the size of the pool:
-a Trio task waits for a connection without blocking the event loop.
+a Trio task waits for a connection without blocking the event loop. The connections held
+and the tasks waiting are kept in two gauges as they change (``ragio.metrics.Occupancy``).
 
 A thread in the driver cannot be interrupted, so the health check (``reachable``)
 gives its ping up after HEALTH_WAIT_SECONDS and leaves the thread behind
@@ -28,6 +29,8 @@ from typing import Any, TypeVar
 import psycopg
 import trio
 from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ragio import metrics
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_SECONDS = 10
@@ -86,6 +89,9 @@ class Database:
             },
         )
         self.limiter = trio.CapacityLimiter(max_connections)
+        self._occupancy = metrics.Occupancy(
+            self.limiter, metrics.DATABASE_CONNECTIONS, metrics.DATABASE_WAITING
+        )
         #: the last request found no connection in time (DOWN_CHECKOUT_SECONDS)
         self.down = False
         # one ping in flight at most: a ping stuck in a database that answers nothing holds
@@ -122,7 +128,7 @@ class Database:
                 self.down = True
                 raise
 
-        return await trio.to_thread.run_sync(in_thread, limiter=self.limiter)
+        return await trio.to_thread.run_sync(in_thread, limiter=self._occupancy)
 
     async def reachable(self, wait: float = HEALTH_WAIT_SECONDS) -> bool:
         """Whether the database answers ``SELECT 1`` within ``wait`` seconds, taking a

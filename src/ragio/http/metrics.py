@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 import trio
-from quart import Blueprint, Response, current_app
+from quart import Blueprint, Response
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.routing import MapAdapter
 
@@ -24,7 +24,6 @@ from ragcore.api.operations import Reply, operation
 from ragio import metrics
 from ragio.http.context import service
 from ragio.http.routes import fixed_routes
-from ragio.http.webhooks import INTAKE
 from ragio.service import Service
 
 Message = MutableMapping[str, Any]
@@ -47,24 +46,17 @@ blueprint = Blueprint("metrics", __name__)
 @blueprint.get(PATH)
 @operation(Reply(200, "Prometheus text exposition format, version 0.0.4", *TEXT_FORMAT))
 async def get_metrics() -> Response:
-    """This process's metrics, for Prometheus
+    """The service's metrics, for Prometheus
 
     Requests by method, route template and status, with a latency histogram per route;
     provider calls, failures and tokens; requests in flight, channel messages being
     answered and waiting, database connections in use and waited for, voice calls in
     progress, actions pending approval and data-source syncs running; the process's
-    CPU and memory. Counters start at zero when the process starts. Behind the API key
-    unless METRICS_PUBLIC=true.
+    CPU and memory. Counters start at zero when the process starts. Where one
+    `ragchat serve` runs several processes, the sum over them all, whichever answers
+    (and no CPU and memory). Behind the API key unless METRICS_PUBLIC=true.
     """
-    svc = service()
-    stats = svc.database.limiter.statistics()
-    metrics.DATABASE_CONNECTIONS.set(stats.borrowed_tokens)
-    metrics.DATABASE_WAITING.set(stats.tasks_waiting)
-    intake = current_app.extensions.get(INTAKE)  # made by the first channel message
-    answering = intake.limiter.statistics() if intake is not None else None
-    metrics.CHANNEL_ANSWERS.set(answering.borrowed_tokens if answering else 0)
-    metrics.CHANNEL_ANSWERS_WAITING.set(answering.tasks_waiting if answering else 0)
-    counts = await _database_counts(svc)
+    counts = await _database_counts(service())
     metrics.PENDING_APPROVALS.value, metrics.SYNCS_RUNNING.value = counts or (None, None)
     return Response(metrics.exposition(), content_type=metrics.CONTENT_TYPE)
 

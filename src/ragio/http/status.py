@@ -1,10 +1,11 @@
 """GET /status: what is set up and working, for the owner (the console's Status page).
 
 This route only gathers the facts: the settings, the providers the service runs (as
-/health shows them) and their last calls in this process (``ragio.providers.last_calls``),
-the knowledge graph's state, and what the database holds, read in one go. The items,
-their states and next steps are ``ragcore.api.status``'s rules. Nothing is asked of a
-platform or a provider: the route makes no call out.
+/health shows them) and their last calls by this process, or by any process of its
+``ragchat serve`` (``ragio.providers.last_calls``), the knowledge graph's state, and what
+the database holds, read in one go. The items, their states and next steps are
+``ragcore.api.status``'s rules. Nothing is asked of a platform or a provider: the route
+makes no call out.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ DATABASE_WAIT_SECONDS = 3.0
 async def get_status() -> Status:
     """What is set up and working, each part with its next step
 
-    Answering (the providers and their last calls in the process that answers), the
+    Answering (the providers and their last calls by the serve that answers), the
     knowledge base, the channels, the knowledge graph, the budgets, the data sources and
     websites, and the database: each with a state (ok, missing, failing or off), a
     summary and the next step (null when there is none). Makes no call to a provider or
