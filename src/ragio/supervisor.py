@@ -317,12 +317,10 @@ def _listening_sockets(settings: Settings, workers: int) -> list[list[socket.soc
 
 
 def _forget_process(pid: int) -> None:
-    """What the metrics kept of a process that is gone (its live gauges)."""
+    """What the metrics kept of a process that is gone (its live gauges, its last calls)."""
     from ragio import metrics
 
-    ended = getattr(metrics, "process_ended", None)
-    if ended is not None:
-        ended(pid)
+    metrics.process_ended(pid)
 
 
 def _bind(sock: socket.socket) -> str:

@@ -109,6 +109,13 @@ def test_serve_runs_api_processes_on_one_port_beside_the_job_worker_and_the_voic
         assert sum(held.values()) == 24 and all(held.values()), held
         for sock in sockets:
             sock.close()
+        # and /metrics, on any of them, counts them all
+        health = 'ragchat_http_requests_total{method="GET",route="/health",status="200"}'
+        for _ in range(4):
+            with httpx.Client(base_url=base, timeout=10) as fresh:  # a new connection each
+                scraped = fresh.get("/metrics").text
+            [line] = [line for line in scraped.splitlines() if line.startswith(health)]
+            assert float(line.split()[-1]) >= 24
 
         # one database for all: a document stored through one is found through any
         with httpx.Client(base_url=base, timeout=60) as client:
