@@ -94,3 +94,35 @@ async def test_a_job_that_ended_before_the_wait_began_is_seen_at_once(database_u
     async with opened(Database(database_url)) as database:
         ended = await wait_for_job(database, job, 30)
     assert ended.status == "failed" and trio.current_time() - started < 2
+
+
+async def test_a_job_another_process_queues_starts_at_once_not_at_the_next_look(
+    service, database_url
+):
+    """A supervising `serve`'s job worker runs the jobs its API processes queue: it hears
+    each (NOTIFY at the queueing's commit) rather than finding it up to POLL_SECONDS
+    later."""
+    from ragio.http.problems import problem_for
+    from ragio.jobs.worker import Worker
+
+    started: list[float] = []
+
+    async def note(running: object) -> dict[str, bool]:
+        started.append(trio.current_time())
+        return {"noted": True}
+
+    worker = Worker(service, {"note": note}, problem_for)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.run)
+        await trio.sleep(0.5)  # it has looked once, and listens
+        for number in range(3):
+            await trio.sleep(0.3 + 0.37 * number)  # anywhere between two looks
+            queued_at = trio.current_time()
+            with psycopg.connect(database_url, autocommit=True) as conn:  # another process
+                store.enqueue(conn, "note", {"n": number}, NOW)
+            with trio.fail_after(10):
+                while len(started) <= number:
+                    await trio.sleep(0.02)
+            # a look every POLL_SECONDS (2) would start each at a random point of it
+            assert started[number] - queued_at < 0.5
+        worker.stop()

@@ -52,6 +52,10 @@ class Job:
 #: the channel a job's end is announced on (its id as the payload), at the commit of the
 #: change that ended it: a request waiting for the job hears it (``ragio.jobs.waiting``)
 FINISHED_CHANNEL = "ragchat_job_finished"
+#: the channel a new job is announced on (its kind as the payload), at its commit: a
+#: worker in another process (a supervising `serve`'s job worker, `ragchat worker`)
+#: starts it at once rather than at its next look (``ragio.jobs.worker``)
+QUEUED_CHANNEL = "ragchat_job_queued"
 
 
 def _ended(conn: psycopg.Connection, job_id: int) -> None:
@@ -105,6 +109,7 @@ def enqueue(
             job = Job(*row)
             if data is not None:
                 conn.execute("INSERT INTO job_files (job_id, data) VALUES (%s, %s)", (job.id, data))
+            conn.execute("SELECT pg_notify(%s, %s)", (QUEUED_CHANNEL, kind))
             return job, True
 
 

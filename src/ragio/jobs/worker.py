@@ -13,16 +13,20 @@ two batches, and ends cancelled with what it had done.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+import psycopg
 import trio
 
 from ragcore.api.problems import ProblemError
 from ragcore.jobs import HEARTBEAT_SECONDS, POLL_SECONDS, JobStopped, after_failure
+from ragio.db.pool import CONNECT_TIMEOUT_SECONDS
 from ragio.jobs import store
 from ragio.service import Service
 
@@ -78,6 +82,8 @@ Describe = Callable[[BaseException], ProblemError]
 #: sync_interval_minutes), run every SCHEDULE_SECONDS by each process that runs jobs
 Schedule = Callable[[Service], Awaitable[None]]
 SCHEDULE_SECONDS = 30.0
+#: after the connection that hears new jobs failed, how long until it is made again
+HEAR_AGAIN_SECONDS = 5.0
 
 
 @attrs.define
@@ -106,6 +112,33 @@ class Worker:
     def poke(self) -> None:
         self._wake.set()
 
+    async def _hear_queued(self) -> None:
+        """Poke this worker whenever any process queues a job (``store.QUEUED_CHANNEL``),
+        so that a job queued by another process starts at once, not at the next look
+        (POLL_SECONDS). On a connection of its own, in a thread that looks up every
+        second to see whether the worker still runs; a database that cannot be reached
+        leaves the worker to its polling, and it listens again after a while."""
+        stopped = threading.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def listen() -> None:
+            with psycopg.connect(
+                self.service.database.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            ) as conn:
+                conn.execute(f"LISTEN {store.QUEUED_CHANNEL}")
+                while not stopped.is_set():
+                    for _ in conn.notifies(timeout=1.0, stop_after=1):
+                        trio.from_thread.run_sync(self.poke, trio_token=token)
+
+        try:
+            while not self.stopping():
+                with contextlib.suppress(psycopg.Error, OSError, trio.RunFinishedError):
+                    await trio.to_thread.run_sync(listen, abandon_on_cancel=True)
+                with trio.move_on_after(HEAR_AGAIN_SECONDS):
+                    await self.service.stopping.wait()
+        finally:
+            stopped.set()
+
     def stop(self) -> None:
         """Claim no more jobs (the service stops too: ``Service.stopping``)."""
         self._stopped.set()
@@ -120,6 +153,7 @@ class Worker:
         log.info("running jobs (%s) as %s", ", ".join(sorted(self.kinds)), self.process)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._heartbeat)
+            nursery.start_soon(self._hear_queued)
             task_status.started()
             while not self.stopping():
                 if self.alive_file is not None:  # alive, whether the database answers or not
