@@ -66,7 +66,6 @@ class OpenAIHttp:
         self.client = client
         self.http: Any = client._client  # httpx2's, or httpx's when one was injected
         self.base_url = str(client.base_url)  # ends with "/"
-        self.timeout = timeout
         self.max_retries = client.max_retries
         headers: dict[str, str] = {
             "Authorization": f"Bearer {client.api_key}",
@@ -80,24 +79,32 @@ class OpenAIHttp:
             headers["OpenAI-Project"] = client.project
         custom: Any = client._custom_headers
         headers.update((k, v) for k, v in custom.items() if isinstance(v, str))
-        self.headers = headers
         self.timeouts, self.unreachable = _TIMEOUTS, _UNREACHABLE
+        library: Any = httpx2
         if not isinstance(self.http, httpx2.AsyncClient):
             import httpx
 
+            library = httpx
             self.timeouts += (httpx.TimeoutException,)
             self.unreachable += (httpx.RequestError,)
+        # made once: from strings, httpx would make them again for every request (~50 µs)
+        self.library = library
+        self.headers = library.Headers(headers)
+        self.request_timeout = library.Timeout(timeout)
+        self.urls: dict[str, Any] = {}
 
     async def post(self, path: str, body: dict[str, Any], *, stream: bool = False) -> Any:
         """The 2xx response to ``body`` POSTed to ``path`` (below the base URL), read whole
         unless ``stream`` (then the caller closes it); the SDK's errors otherwise."""
-        url = self.base_url + path
+        url = self.urls.get(path)
+        if url is None:
+            url = self.urls[path] = self.library.URL(self.base_url + path)
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         encoded = content.encode()
         for retries_taken in range(self.max_retries + 1):
             remaining = self.max_retries - retries_taken
             request = self.http.build_request(
-                "POST", url, content=encoded, headers=self.headers, timeout=self.timeout
+                "POST", url, content=encoded, headers=self.headers, timeout=self.request_timeout
             )
             try:
                 response = await self.http.send(request, stream=stream)
