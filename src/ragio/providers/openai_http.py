@@ -1,10 +1,11 @@
 """How ragio.providers.openai sends its requests: as the ``openai`` SDK sends them, without
 the SDK's per-call machinery.
 
-``client.chat.completions.create`` and ``client.embeddings.create`` cost ~0.7 ms of CPU a
-call besides the HTTP client's own (copying and checking their options, building the
-request, its headers and a pydantic object of every reply and streamed chunk): more than
-the rest of a /chat answer's two calls on a local server. So each request is posted here,
+``client.chat.completions.create`` and ``client.embeddings.create`` cost about 1 ms of CPU
+a call besides the HTTP client's own (copying and checking their options, building the
+request and its headers, a pydantic object of every reply and of every streamed chunk),
+and a streamed answer ~3.5 ms (measured with scripts/bench_providers.py). So each
+request is posted here,
 on the SDK client's own ``httpx2.AsyncClient`` (the one ``checking_replies`` checks, see
 ragio.providers.wire), with what the SDK would send and do:
 
@@ -40,15 +41,14 @@ import httpx2
 import trio
 from openai import APIConnectionError, APIError, APITimeoutError, AsyncOpenAI
 
+# The SDK's backoff: the first wait and the longest; and the longest Retry-After it honours
+# (its ``_should_retry`` does not retry after a longer one: the error is raised at once).
+from openai._constants import INITIAL_RETRY_DELAY, MAX_RETRY_AFTER_DELAY, MAX_RETRY_DELAY
+
 from ragio.providers.failures import BadReply
 
 log = logging.getLogger(__name__)
 
-# The SDK's backoff (openai._constants): the first wait, the longest, and the longest
-# Retry-After honoured (a longer one is not waited for: the error is raised).
-INITIAL_RETRY_DELAY = 0.5
-MAX_RETRY_DELAY = 8.0
-MAX_RETRY_AFTER_DELAY = 120.0
 DRAIN_SECONDS = 0.1  # what is left of a stream after [DONE], read to reuse the connection
 
 #: what a request raises when no response came, as the SDK catches it (with httpx's,
@@ -214,7 +214,7 @@ class EventStream:
         if block.startswith(b"data: ") and b"\n" not in block:  # nearly every event
             data = block[6:].decode()
         else:
-            fields = False  # an event of other fields only is dispatched with no data
+            fields = False  # as the SDK: an event of other fields only has data "" (no JSON)
             lines = []
             for line in block.split(b"\n"):
                 name, _, value = line.partition(b":")
