@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
+import socket
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -260,3 +263,150 @@ async def test_json_sent_as_another_content_type_is_still_read(fake, make):
 
     assert vector == pytest.approx(bag_of_words("refunds", DIMENSIONS))
     assert reply.text == "Refunds take 5 days [1]."
+
+
+# ---------------------------------------------------------------- as the SDK sends and reads
+# The provider posts its requests itself (ragio.providers.openai_http), as the SDK would:
+# what the SDK did for it before is pinned here.
+
+
+async def test_requests_carry_the_sdks_headers_and_ask_for_base64_vectors(fake, make):
+    await make(OpenAIAnswerer).generate(REQUEST)
+    await make(OpenAIEmbedder).embed(["refunds"], "query")
+
+    chat, embeddings = fake.requests
+    for sent in (chat, embeddings):
+        assert sent.headers["authorization"] == "Bearer sk-test-key"
+        assert sent.headers["content-type"] == "application/json"
+        assert sent.headers["accept"] == "application/json"
+        assert sent.headers["user-agent"] == f"AsyncOpenAI/Python {openai.__version__}"
+    assert chat.path == CHAT and embeddings.path == EMBEDDINGS
+    assert embeddings.body["encoding_format"] == "base64"
+
+
+async def test_an_injected_client_brings_its_key_url_headers_and_retries(fake, closing):
+    client = openai.AsyncOpenAI(
+        api_key=fake.api_key,
+        base_url=fake.base_url,
+        max_retries=0,
+        default_headers={"X-Title": "ragchat"},  # as OpenRouter asks apps to name themselves
+    )
+    settings = make_settings(openai_api_key="sk-not-this-one", embedding_dimensions=DIMENSIONS)
+    answerer = closing(OpenAIAnswerer(settings, client=client))
+
+    reply = await answerer.generate(REQUEST)
+    fake.fail_next(500)
+    with pytest.raises(openai.InternalServerError):
+        await answerer.generate(REQUEST)
+
+    assert reply.text == "Refunds take 5 days [1]."
+    first, failed = fake.requests_to(CHAT)  # max_retries=0: the 500 is not tried again
+    assert first.headers["x-title"] == "ragchat"
+    assert first.headers["authorization"] == f"Bearer {fake.api_key}"
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 503])
+async def test_the_statuses_the_sdk_retries_are_retried(fake, make, status):
+    fake.fail_next(status, retry_after="0.01", times=2)
+
+    reply = await make(OpenAIAnswerer).generate(REQUEST)
+
+    assert reply.text == "Refunds take 5 days [1]."
+    assert len(fake.requests_to(CHAT)) == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (400, openai.BadRequestError),
+        (403, openai.PermissionDeniedError),
+        (404, openai.NotFoundError),
+        (422, openai.UnprocessableEntityError),
+    ],
+)
+async def test_other_statuses_raise_the_sdks_error_at_once(fake, make, status, error):
+    fake.fail_next(status, retry_after="0.01")
+
+    with pytest.raises(error) as raised:
+        await make(OpenAIEmbedder).embed(["refunds"], "query")
+
+    assert raised.value.status_code == status
+    assert len(fake.requests_to(EMBEDDINGS)) == 1
+
+
+async def test_x_should_retry_overrides_the_status(fake, make):
+    fake.fail_next(500, headers={"x-should-retry": "false"})
+    with pytest.raises(openai.InternalServerError):
+        await make(OpenAIAnswerer).generate(REQUEST)
+    assert len(fake.requests_to(CHAT)) == 1
+
+    fake.fail_next(400, retry_after="0.01", headers={"x-should-retry": "true"})
+    reply = await make(OpenAIAnswerer).generate(REQUEST)
+    assert reply.text == "Refunds take 5 days [1]."
+    assert len(fake.requests_to(CHAT)) == 3
+
+
+async def test_retry_after_as_a_date_and_in_milliseconds_is_waited(fake, make):
+    # Both longer than the SDK's own first backoff (at most 0.5 s): only the header explains it.
+    fake.fail_next(429, retry_after=email.utils.formatdate(time.time() + 3, usegmt=True))
+    fake.fail_next(503, headers={"retry-after-ms": "700"})
+
+    reply = await make(OpenAIAnswerer).generate(REQUEST)
+
+    assert reply.text == "Refunds take 5 days [1]."
+    limited, unavailable, answered = fake.requests_to(CHAT)
+    assert unavailable.at - limited.at >= 1.0  # whole seconds: 2 to 3 s after it was written
+    assert answered.at - unavailable.at >= 0.7
+
+
+async def test_a_retry_after_beyond_the_sdks_bound_is_not_waited_for(fake, make):
+    fake.fail_next(429, retry_after="3600")
+
+    with trio.fail_after(5), pytest.raises(openai.RateLimitError):
+        await make(OpenAIAnswerer).generate(REQUEST)
+
+    assert len(fake.requests_to(CHAT)) == 1
+
+
+async def test_a_server_that_cannot_be_reached_is_tried_again_after_a_backoff(make):
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{unused.getsockname()[1]}/v1"
+    answerer = make(OpenAIAnswerer, openai_base_url=url)
+
+    started = trio.current_time()
+    with pytest.raises(openai.APIConnectionError):
+        await answerer.generate(REQUEST)
+
+    # two retries, after 0.5 s and 1 s less up to a quarter each: the SDK's backoff
+    assert trio.current_time() - started >= 0.75 * (0.5 + 1.0)
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+async def test_a_stream_is_read_whatever_its_line_ends_comments_and_pieces(fake, make, line_end):
+    fake.line_end, fake.keep_alive, fake.piecemeal = line_end, True, True
+
+    items = [item async for item in make(OpenAIAnswerer).stream(REQUEST)]
+
+    assert items == [
+        "Refunds ",
+        "take ",
+        "5 ",
+        "days ",
+        "[1].",
+        TokenUsage(prompt_tokens=16, completion_tokens=5),
+    ]
+
+
+async def test_an_error_event_mid_stream_is_raised_as_the_sdks_api_error(fake, make):
+    fake.break_stream_after = 2  # OpenRouter's {"error": {...}} after the first words
+
+    received = []
+    with pytest.raises(openai.APIError) as raised:
+        async for item in make(OpenAIAnswerer).stream(REQUEST):
+            received.append(item)
+
+    assert received == ["Refunds ", "take "]
+    assert raised.value.message == "Upstream provider error"
+    assert raised.value.body == {"code": 502, "message": "Upstream provider error"}
+    assert not isinstance(raised.value, openai.APIStatusError)

@@ -1,9 +1,12 @@
 """OpenAI and OpenAI-compatible servers (Ollama, vLLM, llama.cpp, OpenRouter…).
 
-Through the official SDK's ``AsyncOpenAI``, which runs natively under Trio, so
-every call is cancellable. The SDK retries 429 and 5xx itself, honouring the
-server's Retry-After; each request carries PROVIDER_TIMEOUT_SECONDS, passed on
-the call as well as the client so an injected client cannot drop it.
+The official SDK's ``AsyncOpenAI`` holds the settings (key, base URL, retries) and the
+checked HTTP client (ragio.providers.wire); the requests themselves are posted by
+ragio.providers.openai_http as the SDK posts them (the same body, headers, retries,
+errors), without its per-call machinery, and their replies read here from the JSON. It
+all runs natively under Trio, so every call is cancellable. 429 and 5xx are retried,
+honouring the server's Retry-After; each request carries PROVIDER_TIMEOUT_SECONDS,
+whatever timeout an injected client has.
 
 Token counts of a streamed reply: ``stream_options={"include_usage": true}`` asks
 for one last chunk (``choices`` empty) carrying ``usage``. OpenAI, vLLM and Ollama
@@ -16,28 +19,27 @@ in ``loc``). A refusal that names the option is asked again without it, and the
 option is not sent again by this answerer. Whatever chunk carries ``usage`` (some
 servers put it on every chunk, as running totals), the last one wins.
 
-Reading a reply: the SDK builds its objects from the JSON without checking their shape
-(and hands back the body as a string when it is not JSON at all), so what is read is
-checked here: a reply without ``choices``, of the wrong types or without any text is a
-BadReply, which moves on to the next provider. A stream may carry chunks of a server's own
-(without ``choices``) among the real ones; only a stream without any text fails.
+Reading a reply: what a server sends is checked here, not trusted: a body that is not
+JSON, a reply without ``choices``, of the wrong types or without any text is a BadReply,
+which moves on to the next provider. A stream may carry chunks of a server's own (without
+``choices``) among the real ones; only a stream without any text fails.
 """
 
 from __future__ import annotations
 
-import json
+import base64
+import binascii
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 from openai import (
     AsyncOpenAI,
-    AsyncStream,
     BadRequestError,
     DefaultAsyncHttpxClient,
     UnprocessableEntityError,
 )
-from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
 from ragcore.generation import Generate, ModelReply
 from ragcore.knowledge.embedding_space import EmbeddingSpace
@@ -50,12 +52,15 @@ from ragio.providers.batching import (
     report_tokens,
 )
 from ragio.providers.failures import BadReply, no_text, stream_without_text
+from ragio.providers.openai_http import EventStream, OpenAIHttp, drain, read_json
 from ragio.providers.wire import checking_replies
 
 # Inputs per embeddings request: the API takes 2,048, but also at most 300,000 tokens a
 # request, which 2,048 chunks of ~224 tokens would pass.
 MAX_BATCH = 512
 MAX_RETRIES = 2  # the SDK's default: rides out a brief rate limit without stalling a reply
+CHAT = "chat/completions"
+EMBEDDINGS = "embeddings"
 
 
 def make_client(settings: Settings, max_retries: int = MAX_RETRIES) -> AsyncOpenAI:
@@ -71,7 +76,7 @@ def make_client(settings: Settings, max_retries: int = MAX_RETRIES) -> AsyncOpen
     )
 
 
-def _messages(request: Generate) -> list[ChatCompletionMessageParam]:
+def _messages(request: Generate) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": request.prompt.system},
         {"role": "user", "content": request.prompt.user},
@@ -89,8 +94,8 @@ class OpenAIAnswerer:
         max_retries: int = MAX_RETRIES,
     ):
         self.client = client or make_client(settings, max_retries)
+        self.api = OpenAIHttp(self.client, settings.provider_timeout_seconds)
         self.model = settings.openai_chat_model
-        self.timeout = settings.provider_timeout_seconds
         self.asks_stream_usage = True  # until the server refuses stream_options
 
     async def aclose(self) -> None:
@@ -100,19 +105,21 @@ class OpenAIAnswerer:
     async def generate(self, request: Generate) -> ModelReply:
         """The whole reply; ``ModelReply.model`` is the model the server says answered (often a
         dated snapshot of the configured name), so logs show what really ran."""
-        completion = await self._create(
+        response = await self.api.post(
+            CHAT,
             {
                 "model": self.model,
                 "messages": _messages(request),
                 "max_tokens": request.max_output_tokens,
                 "temperature": request.temperature,
-            }
+            },
         )
+        completion = read_json(response)
         return ModelReply(
             _completion_text(completion),
             provider=self.name,
             model=_model(completion, self.model),
-            usage=_token_usage(completion.usage),  # some compatible servers report none
+            usage=_token_usage(completion.get("usage")),  # some compatible servers report none
         )
 
     async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
@@ -124,29 +131,39 @@ class OpenAIAnswerer:
         the whole reply. Stop early with ``aclose()`` (or ``contextlib.aclosing``):
         that closes the HTTP response and frees the connection.
         """
-        events = await self._open_stream(request)
+        response = await self._open_stream(request)
         usage, wrote, finished = None, False, None
         chunks = without_choices = 0
-        async with events:
-            async for chunk in events:
-                chunks += 1
-                choices = getattr(chunk, "choices", None)
-                if not isinstance(choices, list):
-                    without_choices += 1
-                    continue
-                for choice in choices:  # empty in a trailing usage chunk
-                    content = getattr(getattr(choice, "delta", None), "content", None)
-                    if content is not None and not isinstance(content, str):
-                        raise BadReply("events whose text is not a string")
-                    if content:
-                        wrote = wrote or bool(content.strip())
-                        yield content
-                    finished = getattr(choice, "finish_reason", None) or finished
-                usage = _token_usage(getattr(chunk, "usage", None)) or usage
+        events = EventStream(response)
+        pieces = response.aiter_bytes()
+        try:
+            with self.api.reading(response):
+                async for piece in pieces:
+                    for chunk in events.feed(piece):
+                        chunks += 1
+                        choices = _field(chunk, "choices")
+                        if not isinstance(choices, list):
+                            without_choices += 1
+                            continue
+                        for choice in choices:  # empty in a trailing usage chunk
+                            content = _field(_field(choice, "delta"), "content")
+                            if content is not None and not isinstance(content, str):
+                                raise BadReply("events whose text is not a string")
+                            if content:
+                                wrote = wrote or bool(content.strip())
+                                yield content
+                            finished = _field(choice, "finish_reason") or finished
+                        usage = _token_usage(_field(chunk, "usage")) or usage
+                    if events.done:
+                        await drain(response)
+                        break
             if not wrote:
-                content_type = events.response.headers.get("content-type")
+                content_type = response.headers.get("content-type")
                 missing = "choices" if chunks and without_choices == chunks else None
                 raise stream_without_text(content_type, chunks, missing, finished)
+        finally:
+            await response.aclose()
+            await pieces.aclose()  # after the response: its iterators are done with
         if usage is not None:
             yield usage
 
@@ -160,59 +177,47 @@ class OpenAIAnswerer:
         }
         if self.asks_stream_usage:
             try:
-                return await self._create({**body, "stream_options": {"include_usage": True}})
+                options = {"stream_options": {"include_usage": True}}
+                return await self.api.post(CHAT, {**body, **options}, stream=True)
             except (BadRequestError, UnprocessableEntityError) as error:
                 if not _refuses_stream_options(error):
                     raise
                 self.asks_stream_usage = False
-        return await self._create(body)
+        return await self.api.post(CHAT, body, stream=True)
 
-    async def _create(self, body: dict[str, Any]) -> Any:
-        """POST /chat/completions as ``client.chat.completions.create`` sends it (the same
-        body, headers, key, retries, timeout and parsed reply), without the SDK's transform
-        of its arguments against their TypedDicts: for these plain JSON values it only
-        drops the omitted ones, and it cost ~1 ms of CPU a call, more than the rest of
-        the call on a local server."""
-        stream = bool(body.get("stream"))
-        return await self.client.post(
-            "/chat/completions",
-            body=body,
-            options={"timeout": self.timeout, "security": {"bearer_auth": True}},
-            cast_to=ChatCompletion,
-            stream=stream,
-            stream_cls=AsyncStream[ChatCompletionChunk],
-        )
+
+def _field(value: Any, name: str) -> Any:
+    """``value[name]`` of a JSON object; None when absent, or when ``value`` is no object."""
+    return value.get(name) if isinstance(value, dict) else None
 
 
 def _completion_text(completion: Any) -> str:
     """The first choice's text, or BadReply saying what is wrong with the completion."""
-    if isinstance(completion, str):  # the SDK's answer to a body that is not JSON
+    if isinstance(completion, str):  # as the SDK read a JSON string: no completion at all
         raise BadReply("a body that is not JSON")
-    if not isinstance(completion, ChatCompletion):
+    if not isinstance(completion, dict):
         raise BadReply("JSON that is not a chat completion")
-    choices = getattr(completion, "choices", None)
+    choices = completion.get("choices")
     if not isinstance(choices, list):
         raise BadReply("JSON without choices")
     if not choices:
         raise BadReply("an empty choices list")
-    content = getattr(getattr(choices[0], "message", None), "content", None)
+    content = _field(_field(choices[0], "message"), "content")
     if content is not None and not isinstance(content, str):
         raise BadReply("a message content that is not a string")
     if not content or not content.strip():
-        raise no_text(getattr(choices[0], "finish_reason", None))
+        raise no_text(_field(choices[0], "finish_reason"))
     return content
 
 
-def _model(completion: Any, configured: str) -> str:
-    model = getattr(completion, "model", None)
+def _model(completion: dict[str, Any], configured: str) -> str:
+    model = completion.get("model")
     return model if isinstance(model, str) and model else configured
 
 
 def _token_usage(usage: Any) -> TokenUsage | None:
     """The counts the server reported; None when it reported none, or none that are counts."""
-    prompt = getattr(usage, "prompt_tokens", None)
-    completion = getattr(usage, "completion_tokens", None)
-    return reported_usage(prompt, completion)
+    return reported_usage(_field(usage, "prompt_tokens"), _field(usage, "completion_tokens"))
 
 
 def _refuses_stream_options(error: BadRequestError | UnprocessableEntityError) -> bool:
@@ -233,10 +238,10 @@ class OpenAIEmbedder:
         max_retries: int = MAX_RETRIES,
     ):
         self.client = client or make_client(settings, max_retries)
+        self.api = OpenAIHttp(self.client, settings.provider_timeout_seconds)
         self.space = EmbeddingSpace(
             self.name, settings.openai_embedding_model, settings.embedding_dimensions
         )
-        self.timeout = settings.provider_timeout_seconds
         # host[:port] only: a base URL may carry credentials, and this goes into error messages
         self.where = (
             urlsplit(settings.openai_base_url).netloc.rpartition("@")[2] or "api.openai.com"
@@ -249,52 +254,51 @@ class OpenAIEmbedder:
     async def embed(self, texts: Sequence[str], purpose: str) -> list[list[float]]:
         """One vector per text, in order; requests of at most MAX_BATCH inputs, a few at once.
 
-        Leaves ``encoding_format`` to the SDK: it asks for base64 and decodes it with
-        numpy, several times faster than parsing JSON floats (measured with
-        scripts/bench_ingest.py), and takes plain floats from servers that ignore it.
+        Asks for base64 vectors, as the SDK does, and decodes them with numpy: several
+        times faster than parsing JSON floats (measured with scripts/bench_ingest.py);
+        takes plain floats from servers that ignore ``encoding_format``.
         """
         return await embed_in_batches(texts, MAX_BATCH, self._embed_batch)
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
-        raw = await self.client.embeddings.with_raw_response.create(
-            model=self.space.model,
-            input=batch,
-            dimensions=self.space.dimensions,
-            timeout=self.timeout,
+        response = await self.api.post(
+            EMBEDDINGS,
+            {
+                "model": self.space.model,
+                "input": batch,
+                "dimensions": self.space.dimensions,
+                "encoding_format": "base64",
+            },
         )
-        if not raw.headers.get("content-type", "").split(";")[0].strip().endswith("json"):
-            _check_json(raw.content)  # not JSON: the SDK would hand the body back as text
-        try:
-            response = raw.parse()  # decodes the base64 vectors (see ``embed``)
-        except json.JSONDecodeError:
-            raise  # a failure of the reply, classified as such
-        except ValueError as error:  # the SDK's checks while decoding the vectors
-            missing = "No embedding data" in str(error)
-            reason = "JSON without embedding data" if missing else "vectors it cannot decode"
-            raise BadReply(reason) from error
-        data = getattr(response, "data", None)
+        reply = read_json(response)
+        data = _field(reply, "data")
+        if not data:
+            raise BadReply("JSON without embedding data")
         items = sorted(data, key=_index) if isinstance(data, list) else data
         vectors = check_vectors(
-            [getattr(item, "embedding", None) for item in items] if items else items,
+            [_vector(item) for item in items] if isinstance(items, list) else items,
             len(batch),
             "data",
         )
         check_dimensions(vectors, self.space, self.where, "dimensions")
-        usage = getattr(response, "usage", None)
-        report_tokens(batch, getattr(usage, "prompt_tokens", None))  # some servers send none
+        usage = _field(reply, "usage")
+        report_tokens(batch, _field(usage, "prompt_tokens"))  # some servers send none
         return vectors
 
 
-def _check_json(body: bytes) -> None:
-    """BadReply unless ``body`` is JSON: some compatible servers send JSON under another
-    content type, which the SDK reads as JSON all the same."""
+def _vector(item: Any) -> Any:
+    """An item's ``embedding``: base64 of little-endian float32s decoded, as the SDK decodes
+    them; anything else as it is (floats from a server that ignores ``encoding_format``)."""
+    embedding = _field(item, "embedding")
+    if not isinstance(embedding, str):
+        return embedding
     try:
-        json.loads(body)
-    except ValueError:  # JSONDecodeError, or bytes that are not text
-        raise BadReply("a body that is not JSON") from None
+        return np.frombuffer(base64.b64decode(embedding), dtype="float32").tolist()
+    except (binascii.Error, ValueError):
+        raise BadReply("vectors it cannot decode") from None
 
 
 def _index(item: Any) -> int:
     """Where an embedding goes: its ``index``, which every server sends; in order without."""
-    index: Any = getattr(item, "index", None)
+    index: Any = _field(item, "index")
     return index if is_count(index) else 0

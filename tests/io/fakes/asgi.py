@@ -99,10 +99,12 @@ class Failure:
     status: int
     retry_after: str | None = None  # a Retry-After header
     retry_delay: str | None = None  # Gemini only: a google.rpc.RetryInfo retryDelay, "0.5s"
+    more_headers: tuple[tuple[str, str], ...] = ()  # x-should-retry, retry-after-ms…
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"retry-after": self.retry_after} if self.retry_after is not None else {}
+        retry_after = {"retry-after": self.retry_after} if self.retry_after is not None else {}
+        return {**retry_after, **dict(self.more_headers)}
 
 
 class WireError(Exception):
@@ -147,9 +149,17 @@ class FakeServer:
 
     # ------------------------------------------------------------ scripting
 
-    def fail_next(self, status: int, *, retry_after: str | None = None, times: int = 1) -> None:
-        """Answer the next ``times`` authorised requests with ``status``."""
-        self.failures.extend(Failure(status, retry_after) for _ in range(times))
+    def fail_next(
+        self,
+        status: int,
+        *,
+        retry_after: str | None = None,
+        times: int = 1,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer the next ``times`` authorised requests with ``status`` (and ``headers``)."""
+        more = tuple((headers or {}).items())
+        self.failures.extend(Failure(status, retry_after, more_headers=more) for _ in range(times))
 
     def requests_to(self, path: str) -> list[Recorded]:
         return [r for r in self.requests if r.path == path]

@@ -27,6 +27,10 @@ and records every request. Tests script it through its attributes:
 - ``break_stream_after``: end a streamed reply after this many text chunks with
   ``break_with``: ``"error"``, an error event (``data: {"error": {…}}``, as OpenRouter
   reports a failure mid-stream), or ``"not json"``, an event cut off mid-JSON;
+- ``line_end``: how a streamed reply's lines end: ``"\\n"``, ``"\\r\\n"`` or ``"\\r"``, all of
+  which server-sent events allow; ``keep_alive``: a comment before each event (OpenRouter
+  sends ``: OPENROUTER PROCESSING`` while a model thinks); ``piecemeal``: each event sent
+  a few bytes at a time, so that it arrives cut anywhere;
 - ``garbage`` (and ``garbage_for``): a bad reply on a 200 instead of the real one, for chat
   completions, whole or streamed, and embeddings (see ``tests.io.fakes.asgi.GARBAGE``).
 """
@@ -115,6 +119,9 @@ class FakeOpenAI(FakeServer):
         self.rejects_stream_options: int | None = None
         self.break_stream_after: int | None = None
         self.break_with: Literal["error", "not json"] = "error"
+        self.line_end: Literal["\n", "\r\n", "\r"] = "\n"
+        self.keep_alive = False
+        self.piecemeal = False
 
     def _response_headers(self) -> dict[str, str]:
         return {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -259,8 +266,22 @@ class FakeOpenAI(FakeServer):
                 return
             if self.word_delay and number > 1:
                 await trio.sleep(self.word_delay)
-            await send_event(send, f"data: {json.dumps(event)}\n\n")
-        await send_event(send, "data: [DONE]\n\n", more=False)
+            await self._event(send, f"data: {json.dumps(event)}\n\n")
+        await self._event(send, "data: [DONE]\n\n", more=False)
+
+    async def _event(self, send: Send, payload: str, *, more: bool = True) -> None:
+        """One event of a streamed reply, as ``line_end``, ``keep_alive`` and ``piecemeal``
+        say to send it."""
+        if self.keep_alive:
+            payload = ": OPENROUTER PROCESSING\n\n" + payload
+        payload = payload.replace("\n", self.line_end)
+        if not self.piecemeal:
+            await send_event(send, payload, more=more)
+            return
+        pieces = [payload[start : start + 5] for start in range(0, len(payload), 5)]
+        for number, piece in enumerate(pieces, 1):
+            await send_event(send, piece, more=more or number < len(pieces))
+            await trio.sleep(0)
 
     # ------------------------------------------------------------ embeddings
 
