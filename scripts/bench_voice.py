@@ -22,7 +22,8 @@ embeddings). Four measurements:
    again with the model writing a word every 20 ms after its first, since a sentence is
    said only once it is whole;
 3. the second, **20 calls at once** (``--calls``, the model writing at 50 words/s, or
-   ``--words-per-second 0``: whole replies, as the first line's model) on this machine; the worst gap between two frames of an answer as the phone received them, and
+   ``--words-per-second 0``: whole replies, as the first line's model) on this machine;
+   the worst gap between two frames of an answer as the phone received them, and
    the worst stall of its playback (the phone played everything it had and waited), as the
    phones saw them (their own process is busy too: 20 phone lines and the fake speech
    provider's detector on 20 streams) and as the service saw them (``stalled_ms`` of
