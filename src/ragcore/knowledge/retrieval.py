@@ -151,3 +151,13 @@ def relevant_hits(hits: Sequence[Hit]) -> list[Hit]:
 def candidate_depth(limit: int) -> int:
     """How deep each list goes for a search asking ``limit`` hits."""
     return max(CANDIDATES, limit)
+
+
+#: the smallest HNSW candidate list (pgvector's ``hnsw.ef_search``) a search uses
+EF_SEARCH_MIN = 40
+
+
+def ef_search(depth: int) -> int:
+    """pgvector's ``hnsw.ef_search`` for a dense list ``depth`` deep: HNSW returns at most
+    ef_search rows a pass, so at least the depth."""
+    return max(depth, EF_SEARCH_MIN)

@@ -29,6 +29,7 @@ from ragcore.knowledge.retrieval import (
     RRF_K,
     RetrievedHit,
     candidate_depth,
+    ef_search,
     similarity_floor,
     topic_floor,
     topic_floor_languages,
@@ -221,6 +222,7 @@ def _run(
     lexical_budget: int,
     graph_chunk_ids: Sequence[int] = (),
     graph_weight: float = 0.0,
+    hnsw_ef_search: int | None = None,
 ) -> list[tuple]:
     depth = candidate_depth(limit)
     params = {
@@ -245,7 +247,7 @@ def _run(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
             " set_config('jit', 'off', true)",
-            (str(max(depth, 40)),),
+            (str(hnsw_ef_search or ef_search(depth)),),
         )
         return conn.execute(statement, params).fetchall()
 
@@ -263,14 +265,16 @@ def rank_chunks(
     lexical_budget: int = LEXICAL_BUDGET,
     graph_chunk_ids: Sequence[int] = (),
     graph_weight: float = 0.0,
+    hnsw_ef_search: int | None = None,
 ) -> list[RetrievedHit]:
     """The ``limit`` best chunks for the question (``vector``, ``text``), best first,
     each with the evidence that found it; only chunks of ``document_ids`` when given.
     ``graph_chunk_ids``: the knowledge graph's ranked list, fused with ``graph_weight``
     (left out when empty or weightless).
 
-    ``mode`` (hybrid, dense, fulltext), ``lexical`` (bm25, ts_rank), ``text_config``
-    and ``lexical_budget`` are for measurements; the service uses the defaults.
+    ``mode`` (hybrid, dense, fulltext), ``lexical`` (bm25, ts_rank), ``text_config``,
+    ``lexical_budget`` and ``hnsw_ef_search`` (default: ``retrieval.ef_search``'s rule)
+    are for measurements; the service uses the defaults.
     """
     graph = bool(graph_chunk_ids) and graph_weight > 0
     statement = _statement(mode, lexical, space.dimensions, document_ids is not None, graph)
@@ -287,6 +291,7 @@ def rank_chunks(
         lexical_budget,
         graph_chunk_ids if graph else (),
         graph_weight,
+        hnsw_ef_search,
     )
     floor, on_topic = similarity_floor(space), topic_floor(space)
     on_topic_languages = topic_floor_languages(space)
