@@ -537,7 +537,12 @@ def hnsw_recall(
 
 
 async def recall(
-    url: str, kept: Path, questions: list[str], embedder: LocalEmbedder, tried: list[int]
+    url: str,
+    kept: Path,
+    count: int,
+    questions: list[str],
+    embedder: LocalEmbedder,
+    tried: list[int],
 ) -> None:
     """Recall@10 of the dense list through HNSW against exact search, at the service's
     ef_search and at each of ``tried``; the smallest reaching RECALL_WANTED on the
@@ -561,7 +566,7 @@ async def recall(
         f"statement alone and the hybrid one ({limit} hits) over all {len(vectors)}, warm:",
         flush=True,
     )
-    rule = ef_search(candidate_depth(limit))
+    rule = ef_search(candidate_depth(limit), count)  # the service's with the planner's count
     chosen = None
     for ef in [None, *tried]:
         recalls, dense, hybrid = await trio.to_thread.run_sync(
@@ -681,7 +686,7 @@ async def run(args: argparse.Namespace) -> None:
                 print(f"   {what:44s} {timing}", flush=True)
             if args.recall:
                 kept = cache / f"exact-{BENCH_VERSION}-{count}.json"
-                await recall(url, kept, questions, embedder, args.ef_search)
+                await recall(url, kept, count, questions, embedder, args.ef_search)
     finally:
         if owner is not None:
             await trio.to_thread.run_sync(owner.stop)

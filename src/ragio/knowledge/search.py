@@ -211,6 +211,10 @@ def _statement(
     return "\n".join(parts)
 
 
+# the planner's count of the chunks (ANALYZE, autovacuum); -1 before the first: none
+_CHUNKS_ESTIMATE = "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'chunks'::regclass"
+
+
 def _run(
     conn: psycopg.Connection,
     statement: str,
@@ -240,14 +244,18 @@ def _run(
         "graph_weight": float(graph_weight),
     }
     with conn.transaction():
-        # As deep as the list asked for (HNSW returns at most ef_search rows); and with a
-        # filter, keep scanning the graph until that many rows pass it.
+        # As deep as the list asked for (HNSW returns at most ef_search rows), deeper on a
+        # larger graph (the planner's estimate of the chunks); and with a filter, keep
+        # scanning the graph until that many rows pass it.
         # No JIT: compiling would cost more than this statement takes to run.
+        if hnsw_ef_search is None:
+            row = conn.execute(_CHUNKS_ESTIMATE).fetchone()
+            hnsw_ef_search = ef_search(depth, float(row[0]) if row else 0.0)
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
             " set_config('jit', 'off', true)",
-            (str(hnsw_ef_search or ef_search(depth)),),
+            (str(hnsw_ef_search),),
         )
         return conn.execute(statement, params).fetchall()
 
