@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench_chat.py --pg shared_buffers=1GB --prewarm
     .venv/bin/python scripts/bench_chat.py --chunks 10000 --questions 150 --role support
     .venv/bin/python scripts/bench_chat.py --chunks 10000 --trace
+    .venv/bin/python scripts/bench_chat.py --chunks 1000000 --recall --cache /tmp/bench-cache-1m
 
 The real service answers POST /chat over HTTP (Hypercorn on 127.0.0.1, httpx): language
 detection, the question's embedding with the local embedder, hybrid search in
@@ -17,13 +18,21 @@ search statement, language detection, and the pipeline without HTTP; and POST
 history read, the follow-up joined to the question before it): the difference is the
 cost of follow-ups offline. With ``--role``, also POST /chat as that role, each question
 from another ``user``: the role context is fetched and the answer recorded for learning
-(``ragcore.employees.learning``). With ``--live``, also "where is my order N?" with a
+(``ragcore.employees.learning``). POST /chat/stream and a streamed POST
+/v1/chat/completions: the time to the first text, from sending the request to the first
+event with text as the client reads it (the provider streams its words at once).
+With ``--live``, also "where is my order N?" with a
 live-data action on a PostgreSQL table of 100,000 orders (on a second embedded server,
 the owner's: a data source never reads the service's own): without the action, with it
 uncached (a new order each time: the query runs on a new connection), and cached (asked
 again within 5 minutes); the differences are the latency a live action adds. With
 ``--trace``, traced (OTEL_EXPORTER_OTLP_ENDPOINT): every span sent over OTLP/HTTP to a
 receiver in a thread that keeps none; beside a run without it, what tracing costs.
+With ``--recall``, after the timings: recall@10 of the dense list through the HNSW
+index (the service's statement, its depth, ef_search and iterative scan) against exact
+search (a sequential scan, kept under ``--cache``), at the service's ef_search and at
+each of ``--ef-search``, with the hybrid statement's timing at each; chosen on 100
+held-out claims, reported on 100 others.
 
 The knowledge base is synthetic but shaped like a real one: chunks of 4 to 8
 sentences drawn from SciFact abstracts (realistic words and term statistics),
@@ -40,6 +49,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -60,34 +70,48 @@ from tests.io.fakes.otlp_receiver import discarding_receiver  # noqa: E402
 
 import eval_retrieval  # noqa: E402
 import ragio.runner  # noqa: E402
-from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question  # noqa: E402
+from ragcore.chat.pipeline import (  # noqa: E402
+    SEARCH_LIMIT,
+    ChatPolicy,
+    ChatRequest,
+    answer_question,
+)
 from ragcore.generation import Generate, ModelReply  # noqa: E402
 from ragcore.knowledge.effects import SearchChunks  # noqa: E402
+from ragcore.knowledge.retrieval import candidate_depth, ef_search  # noqa: E402
 from ragcore.settings import load_settings  # noqa: E402
+from ragcore.usage import TokenUsage  # noqa: E402
 from ragio.db.embedded import EmbeddedPostgres, size_shared_buffers  # noqa: E402
 from ragio.db.embedding_space import reshape  # noqa: E402
 from ragio.http.app import create_app  # noqa: E402
 from ragio.knowledge import search  # noqa: E402
+from ragio.knowledge.store import vector_literal  # noqa: E402
 from ragio.providers import AnswererChain  # noqa: E402
 from ragio.providers.local import LocalEmbedder  # noqa: E402
 from ragio.startup import open_service  # noqa: E402
 
 BENCH_VERSION = "2"  # change to rebuild cached databases
 CHUNKS_PER_DOCUMENT = 20
+BUILD_MEMORY = "4GB"  # maintenance_work_mem of the index build
 WARM_UP = 50
+MEASUREMENTS = 8  # passes of new questions: search, language, pipeline, /chat, /v1 twice, streams
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 class InstantAnswerer:
-    """A provider that answers at once, citing the first source."""
+    """A provider that answers at once, citing the first source; streamed, its words all
+    come at once too."""
 
     name = "instant"
     model = "instant"
+    words = ("Here is what", " the documents", " say [1].")
 
     async def generate(self, request: Generate) -> ModelReply:
-        return ModelReply(
-            "Here is what the documents say [1].", provider=self.name, model=self.model
-        )
+        return ModelReply("".join(self.words), provider=self.name, model=self.model)
+
+    async def stream(self, request: Generate) -> AsyncIterator[str | TokenUsage]:
+        for word in self.words:
+            yield word
 
 
 # ------------------------------------------------------------------ the knowledge base
@@ -171,14 +195,37 @@ def load(url: str, texts: list[str], vectors: np.ndarray, space: Any) -> None:
                     )
                 )
         print(f"    copied {len(texts)} chunks; building the HNSW index", file=sys.stderr)
-        conn.execute("SET maintenance_work_mem = '1GB'")
+        # the graph in memory (about 2 GB at 1,000,000 chunks of 384 dimensions; beyond
+        # maintenance_work_mem pgvector goes on building on disk, far slower), the build
+        # shared between this process and one worker (2 cores)
+        conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        started = time.perf_counter()
         with conn.transaction():
             reshape(conn, space)  # the start-up code's index for these dimensions
+        built = time.perf_counter() - started
+        print(f"    HNSW index built in {built:.0f} s", file=sys.stderr)
         conn.execute("CREATE TABLE bench_meta (key text PRIMARY KEY, value text)")
         conn.execute(
-            "INSERT INTO bench_meta VALUES ('version', %s)", (f"{BENCH_VERSION}/{len(texts)}",)
+            "INSERT INTO bench_meta VALUES ('version', %s), ('hnsw_build_seconds', %s)",
+            (f"{BENCH_VERSION}/{len(texts)}", f"{built:.0f}"),
         )
         conn.execute("VACUUM ANALYZE")
+
+
+def index_facts(url: str) -> str:
+    """The HNSW index's options, size and build time (when the load recorded it)."""
+    with psycopg.connect(url) as conn:
+        options, size = conn.execute(
+            "SELECT coalesce(array_to_string(reloptions, ', '), 'm=16, ef_construction=64'),"
+            " pg_size_pretty(pg_relation_size(oid)) FROM pg_class"
+            " WHERE relname = 'chunks_embedding_hnsw'"
+        ).fetchone()
+        built = conn.execute(
+            "SELECT value FROM bench_meta WHERE key = 'hnsw_build_seconds'"
+        ).fetchone()
+    took = f", built in {built[0]} s" if built else ""
+    return f"HNSW index {options} (pgvector's defaults unless given), {size}{took}"
 
 
 # ------------------------------------------------------------------ timing
@@ -284,6 +331,24 @@ async def bench(
                 results["POST /v1/chat/completions, a follow-up"] = percentiles(
                     await timed(next(passes), follow_up)
                 )
+                first_words: list[float] = []
+
+                async def chat_stream(question: str) -> None:
+                    body = {"question": question}
+                    first_words.append(await first_text(client, "/chat/stream", body, chat_text))
+
+                await timed(next(passes), chat_stream)
+                results["POST /chat/stream: first text"] = percentiles(first_words)
+                first_words = []
+
+                async def completion_stream(question: str) -> None:
+                    messages = [{"role": "user", "content": question}]
+                    body = {"model": "ragchat", "messages": messages, "stream": True}
+                    path = "/v1/chat/completions"
+                    first_words.append(await first_text(client, path, body, completion_text))
+
+                await timed(next(passes), completion_stream)
+                results["POST /v1/chat/completions stream: first text"] = percentiles(first_words)
                 if role is not None:
                     askers = iter(range(1_000_000))
 
@@ -299,6 +364,47 @@ async def bench(
                     results.update(await bench_live(client, live_url, per_pass))
             stop.set()
     return results
+
+
+def chat_text(event: str, data: str) -> str:
+    """The text of one /chat/stream event (an ``error`` event raises)."""
+    if event == "error":
+        raise RuntimeError(f"/chat/stream: {data}")
+    return json.loads(data)["text"] if event == "token" else ""
+
+
+def completion_text(event: str, data: str) -> str:
+    """The text of one streamed /v1/chat/completions chunk (the first says only the role)."""
+    if data == "[DONE]":
+        return ""
+    chunk = json.loads(data)
+    if "error" in chunk:
+        raise RuntimeError(f"/v1/chat/completions: {data}")
+    return "".join(choice["delta"].get("content") or "" for choice in chunk["choices"])
+
+
+async def first_text(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], text: Any
+) -> float:
+    """Seconds from sending the request to the first event with text, as the client reads
+    the stream (server-sent events; ``text(event, data)`` says an event's text); the rest
+    of the stream is read to its end."""
+    started = time.perf_counter()
+    first, event = None, ""
+    async with client.stream("POST", path, json=body) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line.startswith("event:"):
+                event = line.removeprefix("event:").strip()
+            elif line.startswith("data:"):
+                said = text(event, line.removeprefix("data:").strip())
+                if first is None and said:
+                    first = time.perf_counter() - started
+            elif not line:
+                event = ""
+    if first is None:
+        raise RuntimeError(f"{path}: the stream ended without any text")
+    return first
 
 
 LIVE_ORDERS = 100_000
@@ -358,6 +464,133 @@ async def bench_live(client: httpx.AsyncClient, live_url: str, per_pass: int) ->
     return results
 
 
+# ------------------------------------------------------------------ recall
+
+
+RECALL_QUESTIONS = 200  # held out: half to choose ef_search on, half to report recall on
+RECALL_AT = 10
+EF_SEARCH_TRIED = (40, 50, 64, 80, 100, 128, 160, 200)
+RECALL_WANTED = 0.95
+
+
+def held_out(questions: list[str]) -> tuple[list[str], list[str]]:
+    """RECALL_QUESTIONS claims spread over the dataset, in two alternating halves: one to
+    choose on, the other to report on."""
+    picked = [questions[k * len(questions) // RECALL_QUESTIONS] for k in range(RECALL_QUESTIONS)]
+    return picked[0::2], picked[1::2]
+
+
+def exact_neighbours(
+    url: str, kept: Path, questions: list[str], vectors: list[list[float]], space: Any
+) -> list[list[int]]:
+    """Each question's RECALL_AT nearest chunks by exact search: the dense list's ordering
+    (distance, then id) by a sequential scan, the index disabled; kept in ``kept``."""
+    if kept.exists():
+        saved = json.loads(kept.read_text())
+        if saved["questions"] == questions:
+            return saved["ids"]
+    distance = search._distance(space.dimensions)
+    statement = f"SELECT c.id FROM chunks c ORDER BY {distance}, c.id LIMIT {RECALL_AT}"
+    ids = []
+    started = time.perf_counter()
+    with psycopg.connect(url) as conn:
+        for vector in vectors:
+            with conn.transaction():
+                conn.execute("SET LOCAL enable_indexscan = off")
+                conn.execute("SET LOCAL jit = off")
+                rows = conn.execute(statement, {"v": vector_literal(vector)}).fetchall()
+            ids.append([row[0] for row in rows])
+    took = (time.perf_counter() - started) / len(vectors)
+    print(f"   exact search (sequential scan): {1000 * took:.0f} ms a question", flush=True)
+    kept.write_text(json.dumps({"questions": questions, "ids": ids}))
+    return ids
+
+
+def hnsw_recall(
+    url: str,
+    questions: list[str],
+    vectors: list[list[float]],
+    exact: list[list[int]],
+    space: Any,
+    ef_search: int | None,
+    limit: int,
+) -> tuple[list[float], list[float], list[float]]:
+    """Per question: recall@RECALL_AT of the service's dense list through the HNSW index
+    (its statement, ``mode="dense"``: its depth, ef_search ``ef_search`` or the service's
+    rule when None, its iterative scan) against ``exact``; the seconds that dense statement
+    takes; and those the service's hybrid statement takes for ``limit`` hits at that
+    ef_search."""
+    recalls, dense, hybrid = [], [], []
+    with psycopg.connect(url, autocommit=True) as conn:
+        for question, vector, truth in zip(questions, vectors, exact, strict=True):
+            started = time.perf_counter()
+            hits = search.rank_chunks(
+                conn, vector, question, RECALL_AT, space, mode="dense", hnsw_ef_search=ef_search
+            )
+            dense.append(time.perf_counter() - started)
+            found = {hit.chunk_id for hit in hits}
+            recalls.append(len(found & set(truth)) / len(truth))
+            started = time.perf_counter()
+            search.rank_chunks(conn, vector, question, limit, space, hnsw_ef_search=ef_search)
+            hybrid.append(time.perf_counter() - started)
+    return recalls, dense, hybrid
+
+
+async def recall(
+    url: str,
+    kept: Path,
+    count: int,
+    questions: list[str],
+    embedder: LocalEmbedder,
+    tried: list[int],
+) -> None:
+    """Recall@10 of the dense list through HNSW against exact search, at the service's
+    ef_search and at each of ``tried``; the smallest reaching RECALL_WANTED on the
+    choosing half, its recall reported on the other half."""
+    choose, report = held_out(questions)
+    space = embedder.space
+    vectors = await embedder.embed(choose + report, "query")
+    exact = await trio.to_thread.run_sync(
+        exact_neighbours, url, kept, choose + report, vectors, space
+    )
+    limit = SEARCH_LIMIT
+    half = len(choose)
+    # one pass to warm the cache, so that every setting is timed alike (these questions'
+    # pages read before: the timings compare the settings, the passes above are absolute)
+    await trio.to_thread.run_sync(
+        hnsw_recall, url, choose + report, vectors, exact, space, max(tried), limit
+    )
+    print(
+        f"   recall@{RECALL_AT}, the dense list through HNSW against exact search "
+        f"({half} questions to choose on, {len(report)} to report on); the dense "
+        f"statement alone and the hybrid one ({limit} hits) over all {len(vectors)}, warm:",
+        flush=True,
+    )
+    rule = ef_search(candidate_depth(limit), count)  # the service's with the planner's count
+    chosen = None
+    for ef in [None, *tried]:
+        recalls, dense, hybrid = await trio.to_thread.run_sync(
+            hnsw_recall, url, choose + report, vectors, exact, space, ef, limit
+        )
+        on_choose, on_report = np.mean(recalls[:half]), np.mean(recalls[half:])
+        name = f"service's rule ({rule})" if ef is None else f"ef_search {ef}"
+        print(
+            f"   {name:22s} choose {on_choose:.3f}   report {on_report:.3f}   "
+            f"dense alone {percentiles(dense)}   hybrid {percentiles(hybrid)}",
+            flush=True,
+        )
+        if ef is not None and chosen is None and on_choose >= RECALL_WANTED:
+            chosen = (ef, on_report)
+    if chosen is None:
+        print(f"   no ef_search tried reaches recall@{RECALL_AT} {RECALL_WANTED} (choosing half)")
+    else:
+        print(
+            f"   smallest reaching {RECALL_WANTED} on the choosing half: ef_search {chosen[0]}, "
+            f"recall@{RECALL_AT} {chosen[1]:.3f} on the reporting half",
+            flush=True,
+        )
+
+
 def prewarm(url: str) -> None:
     """Load the chunks, their TOAST and indexes into shared_buffers, as a service that
     has been answering for a while would have them (as the superuser: pg_prewarm is no
@@ -382,8 +615,13 @@ async def run(args: argparse.Namespace) -> None:
     cache = Path(args.cache)
     corpus, _, _ = eval_retrieval.load_beir(Path(args.dataset), "test")
     questions = claims(Path(args.dataset))
-    if len(questions) < WARM_UP + (7 if args.role else 6) * args.questions:
-        raise SystemExit(f"{args.dataset} has too few questions for --questions {args.questions}")
+    # the measurements that take a pass of new questions each (see bench)
+    measurements = MEASUREMENTS + (1 if args.role else 0)
+    per_pass = min(args.questions, (len(questions) - WARM_UP) // measurements)
+    if per_pass < 50:
+        raise SystemExit(f"{args.dataset} has too few questions for {measurements} measurements")
+    if per_pass < args.questions:
+        print(f"{len(questions):,} questions: {per_pass} a measurement, after {WARM_UP} to warm up")
     embedder = LocalEmbedder(cache_dir=cache / "data" / "models")  # the service's DATA_DIR
     await embedder.ready()
     texts, vectors = await base_vectors(corpus, Path(args.vectors), embedder)
@@ -424,6 +662,7 @@ async def run(args: argparse.Namespace) -> None:
                 chunk_texts, chunk_vectors = synthetic_chunks(texts, vectors, count)
                 await trio.to_thread.run_sync(load, url, chunk_texts, chunk_vectors, embedder.space)
                 print(f"   built in {time.perf_counter() - started:.0f} s", flush=True)
+            print("   " + await trio.to_thread.run_sync(index_facts, url), flush=True)
             if args.prewarm:
                 await trio.to_thread.run_sync(prewarm, server.admin_url(name))
             live_url = None
@@ -435,7 +674,7 @@ async def run(args: argparse.Namespace) -> None:
             sink = discarding_receiver() if args.trace else None
             try:
                 results = await bench(
-                    url, questions, args.questions, cache / "data", args.role, live_url,
+                    url, questions, per_pass, cache / "data", args.role, live_url,
                     f"http://127.0.0.1:{sink.server_port}" if sink else None,
                 )  # fmt: skip
             finally:
@@ -444,7 +683,10 @@ async def run(args: argparse.Namespace) -> None:
                     sink.shutdown()
                     sink.server_close()
             for what, timing in results.items():
-                print(f"   {what:36s} {timing}", flush=True)
+                print(f"   {what:44s} {timing}", flush=True)
+            if args.recall:
+                kept = cache / f"exact-{BENCH_VERSION}-{count}.json"
+                await recall(url, kept, count, questions, embedder, args.ef_search)
     finally:
         if owner is not None:
             await trio.to_thread.run_sync(owner.stop)
@@ -497,6 +739,19 @@ def main() -> None:
         "--trace",
         action="store_true",
         help="traced (OTEL_EXPORTER_OTLP_ENDPOINT): every span sent to a local receiver",
+    )
+    parser.add_argument(
+        "--recall",
+        action="store_true",
+        help=f"also recall@{RECALL_AT} of the dense list through HNSW against exact search, "
+        "at the service's ef_search and at each of --ef-search",
+    )
+    parser.add_argument(
+        "--ef-search",
+        nargs="+",
+        type=int,
+        default=list(EF_SEARCH_TRIED),
+        help="hnsw.ef_search values --recall tries (default %(default)s)",
     )
     trio.run(run, parser.parse_args())
 

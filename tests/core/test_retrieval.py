@@ -9,9 +9,11 @@ from ragcore.knowledge.effects import Embed, SearchChunks
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragcore.knowledge.retrieval import (
     CANDIDATES,
+    EF_SEARCH_LIMIT,
     RRF_K,
     RetrievedHit,
     candidate_depth,
+    ef_search,
     is_relevant,
     relevant_hits,
     rrf_score,
@@ -72,6 +74,16 @@ def test_floors_are_known_for_the_local_models_only():
 def test_each_list_goes_at_least_as_deep_as_the_hits_asked():
     assert candidate_depth(8) == CANDIDATES
     assert candidate_depth(CANDIDATES + 20) == CANDIDATES + 20
+
+
+def test_ef_search_grows_with_the_chunks_and_never_falls_short_of_the_depth():
+    assert ef_search(CANDIDATES, 5_000) == CANDIDATES
+    assert ef_search(CANDIDATES, 100_000) == 200
+    assert ef_search(CANDIDATES, 1_000_000) == 400
+    assert 200 < ef_search(CANDIDATES, 300_000) < 400
+    assert ef_search(CANDIDATES, 10_000_000) == 600  # the last step's slope
+    assert ef_search(CANDIDATES, 10**12) == EF_SEARCH_LIMIT
+    assert ef_search(300, 10_000) == 300
 
 
 def recorded(hits, reply="Within 30 days [1]."):

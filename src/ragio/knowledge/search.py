@@ -29,6 +29,7 @@ from ragcore.knowledge.retrieval import (
     RRF_K,
     RetrievedHit,
     candidate_depth,
+    ef_search,
     similarity_floor,
     topic_floor,
     topic_floor_languages,
@@ -210,6 +211,10 @@ def _statement(
     return "\n".join(parts)
 
 
+# the planner's count of the chunks (ANALYZE, autovacuum); -1 before the first: none
+_CHUNKS_ESTIMATE = "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'chunks'::regclass"
+
+
 def _run(
     conn: psycopg.Connection,
     statement: str,
@@ -221,6 +226,7 @@ def _run(
     lexical_budget: int,
     graph_chunk_ids: Sequence[int] = (),
     graph_weight: float = 0.0,
+    hnsw_ef_search: int | None = None,
 ) -> list[tuple]:
     depth = candidate_depth(limit)
     params = {
@@ -242,19 +248,23 @@ def _run(
         statement = statement.replace("%(depth)s", str(int(depth)))
         statement = statement.replace("%(limit)s", str(int(limit)))
     with conn.transaction():
-        # As deep as the list asked for (HNSW returns at most ef_search rows); and with a
-        # filter, keep scanning the graph until that many rows pass it.
+        # As deep as the list asked for (HNSW returns at most ef_search rows), deeper on a
+        # larger graph (the planner's estimate of the chunks); and with a filter, keep
+        # scanning the graph until that many rows pass it.
         # No JIT: compiling would cost more than this statement takes to run.
         # Unfiltered, one plan a connection: psycopg prepares a statement run 5 times,
         # and PostgreSQL would still plan it anew each time (custom plans), ~1.1 ms of
         # the database's CPU a question, more than running it (a filter's plan is
         # left to its values: which documents, how many).
+        if hnsw_ef_search is None:
+            row = conn.execute(_CHUNKS_ESTIMATE).fetchone()
+            hnsw_ef_search = ef_search(depth, float(row[0]) if row else 0.0)
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
             " set_config('jit', 'off', true),"
             " set_config('plan_cache_mode', %s, true)",
-            (str(max(depth, 40)), "force_generic_plan" if generic else "auto"),
+            (str(hnsw_ef_search), "force_generic_plan" if generic else "auto"),
         )
         return conn.execute(statement, params).fetchall()
 
@@ -272,14 +282,16 @@ def rank_chunks(
     lexical_budget: int = LEXICAL_BUDGET,
     graph_chunk_ids: Sequence[int] = (),
     graph_weight: float = 0.0,
+    hnsw_ef_search: int | None = None,
 ) -> list[RetrievedHit]:
     """The ``limit`` best chunks for the question (``vector``, ``text``), best first,
     each with the evidence that found it; only chunks of ``document_ids`` when given.
     ``graph_chunk_ids``: the knowledge graph's ranked list, fused with ``graph_weight``
     (left out when empty or weightless).
 
-    ``mode`` (hybrid, dense, fulltext), ``lexical`` (bm25, ts_rank), ``text_config``
-    and ``lexical_budget`` are for measurements; the service uses the defaults.
+    ``mode`` (hybrid, dense, fulltext), ``lexical`` (bm25, ts_rank), ``text_config``,
+    ``lexical_budget`` and ``hnsw_ef_search`` (default: ``retrieval.ef_search``'s rule)
+    are for measurements; the service uses the defaults.
     """
     graph = bool(graph_chunk_ids) and graph_weight > 0
     statement = _statement(mode, lexical, space.dimensions, document_ids is not None, graph)
@@ -296,6 +308,7 @@ def rank_chunks(
         lexical_budget,
         graph_chunk_ids if graph else (),
         graph_weight,
+        hnsw_ef_search,
     )
     floor, on_topic = similarity_floor(space), topic_floor(space)
     on_topic_languages = topic_floor_languages(space)
