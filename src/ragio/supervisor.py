@@ -120,7 +120,6 @@ class Supervisor:
 
     async def run(self) -> int:
         """Supervise until a stop signal; the exit code of ``serve``."""
-
         listeners = _listening_sockets(self.settings, self.workers)
         metrics_dir = tempfile.mkdtemp(prefix="ragchat-metrics-")
         embedded = None
@@ -134,8 +133,9 @@ class Supervisor:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._stop_on_signal, signals)
                     code = await self._start_all(nursery, env, listeners)
-                    if code is not None:
+                    if code is not None:  # what did start stops as on SIGTERM
                         self.stopping.set()
+                        await self._stop_children()
                         nursery.cancel_scope.cancel()
                         return code
                     binds = ", ".join(_bind(sock) for sock in listeners[0])
