@@ -29,8 +29,17 @@ def postmaster(postgres_url: str) -> psutil.Process:
     params = conninfo_to_dict(postgres_url)
     socket = f"{params['host']}/.s.PGSQL.{params.get('port') or 5432}"
     listening = {c.pid for c in psutil.net_connections(kind="unix") if c.laddr == socket and c.pid}
-    [pid] = [pid for pid in listening if psutil.Process(pid).ppid() not in listening]
+    # the postmaster: its backends' command lines are rewritten ("postgres: ragchat …");
+    # by parentage alone a second root was once found in a fresh-clone run
+    [pid] = [pid for pid in listening if "-D" in _command_line(pid)]
     return psutil.Process(pid)
+
+
+def _command_line(pid: int) -> list[str]:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:  # a backend that ended meanwhile
+        return []
 
 
 @contextlib.contextmanager
