@@ -523,22 +523,24 @@ async def test_an_unreadable_csv_fails_the_sync_with_its_reason(api):
     assert ended["sync"]["error"].startswith("the CSV content is not a readable CSV file")
 
 
-async def test_a_sync_stops_at_the_bound_and_removes_nothing(api, database_url, tmp_path, nursery):
-    created = await create(api)
-    await synced(api, created["id"])
-    assert counts(database_url) == (1, 3)
-    many = "email,n\n" + "".join(f"u{i}@example.com,{i}\n" for i in range(1200))
-    await api.patch(f"/integrations/{created['id']}", json={"content": many})
+async def test_a_sync_stops_at_the_bound_and_removes_nothing(database_url, tmp_path, nursery):
+    # one service at a time: a sync is a job, and any running service's worker may take it
+    async with serving(database_url, tmp_path, nursery, addon_encryption_key=KEY_A) as unbounded:
+        created = await create(unbounded)
+        await synced(unbounded, created["id"])
+        assert counts(database_url) == (1, 3)
+        many = "email,n\n" + "".join(f"u{i}@example.com,{i}\n" for i in range(1200))
+        await unbounded.patch(f"/integrations/{created['id']}", json={"content": many})
     bounded = {"addon_encryption_key": KEY_A, "integrations_sync_max_records": 700}
     async with serving(database_url, tmp_path, nursery, **bounded) as small:
         ended = await synced(small, created["id"], expect="partial")
-    state = ended["sync"]
-    assert state["records_seen"] == 700 and state["records_stored"] == 700
-    assert "INTEGRATIONS_SYNC_MAX_RECORDS (700)" in state["error"]
-    assert state["records_removed"] == 0
-    assert counts(database_url) == (1, 703)  # the old three kept: the read was not complete
-    assert (await records(api, created["id"], "u699@example.com"))["records"]
-    assert not (await records(api, created["id"], "u700@example.com"))["records"]
+        state = ended["sync"]
+        assert state["records_seen"] == 700 and state["records_stored"] == 700
+        assert "INTEGRATIONS_SYNC_MAX_RECORDS (700)" in state["error"]
+        assert state["records_removed"] == 0
+        assert counts(database_url) == (1, 703)  # the old three kept: the read was not complete
+        assert (await records(small, created["id"], "u699@example.com"))["records"]
+        assert not (await records(small, created["id"], "u700@example.com"))["records"]
 
 
 @asynccontextmanager
