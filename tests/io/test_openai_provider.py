@@ -6,6 +6,7 @@ import email.utils
 import socket
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -410,3 +411,75 @@ async def test_an_error_event_mid_stream_is_raised_as_the_sdks_api_error(fake, m
     assert raised.value.message == "Upstream provider error"
     assert raised.value.body == {"code": 502, "message": "Upstream provider error"}
     assert not isinstance(raised.value, openai.APIStatusError)
+
+
+# ---------------------------------------------------------------- connections
+# The calls go over kept-alive connections of ragio.providers.http11 (httpx2 where a proxy
+# is configured): a connection the server closed is replaced at once, not waited for.
+
+EMBEDDING = {"object": "embedding", "index": 0, "embedding": [0.5] * DIMENSIONS}
+REPLY_BODY = b'{"object":"list","data":[' + str(EMBEDDING).replace("'", '"').encode() + b"]}"
+REPLY_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+
+
+async def _read_request(stream: trio.SocketStream, pending: bytearray) -> bool:
+    """One request (head and Content-Length body) off ``stream``; False at its end."""
+    while b"\r\n\r\n" not in pending:
+        data = await stream.receive_some(65536)
+        if not data:
+            return False
+        pending += data
+    head, _, rest = bytes(pending).partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(rest) < length:
+        rest += await stream.receive_some(65536)
+    pending[:] = rest[length:]
+    return True
+
+
+@pytest.mark.parametrize("closes", ["while idle", "on the next request"])
+async def test_a_connection_the_server_closed_is_replaced_at_once(make, nursery, caplog, closes):
+    """A server (a proxy's, a load balancer's) closing a kept-alive connection: while it
+    is idle, or as the next request arrives on it without answering it."""
+    connections: list[int] = []
+
+    async def serve(stream: trio.SocketStream) -> None:
+        connections.append(0)
+        pending = bytearray()
+        while await _read_request(stream, pending):
+            connections[-1] += 1
+            if closes == "on the next request" and connections[-1] == 2:
+                break  # read, never answered
+            await stream.send_all(REPLY_HEAD % len(REPLY_BODY) + REPLY_BODY)
+            if closes == "while idle":
+                break
+        await stream.aclose()
+
+    [listener] = await nursery.start(partial(trio.serve_tcp, serve, 0, host="127.0.0.1"))
+    port = listener.socket.getsockname()[1]
+    embedder = make(OpenAIEmbedder, openai_base_url=f"http://127.0.0.1:{port}/v1")
+
+    first = await embedder.embed(["refunds"], "query")
+    await trio.sleep(0.1)  # the server's close arrives
+    with trio.fail_after(0.4):  # the SDK's first retry would wait 0.375 s at least
+        second = await embedder.embed(["refunds"], "query")
+
+    assert first == second == [[0.5] * DIMENSIONS]
+    assert len(connections) == 2  # the second call on a new connection
+    assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
+
+
+async def test_a_proxy_from_the_environment_carries_the_calls(fake, make, monkeypatch):
+    """HTTP_PROXY (or HTTPS_PROXY, ALL_PROXY) is honoured, as by the SDK's own client."""
+    monkeypatch.setenv("HTTP_PROXY", fake.base_url.removesuffix("/v1"))
+    embedder = make(OpenAIEmbedder, openai_base_url="http://api.openai.invalid/v1")
+
+    [vector] = await embedder.embed(["refunds"], "query")
+
+    assert vector == pytest.approx(bag_of_words("refunds", DIMENSIONS))
+    [request] = fake.requests_to(EMBEDDINGS)
+    assert request.headers["host"] == "api.openai.invalid"

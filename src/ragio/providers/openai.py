@@ -100,7 +100,7 @@ class OpenAIAnswerer:
 
     async def aclose(self) -> None:
         """Close the client's pooled connections; call it when the service shuts down."""
-        await self.client.close()
+        await self.api.close()
 
     async def generate(self, request: Generate) -> ModelReply:
         """The whole reply; ``ModelReply.model`` is the model the server says answered (often a
@@ -249,7 +249,7 @@ class OpenAIEmbedder:
 
     async def aclose(self) -> None:
         """Close the client's pooled connections; call it when the service shuts down."""
-        await self.client.close()
+        await self.api.close()
 
     async def embed(self, texts: Sequence[str], purpose: str) -> list[list[float]]:
         """One vector per text, in order; requests of at most MAX_BATCH inputs, a few at once.

@@ -46,6 +46,7 @@ from openai import APIConnectionError, APIError, APITimeoutError, AsyncOpenAI
 from openai._constants import INITIAL_RETRY_DELAY, MAX_RETRY_AFTER_DELAY, MAX_RETRY_DELAY
 
 from ragio.providers.failures import BadReply
+from ragio.providers.http11 import ConnectionFailed, Http11, TimedOut
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,13 @@ DRAIN_SECONDS = 0.1  # what is left of a stream after [DONE], read to reuse the 
 
 #: what a request raises when no response came, as the SDK catches it (with httpx's,
 #: when the SDK was given an ``httpx.AsyncClient``)
-_TIMEOUTS: tuple[type[Exception], ...] = (httpx2.TimeoutException,)
-_UNREACHABLE: tuple[type[Exception], ...] = (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+_TIMEOUTS: tuple[type[Exception], ...] = (httpx2.TimeoutException, TimedOut)
+_UNREACHABLE: tuple[type[Exception], ...] = (
+    httpx2.RequestError,
+    ssl.SSLError,
+    anyio.EndOfStream,
+    ConnectionFailed,
+)
 _DRAINED: tuple[type[Exception], ...] = (*_UNREACHABLE, httpx2.StreamError)  # ignored draining
 
 
@@ -92,6 +98,8 @@ class OpenAIHttp:
         self.headers = library.Headers(headers)
         self.request_timeout = library.Timeout(timeout)
         self.urls: dict[str, Any] = {}
+        # the plain connections httpx2 would make, without its per-call CPU (see http11)
+        self.lean = Http11.for_client(self.http, self.base_url, headers, timeout)
 
     async def post(self, path: str, body: dict[str, Any], *, stream: bool = False) -> Any:
         """The 2xx response to ``body`` POSTed to ``path`` (below the base URL), read whole
@@ -101,6 +109,8 @@ class OpenAIHttp:
             url = self.urls[path] = self.library.URL(self.base_url + path)
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         encoded = content.encode()
+        if self.lean is not None:
+            return await self._post_lean(path, url, encoded, stream)
         for retries_taken in range(self.max_retries + 1):
             remaining = self.max_retries - retries_taken
             request = self.http.build_request(
@@ -127,6 +137,38 @@ class OpenAIHttp:
             if not response.is_closed:
                 await response.aread()
             raise self.client._make_status_error_from_response(response) from None
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    async def _post_lean(self, path: str, url: Any, encoded: bytes, stream: bool) -> Any:
+        """``post`` on the lean client (ragio.providers.http11): the same retries and errors."""
+        assert self.lean is not None
+        for retries_taken in range(self.max_retries + 1):
+            remaining = self.max_retries - retries_taken
+            try:
+                response = await self.lean.post(url, encoded)
+                if not stream or not response.is_success:
+                    try:
+                        await response.aread()
+                    except BaseException:
+                        await response.aclose()
+                        raise
+            except TimedOut as error:
+                if remaining > 0:
+                    await self._sleep(path, retries_taken, None)
+                    continue
+                raise APITimeoutError(request=self.library.Request("POST", url)) from error
+            except ConnectionFailed as error:
+                if remaining > 0:
+                    await self._sleep(path, retries_taken, None)
+                    continue
+                raise APIConnectionError(request=self.library.Request("POST", url)) from error
+            if response.is_success:
+                return response
+            mirrored = response.as_httpx()
+            if remaining > 0 and self.client._should_retry(mirrored):
+                await self._sleep(path, retries_taken, mirrored.headers)
+                continue
+            raise self.client._make_status_error_from_response(mirrored) from None
         raise AssertionError("unreachable: the last try returns or raises")
 
     async def _sleep(self, path: str, retries_taken: int, headers: Any) -> None:
@@ -157,6 +199,8 @@ class OpenAIHttp:
 
     async def close(self) -> None:
         await self.client.close()
+        if self.lean is not None:
+            await self.lean.close()
 
 
 def read_json(response: Any) -> Any:

@@ -56,7 +56,7 @@ def checking_replies(client: C, limit: int, refusal: type[BadReply] = BadReply) 
     its client's as a connection error (and retries it) needs one of its own errors.
     """
     library = _HTTPX2 if isinstance(client, httpx2.AsyncClient) else _HTTPX
-    check = _Check(library, limit, refusal)
+    check = Check(library, limit, refusal)
     hooks: dict[str, list[Any]] = client.event_hooks
     client.event_hooks = {
         "request": [*hooks["request"], _ask_plain_or_gzip],
@@ -76,8 +76,11 @@ class _Body:
     mended (any other status). Read on where it was left when read again (the openai SDK
     drains what is left of a stream after its last event)."""
 
-    def __init__(self, stream: Any, status: int, gzipped: bool, check: _Check) -> None:
+    def __init__(
+        self, stream: Any, status: int, gzipped: bool, check: Check, cut_off: type[Exception]
+    ) -> None:
         self._stream = stream
+        self._cut_off = cut_off
         self._status = status
         self._check = check
         self._success = 200 <= status < 300
@@ -103,7 +106,7 @@ class _Body:
                         yield piece
                     else:
                         yield _mended(self._decoder.decode(piece))
-        except self._check.library.cut_off as error:
+        except self._cut_off as error:
             raise self._refused("a body cut off before its end") from error
         if self._inflater is not None and not self._inflater.eof:
             raise self._refused("a body cut off before its end")
@@ -162,40 +165,69 @@ _HTTPX2 = _Library(_Httpx2Body, httpx2.RemoteProtocolError)
 
 
 @attrs.frozen
-class _Check:
+class Check:
     """The response hook: checks the head, and puts ``_Body`` between the body and the SDK."""
 
     library: _Library
     limit: int
     refusal: type[BadReply]
 
-    async def __call__(self, response: Any) -> None:
-        status = response.status_code
-        headers = response.headers
+    @classmethod
+    def of(cls, client: Any) -> Check | None:
+        """The check ``checking_replies`` gave ``client``; None when it has other hooks."""
+        hooks = client.event_hooks
+        checks = [hook for hook in hooks["response"] if isinstance(hook, Check)]
+        if hooks["request"] != [_ask_plain_or_gzip] or hooks["response"] != checks[:1]:
+            return None
+        return checks[0]
+
+    def head(
+        self, status: int, content_encodings: list[str], length: str, charset: str | None
+    ) -> bool:
+        """Whether the body is gzipped (to be decompressed by ``_Body``), by the head's
+        Content-Encoding values, Content-Length and declared charset; the refusal when
+        the head alone says the reply is refused."""
         encodings = [
             value.strip().lower()
-            for value in ",".join(headers.get_list("content-encoding")).split(",")
+            for value in ",".join(content_encodings).split(",")
             if value.strip().lower() not in ("", "identity")
         ]
         if encodings and (len(encodings) > 1 or encodings[0] not in GZIP):
             raise self.refusal("a body compressed in a way it was not asked for", status)
-        length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.limit:
             raise self.refusal(f"a reply larger than {megabytes(self.limit)}", status)
-        if encodings:  # decompressed by _Body: httpx is to pass it on as it is
+        codec = _charset(charset)
+        if 200 <= status < 300:
+            if codec == "":
+                raise self.refusal("a body in an unknown charset", status)
+            if codec is not None and codec not in (UTF8, ASCII):
+                raise self.refusal(f"a body in a charset other than UTF-8 ({codec})", status)
+        return bool(encodings)
+
+    def body(self, stream: Any, status: int, gzipped: bool, cut_off: type[Exception]) -> _Body:
+        """``stream`` (raw bytes, as they arrive) checked; ``cut_off`` is what it raises
+        when the connection ends before the body's end."""
+        return _Body(stream, status, gzipped, self, cut_off)
+
+    async def __call__(self, response: Any) -> None:
+        status = response.status_code
+        headers = response.headers
+        gzipped = self.head(
+            status,
+            headers.get_list("content-encoding"),
+            headers.get("content-length", ""),
+            response.charset_encoding,
+        )
+        if gzipped:  # decompressed by _Body: httpx is to pass it on as it is
             del headers["content-encoding"]
             headers.pop("content-length", None)
         charset = _charset(response.charset_encoding)
-        if 200 <= status < 300:
-            if charset == "":
-                raise self.refusal("a body in an unknown charset", status)
-            if charset is not None and charset not in (UTF8, ASCII):
-                raise self.refusal(f"a body in a charset other than UTF-8 ({charset})", status)
         if charset is not None and charset != UTF8:
             # checked (ASCII is UTF-8's subset) or mended to UTF-8 by _Body: labelled so
             media_type = response.headers.get("content-type", "").split(";")[0].strip()
             response.headers["content-type"] = f"{media_type}; charset={UTF8}"
-        response.stream = self.library.body(response.stream, status, bool(encodings), self)
+        library = self.library
+        response.stream = library.body(response.stream, status, gzipped, self, library.cut_off)
 
 
 def megabytes(size: int) -> str:

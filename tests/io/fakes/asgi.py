@@ -241,9 +241,12 @@ class FakeServer:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        path = scope["path"]
+        if "://" in path:  # absolute-form, as sent to an HTTP proxy: the fake is both
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
         request = Recorded(
             scope["method"],
-            scope["path"],
+            path,
             headers,
             body,
             trio.current_time(),
