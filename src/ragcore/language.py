@@ -44,6 +44,17 @@ def worth_detecting(text: str) -> bool:
     return sum(ch.isalpha() for ch in text) >= MIN_LETTERS
 
 
+def needs_detecting(text: str, policy: LanguagePolicy) -> bool:
+    """Whether the detector has anything to add to ``choose_language`` and ``asked_in``:
+    not for a text too short to tell, nor for one whose function words already tell a
+    language answers may be given in (both take those first). Most questions in the
+    languages of ``FUNCTION_WORDS`` skip the detector: ~0.5 ms of CPU an answer."""
+    if not worth_detecting(text):
+        return False
+    told = function_word_language(text)
+    return told is None or (bool(policy.supported) and told not in policy.supported)
+
+
 def choose_language(
     guesses: Sequence[LanguageGuess], policy: LanguagePolicy, text: str = ""
 ) -> str:

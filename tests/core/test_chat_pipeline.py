@@ -57,7 +57,6 @@ def test_embeds_searches_generates_and_cites():
     request = ChatRequest("How long do I have to return something?")
     outcome, effects = drive(answer_question(request, POLICY), recorded())
     assert [type(e) for e in effects] == [
-        DetectLanguage,
         Embed,
         FindOwnerAnswer,
         SearchChunks,
@@ -72,7 +71,7 @@ def test_embeds_searches_generates_and_cites():
 
 def test_the_reminder_goes_to_generation_but_not_to_embedding_or_search():
     question = "How long do I have to return something?"
-    _, (_, embed, find, search, generate) = drive(
+    _, (embed, find, search, generate) = drive(
         answer_question(ChatRequest(question), POLICY), recorded()
     )
     assert embed.texts == (question,) and embed.purpose == "query"
@@ -175,7 +174,7 @@ def test_sources_that_do_not_support_an_answer_are_declined_before_the_model():
     outcome, effects = drive(
         answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
     )
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, FindOwnerAnswer, SearchChunks]
+    assert [type(e) for e in effects] == [Embed, FindOwnerAnswer, SearchChunks]
     assert outcome.answer == not_found("en") and outcome.citations == ()
     assert (outcome.provider, outcome.usage) == (None, None)
     assert outcome.language == "en"
@@ -242,7 +241,6 @@ def test_an_unmeasured_embedders_hits_still_reach_the_model():
         answer_question(ChatRequest("What is the user id of nobody?"), POLICY), recorded(hits=hits)
     )
     assert [type(e) for e in effects] == [
-        DetectLanguage,
         Embed,
         FindOwnerAnswer,
         SearchChunks,

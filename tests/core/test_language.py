@@ -6,6 +6,7 @@ from ragcore.language import (
     asked_in,
     choose_language,
     function_word_language,
+    needs_detecting,
     worth_detecting,
 )
 
@@ -81,3 +82,24 @@ def test_function_words_of_an_unsupported_language_are_not_answered_in():
     assert choose_language(guess, policy, "Kann ich das Paket halten?") == "fr"
     # the question is German all the same, for a rule measured in one language
     assert asked_in("Kann ich das Paket halten?", guess, policy) == "de"
+
+
+@pytest.mark.parametrize(
+    ("text", "supported", "needed"),
+    [
+        ("Who won the 2018 FIFA World Cup?", (), False),  # its words tell English
+        ("Kann ich das Paket halten?", (), False),  # German
+        ("Kann ich das Paket halten?", ("en", "fr"), True),  # German, not answered in
+        ("Comment activer un module Apache ?", (), True),  # nothing told by the words
+        ("ok thanks", (), False),  # too short to tell: the default language
+    ],
+)
+def test_the_detector_is_asked_only_when_the_words_do_not_tell(text, supported, needed):
+    """Where the function words tell a language answers may be given in, whatever the
+    detector would guess, ``choose_language`` and ``asked_in`` give the same."""
+    policy = LanguagePolicy(supported=supported)
+    assert needs_detecting(text, policy) is needed
+    if not needed and worth_detecting(text):
+        for guesses in ([], VIETNAMESE):
+            assert choose_language(guesses, policy, text) == choose_language([], policy, text)
+            assert asked_in(text, guesses, policy) == asked_in(text, [], policy)

@@ -20,7 +20,7 @@ from ragcore.chat.pipeline import ChatPolicy, ChatRequest, answer_question
 from ragcore.generation import Generate
 from ragcore.insights.groups import AnswerQuestion, AskedQuestion, gap_reason, group_questions
 from ragcore.knowledge.effects import Embed, SearchChunks
-from ragcore.language import DetectLanguage, LanguageGuess
+from ragcore.language import LanguageGuess
 from ragcore.sources import Hit
 from tests.core.drive import drive
 from tests.core.test_chat_pipeline import recorded
@@ -49,7 +49,7 @@ def test_a_close_question_is_served_the_owner_answer_with_no_search_and_no_model
     outcome, effects = drive(
         answer_question(ChatRequest("What time do you open?"), POLICY), with_owner(match(0.86))
     )
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, FindOwnerAnswer]
+    assert [type(e) for e in effects] == [Embed, FindOwnerAnswer]
     assert outcome.answer == HOURS and outcome.provider is None and outcome.usage is None
     [citation] = outcome.citations
     assert (citation.document_name, citation.owner_answer_id) == (OWNER_ANSWER_NAME, 7)

@@ -111,7 +111,7 @@ def test_with_nothing_relevant_retrieved_the_answer_says_so_and_no_provider_is_c
     ]
     request = ChatRequest("Who won the football world cup in 2018?")
     outcome, effects = drive(answer_question(request, POLICY), recorded(unrelated))
-    assert [type(e) for e in effects] == [DetectLanguage, Embed, FindOwnerAnswer, SearchChunks]
+    assert [type(e) for e in effects] == [Embed, FindOwnerAnswer, SearchChunks]
     assert outcome.citations == () and outcome.provider is None
     assert outcome.answer == not_found("en")
 

@@ -187,7 +187,6 @@ def test_a_call_that_does_not_fit_is_not_made():
     )
     assert [type(e) for e in effects] == [
         CheckBudget,
-        DetectLanguage,
         Embed,
         FindOwnerAnswer,
         SearchChunks,
@@ -202,7 +201,6 @@ def test_an_allowed_request_reserves_its_prompt_and_settles_what_the_provider_re
     )
     assert [type(e) for e in effects] == [
         CheckBudget,
-        DetectLanguage,
         Embed,
         FindOwnerAnswer,
         SearchChunks,
@@ -210,7 +208,7 @@ def test_an_allowed_request_reserves_its_prompt_and_settles_what_the_provider_re
         Generate,
         SettleTokens,
     ]
-    reserve, generate = effects[5], effects[6]
+    reserve, generate = effects[4], effects[5]
     prompt = generate.prompt
     assert reserve.prompt_tokens == estimate_tokens(prompt.system + prompt.user)
     assert (reserve.max_output_tokens, reserve.min_output_tokens) == (100, MIN_ANSWER_TOKENS)
@@ -231,7 +229,6 @@ def test_a_failed_call_releases_its_reservation_and_fails():
     pipeline = answer_question(ChatRequest("When do you open?"), POLICY)
     answer = responder(Reservation(7, 100))
     effect = next(pipeline)  # CheckBudget
-    effect = pipeline.send(answer(effect))  # DetectLanguage
     effect = pipeline.send(answer(effect))  # Embed
     effect = pipeline.send(answer(effect))  # FindOwnerAnswer
     effect = pipeline.send(answer(effect))  # SearchChunks
@@ -251,7 +248,6 @@ def test_with_nothing_retrieved_nothing_is_reserved():
     )
     assert [type(e) for e in effects] == [
         CheckBudget,
-        DetectLanguage,
         Embed,
         FindOwnerAnswer,
         SearchChunks,

@@ -78,8 +78,8 @@ from ragcore.language import (
     LanguagePolicy,
     asked_in,
     choose_language,
+    needs_detecting,
     not_found,
-    worth_detecting,
 )
 from ragcore.live.answers import LiveDataEffect, live_data
 from ragcore.live.pipeline import AskFor, LiveData, LiveFailed, LiveOutcome, NoMatch, live_hit
@@ -337,7 +337,7 @@ def limited(request: ChatRequest) -> ChatAnswer:
 def _grounded_answer(
     question: str, request: ChatRequest, policy: ChatPolicy
 ) -> Generator[ChatEffect, Any, ChatAnswer]:
-    guesses = (yield DetectLanguage(question)) if worth_detecting(question) else ()
+    guesses = (yield DetectLanguage(question)) if needs_detecting(question, policy.language) else ()
     language = choose_language(guesses, policy.language, question)
     question_language = asked_in(question, guesses, policy.language)
     live: LiveOutcome = NoMatch()
