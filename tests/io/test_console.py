@@ -83,6 +83,9 @@ def walk(base_url: str, document: Path, shots: Path | None) -> dict[str, Any]:
         def page(name: str, ready: str, shot: str | None = None) -> Any:
             driver.get(f"{base_url}/#{name}")
             try:
+                # the page shown before stays until the console has checked the key: its
+                # elements would match ``ready`` (an empty state, a heading)
+                wait.until(lambda d: d.title.startswith(name.capitalize() + " "))
                 found = visible(ready)
             except TimeoutException:
                 shown_text = driver.find_element(By.ID, "page").text
