@@ -15,6 +15,8 @@ fusion (``ragcore.knowledge.retrieval``):
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 
 import psycopg
@@ -215,6 +217,27 @@ def _statement(
 _CHUNKS_ESTIMATE = "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'chunks'::regclass"
 
 
+#: how long the planner's estimate of the chunks is reused before it is read again: it
+#: moves by ANALYZE, and the rule it feeds changes its answer at 100,000 chunks
+ESTIMATE_SECONDS = 30.0
+#: by database (host, port, name): the chunks, and when it was read
+_estimates: dict[tuple[str, int, str], tuple[float, float]] = {}
+
+
+def _chunks_estimate(conn: psycopg.Connection) -> float:
+    """The planner's estimate of the chunks, read at most every ESTIMATE_SECONDS: one
+    statement fewer for nearly every question."""
+    info = conn.info
+    database = (info.host, info.port, info.dbname)
+    chunks, read_at = _estimates.get(database, (0.0, -math.inf))
+    now = time.monotonic()
+    if now - read_at > ESTIMATE_SECONDS:
+        row = conn.execute(_CHUNKS_ESTIMATE).fetchone()
+        chunks = float(row[0]) if row else 0.0
+        _estimates[database] = (chunks, now)
+    return chunks
+
+
 def _run(
     conn: psycopg.Connection,
     statement: str,
@@ -257,8 +280,7 @@ def _run(
         # the database's CPU a question, more than running it (a filter's plan is
         # left to its values: which documents, how many).
         if hnsw_ef_search is None:
-            row = conn.execute(_CHUNKS_ESTIMATE).fetchone()
-            hnsw_ef_search = ef_search(depth, float(row[0]) if row else 0.0)
+            hnsw_ef_search = ef_search(depth, _chunks_estimate(conn))
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
