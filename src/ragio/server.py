@@ -16,6 +16,7 @@ from ragcore.settings import Settings
 from ragio.chat.dictionaries import keep_dictionaries
 from ragio.db.source_connections import keep_sweeping
 from ragio.http.app import create_app
+from ragio.logs import AccessLogger
 from ragio.service import Service
 from ragio.startup import open_service
 from ragio.supervisor import stop_without_supervisor, tell_supervisor
@@ -36,6 +37,7 @@ def hypercorn_config(settings: Settings, listen_fds: Sequence[int] = ()) -> Conf
         if listen_fds
         else [f"[{host}]:{settings.app_port}" if ":" in host else f"{host}:{settings.app_port}"]
     )
+    config.logger_class = AccessLogger
     config.accesslog = logging.getLogger("hypercorn.access")
     config.errorlog = logging.getLogger("hypercorn.error")
     # after SIGTERM, the requests in progress have this long to finish

@@ -153,3 +153,35 @@ async def test_a_live_query_puts_no_customer_value_in_the_log(tmp_path, database
     assert "POST /live-actions" in text  # the access lines are there
     for value in ("user1@example.org", "user1%40example.org", "email=", "/v1/customers"):
         assert value not in text, f"{value} is in the log"
+
+
+def test_an_access_lines_arguments_hold_the_request_not_the_environment(monkeypatch):
+    """Hypercorn's own atoms carry every environment variable (the keys among them) in
+    each access line's record, where any handler could write them out."""
+    from hypercorn.logging import AccessLogAtoms
+
+    from ragio.logs import AccessAtoms
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-in-the-environment")
+    request = {
+        "type": "http",
+        "http_version": "1.1",
+        "client": ("127.0.0.1", 50000),
+        "method": "POST",
+        "path": "/chat",
+        "query_string": b"a=1",
+        "scheme": "http",
+        "headers": [(b"user-agent", b"curl/8"), (b"referer", b"https://shop.example")],
+    }
+    response = {"status": 200, "headers": [(b"content-length", b"42")]}
+    ours, hypercorns = AccessAtoms(request, response, 0.25), AccessLogAtoms(request, response, 0.25)
+
+    assert "sk-in-the-environment" not in repr(ours)
+    assert "sk-in-the-environment" in repr(hypercorns)  # what it would have carried
+    kept = {k: v for k, v in hypercorns.items() if not k.endswith("}e") and k != "t"}
+    assert {k: v for k, v in ours.items() if k != "t"} == kept
+    line = '%(h)s %(l)s %(l)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(D)s'
+    assert (
+        line % ours
+        == '127.0.0.1:50000 - - "POST /chat 1.1" 200 42 "https://shop.example" "curl/8" 250000'
+    )
