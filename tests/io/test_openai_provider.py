@@ -483,3 +483,40 @@ async def test_a_proxy_from_the_environment_carries_the_calls(fake, make, monkey
     assert vector == pytest.approx(bag_of_words("refunds", DIMENSIONS))
     [request] = fake.requests_to(EMBEDDINGS)
     assert request.headers["host"] == "api.openai.invalid"
+
+
+async def test_a_streamed_answer_gives_its_connection_back_for_the_next_call(make, nursery):
+    """The rest of a chunked stream after ``[DONE]`` (its last chunk, arriving a moment
+    later) is read, so the next call goes over the same connection."""
+    connections: list[int] = []
+    event = b'data: {"choices":[{"index":0,"delta":{"content":"Hello [1]."}}]}\n\n'
+
+    def chunk(data: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    async def serve(stream: trio.SocketStream) -> None:
+        connections.append(0)
+        pending = bytearray()
+        while await _read_request(stream, pending):
+            connections[-1] += 1
+            if connections[-1] == 1:
+                head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                head += b"Transfer-Encoding: chunked\r\n\r\n"
+                await stream.send_all(head + chunk(event) + chunk(b"data: [DONE]\n\n"))
+                await trio.sleep(0.02)
+                await stream.send_all(b"0\r\n\r\n")
+            else:
+                await stream.send_all(REPLY_HEAD % len(REPLY_BODY) + REPLY_BODY)
+        await stream.aclose()
+
+    [listener] = await nursery.start(partial(trio.serve_tcp, serve, 0, host="127.0.0.1"))
+    url = f"http://127.0.0.1:{listener.socket.getsockname()[1]}/v1"
+    answerer = make(OpenAIAnswerer, openai_base_url=url)
+    embedder = make(OpenAIEmbedder, openai_base_url=url)
+    embedder.api.lean = answerer.api.lean  # one pool, as one client's
+
+    said = [piece async for piece in answerer.stream(REQUEST)]
+    vectors = await embedder.embed(["refunds"], "query")
+
+    assert said == ["Hello [1]."] and vectors == [[0.5] * DIMENSIONS]
+    assert connections == [2]

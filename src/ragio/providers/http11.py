@@ -59,6 +59,7 @@ class _Connection:
         self.stream, self.sock = stream, sock
         self.buffer = b""
         self.used = False
+        self.received = 0  # bytes, over the connection's life
 
     def stale(self) -> bool:
         """An idle connection with something to read: closed by the server (or junk)."""
@@ -70,7 +71,9 @@ class _Connection:
     async def receive(self, timeout: float) -> bytes:
         try:
             with trio.fail_after(timeout):
-                return bytes(await self.stream.receive_some(RECEIVE_BYTES))
+                data = bytes(await self.stream.receive_some(RECEIVE_BYTES))
+                self.received += len(data)
+                return data
         except trio.TooSlowError:
             raise TimedOut("no bytes within the timeout") from None
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as error:
@@ -154,7 +157,7 @@ class Http11:
         )
         while True:
             conn = await self._connection()
-            reused = conn.used
+            reused, received = conn.used, conn.received
             conn.used = True
             try:
                 await conn.send(request, self.timeout)
@@ -162,7 +165,7 @@ class Http11:
                 return Response(self, conn, url, status, version, headers)  # its head checked
             except ConnectionFailed:
                 await conn.close()
-                if reused and not conn.buffer:
+                if reused and conn.received == received:
                     continue  # closed by the server as it was taken: once more, on a new one
                 raise
             except BaseException:
@@ -323,12 +326,19 @@ class Response:
 
 
 class _RawBody:
-    """A response's body as the connection gives it, framed, for ``Check.body``."""
+    """A response's body as the connection gives it, framed, for ``Check.body``. Read
+    again, it goes on where it was left (the rest of a stream after its last event)."""
 
     def __init__(self, response: Response) -> None:
         self.response = response
+        self._pieces: AsyncIterator[bytes] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._pieces is None:
+            self._pieces = self._framed()
+        return self._pieces
+
+    async def _framed(self) -> AsyncIterator[bytes]:
         response = self.response
         if response._chunked:
             async for piece in self._chunks():
