@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from http import HTTPStatus
 from typing import Any
 
 import trio
 from hypercorn.config import Config
+from hypercorn.logging import AccessLogAtoms
+from hypercorn.logging import Logger as HypercornLogger
 from hypercorn.trio import serve
 
 from ragcore.settings import Settings
 from ragio.chat.dictionaries import keep_dictionaries
 from ragio.db.source_connections import keep_sweeping
 from ragio.http.app import create_app
-from ragio.logs import AccessLogger
 from ragio.service import Service
 from ragio.startup import open_service
 from ragio.supervisor import stop_without_supervisor, tell_supervisor
@@ -25,6 +29,76 @@ log = logging.getLogger(__name__)
 #: another server run on the service beside the HTTP app: ``companion(service,
 #: task_status=…)`` reports ``started`` once it listens, and runs until cancelled
 Companion = Callable[..., Awaitable[None]]
+
+
+class AccessLogger(HypercornLogger):
+    """Hypercorn's logger (``Config.logger_class``), its access line's atoms made only
+    when the line is logged, and of the request and response alone: Hypercorn's own
+    copy every environment variable into each line's arguments, the service's keys
+    among them, ~0.1 ms of CPU a request."""
+
+    async def access(self, request: Any, response: Any, request_time: float) -> None:
+        if self.access_logger is not None and self.access_logger.isEnabledFor(logging.INFO):
+            atoms = AccessAtoms(request, response, request_time)
+            self.access_logger.info(self.access_log_format, atoms)
+
+    def atoms(self, request: Any, response: Any, request_time: float) -> Mapping[str, str]:
+        return AccessAtoms(request, response, request_time)
+
+
+class AccessAtoms(AccessLogAtoms):
+    """Hypercorn's atoms (``hypercorn.logging.AccessLogAtoms``: the same keys, headers as
+    ``{name}i`` and ``{name}o``) without the environment's ``{name}e``."""
+
+    def __init__(self, request: Any, response: Any, request_time: float) -> None:
+        dict.__init__(self)
+        for name, value in request["headers"]:
+            self[f"{{{name.decode('latin1').lower()}}}i"] = value.decode("latin1")
+        protocol = request.get("http_version", "ws")
+        client = request.get("client")
+        if client is None:
+            remote_addr = None
+        elif len(client) == 2:
+            remote_addr = f"{client[0]}:{client[1]}"
+        else:
+            remote_addr = str(client[0]) if len(client) == 1 else f"<???{client}???>"
+        method = request["method"] if request["type"] == "http" else "GET"
+        query_string = request["query_string"].decode()
+        path_with_qs = request["path"] + ("?" + query_string if query_string else "")
+        status_code = status_phrase = "-"
+        if response is not None:
+            for name, value in response.get("headers", []):
+                self[f"{{{name.decode('latin1').lower()}}}o"] = value.decode("latin1")
+            status_code = str(response["status"])
+            try:
+                status_phrase = HTTPStatus(response["status"]).phrase
+            except ValueError:
+                status_phrase = f"<???{status_code}???>"
+        self.update(
+            {
+                "h": remote_addr,
+                "l": "-",
+                "t": time.strftime("[%d/%b/%Y:%H:%M:%S %z]"),
+                "r": f"{method} {request['path']} {protocol}",
+                "R": f"{method} {path_with_qs} {protocol}",
+                "s": status_code,
+                "st": status_phrase,
+                "S": request["scheme"],
+                "m": method,
+                "U": request["path"],
+                "Uq": path_with_qs,
+                "q": query_string,
+                "H": protocol,
+                "b": self["{Content-Length}o"],
+                "B": self["{Content-Length}o"],
+                "f": self["{Referer}i"],
+                "a": self["{User-Agent}i"],
+                "T": int(request_time),
+                "D": int(request_time * 1_000_000),
+                "L": f"{request_time:.6f}",
+                "p": f"<{os.getpid()}>",
+            }
+        )
 
 
 def hypercorn_config(settings: Settings, listen_fds: Sequence[int] = ()) -> Config:

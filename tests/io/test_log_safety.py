@@ -160,7 +160,7 @@ def test_an_access_lines_arguments_hold_the_request_not_the_environment(monkeypa
     each access line's record, where any handler could write them out."""
     from hypercorn.logging import AccessLogAtoms
 
-    from ragio.logs import AccessAtoms
+    from ragio.server import AccessAtoms
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-in-the-environment")
     request = {
