@@ -520,3 +520,31 @@ async def test_a_streamed_answer_gives_its_connection_back_for_the_next_call(mak
 
     assert said == ["Hello [1]."] and vectors == [[0.5] * DIMENSIONS]
     assert connections == [2]
+
+
+async def test_over_tls_the_calls_share_a_verified_connection(
+    make, nursery, authority, monkeypatch
+):
+    """HTTPS, as every real provider: the certificate verified against the trusted
+    authorities (SSL_CERT_FILE here, as httpx2 reads it), one connection for both calls;
+    a certificate for another name is a connection error, never a call."""
+    from tests.io.fakes.action_receivers import serve_https
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(authority.bundle))
+    fake = FakeOpenAI(api_key="sk-test-key", reply="Refunds take 5 days [1].")
+    async with serve_https(fake, nursery, authority, "127.0.0.1") as port:
+        url = f"https://127.0.0.1:{port}/v1"
+        answerer = make(OpenAIAnswerer, openai_base_url=url)
+        lean = answerer.api.lean
+        assert lean is not None
+        reply = await answerer.generate(REQUEST)
+        [kept] = lean.idle
+        again = await answerer.generate(REQUEST)
+        assert reply.text == again.text == "Refunds take 5 days [1]."
+        assert lean.idle == [kept]  # the same connection, kept alive again
+
+    async with serve_https(fake, nursery, authority, "provider.example") as port:
+        wrong = make(OpenAIAnswerer, max_retries=0, openai_base_url=f"https://127.0.0.1:{port}/v1")
+        with pytest.raises(openai.APIConnectionError):
+            await wrong.generate(REQUEST)
+    assert len(fake.requests_to(CHAT)) == 2
