@@ -38,9 +38,8 @@ all in this one place (docs/operations.md, "Connections", says what a client see
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, NoReturn
 
 import trio
 
@@ -82,8 +81,9 @@ def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
 
 
 class _Exchange:
-    """One request and its answer. A pump task reads the request from the server (within
-    the read timeout while the body is incomplete) and hands it on to the app."""
+    """One request and its answer. The app's reads of the request go through
+    ``_receive``, which limits the wait for the body's next bytes (the read timeout) and,
+    once the app has answered, throws the rest of the body away."""
 
     def __init__(self, scope: Message, receive: Receive, send: Send, read_timeout: float):
         self.scope = scope
@@ -102,34 +102,23 @@ class _Exchange:
         self.settled = trio.Event()  # the body is done, or the client left or went quiet
         if self.body_done:
             self.settled.set()
-        self.to_app, self.from_pump = trio.open_memory_channel[Message](0)
         self.app_scope = trio.CancelScope()
-        self.read_scope = trio.CancelScope()  # the pump's current wait for the body
+        self.read_scope: trio.CancelScope | None = None  # the current wait for the body
 
     async def run(self, app: ASGIApp) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._pump)
-            with self.app_scope:
-                await app(self.scope, self.from_pump.receive, self._send)
-            if self.timed_out and not self.answered:
-                await self._answer_timeout()
-            nursery.cancel_scope.cancel()
+        with self.app_scope:
+            await app(self.scope, self._receive, self._send)
+        if self.timed_out and not self.answered:
+            await self._answer_timeout()
 
-    async def _pump(self) -> None:
+    async def _receive(self) -> Message:
+        """The server's next message for the app (Quart reads them all, in a task of its
+        own, until the client leaves or the answer is sent); a body's read in time."""
         while True:
-            message = None
-            wait = self.read_timeout
-            if self.responded:
-                wait = min(wait, LINGER_IDLE_SECONDS)
-            with trio.CancelScope() as self.read_scope:
-                self.read_scope.relative_deadline = math.inf if self.body_done else wait
-                message = await self.server_receive()
-            if message is None:  # no bytes of the body within the read timeout
-                self.timed_out = True
-                self.settled.set()
-                if not self.answered:
-                    self.app_scope.cancel()  # run() answers 408
-                return
+            if self.body_done:
+                message = await self.server_receive()  # the client leaving, at most
+            else:
+                message = await self._read_body()
             kind = message["type"]
             if kind == "http.request" and not message.get("more_body", False):
                 self.body_done = True
@@ -137,10 +126,27 @@ class _Exchange:
             if self.body_done or self.left:
                 self.settled.set()
             if kind == "http.request" and self.responded:
-                continue  # the app has answered already: the rest is thrown away
-            await self.to_app.send(message)
-            if self.left:
-                return
+                if not self.body_done:
+                    continue  # the app has answered already: the rest is thrown away
+                message = {"type": "http.request", "body": b"", "more_body": False}
+            return message
+
+    async def _read_body(self) -> Message:
+        wait = self.read_timeout
+        if self.responded:
+            wait = min(wait, LINGER_IDLE_SECONDS)
+        with trio.move_on_after(wait) as self.read_scope:
+            return await self.server_receive()
+        await self._timed_out()
+
+    async def _timed_out(self) -> NoReturn:
+        """No bytes of the body came within the read timeout: an app that has not answered
+        yet is stopped (``run`` answers 408); nothing more is read."""
+        self.timed_out = True
+        self.settled.set()
+        if not self.answered:
+            self.app_scope.cancel()
+        await trio.sleep_forever()
 
     async def _send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -153,10 +159,10 @@ class _Exchange:
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.responded = True
             if self.linger and not self.settled.is_set():
-                # the wait already under way is cut to the linger's
-                self.read_scope.deadline = min(
-                    self.read_scope.deadline, trio.current_time() + LINGER_IDLE_SECONDS
-                )
+                if self.read_scope is not None:  # the wait under way is cut to the linger's
+                    self.read_scope.deadline = min(
+                        self.read_scope.deadline, trio.current_time() + LINGER_IDLE_SECONDS
+                    )
                 await self._shielded({**message, "more_body": True})
                 try:
                     with trio.move_on_after(LINGER_SECONDS):
