@@ -230,6 +230,16 @@ async def measure(
     that the callers' and the fakes' own work does not share its event loop."""
     openai = FakeOpenAI(reply=ANSWER)
     openai_url, _ = await serve_app(openai, nursery)
+    if args.fakes_apart:
+        word_delay = 1 / args.words_per_second if args.words_per_second else 0.0
+        apart = subprocess.Popen(
+            [sys.executable, __file__, "fake-openai", openai.api_key, "0.4", str(word_delay)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        nursery.start_soon(_reap, apart)
+        assert apart.stdout is not None
+        openai_url = (await trio.to_thread.run_sync(apart.stdout.readline)).strip()
     speech = FakeDeepgram(api_key="bench-speech-key")
     speech_url, _ = await serve_app(speech, nursery)
     speech.base_url = speech_url
@@ -375,9 +385,25 @@ async def under_load(
             [t["first_frame"] - t["speech_end"] for t in loaded],
         )
     )
+    print(
+        summary(
+            "  of which speech end -> final transcript",
+            [t["final"] - t["speech_end"] for t in loaded],
+        )
+    )
+    print(
+        summary(
+            "  of which final transcript -> first frame",
+            [t["first_frame"] - t["final"] for t in loaded],
+        )
+    )
     async with httpx.AsyncClient(base_url=bench.api_url, timeout=30) as api:
         calls = (await api.get("/voice/calls", params={"limit": args.calls})).json()["calls"]
     stages = [turn["stages"] for call in calls for turn in call["turns"]]
+    for key in sorted({k for st in stages for k in st} - {"stalled_ms"}):
+        values = [st[key] / 1000 for st in stages if isinstance(st.get(key), int | float)]
+        if values:
+            print(summary(f"  as the service saw it: {key}", values))
     print(
         summary(
             "  as the service saw it: transcript -> sentence",
@@ -413,7 +439,26 @@ async def under_load(
     )
 
 
+async def _reap(process: subprocess.Popen) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def fake_openai_apart(api_key: str, chat_delay: float, word_delay: float) -> None:
+    fake = FakeOpenAI(api_key=api_key, reply=ANSWER)
+    fake.chat_delay, fake.word_delay = chat_delay, word_delay
+    async with trio.open_nursery() as nursery:
+        url, _ = await serve_app(fake, nursery)
+        print(url, flush=True)
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "fake-openai":
+        trio.run(fake_openai_apart, sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=30, help="questions per measurement")
     parser.add_argument("--calls", type=int, default=20, help="calls at once")
@@ -433,6 +478,7 @@ def main() -> int:
         help="APP_WORKERS of the service (default 0: `serve`'s own, an API process per core "
         "with the voice server in a process of its own; 1: everything in one process)",
     )
+    parser.add_argument("--fakes-apart", action="store_true")
     parser.add_argument(
         "--only",
         default="added,voice,load,barge",

@@ -1,9 +1,11 @@
 """The psycopg connection pool, used from Trio.
 
-psycopg's async API needs asyncio, so the sync pool runs in worker threads
-(``trio.to_thread.run_sync``) behind a CapacityLimiter the size of the pool:
-a Trio task waits for a connection without blocking the event loop. The connections held
-and the tasks waiting are kept in two gauges as they change (``ragio.metrics.Occupancy``).
+psycopg's async API needs asyncio, so the work is sync psycopg behind a CapacityLimiter
+the size of the pool, the connections held and the tasks waiting kept in two gauges as they
+change (``ragio.metrics.Occupancy``). With a connection free in the pool, the work runs on
+the event loop, its socket waits awaited (``ragio.db.greenlets``); when the pool has none
+ready, the wait for one (and the work) goes to a worker thread, so that the event loop
+never waits for a connection.
 
 A thread in the driver cannot be interrupted, so the health check (``reachable``)
 gives its ping up after HEALTH_WAIT_SECONDS and leaves the thread behind
@@ -31,6 +33,7 @@ import trio
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ragio import metrics
+from ragio.db.greenlets import LoopConnection, run_on_loop
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_SECONDS = 10
@@ -50,6 +53,13 @@ STATEMENT_TIMEOUT_MS = 30_000
 #: how long /health waits for the database (a pool connection, then SELECT 1) before it
 #: says "degraded"; the docs promise an answer within 3 s
 HEALTH_WAIT_SECONDS = 2.5
+#: how long a checkout on the event loop waits for a pool connection before the wait goes
+#: to a worker thread: a connection free in the pool is handed over without waiting
+LOOP_CHECKOUT_SECONDS = 0.001
+
+
+class _NoneReady(Exception):
+    """The pool had no connection ready for a checkout on the event loop."""
 
 
 def hand_out_open(conn: psycopg.Connection) -> None:
@@ -82,6 +92,7 @@ class Database:
             timeout=CHECKOUT_TIMEOUT_SECONDS,
             reconnect_timeout=RECONNECT_TIMEOUT_SECONDS,
             check=hand_out_open,
+            connection_class=LoopConnection,
             kwargs={
                 "autocommit": True,
                 "connect_timeout": CONNECT_TIMEOUT_SECONDS,
@@ -116,19 +127,34 @@ class Database:
         await trio.to_thread.run_sync(self.pool.close)
 
     async def run(self, work: Callable[..., T], *args: Any) -> T:
-        """Run ``work(connection, *args)`` in a worker thread with a pooled connection."""
-
-        def in_thread() -> T:
-            wait = DOWN_CHECKOUT_SECONDS if self.down else CHECKOUT_TIMEOUT_SECONDS
+        """Run ``work(connection, *args)`` with a pooled connection: on the event loop when
+        the pool has one ready, else in a worker thread that waits for one."""
+        async with self._occupancy:
             try:
-                with self.pool.connection(timeout=wait) as conn:
-                    self.down = False
-                    return work(conn, *args)
-            except PoolTimeout:
-                self.down = True
-                raise
+                return await run_on_loop(self._with_ready_connection, work, args)
+            except _NoneReady:
+                return await trio.to_thread.run_sync(self._with_connection, work, args)
 
-        return await trio.to_thread.run_sync(in_thread, limiter=self._occupancy)
+    def _with_ready_connection(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            conn = self.pool.getconn(timeout=LOOP_CHECKOUT_SECONDS)
+        except PoolTimeout:
+            raise _NoneReady() from None
+        try:
+            self.down = False
+            return work(conn, *args)
+        finally:
+            self.pool.putconn(conn)
+
+    def _with_connection(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        wait = DOWN_CHECKOUT_SECONDS if self.down else CHECKOUT_TIMEOUT_SECONDS
+        try:
+            with self.pool.connection(timeout=wait) as conn:
+                self.down = False
+                return work(conn, *args)
+        except PoolTimeout:
+            self.down = True
+            raise
 
     async def reachable(self, wait: float = HEALTH_WAIT_SECONDS) -> bool:
         """Whether the database answers ``SELECT 1`` within ``wait`` seconds, taking a

@@ -49,7 +49,7 @@ class PostgresGraphStore:
 
     kind = "postgres"
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool) -> None:
+    def __init__(self, pool: psycopg_pool.ConnectionPool[Any]) -> None:
         self.pool = pool
 
     def _connect(self) -> Any:
