@@ -5,7 +5,9 @@ the size of the pool, the connections held and the tasks waiting kept in two gau
 change (``ragio.metrics.Occupancy``). With a connection free in the pool, the work runs on
 the event loop, its socket waits awaited (``ragio.db.greenlets``); when the pool has none
 ready, the wait for one (and the work) goes to a worker thread, so that the event loop
-never waits for a connection.
+never waits for a connection. A process whose event loop carries calls' media (the voice
+server) sets ``on_loop`` off: there each round trip awaited on the busy loop cost more than
+a thread's hop (``ragio.db.greenlets``).
 
 A thread in the driver cannot be interrupted, so the health check (``reachable``)
 gives its ping up after HEALTH_WAIT_SECONDS and leaves the thread behind
@@ -83,6 +85,8 @@ class DatabaseUnreachable(RuntimeError):
 class Database:
     def __init__(self, url: str, max_connections: int = 8, embedded: bool = False):
         self.embedded = embedded
+        #: database work on the event loop when a connection is ready (else in a thread)
+        self.on_loop = True
         self.url = url  # where the service's own database is: never a data source
         self.pool = ConnectionPool(
             url,
@@ -130,10 +134,12 @@ class Database:
         """Run ``work(connection, *args)`` with a pooled connection: on the event loop when
         the pool has one ready, else in a worker thread that waits for one."""
         async with self._occupancy:
-            try:
-                return await run_on_loop(self._with_ready_connection, work, args)
-            except _NoneReady:
-                return await trio.to_thread.run_sync(self._with_connection, work, args)
+            if self.on_loop:
+                try:
+                    return await run_on_loop(self._with_ready_connection, work, args)
+                except _NoneReady:
+                    pass
+            return await trio.to_thread.run_sync(self._with_connection, work, args)
 
     def _with_ready_connection(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:
