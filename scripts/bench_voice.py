@@ -25,8 +25,8 @@ embeddings). Four measurements:
    ``--words-per-second 0``: whole replies, as the first line's model) on this machine;
    the worst gap between two frames of an answer as the phone received them, and
    the worst stall of its playback (the phone played everything it had and waited), as the
-   phones saw them (their own process is busy too: 20 phone lines and the fake speech
-   provider's detector on 20 streams) and as the service saw them (``stalled_ms`` of
+   phones saw them (their own process is busy too: 20 phone lines) and as the service
+   saw them (``stalled_ms`` of
    GET /voice/calls: its pacing fell behind playback);
 4. **barge-in**: from the first frame of a caller talking over an answer to the ``clear``
    reaching the phone.
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import signal
 import statistics
 import subprocess
@@ -91,10 +92,10 @@ def summary(name: str, values: list[float]) -> str:
 
 
 class Bench:
-    def __init__(self, url: str, api_url: str, speech: FakeDeepgram, question: bytes) -> None:
+    def __init__(self, url: str, api_url: str, providers: Providers, question: bytes) -> None:
         self.url = url
         self.api_url = api_url
-        self.speech = speech
+        self.providers = providers
         self.question = question
         self.numbers = iter(range(10**6))
 
@@ -130,8 +131,7 @@ class Bench:
         media = phone.messages("media")[heard_before:]
         finals = [
             at
-            for listener in self.speech.listeners
-            for at, text in listener.transcripts
+            for at, text in await self.providers.transcripts()
             if text and at >= speech_end - 0.05
         ]
         gaps = [b.at - a.at for a, b in zip(media, media[1:], strict=False)]
@@ -225,24 +225,19 @@ async def measure(
     question: bytes,
     interruption: bytes,
 ) -> None:
-    """The callers and the speech provider here, the model in a process of its own
-    (``ModelApart``); the service in a process of its own, as ``ragchat serve`` runs it (the
-    API and the voice server on the embedded database), so that the callers' and the fakes'
-    own work does not share its event loop."""
-    model = await ModelApart.start(nursery)
-    speech = FakeDeepgram(api_key="bench-speech-key")
-    speech_url, _ = await serve_app(speech, nursery)
-    speech.base_url = speech_url
-    speech.transcriber = lambda audio: QUESTION.lower()
+    """The callers here, the providers in a process of their own (``Providers``), the
+    service in a process of its own, as ``ragchat serve`` runs it (the API and the voice
+    server on the embedded database), so that none shares another's event loop."""
+    providers = await Providers.start(nursery)
     port = free_port()
     service = service_process(
         scratch,
         data_dir=scratch / "data",
-        openai_api_key=model.api_key,
-        openai_base_url=model.url + "/v1",
+        openai_api_key=Providers.model_key,
+        openai_base_url=providers.model_url + "/v1",
         embedding_dimensions=64,
-        voiceai_api_key=speech.api_key,
-        voiceai_base_url=speech_url,
+        voiceai_api_key=Providers.speech_key,
+        voiceai_base_url=providers.speech_url,
         telco_auth_token=TOKEN,
         voice_port=port,
         voice_public_url=f"ws://127.0.0.1:{port}",
@@ -257,9 +252,8 @@ async def measure(
             added.raise_for_status()
         await scenarios(
             args,
-            Bench(f"ws://127.0.0.1:{port}", api_url, speech, question),
-            model,
-            speech,
+            Bench(f"ws://127.0.0.1:{port}", api_url, providers, question),
+            providers,
             interruption,
         )
     finally:
@@ -307,20 +301,18 @@ def _healthy(url: str, path: str = "/health") -> bool:
 async def scenarios(
     args: argparse.Namespace,
     bench: Bench,
-    model: ModelApart,
-    speech: FakeDeepgram,
+    providers: Providers,
     interruption: bytes,
 ) -> None:
     await sequential(bench, 3)  # warm-up: connections, caches
     if "added" in args.only:
         await server_added(args, bench)
     if "voice" in args.only:
-        await voice_to_voice(args, bench, model, speech)
+        await voice_to_voice(args, bench, providers)
     if "load" in args.only:
-        await under_load(args, bench, model, speech)
+        await under_load(args, bench, providers)
     if "barge" in args.only:
-        await model.pace(0.0, 0.0)
-        speech.first_byte_delay = 0.0
+        await providers.pace(0.0, 0.0, 0.0)
         latencies = await barge_ins(bench, interruption, args.barge_ins)
         print(summary("barge-in: caller's first word -> clear", latencies))
         print(f"  barged in {len(latencies)} of {args.barge_ins} times")
@@ -336,11 +328,8 @@ async def server_added(args: argparse.Namespace, bench: Bench) -> None:
     )
 
 
-async def voice_to_voice(
-    args: argparse.Namespace, bench: Bench, model: ModelApart, speech: FakeDeepgram
-) -> None:
-    await model.pace(0.4, 0.0)
-    speech.first_byte_delay = 0.2
+async def voice_to_voice(args: argparse.Namespace, bench: Bench, providers: Providers) -> None:
+    await providers.pace(0.4, 0.0, 0.2)
     modelled = await sequential(bench, args.questions)
     print(
         summary(
@@ -354,7 +343,7 @@ async def voice_to_voice(
             [t["final"] - t["speech_end"] for t in modelled],
         )
     )
-    await model.pace(0.4, 0.02)
+    await providers.pace(0.4, 0.02, 0.2)
     paced = await sequential(bench, args.questions)
     print(
         summary(
@@ -364,12 +353,9 @@ async def voice_to_voice(
     )
 
 
-async def under_load(
-    args: argparse.Namespace, bench: Bench, model: ModelApart, speech: FakeDeepgram
-) -> None:
+async def under_load(args: argparse.Namespace, bench: Bench, providers: Providers) -> None:
     word_delay = 1 / args.words_per_second if args.words_per_second else 0.0
-    await model.pace(0.4, word_delay)
-    speech.first_byte_delay = 0.2
+    await providers.pace(0.4, word_delay, 0.2)
     loaded = await concurrent(bench, args.calls, args.per_call)
     pace = f"{args.words_per_second:g} words/s" if args.words_per_second else "whole replies"
     print(
@@ -432,38 +418,54 @@ async def under_load(
     )
 
 
-class ModelApart:
-    """The fake OpenAI server (answers and embeddings) in a process of its own, paced over
-    its standard input. A provider runs on its own machines: in the callers' process, the
-    twenty phone lines' work delayed its answers (the model's 400 ms measured 494 at the
-    median with 20 calls, an embedding 23 ms), and that delay was counted as the service's.
-    It still shares this machine's two cores."""
+class Providers:
+    """The fake model (OpenAI: answers and embeddings) and the fake speech provider
+    (Deepgram: transcripts and speech) in a process of their own, driven over its standard
+    input. Providers run on their own machines: in the callers' process, the twenty phone
+    lines' work delayed them (with 20 calls the model's 400 ms measured 494 at the median,
+    an embedding 23 ms), and that delay was counted as the service's. They still share this
+    machine's two cores."""
 
-    api_key = "bench-model-key"
+    model_key = "bench-model-key"
+    speech_key = "bench-speech-key"
 
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+    def __init__(self, process: subprocess.Popen[str], urls: dict[str, str]) -> None:
         self.process = process
-        self.url = url
+        self.model_url = urls["model"]
+        self.speech_url = urls["speech"]
+        self.lock = trio.Lock()  # one question and its answer at a time on the pipe
+        # trio's clock here is time.monotonic() plus an offset of its own
+        self.offset = trio.current_time() - time.monotonic()
 
     @classmethod
-    async def start(cls, nursery: trio.Nursery) -> ModelApart:
+    async def start(cls, nursery: trio.Nursery) -> Providers:
         process = subprocess.Popen(
-            [sys.executable, __file__, "model", cls.api_key],
+            [sys.executable, __file__, "providers", cls.model_key, cls.speech_key],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
-        model = cls(process, await trio.to_thread.run_sync(model_line, process))
-        nursery.start_soon(model._stop_at_cancel)
-        return model
+        urls = json.loads(await trio.to_thread.run_sync(_line_of, process))
+        providers = cls(process, urls)
+        nursery.start_soon(providers._stop_at_cancel)
+        return providers
 
-    async def pace(self, chat_delay: float, word_delay: float) -> None:
-        """The model's first token after ``chat_delay`` s, each next word ``word_delay`` s
-        later; returns once the fake has it."""
+    async def _ask(self, command: str) -> Any:
         assert self.process.stdin is not None
-        self.process.stdin.write(f"{chat_delay} {word_delay}\n")
-        self.process.stdin.flush()
-        await trio.to_thread.run_sync(model_line, self.process)
+        async with self.lock:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+            return json.loads(await trio.to_thread.run_sync(_line_of, self.process))
+
+    async def pace(self, chat_delay: float, word_delay: float, first_byte_delay: float) -> None:
+        """The model's first token after ``chat_delay`` s, each next word ``word_delay`` s
+        later; speech's first byte after ``first_byte_delay`` s."""
+        await self._ask(f"pace {chat_delay} {word_delay} {first_byte_delay}")
+
+    async def transcripts(self) -> list[tuple[float, str]]:
+        """Every transcript the speech provider has sent, with when, on trio's clock."""
+        sent = await self._ask("transcripts")
+        return [(at + self.offset, text) for at, text in sent]
 
     async def _stop_at_cancel(self) -> None:
         try:
@@ -473,30 +475,43 @@ class ModelApart:
             self.process.wait(10)
 
 
-def model_line(process: subprocess.Popen[str]) -> str:
+def _line_of(process: subprocess.Popen[str]) -> str:
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line:
-        raise RuntimeError("the fake model's process ended")
-    return line.strip()
+        raise RuntimeError("the fake providers' process ended")
+    return line
 
 
-async def serve_model(api_key: str) -> None:
-    """The fake model's process: its URL on a line, then a line for each pace it takes."""
-    fake = FakeOpenAI(api_key=api_key, reply=ANSWER)
+async def serve_providers(model_key: str, speech_key: str) -> None:
+    """The fake providers' process: their URLs on a line, then an answer a line for each
+    command (``pace …``, ``transcripts``)."""
+    model = FakeOpenAI(api_key=model_key, reply=ANSWER)
+    speech = FakeDeepgram(api_key=speech_key)
+    speech.transcriber = lambda audio: QUESTION.lower()
     async with trio.open_nursery() as nursery:
-        url, _ = await serve_app(fake, nursery)
-        print(url, flush=True)
+        model_url, _ = await serve_app(model, nursery)
+        speech.base_url, _ = await serve_app(speech, nursery)
+        print(json.dumps({"model": model_url, "speech": speech.base_url}), flush=True)
         while line := await trio.to_thread.run_sync(sys.stdin.readline):
-            chat_delay, word_delay = map(float, line.split())
-            fake.chat_delay, fake.word_delay = chat_delay, word_delay
-            print("paced", flush=True)
+            command, *values = line.split()
+            if command == "pace":
+                model.chat_delay, model.word_delay, speech.first_byte_delay = map(float, values)
+                print("null", flush=True)
+            elif command == "transcripts":
+                offset = trio.current_time() - time.monotonic()
+                sent = [
+                    (at - offset, text)
+                    for listener in speech.listeners
+                    for at, text in listener.transcripts
+                ]
+                print(json.dumps(sent), flush=True)
         nursery.cancel_scope.cancel()
 
 
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "model":
-        trio.run(serve_model, sys.argv[2])
+    if len(sys.argv) > 1 and sys.argv[1] == "providers":
+        trio.run(serve_providers, sys.argv[2], sys.argv[3])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=30, help="questions per measurement")

@@ -141,9 +141,9 @@ async def serve_voice(
     server = server or VoiceServer(service)
     # Database work in worker threads here, not on the event loop: with 20 calls the loop
     # relays a thousand media frames a second each way, and a query's round trips awaited
-    # on it made a turn's search 29-61 ms at the median (p95 107-144) against 20-24 (p95
-    # 77-79) in threads, voice-to-voice p95 1,278-1,433 ms against 1,233-1,266
-    # (scripts/bench_voice.py --only load --words-per-second 0)
+    # on it left a turn's search at p95 44-165 ms against 43-49 in threads, voice-to-voice
+    # p95 1,185-1,423 ms against 1,133-1,161 (scripts/bench_voice.py --only load
+    # --words-per-second 0 --per-call 4, two runs each, alternated)
     service.database.on_loop = False
     try:
         async with trio.open_nursery() as nursery:
