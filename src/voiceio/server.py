@@ -33,6 +33,7 @@ from ragcore.channels.telco import SIGNATURE_HEADERS
 from ragcore.settings import is_loopback
 from ragcore.voice.upgrade import check_upgrade, signed_urls
 from ragio import metrics
+from ragio.db.pool import WORK_ON_LOOP
 from ragio.service import Service
 from voiceio.call import PhoneCall
 from voiceio.speech import Deepgram
@@ -144,7 +145,8 @@ async def serve_voice(
     # on it left a turn's search at p95 44-165 ms against 43-49 in threads, voice-to-voice
     # p95 1,185-1,423 ms against 1,133-1,161 (scripts/bench_voice.py --only load
     # --words-per-second 0 --per-call 4, two runs each, alternated)
-    service.database.on_loop = False
+    # (the calls' tasks, started here, inherit it; an API in the same process keeps the loop)
+    WORK_ON_LOOP.set(False)
     try:
         async with trio.open_nursery() as nursery:
             listeners = await trio.open_tcp_listeners(

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 import trio
 
-from ragio.db.pool import Database
+from ragio.db.pool import WORK_ON_LOOP, Database
 
 
 @pytest.fixture
@@ -134,3 +134,22 @@ async def test_a_worker_thread_uses_the_same_connections_as_psycopg_does(databas
             return conn.execute("SELECT pg_sleep(0.05), 3").fetchone()
 
     assert await trio.to_thread.run_sync(in_thread) == ("", 3)
+
+
+async def test_tasks_that_turn_the_loop_off_work_in_threads_and_others_do_not(database):
+    """The voice server's tasks keep their database work in threads (voiceio.server)."""
+    where: dict[str, int] = {}
+
+    def which(conn: psycopg.Connection) -> int:
+        conn.execute("SELECT 1")
+        return threading.get_ident()
+
+    async def voice() -> None:
+        WORK_ON_LOOP.set(False)
+        where["voice"] = await database.run(which)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(voice)
+    where["api"] = await database.run(which)
+    assert where["voice"] != threading.get_ident()
+    assert where["api"] == threading.get_ident()

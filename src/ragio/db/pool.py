@@ -5,9 +5,9 @@ the size of the pool, the connections held and the tasks waiting kept in two gau
 change (``ragio.metrics.Occupancy``). With a connection free in the pool, the work runs on
 the event loop, its socket waits awaited (``ragio.db.greenlets``); when the pool has none
 ready, the wait for one (and the work) goes to a worker thread, so that the event loop
-never waits for a connection. A process whose event loop carries calls' media (the voice
-server) sets ``on_loop`` off: there each round trip awaited on the busy loop cost more than
-a thread's hop (``ragio.db.greenlets``).
+never waits for a connection. The tasks of a loop that carries calls' media (the voice
+server's) set ``WORK_ON_LOOP`` off: there each round trip awaited on the busy loop cost
+more than a thread's hop (``voiceio.server``).
 
 A thread in the driver cannot be interrupted, so the health check (``reachable``)
 gives its ping up after HEALTH_WAIT_SECONDS and leaves the thread behind
@@ -28,6 +28,7 @@ from __future__ import annotations
 import select
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import psycopg
@@ -60,6 +61,11 @@ HEALTH_WAIT_SECONDS = 2.5
 LOOP_CHECKOUT_SECONDS = 0.001
 
 
+#: whether the current task's database work runs on the event loop when a connection is
+#: ready (else in a worker thread); tasks inherit it from the task that started them
+WORK_ON_LOOP: ContextVar[bool] = ContextVar("WORK_ON_LOOP", default=True)
+
+
 class _NoneReady(Exception):
     """The pool had no connection ready for a checkout on the event loop."""
 
@@ -85,8 +91,6 @@ class DatabaseUnreachable(RuntimeError):
 class Database:
     def __init__(self, url: str, max_connections: int = 8, embedded: bool = False):
         self.embedded = embedded
-        #: database work on the event loop when a connection is ready (else in a thread)
-        self.on_loop = True
         self.url = url  # where the service's own database is: never a data source
         self.pool = ConnectionPool(
             url,
@@ -134,7 +138,7 @@ class Database:
         """Run ``work(connection, *args)`` with a pooled connection: on the event loop when
         the pool has one ready, else in a worker thread that waits for one."""
         async with self._occupancy:
-            if self.on_loop:
+            if WORK_ON_LOOP.get():
                 try:
                     return await run_on_loop(self._with_ready_connection, work, args)
                 except _NoneReady:
