@@ -11,7 +11,7 @@ import psycopg
 import pytest
 import trio
 
-from ragio.db.pool import WORK_ON_LOOP, Database
+from ragio.db.pool import WORK_ON_LOOP, Database, in_thread
 
 
 @pytest.fixture
@@ -153,3 +153,14 @@ async def test_tasks_that_turn_the_loop_off_work_in_threads_and_others_do_not(da
     where["api"] = await database.run(which)
     assert where["voice"] != threading.get_ident()
     assert where["api"] == threading.get_ident()
+
+
+async def test_bulk_work_marked_in_thread_runs_in_a_worker_thread(database):
+    """Bulk writes (a document's chunks and vectors) leave the loop its turns."""
+
+    @in_thread
+    def bulk(conn: psycopg.Connection) -> int:
+        conn.execute("SELECT 1")
+        return threading.get_ident()
+
+    assert await database.run(bulk) != threading.get_ident()

@@ -22,6 +22,7 @@ from ragcore.insights.groups import (
 )
 from ragio.answers import store
 from ragio.answers.store import text_hash
+from ragio.db.pool import in_thread
 from ragio.db.vectors import vector_param
 from ragio.providers.chain import embed
 from ragio.service import Service
@@ -74,6 +75,7 @@ def known_vectors(
     return {key: list(vector) for key, vector in rows}
 
 
+@in_thread
 def keep_vectors(conn: psycopg.Connection, pairs: Sequence[tuple[str, Sequence[float]]]) -> None:
     with conn.transaction(), conn.cursor() as cur:
         cur.executemany(

@@ -17,6 +17,7 @@ import psycopg
 
 from ragcore.answers.faq import FaqEntry
 from ragcore.answers.matching import normalized
+from ragio.db.pool import in_thread
 from ragio.db.vectors import vector_param
 
 _ANSWER_COLUMNS = ("id", "answer", "version", "created_at", "updated_at")
@@ -298,6 +299,7 @@ def unembedded(conn: psycopg.Connection, dimensions: int) -> list[tuple[int, str
     ).fetchall()
 
 
+@in_thread
 def set_embeddings(conn: psycopg.Connection, pairs: Sequence[tuple[int, Sequence[float]]]) -> None:
     with conn.transaction(), conn.cursor() as cur:
         cur.executemany(

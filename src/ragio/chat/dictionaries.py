@@ -27,6 +27,7 @@ from ragcore.chat.translation import (
     entry_headword,
     entry_translations,
 )
+from ragio.db.pool import in_thread
 from ragio.service import Service
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ def stored_fingerprints(conn: psycopg.Connection) -> dict[str, str]:
     return {language: mark for language, mark in rows}
 
 
+@in_thread
 def load(conn: psycopg.Connection, language: str, files: tuple[Path, Path], mark: str) -> int:
     """Store the dictionary of ``language`` in place of the one stored (in one
     transaction, under a lock: another process loading it meanwhile waits, then finds it

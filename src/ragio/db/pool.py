@@ -39,6 +39,7 @@ from ragio import metrics
 from ragio.db.greenlets import LoopConnection, run_on_loop
 
 T = TypeVar("T")
+W = TypeVar("W", bound=Callable[..., Any])
 CONNECT_TIMEOUT_SECONDS = 10
 #: how long a request waits for a pool connection: with the database up one is free at
 #: once (the limiter lets no more requests in than there are connections), or connects in
@@ -64,6 +65,14 @@ LOOP_CHECKOUT_SECONDS = 0.001
 #: whether the current task's database work runs on the event loop when a connection is
 #: ready (else in a worker thread); tasks inherit it from the task that started them
 WORK_ON_LOOP: ContextVar[bool] = ContextVar("WORK_ON_LOOP", default=True)
+
+
+def in_thread(work: W) -> W:
+    """Mark bulk database work (many rows, their vectors packed in Python): it runs in a
+    worker thread, where the event loop still gets its turns at the GIL's switch interval,
+    rather than holding the loop until its next wait for the server."""
+    work.in_thread = True  # type: ignore[attr-defined]
+    return work
 
 
 class _NoneReady(Exception):
@@ -136,9 +145,9 @@ class Database:
 
     async def run(self, work: Callable[..., T], *args: Any) -> T:
         """Run ``work(connection, *args)`` with a pooled connection: on the event loop when
-        the pool has one ready, else in a worker thread that waits for one."""
+        the pool has one ready, else (or for ``in_thread`` work) in a worker thread."""
         async with self._occupancy:
-            if WORK_ON_LOOP.get():
+            if WORK_ON_LOOP.get() and not getattr(work, "in_thread", False):
                 try:
                     return await run_on_loop(self._with_ready_connection, work, args)
                 except _NoneReady:

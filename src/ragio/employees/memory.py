@@ -16,6 +16,7 @@ import psycopg
 
 from ragcore.employees.memory import FetchRoleMemory, MemoryItem, NewMemory
 from ragcore.employees.profile import profile_items
+from ragio.db.pool import in_thread
 from ragio.db.vectors import vector_param
 from ragio.employees.profile import get_profile
 
@@ -159,6 +160,7 @@ def unembedded(conn: psycopg.Connection, role: str, dimensions: int) -> list[tup
     ).fetchall()
 
 
+@in_thread
 def set_embeddings(conn: psycopg.Connection, pairs: Sequence[tuple[int, Sequence[float]]]) -> None:
     with conn.transaction(), conn.cursor() as cur:
         cur.executemany(

@@ -15,7 +15,7 @@ import psycopg
 from ragcore.knowledge.embedding_space import EmbeddingSpace
 from ragio.db.embedding_space import reshape
 from ragio.db.migrations import advisory_lock
-from ragio.db.pool import Database
+from ragio.db.pool import Database, in_thread
 from ragio.db.vectors import vector_param
 from ragio.providers import Embedder
 from ragio.providers.chain import embed
@@ -39,6 +39,7 @@ def chunk_texts(conn: psycopg.Connection, ids: list[int]) -> list[tuple[int, str
     ).fetchall()
 
 
+@in_thread
 def stage(conn: psycopg.Connection, pairs: list[tuple[int, list[float]]]) -> None:
     with conn.cursor() as cur:
         cur.executemany(

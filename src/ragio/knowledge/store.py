@@ -11,6 +11,7 @@ import psycopg
 
 from ragcore.api.problems import ProblemError
 from ragcore.knowledge.documents import RENAME_ADVICE, NameTaken, StoredDocument, StoreDocument
+from ragio.db.pool import in_thread
 
 # The columns a StoredDocument is read from, for a documents row ``d``.
 _DOCUMENT = """d.id, d.name, d.content_type, d.size_bytes, d.created_at,
@@ -141,6 +142,7 @@ def _lock_names(conn: psycopg.Connection, docs: Sequence[StoreDocument]) -> None
             raise changed_meanwhile(doc.name)
 
 
+@in_thread
 def store_documents(
     conn: psycopg.Connection, docs: Sequence[StoreDocument]
 ) -> list[StoredDocument]:
