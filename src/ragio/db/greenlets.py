@@ -72,15 +72,21 @@ async def run_on_loop(function: Callable[..., T], *args: Any) -> T:
 async def _ready(fileno: int, state: Wait, deadline: float) -> Ready | None:
     """What the socket is ready for, once it is ready for some of ``state``; None when the
     deadline (``time.monotonic``) passes first."""
-    with trio.move_on_after(deadline - time.monotonic() if deadline < math.inf else math.inf):
-        if state == Wait.R:
-            await trio.lowlevel.wait_readable(fileno)
-            return Ready.R
-        if state == Wait.W:
-            await trio.lowlevel.wait_writable(fileno)
-            return Ready.W
-        return await _read_or_write(fileno)
+    if deadline == math.inf:  # every query's wait: no cancel scope to make
+        return await _wait_for(fileno, state)
+    with trio.move_on_after(deadline - time.monotonic()):
+        return await _wait_for(fileno, state)
     return None
+
+
+async def _wait_for(fileno: int, state: Wait) -> Ready:
+    if state == Wait.R:
+        await trio.lowlevel.wait_readable(fileno)
+        return Ready.R
+    if state == Wait.W:
+        await trio.lowlevel.wait_writable(fileno)
+        return Ready.W
+    return await _read_or_write(fileno)
 
 
 async def _read_or_write(fileno: int) -> Ready:
