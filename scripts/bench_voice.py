@@ -320,37 +320,23 @@ async def scenarios(
 
 async def server_added(args: argparse.Namespace, bench: Bench) -> None:
     instant = await sequential(bench, args.questions)
-    print(
-        summary(
-            "server-added: final transcript -> first frame",
-            [t["first_frame"] - t["final"] for t in instant],
-        )
-    )
+    print_span("server-added: final transcript -> first frame", instant, "final", "first_frame")
+
+
+def print_span(name: str, turns: list[dict[str, float]], start: str, end: str) -> None:
+    """The times from ``start`` to ``end`` of ``turns``, summed up on a line."""
+    print(summary(name, [turn[end] - turn[start] for turn in turns]))
 
 
 async def voice_to_voice(args: argparse.Namespace, bench: Bench, providers: Providers) -> None:
     await providers.pace(0.4, 0.0, 0.2)
     modelled = await sequential(bench, args.questions)
-    print(
-        summary(
-            "voice-to-voice: end of speech -> first frame",
-            [t["first_frame"] - t["speech_end"] for t in modelled],
-        )
-    )
-    print(
-        summary(
-            "  of which speech end -> final transcript",
-            [t["final"] - t["speech_end"] for t in modelled],
-        )
-    )
+    name = "voice-to-voice: end of speech -> first frame"
+    print_span(name, modelled, "speech_end", "first_frame")
+    print_span("  of which speech end -> final transcript", modelled, "speech_end", "final")
     await providers.pace(0.4, 0.02, 0.2)
     paced = await sequential(bench, args.questions)
-    print(
-        summary(
-            "  the model writing 50 words/s after that",
-            [t["first_frame"] - t["speech_end"] for t in paced],
-        )
-    )
+    print_span("  the model writing 50 words/s after that", paced, "speech_end", "first_frame")
 
 
 async def under_load(args: argparse.Namespace, bench: Bench, providers: Providers) -> None:
@@ -358,24 +344,10 @@ async def under_load(args: argparse.Namespace, bench: Bench, providers: Provider
     await providers.pace(0.4, word_delay, 0.2)
     loaded = await concurrent(bench, args.calls, args.per_call)
     pace = f"{args.words_per_second:g} words/s" if args.words_per_second else "whole replies"
-    print(
-        summary(
-            f"{args.calls} calls at once ({pace}): voice-to-voice",
-            [t["first_frame"] - t["speech_end"] for t in loaded],
-        )
-    )
-    print(
-        summary(
-            "  of which speech end -> final transcript",
-            [t["final"] - t["speech_end"] for t in loaded],
-        )
-    )
-    print(
-        summary(
-            "  of which final transcript -> first frame",
-            [t["first_frame"] - t["final"] for t in loaded],
-        )
-    )
+    name = f"{args.calls} calls at once ({pace}): voice-to-voice"
+    print_span(name, loaded, "speech_end", "first_frame")
+    print_span("  of which speech end -> final transcript", loaded, "speech_end", "final")
+    print_span("  of which final transcript -> first frame", loaded, "final", "first_frame")
     async with httpx.AsyncClient(base_url=bench.api_url, timeout=30) as api:
         calls = (await api.get("/voice/calls", params={"limit": args.calls})).json()["calls"]
     stages = [turn["stages"] for call in calls for turn in call["turns"]]
