@@ -67,6 +67,8 @@ class ModelReply:
 class Generate(Effect[ModelReply]):
     """Ask the answering provider. Result: a ``ModelReply``."""
 
+    runs_ahead = True
+
     prompt: Prompt
     max_output_tokens: int
     temperature: float

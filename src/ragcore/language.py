@@ -30,6 +30,8 @@ class LanguageGuess:
 class DetectLanguage(Effect[list[LanguageGuess]]):
     """Guess the language of ``text``. Result: ``LanguageGuess``es, best first."""
 
+    runs_ahead = True
+
     text: str
 
 

@@ -258,6 +258,8 @@ class CheckBudget(Effect[Allowed | Capped]):
     Result: ``Allowed`` or ``Capped``.
     """
 
+    runs_ahead = True
+
     role: str | None
     tokens: int
     caps: Caps
@@ -273,6 +275,8 @@ class ReserveTokens(Effect[Reservation | Capped]):
 
     Result: ``Reservation`` (with the output allowed) or ``Capped``.
     """
+
+    runs_ahead = True
 
     role: str | None
     prompt_tokens: int

@@ -25,19 +25,31 @@ UNWIND_SECONDS = 5.0
 
 
 async def run(
-    pipeline: Generator[Any, Any, T], service: Service, on_delta: OnDelta | None = None
+    pipeline: Generator[Any, Any, T],
+    service: Service,
+    on_delta: OnDelta | None = None,
+    hold: trio.Event | None = None,
 ) -> T:
     """Drive ``pipeline`` to its return value, executing its effects against ``service``.
 
     With ``on_delta``, answers are streamed: each piece of text is passed to it as the
     provider produces it, and the pipeline still receives the whole reply. The time its
     effects take is summed by stage for the turn's record (``ragio.timings``).
+
+    With ``hold`` (a tentative turn's: ``ragcore.voice.call``), an effect that changes
+    something others see waits until it is set; those that run ahead
+    (``Effect.runs_ahead``: reads, the model call) do not.
     """
     with timings.collecting() as collected:
-        return await _drive(pipeline, service, collected.streamed(on_delta))
+        return await _drive(pipeline, service, collected.streamed(on_delta), hold)
 
 
-async def _drive(pipeline: Generator[Any, Any, T], service: Service, on_delta: OnDelta | None) -> T:
+async def _drive(
+    pipeline: Generator[Any, Any, T],
+    service: Service,
+    on_delta: OnDelta | None,
+    hold: trio.Event | None = None,
+) -> T:
     result: Any = None
     failure: BaseException | None = None
     while True:
@@ -48,6 +60,8 @@ async def _drive(pipeline: Generator[Any, Any, T], service: Service, on_delta: O
         failure = None
         so_far = SoFar(on_delta) if on_delta is not None else None
         try:
+            if hold is not None and not getattr(effect, "runs_ahead", False):
+                await hold.wait()
             result = await execute(effect, service, so_far)
         except trio.Cancelled:  # a reply cut off mid-stream is settled with what it spent
             await unwind(pipeline, service, so_far.reply() if so_far else None)

@@ -42,7 +42,9 @@ from ragcore.voice.call import (
     Call,
     CallEvent,
     Cancel,
+    Confirm,
     Ended,
+    Finalize,
     FinishTurn,
     HangUp,
     Inbound,
@@ -94,12 +96,15 @@ RECORD_SECONDS = 5.0
 #: the caller is told and leaves a message instead
 TRANSFER_SECONDS = 15.0
 _KEEP_ALIVE = b""  # in the listener's queue: send KeepAlive, not audio
+_FINALIZE = b"F"  # in the listener's queue: send Finalize (audio is whole frames)
 
 
 @attrs.define
 class TurnWork:
     scope: trio.CancelScope
     speak: trio.MemorySendChannel[tuple[int, str]]
+    #: set when the turn is no longer tentative: its answer's writes wait for it
+    confirmed: trio.Event
 
 
 class PhoneCall:
@@ -209,8 +214,13 @@ class PhoneCall:
                 self._to_listener(audio)
             case KeepListening():
                 self._to_listener(_KEEP_ALIVE)
-            case Ask(turn=turn, question=question, asked=asked):
-                self._begin_turn(turn, (question, asked))
+            case Finalize():
+                self._to_listener(_FINALIZE)
+            case Ask(turn=turn, question=question, asked=asked, tentative=tentative):
+                self._begin_turn(turn, (question, asked), tentative=tentative)
+            case Confirm(turn=turn):
+                if turn in self._turns:
+                    self._turns[turn].confirmed.set()
             case Speak(turn=turn, part=part, text=text):
                 work = self._turns.get(turn) or self._begin_turn(turn, None)
                 work.speak.send_nowait((part, text))
@@ -358,9 +368,15 @@ class PhoneCall:
                     pumps.start_soon(self._pump_audio, listener)
                     async for heard in listener.results():
                         failures = 0
-                        self._note_heard(heard.final and heard.ends_utterance)
+                        self._note_heard(heard.final and (heard.ends_utterance or heard.finalized))
                         self.feed(
-                            Transcript(heard.text, heard.final, heard.ends_utterance, self.now())
+                            Transcript(
+                                heard.text,
+                                heard.final,
+                                heard.ends_utterance,
+                                self.now(),
+                                heard.finalized,
+                            )
                         )
             except* SpeechError as group:
                 error = group.exceptions[0]
@@ -384,6 +400,8 @@ class PhoneCall:
             try:
                 if not audio:  # _KEEP_ALIVE
                     await listener.keep_alive()
+                elif audio is _FINALIZE:
+                    await listener.finalize()
                 else:
                     await listener.send_audio(audio)
             except ConnectionClosed:
@@ -391,37 +409,43 @@ class PhoneCall:
 
     # ------------------------------------------------------------ turns
 
-    def _begin_turn(self, turn: int, question: tuple[str, int] | None) -> TurnWork:
+    def _begin_turn(
+        self, turn: int, question: tuple[str, int] | None, *, tentative: bool = False
+    ) -> TurnWork:
         """A turn's work in a scope of its own; the turns before it are over. ``question``:
-        the question to answer and its number in the call (None: scripted words)."""
+        the question to answer and its number in the call (None: scripted words). A
+        ``tentative`` turn's answer holds its writes until the turn is confirmed."""
         assert self._nursery is not None
         for old in self._turns.values():
             old.scope.cancel()
         self._turns.clear()
         send, receive = trio.open_memory_channel[tuple[int, str]](math.inf)
-        work = TurnWork(trio.CancelScope(), send)
+        confirmed = trio.Event()
+        if not tentative:
+            confirmed.set()
+        work = TurnWork(trio.CancelScope(), send, confirmed)
         self._turns[turn] = work
-        self._nursery.start_soon(self._run_turn, turn, question, work.scope, receive)
+        self._nursery.start_soon(self._run_turn, turn, question, work, receive)
         return work
 
     async def _run_turn(
         self,
         turn: int,
         question: tuple[str, int] | None,
-        scope: trio.CancelScope,
+        work: TurnWork,
         sentences: trio.MemoryReceiveChannel[tuple[int, str]],
     ) -> None:
         heard, self._heard = (self._heard, None) if question is not None else (None, None)
         attributes = {"ragchat.channel": "voice", "ragchat.call.turn": turn}
-        with scope, tracing.root_span("voice_turn", heard[0] if heard else None, attributes):
+        with work.scope, tracing.root_span("voice_turn", heard[0] if heard else None, attributes):
             if heard is not None:  # the caller's question, transcribed
                 tracing.timed_span("speech_to_text", *heard)
             async with trio.open_nursery() as nursery:
                 if question is not None:
-                    nursery.start_soon(self._answer, turn, *question)
+                    nursery.start_soon(self._answer, turn, *question, work)
                 nursery.start_soon(self._say, turn, sentences)
 
-    async def _answer(self, turn: int, question: str, asked: int) -> None:
+    async def _answer(self, turn: int, question: str, asked: int, work: TurnWork) -> None:
         caller = self.call.caller if self.call else ""
         # the call is a conversation: a follow-up is read with the turns before it
         sid = self.call.call_sid if self.call is not None else ""
@@ -442,7 +466,9 @@ class PhoneCall:
 
         policy = chat_policy(self.service)
         try:
-            outcome = await run(take_turn(kept, policy), self.service, on_delta=piece)
+            outcome = await run(
+                take_turn(kept, policy), self.service, on_delta=piece, hold=work.confirmed
+            )
         except Exception as error:  # every failure is said as an apology; the call goes on
             log.warning("call %s: answering failed: %s", self._sid(), error, exc_info=True)
             self.feed(AnswerNotGiven(turn, f"{type(error).__name__}: {error}", self.now()))

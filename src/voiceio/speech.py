@@ -38,6 +38,7 @@ class SpeechError(Exception):
 class Listener(Protocol):
     async def send_audio(self, audio: bytes) -> None: ...
     async def keep_alive(self) -> None: ...
+    async def finalize(self) -> None: ...
     def results(self) -> AsyncIterator[deepgram.Heard]: ...
 
 
@@ -56,6 +57,9 @@ class DeepgramListener:
 
     async def keep_alive(self) -> None:
         await self._socket.send_message(deepgram.KEEP_ALIVE)
+
+    async def finalize(self) -> None:
+        await self._socket.send_message(deepgram.FINALIZE)
 
     async def results(self) -> AsyncIterator[deepgram.Heard]:
         while True:

@@ -13,8 +13,11 @@ from ragcore.chat.pipeline import ChatAnswer
 from ragcore.voice.audio import FRAME_BYTES, SILENT_FRAME, encode
 from ragcore.voice.call import (
     APOLOGY,
+    ASK_ANYWAY_SECONDS,
     BARGE_IN_FRAMES,
     CANT_HEAR,
+    ENDPOINT_SECONDS,
+    FINALIZE_SECONDS,
     GOODBYE,
     KEEP_ALIVE_SECONDS,
     LEAD_SECONDS,
@@ -32,7 +35,9 @@ from ragcore.voice.call import (
     Call,
     CallEvent,
     Cancel,
+    Confirm,
     Ended,
+    Finalize,
     FinishTurn,
     HangUp,
     Inbound,
@@ -327,6 +332,97 @@ def test_a_short_addition_that_does_not_barge_in_still_joins_the_question() -> N
     assert Cancel(first.turn) in effects
     [ask] = of(effects, Ask)
     assert ask.question == "do you ship to Canada"
+
+
+def finalized(phone: Phone, text: str) -> list[Any]:
+    """The provider's answer to ``Finalize``: what it heard, final."""
+    return phone.feed(Transcript(text, True, False, phone.now, finalized=True))
+
+
+def test_after_a_short_silence_the_question_is_asked_early_and_its_audio_held_until_sure() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.6))
+    assert of(phone.ticks(FINALIZE_SECONDS - 0.04), Finalize) == []
+    [finalize] = of(phone.ticks(0.04), Finalize)
+    [ask] = of(finalized(phone, "how long do I have to return an item"), Ask)
+    assert ask.tentative and ask.asked == 1
+    effects = phone.answer(ask, "Items can be returned within 30 days. ")
+    [speak] = of(effects, Speak)  # synthesis may start: it is only heard once sure
+    sent = len(phone.sent)
+    phone.synthesize(speak, tone(0.4))
+    quiet = ENDPOINT_SECONDS - FINALIZE_SECONDS
+    held = phone.ticks(quiet - 0.02)
+    assert len(phone.sent) == sent and of(held, Confirm) == []
+    effects = phone.ticks(0.02)  # the caller has been silent for the provider's endpointing
+    assert Confirm(ask.turn) in effects
+    assert len(phone.sent) > sent  # and the answer goes out at once
+    assert phone.call.state is State.SPEAKING
+    phone.feed(Answered(ask.turn, chat_answer("Items can be returned within 30 days."), phone.now))
+    phone.ticks(0.6)
+    [record] = of(phone.play_marks(), FinishTurn)
+    assert record.record.outcome == "answered"
+    assert record.record.stages["transcript_ms"] == round(FINALIZE_SECONDS * 1000)
+    assert record.record.stages["voice_to_voice_ms"] == round(ENDPOINT_SECONDS * 1000)
+
+
+def test_a_caller_who_goes_on_after_a_pause_withdraws_the_early_question_unrecorded() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.6))
+    phone.ticks(FINALIZE_SECONDS)
+    [first] = of(finalized(phone, "do you ship"), Ask)
+    assert first.tentative
+    effects = phone.say(tone(0.3))  # they were only pausing
+    assert Cancel(first.turn) in effects
+    assert of(effects, FinishTurn) == [] and of(effects, SendClear) == []
+    assert phone.call.state is State.LISTENING
+    assert of(phone.ticks(FINALIZE_SECONDS), Finalize)
+    [ask] = of(finalized(phone, "to Canada"), Ask)
+    assert ask.question == "do you ship to Canada"
+    assert ask.asked == 1  # the withdrawn question took no number
+    assert Confirm(ask.turn) in phone.ticks(ENDPOINT_SECONDS - FINALIZE_SECONDS)
+
+
+def test_one_noisy_frame_does_not_withdraw_an_early_question() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.6))
+    phone.ticks(FINALIZE_SECONDS)
+    [ask] = of(finalized(phone, "do you ship to Canada"), Ask)
+    assert of(phone.say(tone(0.02)), Cancel) == []
+    # the silence counts again from the noise
+    assert Confirm(ask.turn) in phone.ticks(ENDPOINT_SECONDS)
+
+
+def test_the_providers_own_end_of_utterance_makes_an_early_question_sure_at_once() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.6))
+    phone.ticks(FINALIZE_SECONDS)
+    [ask] = of(finalized(phone, "do you ship to Canada"), Ask)
+    assert phone.feed(Transcript("", True, True, phone.now)) == [Confirm(ask.turn)]
+    # more words with it: one question, the whole of it, and sure
+    phone2 = Phone()
+    phone2.greet()
+    phone2.say(tone(0.6))
+    phone2.ticks(FINALIZE_SECONDS)
+    [early] = of(finalized(phone2, "do you ship"), Ask)
+    effects = phone2.feed(Transcript("to Canada", True, True, phone2.now))
+    assert Cancel(early.turn) in effects and of(effects, FinishTurn) == []
+    [ask] = of(effects, Ask)
+    assert ask.question == "do you ship to Canada" and not ask.tentative
+
+
+def test_a_finalize_the_provider_never_answers_is_asked_with_what_was_heard() -> None:
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.6))
+    phone.feed(Transcript("do you ship to Canada", True, False, phone.now))  # a final part
+    effects = phone.ticks(ASK_ANYWAY_SECONDS - 0.02)
+    assert of(effects, Finalize) and of(effects, Ask) == []
+    [ask] = of(phone.ticks(0.02), Ask)
+    assert ask.question == "do you ship to Canada" and not ask.tentative
 
 
 def test_interim_and_partial_results_wait_for_the_end_of_the_utterance() -> None:

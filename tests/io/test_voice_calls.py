@@ -15,10 +15,11 @@ import psycopg
 import pytest
 import trio
 
+from ragcore.voice.audio import FRAME_BYTES, level_db
 from ragcore.voice.call import APOLOGY, MISSED
 from ragio.service import Service
 from ragio.tracing import Tracing
-from tests.io.audio import speak, transcribe
+from tests.io.audio import silence, speak, transcribe
 from tests.io.fakes.deepgram_server import FakeDeepgram
 from tests.io.fakes.otlp_receiver import OTLPReceiver
 from tests.io.fakes.phone import HandshakeError, PhoneCall, phone_call
@@ -174,6 +175,57 @@ async def test_a_caller_hears_the_greeting_then_the_answer_to_a_spoken_question(
     assert "return" in said["question"] and said["outcome"] == "answered"
     assert said["citations"][0]["document_name"] == "returns.md"
     assert said["timings"]["answer_ms"] > 0 and "+1555" not in str(kept)
+
+
+def middle(audio: bytes) -> bytes:
+    return audio[len(audio) // 2 : len(audio) // 2 + 800]
+
+
+def voiced(audio: bytes) -> bytes:
+    """``audio`` without the silent frames espeak-ng puts around speech."""
+    loud = [
+        i for i in range(0, len(audio), FRAME_BYTES) if level_db(audio[i : i + FRAME_BYTES]) > -45
+    ]
+    return audio[loud[0] : loud[-1] + FRAME_BYTES]
+
+
+async def test_a_caller_who_pauses_mid_question_is_answered_once_for_the_whole_of_it(
+    voice: VoiceServer, speech: FakeDeepgram, api: httpx.AsyncClient, stream_url: str
+) -> None:
+    """A pause longer than the early question's silence but shorter than the provider's
+    endpointing: the service finalizes and asks early, the caller goes on, the early
+    question is withdrawn unheard and unrecorded, and the whole question is answered.
+    The speech provider transcribes at once (each utterance's words, in turn), as a
+    real one does in well under the pause."""
+    first, rest = (
+        voiced(await spoken("How long do I have")),
+        voiced(await spoken("to return an item")),
+    )
+    # each part known by 100 ms from its middle: the line's first frames may not be sent
+    words_of = {middle(first): "how long do i have", middle(rest): "to return an item"}
+    speech.transcriber = lambda audio: next((w for a, w in words_of.items() if a in audio), "")
+    question = first + silence(320) + rest
+    async with call(stream_url) as phone:
+        await greeted(phone)
+        media_before = len(phone.messages("media"))
+        before = await ask(phone, question)
+        said_until = phone.sent[-1][0]
+        await phone.wait_for_audio(15, after=before)
+        first_heard = phone.messages("media")[media_before].at
+        await phone.wait_until_quiet(1000, 30)
+        await phone.wait_until_played(10)
+        answer = phone.heard[before:]
+        await phone.hang_up()
+    assert "thirty days" in await words(answer)
+    controls = [c for _, c in speech.listeners[0].controls]
+    assert controls.count({"type": "Finalize"}) >= 2  # at the pause, and at the end
+    [recorded] = await recorded_calls(api, voice)
+    [turn] = recorded["turns"]  # the early question left nothing behind
+    assert turn["question"] == "how long do i have to return an item"
+    assert (turn["turn"], turn["outcome"]) == (1, "answered")
+    # asked before the provider's endpointing of 300 ms; heard only after it
+    assert turn["stages"]["transcript_ms"] < 300 <= turn["stages"]["voice_to_voice_ms"]
+    assert first_heard - said_until >= 0.3
 
 
 async def test_a_calls_turn_is_one_trace_from_its_transcript_to_its_speech(

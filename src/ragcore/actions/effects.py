@@ -17,6 +17,8 @@ from ragcore.effects import Effect
 class LoadAutonomy(Effect[AutonomyConfig]):
     """The stored autonomy setting. Result: ``ragcore.actions.autonomy.AutonomyConfig``."""
 
+    runs_ahead = True
+
 
 @attrs.frozen
 class NewTicket(Effect["Ticket"]):

@@ -15,5 +15,7 @@ class FindOwnerAnswer(Effect[OwnerAnswerMatch | None]):
     ``vector``), as in force now: an edit or a deletion counts at once, on every
     replica. Result: ``OwnerAnswerMatch``, None when the owner has answered nothing."""
 
+    runs_ahead = True
+
     question: str
     vector: tuple[float, ...]

@@ -82,6 +82,8 @@ class LoadConversation(Effect[Ongoing]):
     ``conversation_id`` (a 404 problem when there is none). Neither: the turn begins
     one. Result: ``Ongoing``."""
 
+    runs_ahead = True
+
     channel: str
     key: str | None = None
     idle_minutes: int = IDLE_MINUTES

@@ -73,6 +73,8 @@ class TranslateWords(Effect[dict[str, tuple[str, ...]]]):
     a dictionary knows, its translations, best first (``WORD_TRANSLATIONS`` at most);
     a word it does not know is left out."""
 
+    runs_ahead = True
+
     language: str
     words: tuple[str, ...]
 

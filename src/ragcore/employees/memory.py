@@ -149,13 +149,18 @@ class FindUnembeddedMemory(Effect[list[tuple[int, str]]]):
     """The items of ``role`` without a vector in the active embedder's space (starter
     seeds, or items from before the space changed). Result: ``(id, text)`` pairs."""
 
+    runs_ahead = True
+
     role: str
 
 
 @attrs.frozen
 class StoreMemoryVectors(Effect[None]):
     """Store each item's vector, given as ``(id, vector)`` pairs, in one transaction.
-    Result: None."""
+    Result: None. It runs ahead of a tentative turn: the vectors of items that exist are
+    a cache, which changes no item."""
+
+    runs_ahead = True
 
     vectors: tuple[tuple[int, tuple[float, ...]], ...]
 
@@ -169,6 +174,8 @@ class FetchRoleMemory(Effect[list[MemoryItem]]):
 
     Result: ``MemoryItem``s, in any order.
     """
+
+    runs_ahead = True
 
     role: str
     vector: tuple[float, ...]

@@ -30,6 +30,8 @@ class LoadBusiness(Effect[Business]):
     """The business's name and opening hours, and the wall time in its time zone.
     Result: ``ragcore.handoff.notices.Business``."""
 
+    runs_ahead = True
+
 
 @attrs.frozen
 class NotifyOwnerOfHandoff(Effect[None]):

@@ -19,6 +19,8 @@ class Embed(Effect[list[Vector]]):
     ``purpose`` lets providers that distinguish queries from documents do so.
     """
 
+    runs_ahead = True
+
     texts: tuple[str, ...]
     purpose: str = "document"  # "document" or "query"
 
@@ -35,6 +37,8 @@ class SearchChunks(Effect[list[RetrievedHit]]):
     found them), best first.
     """
 
+    runs_ahead = True
+
     vector: tuple[float, ...]
     text: str
     limit: int
@@ -48,5 +52,7 @@ class FindMentions(Effect[frozenset[str]]):
     """Which of ``names`` (a question's names, lower-cased, as ``names_of`` in
     ``ragcore.chat.support`` reads them) the stored documents mention anywhere: in a
     chunk's text, or in a document's name. Result: those names."""
+
+    runs_ahead = True
 
     names: tuple[str, ...]

@@ -215,6 +215,8 @@ class ReachGraph(Effect[Neighbourhood]):
     ``Neighbourhood``; empty when the graph is off or unavailable (a question is never
     failed by the graph)."""
 
+    runs_ahead = True
+
     keys: tuple[str, ...]
     hops: int
     max_neighbours: int = MAX_NEIGHBOURS

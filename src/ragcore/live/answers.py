@@ -50,6 +50,8 @@ class LoadLive(Effect[LiveContext]):
     """The live-data context of a question asked on ``channel`` by ``asker`` (None: an
     anonymous caller, who has no pending question). No actions: nothing else is read."""
 
+    runs_ahead = True
+
     channel: str
     asker: str | None
 

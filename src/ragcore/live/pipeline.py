@@ -66,6 +66,8 @@ class RunLiveQuery(Effect[LiveRows | LiveFailure]):
     Result: ``LiveRows``, or ``LiveFailure`` when the source fails or times out.
     """
 
+    runs_ahead = True
+
     action_id: int
     source_id: int
     kind: str

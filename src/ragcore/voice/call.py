@@ -16,6 +16,13 @@ How a call goes:
   utterance has ended, the question is asked (``Ask``): the answer's text comes back in
   pieces, is cut into sentences (``ragcore.voice.speech``), and each sentence is
   synthesized (``Speak``) as soon as it is whole.
+- The question is asked early, tentatively: after ``FINALIZE_SECONDS`` of the caller's
+  silence the provider is told to finalize what it heard (``Finalize``), and its answer
+  is asked at once, so the answer is under way while the silence grows to the provider's
+  endpointing. Nothing of a tentative turn is sent to the caller, and its work does
+  nothing others see (the runner holds those effects), until the silence has lasted
+  ``ENDPOINT_SECONDS`` (``Confirm``); the caller speaking again before then withdraws it
+  (``Cancel``, nothing recorded), and what they said is the start of their question.
 - Audio is sent in 20 ms frames, paced at most ``LEAD_SECONDS`` ahead of playback, with a
   mark after each sentence: the provider returns a mark when the audio before it has
   played, so the call knows what the caller has actually heard.
@@ -51,6 +58,7 @@ from ragcore.chat import history
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.voice import phrases
 from ragcore.voice.audio import FRAME_BYTES, FRAME_SECONDS, SILENT_BYTE, level_db
+from ragcore.voice.deepgram import ENDPOINTING_MS, UTTERANCE_END_MS
 from ragcore.voice.echo import EchoGuard
 from ragcore.voice.phrases import PHRASES, caller_language
 from ragcore.voice.speech import SentenceSplitter
@@ -62,6 +70,13 @@ LEAD_SECONDS = 0.1
 #: speech within 200 ms), so a cough or a click does not stop the answer
 BARGE_IN_FRAMES = 5
 BARGE_IN_WINDOW = 10
+#: the caller's silence after which what speech-to-text heard is finalized and asked,
+#: tentatively, and the silence that makes it sure: the provider's endpointing
+FINALIZE_SECONDS = 0.16
+ENDPOINT_SECONDS = ENDPOINTING_MS / 1000
+#: a finalized question the provider never answered (its transcript did not come back)
+#: is asked with what was heard after this much silence: its utterance-end gap
+ASK_ANYWAY_SECONDS = UTTERANCE_END_MS / 1000
 #: caller audio kept to hand to speech-to-text when a barge-in starts listening again
 PREROLL_FRAMES = 25
 #: with no caller audio sent for this long, speech-to-text is told the stream is alive
@@ -153,10 +168,13 @@ class Tick:
 
 @attrs.frozen
 class Transcript:
+    """``finalized``: the provider's answer to ``Finalize`` (everything heard is in it)."""
+
     text: str
     final: bool
     ends_utterance: bool
     at: float
+    finalized: bool = False
 
 
 @attrs.frozen
@@ -308,13 +326,28 @@ class KeepListening:
 
 
 @attrs.frozen
+class Finalize:
+    """Ask speech-to-text for the final transcript of what it heard so far, now."""
+
+
+@attrs.frozen
 class Ask:
     """Answer ``question``: the call's question number ``asked``, which is its turn's
-    number in the call's conversation (``TurnFinished.turn``)."""
+    number in the call's conversation (``TurnFinished.turn``). A ``tentative`` one may be
+    withdrawn (``Cancel``): until its ``Confirm``, its work must change nothing others
+    see."""
 
     turn: int
     question: str
     asked: int
+    tentative: bool = False
+
+
+@attrs.frozen
+class Confirm:
+    """The tentative turn's caller is surely done: its work may go all the way."""
+
+    turn: int
 
 
 @attrs.frozen
@@ -416,7 +449,9 @@ CallEffect: TypeAlias = (
     | SendClear
     | Listen
     | KeepListening
+    | Finalize
     | Ask
+    | Confirm
     | Speak
     | Cancel
     | FinishTurn
@@ -448,6 +483,7 @@ class Turn:
     dropped: bool = False  # a stop left sentences of it unsaid
     shutdown: bool = False  # the closing words of a stop
     stalled: float = 0.0  # the longest the caller's playback ran dry mid-turn, in seconds
+    tentative: bool = False  # asked before the caller's silence made sure: held back
 
 
 class Call:
@@ -481,6 +517,8 @@ class Call:
         self._recent: deque[bool] = deque(maxlen=BARGE_IN_WINDOW)
         self._preroll: deque[tuple[bytes, bool]] = deque(maxlen=PREROLL_FRAMES)
         self._utterance: list[str] = []
+        self._unfinalized = False  # the caller spoke since speech-to-text last finalized
+        self._finalized_at: float | None = None  # a Finalize whose transcript is awaited
         self._carried = ""  # a question the caller went on with before it was answered
         self._last_speech = 0.0
         self._last_listen = 0.0
@@ -523,7 +561,8 @@ class Call:
         return effects
 
     def _tick(self, event: Tick) -> list[Any]:
-        effects = self._pace(event.at)
+        effects = self._endpoint(event.at)
+        effects += self._pace(event.at)
         if event.at - self._last_listen >= KEEP_ALIVE_SECONDS:
             self._last_listen = event.at
             effects.append(KeepListening())
@@ -598,9 +637,15 @@ class Call:
             self._last_speech = at
             self._quiet_since = at if self.state is State.LISTENING else self._quiet_since
             self._prompted = False
+            self._unfinalized = True
+            self._finalized_at = None
+        effects: list[Any] = []
         if self.state in (State.ANSWERING, State.SPEAKING) and self._stopping_by is None:
             self._recent.append(caller)
-            if sum(self._recent) >= BARGE_IN_FRAMES:
+            turn = self._current()
+            if turn.tentative and caller and self._recent.count(True) >= 2:
+                effects = self._withdraw(turn)  # they go on: the start of their question
+            elif sum(self._recent) >= BARGE_IN_FRAMES:
                 self._preroll.append((event.audio, False))
                 return self._barge_in(at)
         if exposed and not caller:
@@ -608,7 +653,7 @@ class Call:
             return []  # possibly the bot's own voice: never transcribed
         self._preroll.append((event.audio, True))
         self._last_listen = at
-        return [Listen(event.audio)]
+        return effects + [Listen(event.audio)]
 
     def _barge_in(self, at: float) -> list[Any]:
         """The caller talks over the bot: stop it, and listen from where they began."""
@@ -635,16 +680,68 @@ class Call:
             return []  # the service stops: nothing more is asked
         if event.final and event.text:
             self._utterance.append(event.text)
-        if not (event.ends_utterance and self._utterance):
+        # what was finalized in a silence that still lasts: all the caller said, so far
+        early = event.finalized and self._finalized_at is not None
+        if event.finalized:
+            self._finalized_at = None
+        turn = self.turn if self.state is State.ANSWERING else None
+        if turn is not None and turn.tentative and event.ends_utterance and not self._utterance:
+            return self._confirm(turn)  # the provider heard the caller stop too
+        if not ((event.ends_utterance or early) and self._utterance):
             return []
+        effects: list[Any] = []
+        if turn is not None and turn.tentative:
+            effects += self._withdraw(turn)  # they said more: the whole of it is the question
+        elif turn is not None:
+            # they went on before the answer began: one question, asked again whole
+            self._carried = turn.question or ""
+            effects += self._stop_turn("interrupted", event.at)
         question = " ".join(self._utterance)
         self._utterance = []
-        effects: list[Any] = []
-        if self.state is State.ANSWERING and self.turn is not None:
-            # they went on before the answer began: one question, asked again whole
-            self._carried = self.turn.question or ""
-            effects += self._stop_turn("interrupted", event.at)
-        return effects + self._ask(question, event.at)
+        sure = event.ends_utterance or round(event.at - self._last_speech, 6) >= ENDPOINT_SECONDS
+        return effects + self._ask(question, event.at, tentative=not sure)
+
+    def _endpoint(self, at: float) -> list[Any]:
+        """The caller's silence, each tick: long enough, speech-to-text is told to finalize
+        what it heard (its transcript asks the question, tentatively); longer, a tentative
+        question is confirmed; much longer, a finalized question the provider never
+        answered is asked with what was heard."""
+        quiet = round(at - self._last_speech, 6)  # whole frames, not float noise
+        turn = self.turn
+        if turn is not None and turn.tentative and quiet >= ENDPOINT_SECONDS:
+            return self._confirm(turn)
+        if self.state is not State.LISTENING or self._stopping_by is not None:
+            return []
+        if self._unfinalized and quiet >= FINALIZE_SECONDS:
+            self._unfinalized = False
+            self._finalized_at = at
+            return [Finalize()]
+        if self._finalized_at is not None and self._utterance and quiet >= ASK_ANYWAY_SECONDS:
+            self._finalized_at = None
+            question = " ".join(self._utterance)
+            self._utterance = []
+            return self._ask(question, at)
+        return []
+
+    def _confirm(self, turn: Turn) -> list[Any]:
+        """The tentative turn's caller is done: its held audio may go out."""
+        turn.tentative = False
+        if "first_audio" in turn.times and self.state is State.ANSWERING:
+            self.state = State.SPEAKING
+        return [Confirm(turn.number)]
+
+    def _withdraw(self, turn: Turn) -> list[Any]:
+        """Take a tentative question back, as if it had not been asked: its work is
+        cancelled, nothing of it was sent or is recorded, and its words begin the
+        question the caller goes on with."""
+        self._utterance.insert(0, turn.question or "")
+        self._questions -= 1
+        self._queue.clear()
+        self._partial = b""
+        self.turn = None
+        self.state = State.LISTENING
+        self._recent.clear()
+        return [Cancel(turn.number)]
 
     def _listener_failed(self, event: ListenerFailed) -> list[Any]:
         if self._stopping_by is not None:
@@ -658,15 +755,16 @@ class Call:
             return self._say(self._words(phrases.MISSED), event.at)
         return []
 
-    def _ask(self, question: str, at: float) -> list[Any]:
+    def _ask(self, question: str, at: float, *, tentative: bool = False) -> list[Any]:
         question = f"{self._carried} {question}".strip()
         self._carried = ""
         self.language = caller_language(question) or self.language
         turn = self._new_turn(question, at)
         self._questions += 1
         turn.asked = self._questions
+        turn.tentative = tentative
         turn.times.update(speech_ended=min(self._last_speech or at, at), transcribed=at)
-        return [Ask(turn.number, question, turn.asked)]
+        return [Ask(turn.number, question, turn.asked, tentative)]
 
     # ------------------------------------------------------------ the answer
 
@@ -720,7 +818,7 @@ class Call:
         if _beyond(turn, event.part):
             return []
         turn.times.setdefault("first_audio", event.at)
-        if self.state is State.ANSWERING:
+        if self.state is State.ANSWERING and not turn.tentative:
             self.state = State.SPEAKING
         audio = self._partial + event.audio
         whole = len(audio) - len(audio) % FRAME_BYTES
@@ -762,8 +860,11 @@ class Call:
         return self._finish_if_heard(event.at)
 
     def _pace(self, at: float) -> list[Any]:
-        """Frames due by ``at + LEAD_SECONDS``, and the marks between them."""
+        """Frames due by ``at + LEAD_SECONDS``, and the marks between them; none of a
+        tentative turn."""
         effects: list[Any] = []
+        if self.turn is not None and self.turn.tentative:
+            return effects
         while self._queue and (
             isinstance(self._queue[0], str) or self._sent_until < at + LEAD_SECONDS
         ):

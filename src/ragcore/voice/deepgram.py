@@ -25,6 +25,8 @@ ENDPOINTING_MS = 300
 #: a gap after the last word that ends an utterance even when endpointing missed it
 UTTERANCE_END_MS = 1000
 KEEP_ALIVE = json.dumps({"type": "KeepAlive"})
+#: transcribe what was heard so far at once: the final result comes back ``from_finalize``
+FINALIZE = json.dumps({"type": "Finalize"})
 CLOSE_STREAM = json.dumps({"type": "CloseStream"})
 
 
@@ -70,11 +72,13 @@ def speak_url(base_url: str, voice: str) -> str:
 @attrs.frozen
 class Heard:
     """A transcript: ``final`` when the provider will not revise it, ``ends_utterance``
-    when the caller has stopped speaking (``speech_final``, or an ``UtteranceEnd``)."""
+    when the caller has stopped speaking (``speech_final``, or an ``UtteranceEnd``),
+    ``finalized`` when it answers a ``Finalize``: everything heard before it is in."""
 
     text: str
     final: bool
     ends_utterance: bool
+    finalized: bool = False
 
 
 def read_listen_message(text: str) -> Heard | None:
@@ -96,6 +100,7 @@ def read_listen_message(text: str) -> Heard | None:
         transcript.strip(),
         final=bool(message.get("is_final")),
         ends_utterance=bool(message.get("speech_final")),
+        finalized=bool(message.get("from_finalize")),
     )
 
 
