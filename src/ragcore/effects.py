@@ -26,8 +26,8 @@ class Effect(Generic[R]):
     #: True for an effect that gives back what a pipeline holds (a token reservation):
     #: the runner still executes it while a cancelled pipeline unwinds
     gives_back: ClassVar[bool] = False
-    #: True for an effect that changes nothing anyone sees (a read, a model call, a
-    #: reservation given back if the pipeline is cancelled): a turn asked tentatively (a
-    #: voice question before the caller's silence made sure they were done) runs it
-    #: ahead; the runner holds every other effect until the turn is confirmed
+    #: True for an effect that changes nothing anyone sees, or only what happens whatever
+    #: the turn becomes (a read, a model call, its tokens held and settled): a turn asked
+    #: tentatively (a voice question before the caller's silence made sure they were
+    #: done) runs it ahead; the runner holds every other effect until it is confirmed
     runs_ahead: ClassVar[bool] = False

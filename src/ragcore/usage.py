@@ -287,9 +287,12 @@ class ReserveTokens(Effect[Reservation | Capped]):
 
 @attrs.frozen
 class SettleTokens(Effect[None]):
-    """Replace a reservation with what the call used, in the usage ledger. Result: None."""
+    """Replace a reservation with what the call used, in the usage ledger. Result: None.
+    It runs ahead of a tentative turn: what a call spent is spent, whatever the turn
+    becomes."""
 
     gives_back = True
+    runs_ahead = True
 
     reservation_id: int
     provider: str
@@ -302,5 +305,6 @@ class ReleaseTokens(Effect[None]):
     """Drop a reservation whose call never ran or failed. Result: None."""
 
     gives_back = True
+    runs_ahead = True
 
     reservation_id: int

@@ -115,8 +115,9 @@ JOB_SCHEDULES: tuple[Schedule, ...] = (queue_due_syncs, queue_due_crawls)
 
 def effects_doc() -> str:
     """The table of every effect in docs/architecture.md: where it is declared, its
-    result, what it asks for (its docstring's first sentence) and its handler. The docs
-    test checks the file holds exactly this."""
+    result, what it asks for (its docstring's first sentence, and whether it runs ahead
+    of a tentative turn: ``Effect.runs_ahead``) and its handler. The docs test checks
+    the file holds exactly this."""
     rows = [
         "| Effect | Declared in | Result | Asks for | Handler |",
         "|---|---|---|---|---|",
@@ -128,7 +129,8 @@ def effects_doc() -> str:
             streaming = f" (streaming: `{_short(HANDLERS.streaming[kind])}`)"
         rows.append(
             f"| `{kind.__name__}` | `{kind.__module__}` | `{_result(kind)}` "
-            f"| {_first_sentence(kind)} | `{_short(handler)}`{streaming} |"
+            f"| {_first_sentence(kind)}{' *Runs ahead.*' if kind.runs_ahead else ''} "
+            f"| `{_short(handler)}`{streaming} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -4,6 +4,7 @@ delivered, and the turn recorded, failures too."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from ragcore.api.problems import ProblemError
@@ -19,6 +20,16 @@ from ragcore.chat.history import (
 from ragcore.chat.pipeline import ChatAnswer, ChatRequest
 from ragcore.chat.turn import TurnRequest, take_turn
 from ragcore.generation import Generate
+from ragcore.live.answers import LiveContext, LoadLive
+from ragcore.usage import (
+    Allowed,
+    Caps,
+    CheckBudget,
+    ReleaseTokens,
+    Reservation,
+    ReserveTokens,
+    SettleTokens,
+)
 from tests.core.drive import drive
 from tests.core.test_autonomy import NOW
 from tests.core.test_chat_pipeline import POLICY, recorded
@@ -193,3 +204,42 @@ def test_an_answer_that_could_not_be_delivered_is_recorded_then_raised():
         drive(take_turn(turn, POLICY, refusing), seen)
     [record] = [e.record for e in effects if isinstance(e, RecordTurn)]
     assert record.outcome == "answered"
+
+
+@pytest.mark.parametrize("earlier", [(), EARLIER], ids=["first", "follow-up"])
+@pytest.mark.parametrize("metered", [False, True], ids=["free", "metered"])
+def test_a_voice_turn_reaches_its_answer_on_effects_that_run_ahead(earlier, metered):
+    """A tentative voice question (``ragcore.voice.call``) runs only the effects that run
+    ahead until it is confirmed: every one up to the answer's model call must, or asking
+    early gains nothing (a follow-up's rewrite, the budget's holds and settlements
+    included); the turn's record waits."""
+    question = "And how long does that take?" if earlier else QUESTION
+    request = ChatRequest(question, spoken=True, channel="voice")
+    place = place_key("voice", "CA1")
+    turn = TurnRequest(request, "voice", "+15551234567", place=place, idle_minutes=0, turn=1)
+    answers = world(ongoing=Ongoing(5, earlier, NOW))
+    policy = attrs.evolve(POLICY, rewrite_with_model=True)
+    if metered:
+        policy = attrs.evolve(policy, usage_ledger=True, caps=Caps(daily=10**6))
+
+    def answer(effect):
+        match effect:
+            case LoadLive():
+                return LiveContext((), {}, NOW)
+            case CheckBudget():
+                return Allowed()
+            case ReserveTokens():
+                return Reservation(1, 256)
+            case SettleTokens() | ReleaseTokens():
+                return None
+        return answers(effect)
+
+    _, effects = drive(take_turn(turn, policy), answer)
+    if metered:
+        assert any(isinstance(e, SettleTokens) for e in effects)
+    if earlier:
+        assert sum(isinstance(e, Generate) for e in effects) >= 2  # the rewrite, the answer
+    answering = max(i for i, e in enumerate(effects) if isinstance(e, Generate))
+    held = [type(e).__name__ for e in effects[: answering + 1] if not e.runs_ahead]
+    assert held == []
+    assert not RecordTurn.runs_ahead
