@@ -758,6 +758,7 @@ class Call:
     def _ask(self, question: str, at: float, *, tentative: bool = False) -> list[Any]:
         question = f"{self._carried} {question}".strip()
         self._carried = ""
+        self._unfinalized, self._finalized_at = False, None  # all heard is in the question
         self.language = caller_language(question) or self.language
         turn = self._new_turn(question, at)
         self._questions += 1
