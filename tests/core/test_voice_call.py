@@ -339,6 +339,18 @@ def finalized(phone: Phone, text: str) -> list[Any]:
     return phone.feed(Transcript(text, True, False, phone.now, finalized=True))
 
 
+def asked_early(text: str) -> tuple[Phone, Ask]:
+    """A greeted call whose caller spoke then paused ``FINALIZE_SECONDS``, and whose
+    provider finalized ``text``: the call and its tentative question."""
+    phone = Phone()
+    phone.greet()
+    phone.say(tone(0.6))
+    assert of(phone.ticks(FINALIZE_SECONDS), Finalize)
+    [ask] = of(finalized(phone, text), Ask)
+    assert ask.tentative
+    return phone, ask
+
+
 def test_after_a_short_silence_the_question_is_asked_early_and_its_audio_held_until_sure() -> None:
     phone = Phone()
     phone.greet()
@@ -367,12 +379,7 @@ def test_after_a_short_silence_the_question_is_asked_early_and_its_audio_held_un
 
 
 def test_a_caller_who_goes_on_after_a_pause_withdraws_the_early_question_unrecorded() -> None:
-    phone = Phone()
-    phone.greet()
-    phone.say(tone(0.6))
-    phone.ticks(FINALIZE_SECONDS)
-    [first] = of(finalized(phone, "do you ship"), Ask)
-    assert first.tentative
+    phone, first = asked_early("do you ship")
     effects = phone.say(tone(0.3))  # they were only pausing
     assert Cancel(first.turn) in effects
     assert of(effects, FinishTurn) == [] and of(effects, SendClear) == []
@@ -385,29 +392,17 @@ def test_a_caller_who_goes_on_after_a_pause_withdraws_the_early_question_unrecor
 
 
 def test_one_noisy_frame_does_not_withdraw_an_early_question() -> None:
-    phone = Phone()
-    phone.greet()
-    phone.say(tone(0.6))
-    phone.ticks(FINALIZE_SECONDS)
-    [ask] = of(finalized(phone, "do you ship to Canada"), Ask)
+    phone, ask = asked_early("do you ship to Canada")
     assert of(phone.say(tone(0.02)), Cancel) == []
     # the silence counts again from the noise
     assert Confirm(ask.turn) in phone.ticks(ENDPOINT_SECONDS)
 
 
 def test_the_providers_own_end_of_utterance_makes_an_early_question_sure_at_once() -> None:
-    phone = Phone()
-    phone.greet()
-    phone.say(tone(0.6))
-    phone.ticks(FINALIZE_SECONDS)
-    [ask] = of(finalized(phone, "do you ship to Canada"), Ask)
+    phone, ask = asked_early("do you ship to Canada")
     assert phone.feed(Transcript("", True, True, phone.now)) == [Confirm(ask.turn)]
     # more words with it: one question, the whole of it, and sure
-    phone2 = Phone()
-    phone2.greet()
-    phone2.say(tone(0.6))
-    phone2.ticks(FINALIZE_SECONDS)
-    [early] = of(finalized(phone2, "do you ship"), Ask)
+    phone2, early = asked_early("do you ship")
     effects = phone2.feed(Transcript("to Canada", True, True, phone2.now))
     assert Cancel(early.turn) in effects and of(effects, FinishTurn) == []
     [ask] = of(effects, Ask)
